@@ -1,0 +1,126 @@
+//! The pool's errors.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::worker::{BoxError, Exit};
+
+/// Why a job was turned away before it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RejectReason {
+    /// The wait queue already holds `max_waiting` jobs (D's `queue-depth`).
+    QueueFull,
+    /// The projected wait is above `max_queue_wait` (D's `queue-wait`).
+    QueueWait,
+}
+
+impl RejectReason {
+    /// The serialised name, as in D's `worker:rejected` event.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::QueueFull => "queue-depth",
+            Self::QueueWait => "queue-wait",
+        }
+    }
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::QueueFull => "the wait queue is full",
+            Self::QueueWait => "the projected wait is too long",
+        })
+    }
+}
+
+/// An error of the pool: the job did not get a worker, or lost it.
+///
+/// A job's own result is never wrapped: `run` returns `Ok(job_output)` when
+/// the job ran to its end, whatever the job returned.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The job was turned away at once.
+    #[error("job rejected: {reason}")]
+    Rejected {
+        /// Why.
+        reason: RejectReason,
+    },
+    /// No worker could be lent within the time given to `lend_timeout` or
+    /// `run_timeout`.
+    #[error("no worker was free within {after:?}")]
+    LendTimeout {
+        /// The limit that ended.
+        after: Duration,
+    },
+    /// The job ran longer than its `job_timeout`; its worker was killed.
+    #[error("job exceeded its {after:?} timeout")]
+    Timeout {
+        /// The limit that ended.
+        after: Duration,
+    },
+    /// The warm-up of the worker this job waited for failed or timed out.
+    #[error("worker in slot {slot} failed its warm-up: {message}")]
+    WarmupFailed {
+        /// The slot of the worker.
+        slot: usize,
+        /// What went wrong.
+        message: String,
+        /// The worker's own error, when it gave one.
+        #[source]
+        source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
+    },
+    /// The worker ended while the job held it.
+    #[error("worker failed before responding")]
+    Crashed {
+        /// How the worker ended, when the pool knows.
+        exit: Option<Exit>,
+    },
+    /// The pool is closed (or closing) and takes no jobs.
+    #[error("pool is closed")]
+    Closed,
+}
+
+impl Error {
+    pub(crate) fn warmup(slot: usize, message: impl Into<String>, source: Option<BoxError>) -> Self {
+        Self::WarmupFailed {
+            slot,
+            message: message.into(),
+            source: source.map(Arc::from),
+        }
+    }
+
+    /// A short, stable name for the kind of error (`rejected`, `timeout`, …),
+    /// as used in serialised errors.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Rejected { .. } => "rejected",
+            Self::LendTimeout { .. } => "lend-timeout",
+            Self::Timeout { .. } => "timeout",
+            Self::WarmupFailed { .. } => "warmup-failed",
+            Self::Crashed { .. } => "crashed",
+            Self::Closed => "closed",
+        }
+    }
+}
+
+/// A pool option out of its allowed range, found when the pool is built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid option `{option}`: {message}")]
+pub struct BuildError {
+    /// The option's name, as the builder method spells it.
+    pub option: &'static str,
+    /// The value given and what is allowed.
+    pub message: String,
+}
+
+impl BuildError {
+    pub(crate) fn new(option: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            option,
+            message: message.into(),
+        }
+    }
+}

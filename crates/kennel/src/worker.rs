@@ -1,0 +1,282 @@
+//! The `Worker` trait (SPEC S1) and the small types a worker hands the pool.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// A boxed error as a worker reports it (a failed warm-up, for example).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A long-lived thing that does one job at a time.
+///
+/// The pool owns each worker. It calls [`exited`](Worker::exited) and
+/// [`killer`](Worker::killer) once, right after the factory made the worker,
+/// so that it can watch for the end and kill the worker even while a job holds
+/// it mutably (ADR 0002). It then awaits [`ready`](Worker::ready) (the
+/// warm-up), lends the worker to jobs, and at the end calls
+/// [`close`](Worker::close) (graceful) or the kill switch (at once).
+///
+/// The pool learns that a worker ended only from `exited()`.
+///
+/// # Example: an in-memory worker
+///
+/// ```
+/// use kennel::{ExitSignal, Exited, Killer, Worker};
+///
+/// struct Counter {
+///     total: u64,
+///     signal: ExitSignal,
+///     exited: Option<Exited>,
+/// }
+///
+/// impl Counter {
+///     fn new() -> Self {
+///         let (signal, exited) = ExitSignal::new();
+///         Self { total: 0, signal, exited: Some(exited) }
+///     }
+///     fn add(&mut self, n: u64) -> u64 {
+///         self.total += n;
+///         self.total
+///     }
+/// }
+///
+/// impl Worker for Counter {
+///     fn exited(&mut self) -> Exited {
+///         self.exited.take().unwrap_or_else(Exited::never)
+///     }
+///     fn killer(&self) -> Killer {
+///         self.signal.killer()
+///     }
+/// }
+/// ```
+pub trait Worker: Send + 'static {
+    /// Resolves when the worker is warm and can take a job.
+    ///
+    /// The default is ready at once. A worker whose warm-up can hang should
+    /// set its own limit or rely on the pool's `warmup_timeout`.
+    ///
+    /// # Errors
+    ///
+    /// An error means the warm-up failed: the pool kills the worker, fails the
+    /// job that waited for it with [`Error::WarmupFailed`](crate::Error::WarmupFailed)
+    /// and counts an early exit.
+    ///
+    /// # Cancel safety
+    ///
+    /// The pool may drop this future when `warmup_timeout` ends or the pool
+    /// closes; it then kills the worker, so no state needs to survive.
+    fn ready(&mut self) -> impl Future<Output = Result<(), BoxError>> + Send {
+        std::future::ready(Ok(()))
+    }
+
+    /// Hands out the future that resolves once, when the worker has ended.
+    ///
+    /// The pool calls it exactly once per worker. The future must not borrow
+    /// the worker: it is watched while a job holds the worker.
+    fn exited(&mut self) -> Exited;
+
+    /// Hands out a cheap, cloneable switch that ends the worker at once.
+    ///
+    /// The pool calls it once per worker and keeps the switch, so that it can
+    /// kill a worker that a job holds (a timeout, an abort). After a kill the
+    /// future from [`exited`](Worker::exited) must resolve.
+    fn killer(&self) -> Killer;
+
+    /// Ends the worker gracefully; resolves when it has ended.
+    ///
+    /// The default kills it.
+    ///
+    /// # Cancel safety
+    ///
+    /// The pool drives this future to completion on a task of its own; if the
+    /// pool is dropped meanwhile, the worker is killed.
+    fn close(self) -> impl Future<Output = ()> + Send
+    where
+        Self: Sized,
+    {
+        self.killer().kill();
+        std::future::ready(())
+    }
+}
+
+/// How a worker ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExitStatus {
+    /// A process exited with this code.
+    Code(i32),
+    /// A process was ended by this signal.
+    Signal(i32),
+    /// The worker was killed through its [`Killer`].
+    Killed,
+    /// The worker was closed gracefully.
+    Closed,
+    /// The worker panicked (a thread worker).
+    Panicked(String),
+    /// Anything else, in the worker's words.
+    Other(String),
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Code(c) => write!(f, "exited with code {c}"),
+            Self::Signal(s) => write!(f, "ended by signal {s}"),
+            Self::Killed => f.write_str("killed"),
+            Self::Closed => f.write_str("closed"),
+            Self::Panicked(m) => write!(f, "panicked: {m}"),
+            Self::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+/// How a worker ended and how long it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    /// How it ended.
+    pub status: ExitStatus,
+    /// How long it ran, from its start to its end.
+    pub ran_for: Duration,
+}
+
+/// The owned future that resolves once, when a worker has ended.
+#[must_use = "futures do nothing unless polled"]
+pub struct Exited(Pin<Box<dyn Future<Output = Exit> + Send + 'static>>);
+
+impl Exited {
+    /// Wraps any future that resolves when the worker ends.
+    pub fn new(fut: impl Future<Output = Exit> + Send + 'static) -> Self {
+        Self(Box::pin(fut))
+    }
+
+    /// A future that never resolves, for a worker that cannot end by itself
+    /// and whose killer does nothing.
+    pub fn never() -> Self {
+        Self::new(std::future::pending())
+    }
+}
+
+impl fmt::Debug for Exited {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Exited(..)")
+    }
+}
+
+impl Future for Exited {
+    type Output = Exit;
+
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+/// A cheap, cloneable switch that ends a worker at once (no grace).
+#[derive(Clone)]
+pub struct Killer(Arc<dyn Fn() + Send + Sync + 'static>);
+
+impl Killer {
+    /// A switch that calls `f` to kill the worker. `f` may be called more
+    /// than once and must not block.
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Kills the worker. Calling it again does nothing more.
+    pub fn kill(&self) {
+        (self.0)();
+    }
+}
+
+impl fmt::Debug for Killer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Killer(..)")
+    }
+}
+
+/// The sending half of a worker's end, for workers written by hand.
+///
+/// [`ExitSignal::new`] notes the start time and returns the signal and the
+/// [`Exited`] future to hand the pool. The first call to
+/// [`exit`](ExitSignal::exit) wins; later calls do nothing.
+#[derive(Clone)]
+pub struct ExitSignal {
+    inner: Arc<ExitInner>,
+}
+
+struct ExitInner {
+    started: Instant,
+    tx: watch::Sender<Option<Exit>>,
+    done: Mutex<bool>,
+}
+
+impl ExitSignal {
+    /// A new signal, started now, and the future that resolves on its exit.
+    pub fn new() -> (Self, Exited) {
+        let (tx, mut rx) = watch::channel(None);
+        let signal = Self {
+            inner: Arc::new(ExitInner {
+                started: Instant::now(),
+                tx,
+                done: Mutex::new(false),
+            }),
+        };
+        let exited = Exited::new(async move {
+            loop {
+                if let Some(exit) = rx.borrow_and_update().clone() {
+                    return exit;
+                }
+                if rx.changed().await.is_err() {
+                    // Every signal was dropped without an exit: the worker is gone.
+                    return rx.borrow().clone().unwrap_or(Exit {
+                        status: ExitStatus::Other("worker dropped".into()),
+                        ran_for: Duration::ZERO,
+                    });
+                }
+            }
+        });
+        (signal, exited)
+    }
+
+    /// Records that the worker ended with `status`. Only the first call counts.
+    pub fn exit(&self, status: ExitStatus) {
+        let mut done = self.inner.done.lock().unwrap_or_else(|e| e.into_inner());
+        if *done {
+            return;
+        }
+        *done = true;
+        let ran_for = self.inner.started.elapsed();
+        self.inner.tx.send_replace(Some(Exit { status, ran_for }));
+    }
+
+    /// Whether the worker has ended.
+    pub fn has_exited(&self) -> bool {
+        *self.inner.done.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A [`Killer`] that records [`ExitStatus::Killed`].
+    pub fn killer(&self) -> Killer {
+        let signal = self.clone();
+        Killer::new(move || signal.exit(ExitStatus::Killed))
+    }
+
+    /// When the worker started.
+    pub fn started(&self) -> Instant {
+        self.inner.started
+    }
+}
+
+impl fmt::Debug for ExitSignal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExitSignal")
+            .field("exited", &self.has_exited())
+            .finish()
+    }
+}
