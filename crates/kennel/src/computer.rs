@@ -87,27 +87,23 @@ impl fmt::Debug for TestComputer {
 
 /// The computer the pool runs on: CPUs (respecting a cgroup CPU quota) and
 /// available memory (the smaller of the host's and the cgroup limit's).
+///
+/// It reads Linux's `/proc` and the process's own cgroup (v1 or v2), so it is
+/// right in a container. Elsewhere, or when the files cannot be read, it falls
+/// back to the CPU affinity count and to `u64::MAX` bytes (memory unknown, so
+/// memory limits nothing).
+///
+/// It reports the machine's free memory, which already leaves out what this
+/// pool's own workers hold; the pool adds that back itself when it checks
+/// whether its running workers fit (SPEC S7).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemComputer;
 
 impl Computer for SystemComputer {
     fn available_parallelism(&self) -> usize {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        crate::system_computer::available_parallelism()
     }
     fn available_memory(&self) -> u64 {
-        // Filled in by the system module: /proc/meminfo and cgroup limits.
-        crate::computer::system_memory()
+        crate::system_computer::available_memory()
     }
-}
-
-pub(crate) fn system_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(u64::MAX, |kb| kb * 1024)
 }

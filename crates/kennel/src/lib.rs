@@ -3,6 +3,7 @@
 
 mod computer;
 mod error;
+mod system_computer;
 mod worker;
 
 pub use crate::computer::{Computer, SystemComputer, TestComputer};
