@@ -1,0 +1,128 @@
+//! The errors of this crate: one enum per worker type.
+
+use std::io;
+
+use kennel::ExitStatus;
+
+/// The message of an error reply that carries none.
+pub(crate) const NO_MESSAGE: &str = "worker returned an error with no message";
+
+/// What went wrong with a [`Coprocess`](crate::Coprocess).
+///
+/// The variants say whether the worker can still be used:
+///
+/// - [`Worker`](Self::Worker), [`Encode`](Self::Encode) and
+///   [`Decode`](Self::Decode) leave the stream in step: the worker stays
+///   usable.
+/// - [`Protocol`](Self::Protocol), [`Crashed`](Self::Crashed) and
+///   [`NotReady`](Self::NotReady) mean the stream can no longer be trusted:
+///   the coprocess has already killed its process group, and every later
+///   request fails at once with [`Crashed`](Self::Crashed).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProcessError {
+    /// The program could not be started.
+    #[error("failed to start worker `{program}`: {source}")]
+    Spawn {
+        /// The program, as given in the argv.
+        program: String,
+        /// Why the operating system refused.
+        #[source]
+        source: io::Error,
+    },
+    /// The worker replied `{"error":true,"message":"…"}`: a failure it
+    /// reports itself. The worker is still usable.
+    #[error("worker reported an error: {message}")]
+    Worker {
+        /// The worker's message, or "worker returned an error with no
+        /// message".
+        message: String,
+    },
+    /// The worker wrote something that breaks the protocol: a line that is
+    /// not JSON, a line over the size limit, or a request was abandoned
+    /// half-way so that replies no longer match requests. The worker was
+    /// killed.
+    #[error("worker broke the protocol: {message}")]
+    Protocol {
+        /// What was wrong, with a short excerpt of the offending output.
+        message: String,
+    },
+    /// The worker ended (or closed its stdout) before it replied, or it had
+    /// already been killed. The worker was killed if it still ran.
+    #[error("worker failed before responding")]
+    Crashed {
+        /// How the process ended, when that was known at the time.
+        status: Option<ExitStatus>,
+    },
+    /// The worker ended, closed its stdout or reported an error before it
+    /// wrote its ready line. The worker was killed if it still ran.
+    #[error("worker ended its warm-up without becoming ready: {reason}")]
+    NotReady {
+        /// What happened, e.g. "exited with code 3" or the message of the
+        /// error line the worker wrote.
+        reason: String,
+        /// How the process ended, when that was known at the time.
+        status: Option<ExitStatus>,
+    },
+    /// The request could not be written as JSON (e.g. a map with keys that
+    /// are not strings). Nothing was sent; the worker is still usable.
+    #[error("request could not be encoded as JSON: {source}")]
+    Encode {
+        /// The serializer's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The reply was valid JSON but did not match the type asked for by
+    /// [`Coprocess::call`](crate::Coprocess::call). The worker is still
+    /// usable.
+    #[error("reply does not match the expected type: {source}")]
+    Decode {
+        /// The deserializer's error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl ProcessError {
+    /// Whether the worker can take another request after this error.
+    pub fn worker_is_usable(&self) -> bool {
+        matches!(
+            self,
+            Self::Worker { .. } | Self::Encode { .. } | Self::Decode { .. }
+        )
+    }
+}
+
+/// What went wrong with a [`ThreadWorker`](crate::ThreadWorker).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ThreadError {
+    /// The thread could not be started.
+    #[error("failed to start worker thread: {source}")]
+    Spawn {
+        /// Why the operating system refused.
+        #[source]
+        source: io::Error,
+    },
+    /// The job panicked. The worker has ended: its state may be half
+    /// updated, so it is dropped.
+    #[error("worker failed before responding: job panicked: {message}")]
+    Crashed {
+        /// The panic's message, or a note that it had none.
+        message: String,
+    },
+    /// The worker's state could not be built: the init function returned an
+    /// error or panicked.
+    #[error("worker warm-up failed: {message}")]
+    WarmupFailed {
+        /// The init function's error or panic message.
+        message: String,
+    },
+    /// The worker had already ended (killed, closed, crashed, or its warm-up
+    /// failed) when the job was sent, or it was killed while the job ran.
+    #[error("worker has ended: {status}")]
+    Ended {
+        /// How it ended.
+        status: ExitStatus,
+    },
+}

@@ -1,0 +1,160 @@
+//! [`CoprocessSpec`]: how to start a coprocess.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::coprocess::Coprocess;
+use crate::error::ProcessError;
+
+/// The default limit on one line of a worker's stdout: 16 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The default grace of each step of [`Coprocess::close`]: 5 seconds.
+pub const DEFAULT_CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// When a coprocess counts as warm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ReadyMode {
+    /// Wait for the worker to write the line `{"ready":true}` (the default).
+    #[default]
+    Line,
+    /// The worker is ready as soon as it has started, and writes no ready
+    /// line. For programs that need no warm-up.
+    Immediate,
+}
+
+/// How to start a [`Coprocess`]: the argv, its environment and the limits of
+/// the protocol.
+///
+/// The spec is cheap to clone, so a pool's factory can hold one and start a
+/// worker per slot:
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use kennel_process::{CoprocessSpec, ReadyMode};
+///
+/// # async fn demo() -> Result<(), kennel_process::ProcessError> {
+/// let spec = CoprocessSpec::new(["python3", "examples/workers/echo.py"])
+///     .env("PYTHONUNBUFFERED", "1")
+///     .ready(ReadyMode::Line)
+///     .max_line_bytes(1024 * 1024)
+///     .close_grace(Duration::from_secs(2));
+///
+/// let mut worker = spec.clone().label("echo", 0).spawn()?;
+/// worker.ready().await?;
+/// let reply = worker.request(&serde_json::json!({"say": "hi"})).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a spec does nothing until `spawn` is called"]
+pub struct CoprocessSpec {
+    pub(crate) argv: Vec<OsString>,
+    pub(crate) env: Vec<(OsString, OsString)>,
+    pub(crate) env_clear: bool,
+    pub(crate) current_dir: Option<PathBuf>,
+    pub(crate) ready: ReadyMode,
+    pub(crate) max_line_bytes: usize,
+    pub(crate) close_grace: Duration,
+    pub(crate) pool: Option<String>,
+    pub(crate) slot: Option<usize>,
+}
+
+impl CoprocessSpec {
+    /// A spec that runs `argv`: the program first, then its arguments. The
+    /// program is found on `PATH` as [`std::process::Command`] does; no shell
+    /// is involved, so nothing in the argv is ever interpreted.
+    pub fn new<I, A>(argv: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: Into<OsString>,
+    {
+        Self {
+            argv: argv.into_iter().map(Into::into).collect(),
+            env: Vec::new(),
+            env_clear: false,
+            current_dir: None,
+            ready: ReadyMode::default(),
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            close_grace: DEFAULT_CLOSE_GRACE,
+            pool: None,
+            slot: None,
+        }
+    }
+
+    /// Sets an environment variable for the worker (on top of the inherited
+    /// environment, unless [`env_clear`](Self::env_clear) is used).
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Starts the worker with an empty environment, plus the variables given
+    /// with [`env`](Self::env).
+    pub fn env_clear(mut self) -> Self {
+        self.env_clear = true;
+        self
+    }
+
+    /// Sets the worker's working directory.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.current_dir = Some(dir.into());
+        self
+    }
+
+    /// Chooses when the worker counts as warm (default: [`ReadyMode::Line`]).
+    pub fn ready(mut self, mode: ReadyMode) -> Self {
+        self.ready = mode;
+        self
+    }
+
+    /// The longest line the worker may write on stdout, in bytes, not
+    /// counting the newline (default 16 MiB). A longer line fails the request
+    /// with [`ProcessError::Protocol`] and kills the worker. At least 1.
+    pub fn max_line_bytes(mut self, bytes: usize) -> Self {
+        self.max_line_bytes = bytes.max(1);
+        self
+    }
+
+    /// How long [`Coprocess::close`] waits after closing stdin, and again
+    /// after SIGTERM, before the next step (default 5 s).
+    pub fn close_grace(mut self, grace: Duration) -> Self {
+        self.close_grace = grace;
+        self
+    }
+
+    /// Names the pool and slot the worker serves. They are added as fields
+    /// `pool` and `slot` to every `tracing` event about the worker, including
+    /// each line it writes on stderr.
+    pub fn label(mut self, pool: impl Into<String>, slot: usize) -> Self {
+        self.pool = Some(pool.into());
+        self.slot = Some(slot);
+        self
+    }
+
+    /// The argv the worker is started with.
+    pub fn argv(&self) -> &[OsString] {
+        &self.argv
+    }
+
+    /// Starts the worker: its own process group, stdin and stdout piped for
+    /// the protocol, stderr forwarded line by line to `tracing`.
+    ///
+    /// The worker is not warm yet: await [`Coprocess::ready`] (a pool does
+    /// that itself).
+    ///
+    /// # Errors
+    ///
+    /// [`ProcessError::Spawn`] if the argv is empty or the program cannot be
+    /// started (not found, not executable, …).
+    ///
+    /// # Panics
+    ///
+    /// Panics if called outside a Tokio runtime with IO and time enabled: the
+    /// coprocess spawns a task that waits for the child and one that reads
+    /// its stderr.
+    pub fn spawn(&self) -> Result<Coprocess, ProcessError> {
+        Coprocess::spawn(self)
+    }
+}

@@ -1,0 +1,431 @@
+//! [`ThreadWorker`]: a dedicated OS thread that holds state (SPEC S11).
+
+use std::any::Any;
+use std::fmt;
+use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, OnceLock};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use kennel::{BoxError, Exit, ExitStatus, Exited, Killer, Worker};
+use tokio::sync::{oneshot, watch};
+use tokio::time::Instant;
+
+use crate::error::ThreadError;
+
+/// A job as the thread receives it: runs on the state, sends its own result,
+/// and returns the panic message if it panicked.
+type Job<S> = Box<dyn FnOnce(&mut S) -> Result<(), String> + Send + 'static>;
+
+/// A worker that is one dedicated OS thread, holding state that it built
+/// itself, and running jobs on it one at a time (SPEC S11).
+///
+/// Use it for CPU-bound work that must not block the async runtime: a job
+/// runs on the worker's own thread, and the task that awaits
+/// [`run`](Self::run) just waits for a message.
+///
+/// - [`spawn`](Self::spawn) starts the thread and runs the init function on
+///   it: that is the warm-up. The state is built once per worker and never
+///   leaves its thread, so it need not be `Send` (an `Rc`, a handle of a C
+///   library, a model).
+/// - [`run`](Self::run) sends a job to the thread and awaits its result.
+/// - A job that panics is a crash: the run fails with
+///   [`ThreadError::Crashed`], the state is dropped, the thread ends and
+///   [`exited`](Self::exited) resolves with [`ExitStatus::Panicked`]. A pool
+///   replaces the worker.
+///
+/// # A thread cannot be killed
+///
+/// Rust has no way to stop a thread from outside. [`kill`](Self::kill) (the
+/// pool's kill switch, used on a timeout or an abort) therefore does not
+/// stop a running job: it marks the worker as abandoned, resolves
+/// [`exited`](Self::exited) at once with [`ExitStatus::Killed`], and makes
+/// every later [`run`](Self::run) fail. The job that was running goes on
+/// until it returns by itself; its result is dropped. The thread then sees
+/// that it was abandoned and ends, dropping its state. A job that never
+/// returns keeps its thread (and its CPU) for as long as the program runs:
+/// give long jobs a way to stop by themselves (a deadline, a cancel flag).
+///
+/// The thread enters the Tokio runtime that spawned it (if any), so a job
+/// can use [`tokio::runtime::Handle::current`], e.g. to spawn a task or
+/// `block_on` a future.
+///
+/// # Example
+///
+/// ```
+/// use kennel_process::ThreadWorker;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// // Warm-up: build a table of squares once, on the worker's own thread.
+/// let mut worker = ThreadWorker::spawn(|| {
+///     Ok::<_, std::io::Error>((0..1000u64).map(|n| n * n).collect::<Vec<_>>())
+/// })?;
+/// worker.ready().await?;
+/// let sum = worker.run(|squares| squares[..10].iter().sum::<u64>()).await?;
+/// assert_eq!(sum, 285);
+/// worker.close().await;
+/// # Ok(()) }
+/// ```
+pub struct ThreadWorker<S> {
+    jobs: Option<mpsc::Sender<Job<S>>>,
+    ready: ReadyState,
+    shared: Arc<Shared>,
+    /// Fires (by being dropped) when the thread has ended.
+    finished: Option<oneshot::Receiver<()>>,
+    thread_id: std::thread::ThreadId,
+    // The state lives on the thread only; the worker is Send whatever `S` is.
+    _state: PhantomData<fn() -> S>,
+}
+
+/// What the worker and its thread share: the exit, first one wins.
+#[derive(Debug)]
+struct Shared {
+    started: Instant,
+    exit: watch::Sender<Option<Exit>>,
+    /// Set by the thread when its init failed, before it records the exit.
+    warmup_failed: OnceLock<String>,
+}
+
+impl Shared {
+    /// Records the end; only the first call counts.
+    fn exit(&self, status: ExitStatus) {
+        let ran_for = self.started.elapsed();
+        self.exit.send_if_modified(|seen| {
+            if seen.is_some() {
+                return false;
+            }
+            *seen = Some(Exit { status, ran_for });
+            true
+        });
+    }
+
+    fn status(&self) -> Option<ExitStatus> {
+        self.exit.borrow().as_ref().map(|e| e.status.clone())
+    }
+}
+
+enum ReadyState {
+    Pending(oneshot::Receiver<Result<(), BoxError>>),
+    Ready,
+    Failed(String),
+}
+
+impl<S: 'static> ThreadWorker<S> {
+    /// Starts a thread that builds its state with `init` and then waits for
+    /// jobs. Returns at once; await [`ready`](Self::ready) for the warm-up.
+    ///
+    /// # Errors
+    ///
+    /// [`ThreadError::Spawn`] if the operating system cannot start a thread.
+    pub fn spawn<F, E>(init: F) -> Result<Self, ThreadError>
+    where
+        F: FnOnce() -> Result<S, E> + Send + 'static,
+        E: Into<BoxError>,
+    {
+        let (exit_tx, _) = watch::channel(None);
+        let shared = Arc::new(Shared {
+            started: Instant::now(),
+            exit: exit_tx,
+            warmup_failed: OnceLock::new(),
+        });
+        let (jobs_tx, jobs_rx) = mpsc::channel::<Job<S>>();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let (finished_tx, finished_rx) = oneshot::channel::<()>();
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        let thread_shared = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name("kennel-thread-worker".to_owned())
+            .spawn(move || {
+                // Dropped last, whatever happens: tells `close` the thread ended.
+                let _finished = finished_tx;
+                let _runtime = runtime.as_ref().map(tokio::runtime::Handle::enter);
+                serve(init, &jobs_rx, ready_tx, &thread_shared);
+            })
+            .map_err(|source| ThreadError::Spawn { source })?;
+        Ok(Self {
+            jobs: Some(jobs_tx),
+            ready: ReadyState::Pending(ready_rx),
+            shared,
+            finished: Some(finished_rx),
+            thread_id: handle.thread().id(),
+            _state: PhantomData,
+        })
+    }
+
+    /// Waits until the state is built.
+    ///
+    /// # Errors
+    ///
+    /// [`ThreadError::WarmupFailed`] if the init function returned an error
+    /// or panicked; the thread has then ended and
+    /// [`exited`](Self::exited) resolves.
+    ///
+    /// # Cancel safety
+    ///
+    /// This method is cancel safe: dropping it does not stop the warm-up, and
+    /// a later call goes on waiting for it.
+    pub async fn ready(&mut self) -> Result<(), ThreadError> {
+        self.ready_boxed()
+            .await
+            .map_err(|err| ThreadError::WarmupFailed {
+                message: err.to_string(),
+            })
+    }
+
+    async fn ready_boxed(&mut self) -> Result<(), BoxError> {
+        match &mut self.ready {
+            ReadyState::Ready => Ok(()),
+            ReadyState::Failed(message) => Err(message.clone().into()),
+            ReadyState::Pending(rx) => {
+                let outcome = match rx.await {
+                    Ok(outcome) => outcome,
+                    Err(_) => Err("the worker thread ended during its warm-up".into()),
+                };
+                self.ready = match &outcome {
+                    Ok(()) => ReadyState::Ready,
+                    Err(err) => ReadyState::Failed(err.to_string()),
+                };
+                outcome
+            }
+        }
+    }
+
+    /// Runs `job` on the worker's thread, with exclusive use of its state,
+    /// and returns what it returned.
+    ///
+    /// If the warm-up has not finished, the job waits for it on the thread.
+    ///
+    /// # Errors
+    ///
+    /// - [`ThreadError::Crashed`] if the job panicked; the worker has ended.
+    /// - [`ThreadError::Ended`] if the worker had ended before (killed,
+    ///   closed, crashed) or was killed while the job ran.
+    /// - [`ThreadError::WarmupFailed`] if the warm-up failed.
+    ///
+    /// # Cancel safety
+    ///
+    /// The worker stays usable if this future is dropped: the job has been
+    /// sent and still runs to its end on the thread (a job cannot be stopped
+    /// half-way), and its result is dropped. A later job runs after it.
+    pub async fn run<F, R>(&mut self, job: F) -> Result<R, ThreadError>
+    where
+        F: FnOnce(&mut S) -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        if let Some(status) = self.shared.status() {
+            return Err(self.ended(status));
+        }
+        let (result_tx, result_rx) = oneshot::channel::<Result<R, String>>();
+        let job: Job<S> = Box::new(move |state: &mut S| {
+            match catch_unwind(AssertUnwindSafe(|| job(state))) {
+                Ok(value) => {
+                    // The caller may have gone; then the result is dropped.
+                    let _ = result_tx.send(Ok(value));
+                    Ok(())
+                }
+                Err(payload) => {
+                    let message = panic_message(payload.as_ref());
+                    let _ = result_tx.send(Err(message.clone()));
+                    Err(message)
+                }
+            }
+        });
+        let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
+        if !matches!(sent, Some(Ok(()))) {
+            return Err(self.gone());
+        }
+
+        let mut exit = self.shared.exit.subscribe();
+        tokio::select! {
+            biased;
+            outcome = result_rx => match outcome {
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(message)) => Err(ThreadError::Crashed { message }),
+                Err(_) => Err(self.gone()),
+            },
+            _ = exit.wait_for(Option::is_some) => {
+                let status = self.shared.status().unwrap_or(ExitStatus::Killed);
+                Err(self.ended(status))
+            }
+        }
+    }
+
+    /// A future that resolves once, when the worker has ended: its thread
+    /// ended, or it was killed (abandoned). It may be called any number of
+    /// times; the future does not borrow the worker.
+    pub fn exited(&self) -> Exited {
+        let mut exit = self.shared.exit.subscribe();
+        Exited::new(async move {
+            match exit.wait_for(Option::is_some).await {
+                Ok(seen) => seen.clone().expect("wait_for returns a value that is Some"),
+                // Unreachable: `Shared` owns the sender and `exit` keeps it
+                // alive only through the worker or its thread.
+                Err(_) => Exit {
+                    status: ExitStatus::Other("worker dropped".into()),
+                    ran_for: Duration::ZERO,
+                },
+            }
+        })
+    }
+
+    /// How the worker ended, if it has.
+    pub fn try_exited(&self) -> Option<Exit> {
+        self.shared.exit.borrow().clone()
+    }
+
+    /// A cheap, cloneable switch that abandons the worker, as
+    /// [`kill`](Self::kill) does.
+    pub fn killer(&self) -> Killer {
+        let shared = Arc::clone(&self.shared);
+        Killer::new(move || shared.exit(ExitStatus::Killed))
+    }
+
+    /// Abandons the worker: [`exited`](Self::exited) resolves at once with
+    /// [`ExitStatus::Killed`] and later jobs fail. This does **not** stop a
+    /// job that is running: the thread goes on until that job returns, drops
+    /// its result, and then ends. See the type's docs.
+    pub fn kill(&self) {
+        self.shared.exit(ExitStatus::Killed);
+    }
+
+    /// Ends the worker gracefully and returns how it ended.
+    ///
+    /// Stops taking jobs, lets the thread finish the job it is running (and
+    /// the warm-up, if it is still warming up), waits for the thread to drop
+    /// its state and end, and resolves with [`ExitStatus::Closed`]. A worker
+    /// that has already ended (crashed, killed) resolves at once with how it
+    /// ended; an abandoned thread is not waited for.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping this future does not stop the thread: it still ends after
+    /// its current job.
+    pub async fn close(mut self) -> Exit {
+        drop(self.jobs.take());
+        if self.shared.status().is_none()
+            && let Some(finished) = self.finished.take()
+        {
+            // Resolves with an error when the thread drops its sender at its
+            // very end, which is the signal.
+            let _ = finished.await;
+            self.shared.exit(ExitStatus::Closed);
+        }
+        self.exited().await
+    }
+
+    fn ended(&self, status: ExitStatus) -> ThreadError {
+        match self.shared.warmup_failed.get() {
+            Some(message) => ThreadError::WarmupFailed {
+                message: message.clone(),
+            },
+            None => ThreadError::Ended { status },
+        }
+    }
+
+    /// The thread stopped taking jobs or dropped one: it has ended.
+    fn gone(&self) -> ThreadError {
+        let status = self
+            .shared
+            .status()
+            .unwrap_or_else(|| ExitStatus::Other("the worker thread ended".into()));
+        self.ended(status)
+    }
+}
+
+/// The body of the worker's thread.
+fn serve<S, F, E>(
+    init: F,
+    jobs: &mpsc::Receiver<Job<S>>,
+    ready: oneshot::Sender<Result<(), BoxError>>,
+    shared: &Shared,
+) where
+    F: FnOnce() -> Result<S, E>,
+    E: Into<BoxError>,
+{
+    let mut state = match catch_unwind(AssertUnwindSafe(init)) {
+        Ok(Ok(state)) => state,
+        Ok(Err(err)) => {
+            let err: BoxError = err.into();
+            let message = err.to_string();
+            let _ = shared.warmup_failed.set(message.clone());
+            shared.exit(ExitStatus::Other(format!("warm-up failed: {message}")));
+            let _ = ready.send(Err(err));
+            return;
+        }
+        Err(payload) => {
+            let message = format!("init panicked: {}", panic_message(payload.as_ref()));
+            let _ = shared.warmup_failed.set(message.clone());
+            shared.exit(ExitStatus::Other(format!("warm-up failed: {message}")));
+            let _ = ready.send(Err(message.into()));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    // Ends when the worker drops its sender (close, drop), after a panic, or
+    // after the worker was abandoned.
+    while let Ok(job) = jobs.recv() {
+        if shared.status().is_some() {
+            break;
+        }
+        if let Err(message) = job(&mut state) {
+            shared.exit(ExitStatus::Panicked(message));
+            break;
+        }
+        if shared.status().is_some() {
+            break;
+        }
+    }
+    // The state may be half updated after a panic; dropping it must not take
+    // the "finished" signal down with it.
+    if catch_unwind(AssertUnwindSafe(move || drop(state))).is_err() {
+        tracing::warn!("a thread worker's state panicked while it was dropped");
+    }
+    // The channel closed: the worker was closed or dropped. A crash or a kill
+    // recorded before keeps its status.
+    shared.exit(ExitStatus::Closed);
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(message) = payload.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = payload.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "the panic carried no message".to_owned()
+    }
+}
+
+impl<S> fmt::Debug for ThreadWorker<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ready = match &self.ready {
+            ReadyState::Pending(_) => "pending",
+            ReadyState::Ready => "ready",
+            ReadyState::Failed(_) => "failed",
+        };
+        f.debug_struct("ThreadWorker")
+            .field("thread", &self.thread_id)
+            .field("ready", &ready)
+            .field("exited", &self.shared.exit.borrow().clone())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: 'static> Worker for ThreadWorker<S> {
+    async fn ready(&mut self) -> Result<(), BoxError> {
+        self.ready_boxed().await
+    }
+
+    fn exited(&mut self) -> Exited {
+        Self::exited(self)
+    }
+
+    fn killer(&self) -> Killer {
+        Self::killer(self)
+    }
+
+    async fn close(self) {
+        Self::close(self).await;
+    }
+}
