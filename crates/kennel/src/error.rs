@@ -84,7 +84,11 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn warmup(slot: usize, message: impl Into<String>, source: Option<BoxError>) -> Self {
+    pub(crate) fn warmup(
+        slot: usize,
+        message: impl Into<String>,
+        source: Option<BoxError>,
+    ) -> Self {
         Self::WarmupFailed {
             slot,
             message: message.into(),

@@ -17,7 +17,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// The pool owns each worker. It calls [`exited`](Worker::exited) and
 /// [`killer`](Worker::killer) once, right after the factory made the worker,
 /// so that it can watch for the end and kill the worker even while a job holds
-/// it mutably (ADR 0002). It then awaits [`ready`](Worker::ready) (the
+/// it mutably (ADR 0001). It then awaits [`ready`](Worker::ready) (the
 /// warm-up), lends the worker to jobs, and at the end calls
 /// [`close`](Worker::close) (graceful) or the kill switch (at once).
 ///

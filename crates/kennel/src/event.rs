@@ -1,0 +1,191 @@
+//! Typed events of the pool (SPEC S8), mirrored to `tracing`.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::error::RejectReason;
+use crate::sizing::SizingStep;
+use crate::worker::Exit;
+
+/// Why the pool retired a worker itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RetireReason {
+    /// A job called [`Lease::fail`](crate::Lease::fail).
+    Failed,
+    /// A job was dropped while it ran.
+    Aborted,
+    /// The task that held the lease panicked (pooler's crashed consumer).
+    Panicked,
+    /// A job ran past its `job_timeout`.
+    Timeout,
+    /// The worker outlived its `max_lifetime`.
+    Lifetime,
+    /// A reconfiguration let it go.
+    Reconfigured,
+}
+
+impl RetireReason {
+    /// The serialised name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Failed => "failed",
+            Self::Aborted => "aborted",
+            Self::Panicked => "panicked",
+            Self::Timeout => "timeout",
+            Self::Lifetime => "lifetime",
+            Self::Reconfigured => "reconfigured",
+        }
+    }
+}
+
+impl fmt::Display for RetireReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Something that happened in a pool.
+///
+/// Read them from [`Pool::events`](crate::Pool::events); each is also a
+/// `tracing` event (target `kennel`, with the pool name).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A worker is being made in `slot` (`worker:starting`).
+    Starting {
+        /// The slot.
+        slot: usize,
+    },
+    /// A worker finished its warm-up (`worker:ready`).
+    Ready {
+        /// The slot.
+        slot: usize,
+        /// From start until `ready()` resolved.
+        warmup: Duration,
+    },
+    /// A worker's warm-up failed or timed out (`worker:warmup-failed`).
+    WarmupFailed {
+        /// The slot.
+        slot: usize,
+        /// What went wrong.
+        message: String,
+    },
+    /// A worker ended on its own (`worker:exited`).
+    Exited {
+        /// The slot.
+        slot: usize,
+        /// How it ended and how long it ran.
+        exit: Exit,
+        /// It ran less than 10 minutes.
+        early: bool,
+    },
+    /// A worker ended while a job held it (`worker:crashed`).
+    Crashed {
+        /// The slot.
+        slot: usize,
+        /// How it ended.
+        exit: Exit,
+    },
+    /// A job ran past its time limit; its worker is killed (`worker:timeout`).
+    TimedOut {
+        /// The slot.
+        slot: usize,
+        /// The limit.
+        after: Duration,
+    },
+    /// A worker was started to replace one that ended (`worker:respawned`).
+    Respawned {
+        /// The slot.
+        slot: usize,
+    },
+    /// An idle worker was let go by the eviction (`worker:evicted`).
+    Evicted {
+        /// The slot.
+        slot: usize,
+        /// How long it was idle.
+        idle_for: Duration,
+    },
+    /// The pool ended a worker itself (`worker:retired`).
+    Retired {
+        /// The slot.
+        slot: usize,
+        /// Why.
+        reason: RetireReason,
+    },
+    /// A slot will be started again after a back-off (`worker:backoff`).
+    Backoff {
+        /// The slot.
+        slot: usize,
+        /// How long the pool waits.
+        delay: Duration,
+        /// Early exits in a row in this slot.
+        early_exits: u32,
+    },
+    /// A job was turned away (`worker:rejected`).
+    Rejected {
+        /// Why.
+        reason: RejectReason,
+    },
+    /// A sizing step or a memory-forced change of size (`sizing:step`).
+    SizingStep(SizingStep),
+    /// Something a user should know (`pool:warning`).
+    Warning {
+        /// What.
+        message: String,
+    },
+    /// The pool closed (`pool:closed`).
+    Closed,
+}
+
+impl Event {
+    /// The serialised name, in D's form (`worker:crashed`, `sizing:step`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Starting { .. } => "worker:starting",
+            Self::Ready { .. } => "worker:ready",
+            Self::WarmupFailed { .. } => "worker:warmup-failed",
+            Self::Exited { .. } => "worker:exited",
+            Self::Crashed { .. } => "worker:crashed",
+            Self::TimedOut { .. } => "worker:timeout",
+            Self::Respawned { .. } => "worker:respawned",
+            Self::Evicted { .. } => "worker:evicted",
+            Self::Retired { .. } => "worker:retired",
+            Self::Backoff { .. } => "worker:backoff",
+            Self::Rejected { .. } => "worker:rejected",
+            Self::SizingStep(_) => "sizing:step",
+            Self::Warning { .. } => "pool:warning",
+            Self::Closed => "pool:closed",
+        }
+    }
+
+    /// The slot the event is about, if any.
+    pub fn slot(&self) -> Option<usize> {
+        match self {
+            Self::Starting { slot }
+            | Self::Ready { slot, .. }
+            | Self::WarmupFailed { slot, .. }
+            | Self::Exited { slot, .. }
+            | Self::Crashed { slot, .. }
+            | Self::TimedOut { slot, .. }
+            | Self::Respawned { slot }
+            | Self::Evicted { slot, .. }
+            | Self::Retired { slot, .. }
+            | Self::Backoff { slot, .. } => Some(*slot),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn trace(&self, pool: &str) {
+        let name = self.name();
+        match self {
+            Self::Crashed { .. } | Self::WarmupFailed { .. } | Self::Warning { .. } => {
+                tracing::warn!(target: "kennel", pool, event = name, ?self);
+            }
+            Self::TimedOut { .. } | Self::Rejected { .. } | Self::Backoff { .. } => {
+                tracing::info!(target: "kennel", pool, event = name, ?self);
+            }
+            _ => tracing::debug!(target: "kennel", pool, event = name, ?self),
+        }
+    }
+}

@@ -1,0 +1,61 @@
+use std::time::Duration;
+
+use super::{EvictAfter, Eviction, IdleWorker};
+use crate::error::BuildError;
+
+/// The longest `after`: 2,147,483,647 ms (about 24.8 days), as seed Z keeps
+/// it so configurations port.
+pub const MAX_IDLE_TIMEOUT: Duration = Duration::from_millis(2_147_483_647);
+
+/// Evicts a worker that stayed idle for `after`.
+///
+/// A job that takes the worker first keeps it, and a new `after` starts when
+/// that job ends. [`keep`](IdleTimeout::keep) sets a floor (pooler's
+/// `init_count`): the eviction never lets the running workers drop below it.
+/// pooler's `cull_interval` and `max_age` map to `after` alone: each worker
+/// has its own timer, so no interval is needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdleTimeout {
+    after: Duration,
+    keep: usize,
+}
+
+impl IdleTimeout {
+    /// Evicts after `after` idle.
+    ///
+    /// # Errors
+    ///
+    /// `after` must be above 0 and at most [`MAX_IDLE_TIMEOUT`]; another value
+    /// is a [`BuildError`] naming `eviction.after` and the range.
+    pub fn new(after: Duration) -> Result<Self, BuildError> {
+        if after.is_zero() || after > MAX_IDLE_TIMEOUT {
+            return Err(BuildError::new(
+                "eviction.after",
+                format!("{after:?} is out of range (allowed: above 0 and at most 2147483647 ms)"),
+            ));
+        }
+        Ok(Self { after, keep: 0 })
+    }
+
+    /// Never evicts below `n` running workers.
+    #[must_use]
+    pub fn keep(mut self, n: usize) -> Self {
+        self.keep = n;
+        self
+    }
+
+    /// The idle time before eviction.
+    pub fn after(&self) -> Duration {
+        self.after
+    }
+}
+
+impl Eviction for IdleTimeout {
+    fn idle(&self, _worker: IdleWorker) -> Option<EvictAfter> {
+        Some(Box::pin(tokio::time::sleep(self.after)))
+    }
+
+    fn floor(&self) -> usize {
+        self.keep
+    }
+}

@@ -1,0 +1,363 @@
+//! `Pool`: lend workers to jobs, and close.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{broadcast, oneshot};
+use tokio::time::Instant;
+
+use crate::builder::PoolBuilder;
+use crate::dispatch::{Grant, Granted};
+use crate::error::Error;
+use crate::event::{Event, RetireReason};
+use crate::lease::Lease;
+use crate::shared::{Acquired, Shared, SlotInfo};
+use crate::stats::Stats;
+use crate::worker::{BoxError, Worker};
+
+/// A pool of workers of type `W`. Cheap to clone: clones share the pool.
+///
+/// Dropping the last clone without [`close`](Pool::close) kills every worker
+/// at once; leases still out keep working until they are dropped.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use kennel::{ExitSignal, Exited, Fixed, Killer, Parallel, Pool, Worker};
+///
+/// struct Adder { signal: ExitSignal, exited: Option<Exited> }
+/// impl Worker for Adder {
+///     fn exited(&mut self) -> Exited { self.exited.take().unwrap_or_else(Exited::never) }
+///     fn killer(&self) -> Killer { self.signal.killer() }
+/// }
+///
+/// let pool = Pool::builder(|_slot| async {
+///     let (signal, exited) = ExitSignal::new();
+///     Ok::<_, kennel::BoxError>(Adder { signal, exited: Some(exited) })
+/// })
+/// .startup(Parallel)
+/// .sizing(Fixed(2))
+/// .build()?;
+///
+/// let sum = pool.run(async |_adder: &mut Adder| 2 + 2).await?;
+/// assert_eq!(sum, 4);
+/// pool.close().await;
+/// # Ok(()) }
+/// ```
+pub struct Pool<W: Worker> {
+    handle: Arc<Handle<W>>,
+}
+
+struct Handle<W: Worker> {
+    shared: Arc<Shared<W>>,
+}
+
+impl<W: Worker> Drop for Handle<W> {
+    fn drop(&mut self) {
+        self.shared.kill_all();
+    }
+}
+
+impl<W: Worker> Clone for Pool<W> {
+    fn clone(&self) -> Self {
+        Self {
+            handle: self.handle.clone(),
+        }
+    }
+}
+
+impl<W: Worker> fmt::Debug for Pool<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("name", &self.handle.shared.name)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// Per-call limits for [`Pool::run_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[must_use]
+pub struct RunOptions {
+    lend_timeout: Option<Duration>,
+    job_timeout: Option<Option<Duration>>,
+}
+
+impl RunOptions {
+    /// No per-call limits: the pool's defaults apply.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Waits at most `d` for a worker.
+    pub fn lend_timeout(mut self, d: Duration) -> Self {
+        self.lend_timeout = Some(d);
+        self
+    }
+
+    /// Overrides the pool's `job_timeout` for this call (`None`: no limit).
+    pub fn job_timeout(mut self, d: Option<Duration>) -> Self {
+        self.job_timeout = Some(d);
+        self
+    }
+}
+
+impl<W: Worker> Pool<W> {
+    /// Starts building a pool whose workers `factory` makes, one per call,
+    /// for the slot named in [`SlotInfo`].
+    pub fn builder<F, Fut, E>(factory: F) -> PoolBuilder<W>
+    where
+        F: Fn(SlotInfo) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<W, E>> + Send + 'static,
+        E: Into<BoxError>,
+    {
+        PoolBuilder::new(Arc::new(move |info| {
+            let fut = factory(info);
+            Box::pin(async move { fut.await.map_err(Into::into) })
+        }))
+    }
+
+    pub(crate) fn from_shared(shared: Arc<Shared<W>>) -> Self {
+        Self {
+            handle: Arc::new(Handle { shared }),
+        }
+    }
+
+    fn shared(&self) -> &Arc<Shared<W>> {
+        &self.handle.shared
+    }
+
+    /// The pool's name.
+    pub fn name(&self) -> &str {
+        &self.shared().name
+    }
+
+    /// One consistent snapshot of the pool's counts.
+    pub fn stats(&self) -> Stats {
+        self.shared().stats()
+    }
+
+    /// A stream of the pool's events. A subscriber that falls behind misses
+    /// the oldest events (it gets `RecvError::Lagged`); it never slows the pool.
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.shared().subscribe()
+    }
+
+    /// Lends a worker: an idle one, a starting one, a new one, or the next
+    /// one freed, in that order (SPEC S2).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rejected`] when the queue is full or the projected wait too
+    /// long, [`Error::WarmupFailed`] when the worker started for this job
+    /// failed its warm-up, [`Error::Closed`] when the pool is closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// This method is cancel safe. Dropping the future while it waits removes
+    /// the job from the queue; a worker that was handed to it meanwhile goes
+    /// back to the pool, and a warm-up it caused goes on for the next job.
+    pub async fn lend(&self) -> Result<Lease<W>, Error> {
+        self.lend_inner(None).await
+    }
+
+    /// As [`lend`](Pool::lend), waiting at most `wait` for a worker.
+    ///
+    /// # Errors
+    ///
+    /// As [`lend`](Pool::lend), and [`Error::LendTimeout`] when no worker was
+    /// lent within `wait`.
+    ///
+    /// # Cancel safety
+    ///
+    /// This method is cancel safe, as [`lend`](Pool::lend).
+    pub async fn lend_timeout(&self, wait: Duration) -> Result<Lease<W>, Error> {
+        self.lend_inner(Some(wait)).await
+    }
+
+    async fn lend_inner(&self, wait: Option<Duration>) -> Result<Lease<W>, Error> {
+        let shared = self.shared();
+        let acquired = {
+            let mut st = shared.lock();
+            shared.acquire(&mut st)
+        }?;
+        let granted = match acquired {
+            Acquired::Now(g) => g,
+            Acquired::Wait(id, rx) => {
+                let mut waiting = Waiting {
+                    shared,
+                    id,
+                    rx,
+                    done: false,
+                };
+                match wait {
+                    Some(d) => match tokio::time::timeout(d, waiting.recv()).await {
+                        Ok(r) => r?,
+                        Err(_) => return Err(Error::LendTimeout { after: d }),
+                    },
+                    None => waiting.recv().await?,
+                }
+            }
+        };
+        Ok(Lease {
+            shared: shared.clone(),
+            slot: granted.slot,
+            worker: Some(granted.worker),
+            cell: granted.cell,
+            since: Instant::now(),
+            in_flight: false,
+        })
+    }
+
+    /// Lends a worker to `job` and returns what the job returns.
+    ///
+    /// The pool's `job_timeout` applies. When the worker ends while the job
+    /// holds it, the job is dropped and the call fails with
+    /// [`Error::Crashed`].
+    ///
+    /// # Errors
+    ///
+    /// As [`lend`](Pool::lend); and [`Error::Timeout`] when the job ran past
+    /// its time limit (its worker is killed and replaced),
+    /// [`Error::Crashed`] when the worker ended during the job,
+    /// [`Error::Closed`] when the pool closed and killed the worker after its
+    /// grace period.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future while it waits for a worker is cancel safe, as
+    /// [`lend`](Pool::lend). Dropping it while the job runs kills the worker,
+    /// since its state is unknown; the pool replaces it.
+    pub async fn run<R>(&self, job: impl AsyncFnOnce(&mut W) -> R) -> Result<R, Error> {
+        self.run_with(RunOptions::new(), job).await
+    }
+
+    /// As [`run`](Pool::run), waiting at most `wait` for a worker.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Pool::run), and [`Error::LendTimeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`run`](Pool::run).
+    pub async fn run_timeout<R>(
+        &self,
+        wait: Duration,
+        job: impl AsyncFnOnce(&mut W) -> R,
+    ) -> Result<R, Error> {
+        self.run_with(RunOptions::new().lend_timeout(wait), job)
+            .await
+    }
+
+    /// As [`run`](Pool::run), with per-call limits.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Pool::run), and [`Error::LendTimeout`] when a lend timeout
+    /// was given and ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`run`](Pool::run).
+    pub async fn run_with<R>(
+        &self,
+        options: RunOptions,
+        job: impl AsyncFnOnce(&mut W) -> R,
+    ) -> Result<R, Error> {
+        let mut lease = self.lend_inner(options.lend_timeout).await?;
+        let limit = match options.job_timeout {
+            Some(limit) => limit,
+            None => self.shared().default_job_timeout(),
+        };
+        lease.in_flight = true;
+        let cell = lease.cell.clone();
+        enum End<R> {
+            Done(R),
+            TimedOut(Duration),
+            Died,
+        }
+        let end = {
+            let fut = job(&mut lease);
+            let died = cell.died();
+            match limit {
+                Some(d) => tokio::select! {
+                    biased;
+                    r = tokio::time::timeout(d, fut) => r.map_or(End::TimedOut(d), End::Done),
+                    () = died => End::Died,
+                },
+                None => tokio::select! {
+                    biased;
+                    r = fut => End::Done(r),
+                    () = died => End::Died,
+                },
+            }
+        };
+        match end {
+            End::Done(r) => {
+                lease.in_flight = false;
+                drop(lease);
+                Ok(r)
+            }
+            End::TimedOut(after) => {
+                self.shared().timed_out(lease.slot, after);
+                lease.in_flight = false;
+                lease.retire(RetireReason::Timeout);
+                Err(Error::Timeout { after })
+            }
+            End::Died => {
+                lease.in_flight = false;
+                drop(lease);
+                if self.shared().is_closed() {
+                    Err(Error::Closed)
+                } else {
+                    Err(Error::Crashed { exit: cell.exit() })
+                }
+            }
+        }
+    }
+
+    /// Closes the pool (SPEC S14): refuses new jobs with [`Error::Closed`],
+    /// fails waiting jobs with `Closed`, closes idle and kept workers, lets
+    /// lent jobs finish up to the close grace and then kills their workers,
+    /// and resolves when every worker has ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future stops only the waiting: the pool stays closed and
+    /// its workers keep closing.
+    pub async fn close(&self) {
+        self.shared().begin_close();
+        self.shared().wait_ended().await;
+    }
+
+    /// Whether [`close`](Pool::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared().is_closed()
+    }
+}
+
+/// A job waiting for a worker; dropping it leaves the queue (cancel safety).
+struct Waiting<'a, W: Worker> {
+    shared: &'a Shared<W>,
+    id: u64,
+    rx: oneshot::Receiver<Grant<W>>,
+    done: bool,
+}
+
+impl<W: Worker> Waiting<'_, W> {
+    async fn recv(&mut self) -> Result<Granted<W>, Error> {
+        let r = (&mut self.rx).await;
+        self.done = true;
+        r.unwrap_or(Err(Error::Closed))
+    }
+}
+
+impl<W: Worker> Drop for Waiting<'_, W> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.shared.cancel_wait(self.id, &mut self.rx);
+        }
+    }
+}

@@ -1,0 +1,1235 @@
+//! The engine behind a pool: its state under one lock, and the handlers that
+//! the pool's tasks (warm-ups, exit watchers, timers) report to.
+//!
+//! The lock is a `std::sync::Mutex` that is never held across `.await`
+//! (ADR 0005). Tasks hold a `Weak` to the engine and re-check the slot's
+//! generation when they report (slot invariant 4).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use tokio::sync::{Notify, broadcast};
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
+
+use crate::backoff;
+use crate::dispatch::{Dispatch, Granted, Waiters};
+use crate::error::{Error, RejectReason};
+use crate::event::{Event, RetireReason};
+use crate::eviction::{Eviction, IdleWorker};
+use crate::sizing::{Sizing, SizingDecision, SizingInput, SizingView};
+use crate::slot::{EndReason, SlotState, Slots, WorkerCell};
+use crate::startup::{SlotPhase, Starts, Startup};
+use crate::stats::Stats;
+use crate::worker::{BoxError, Exit, Exited, Killer, Worker};
+
+/// What the factory gets: which pool and which slot the worker is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SlotInfo {
+    /// The pool's name.
+    pub pool: Arc<str>,
+    /// The slot the worker will live in.
+    pub slot: usize,
+}
+
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+pub(crate) type FactoryFn<W> =
+    Arc<dyn Fn(SlotInfo) -> BoxFuture<Result<W, BoxError>> + Send + Sync>;
+
+/// The options a pool enforces, changeable by reconfiguration.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub(crate) job_timeout: Option<Duration>,
+    pub(crate) warmup_timeout: Option<Duration>,
+    pub(crate) max_waiting: usize,
+    pub(crate) max_queue_wait: Option<Duration>,
+    pub(crate) close_grace: Duration,
+    pub(crate) dispatch: Dispatch,
+}
+
+/// How a lease comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The job ended; the worker is fine.
+    Returned,
+    /// The worker was granted but never used (the waiting job was dropped).
+    Unused,
+    /// The pool ends the worker.
+    Retire(RetireReason),
+}
+
+pub(crate) struct State<W> {
+    pub(crate) slots: Slots<W>,
+    pub(crate) waiters: Waiters<W>,
+    pub(crate) opts: Options,
+    startup: Arc<dyn Startup>,
+    sizing: Box<dyn Sizing>,
+    eviction: Arc<dyn Eviction>,
+    pub(crate) closed: bool,
+    ever_ready: bool,
+    rr_next: usize,
+    /// Mean job time (EWMA), in seconds.
+    ewma: Option<f64>,
+    sizing_wake: Option<(Instant, AbortHandle)>,
+    /// Slots whose next worker replaces one that crashed or was retired.
+    replacing: Vec<bool>,
+}
+
+/// The engine: shared by the pool handles, leases and tasks.
+pub(crate) struct Shared<W> {
+    pub(crate) name: Arc<str>,
+    factory: FactoryFn<W>,
+    state: Mutex<State<W>>,
+    events: broadcast::Sender<Event>,
+    ended: Notify,
+    me: Weak<Self>,
+}
+
+impl<W> std::fmt::Debug for Shared<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Things to do after the lock is released (dropping a worker may kill a
+/// process; it is not done under the lock).
+type Later<W> = Vec<W>;
+
+const EWMA_ALPHA: f64 = 0.2;
+
+impl<W: Worker> Shared<W> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        name: Arc<str>,
+        factory: FactoryFn<W>,
+        capacity: usize,
+        size: usize,
+        opts: Options,
+        startup: Arc<dyn Startup>,
+        sizing: Box<dyn Sizing>,
+        eviction: Arc<dyn Eviction>,
+        event_capacity: usize,
+    ) -> Arc<Self> {
+        let (events, _) = broadcast::channel(event_capacity.max(1));
+        Arc::new_cyclic(|me| Self {
+            name,
+            factory,
+            state: Mutex::new(State {
+                slots: Slots::new(capacity, size),
+                waiters: Waiters::new(),
+                opts,
+                startup,
+                sizing,
+                eviction,
+                closed: false,
+                ever_ready: false,
+                rr_next: 0,
+                ewma: None,
+                sizing_wake: None,
+                replacing: vec![false; capacity],
+            }),
+            events,
+            ended: Notify::new(),
+            me: me.clone(),
+        })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State<W>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn emit(&self, event: Event) {
+        event.trace(&self.name);
+        // No subscriber, or only slow ones: a broadcast never blocks the pool.
+        let _ = self.events.send(event);
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// Called once after the pool is built: first sizing wake-up and the
+    /// startup's first workers.
+    pub(crate) fn begin(&self, warning: Option<String>) {
+        if let Some(message) = warning {
+            self.emit(Event::Warning { message });
+        }
+        let mut st = self.lock();
+        let decision = {
+            let view = self.view(&st);
+            st.sizing.observe(&view, SizingInput::Wake)
+        };
+        self.apply_sizing(&mut st, decision);
+        self.kick_startup(&mut st);
+    }
+
+    // ----- reading -----
+
+    pub(crate) fn stats(&self) -> Stats {
+        let st = self.lock();
+        let c = st.slots.counts;
+        Stats {
+            starting: c.starting,
+            idle: c.idle,
+            lent: c.lent,
+            waiting: st.waiters.len(),
+            capacity: st.slots.capacity(),
+            size: st.slots.size,
+            kept: c.kept,
+        }
+    }
+
+    fn view(&self, st: &State<W>) -> SizingView {
+        let c = st.slots.counts;
+        SizingView {
+            now: Instant::now(),
+            size: st.slots.size,
+            capacity: st.slots.capacity(),
+            waiting: st.waiters.len(),
+            all_ready: c.starting == 0 && c.idle + c.lent >= st.slots.size,
+            alive: st.slots.alive(),
+        }
+    }
+
+    // ----- lending -----
+
+    /// SPEC S2: an idle worker, then a starting one not awaited, then a new
+    /// one, then the queue.
+    pub(crate) fn acquire(&self, st: &mut State<W>) -> Result<Acquired<W>, Error> {
+        if st.closed {
+            return Err(Error::Closed);
+        }
+        if let Some(granted) = self.take_idle(st) {
+            return Ok(Acquired::Now(granted));
+        }
+        if let Some(i) = Self::unawaited_starting(st) {
+            let (id, rx) = st.waiters.push(Some(i));
+            Self::set_awaited(st, i, Some(id));
+            return Ok(Acquired::Wait(id, rx));
+        }
+        if let Some(i) = self.startable_slot(st) {
+            let (id, rx) = st.waiters.push(Some(i));
+            self.start_slot(st, i, Some(id));
+            return Ok(Acquired::Wait(id, rx));
+        }
+        if st.waiters.unbound() >= st.opts.max_waiting {
+            return Err(self.reject(RejectReason::QueueFull));
+        }
+        if let Some(limit) = st.opts.max_queue_wait {
+            if let Some(mean) = st
+                .ewma
+                .or_else(|| st.opts.job_timeout.map(|d| d.as_secs_f64()))
+            {
+                let running = st.slots.size.max(1) as f64;
+                let projected = (st.waiters.len() as f64 + 1.0) / running * mean;
+                if projected > limit.as_secs_f64() {
+                    return Err(self.reject(RejectReason::QueueWait));
+                }
+            }
+        }
+        let (id, rx) = st.waiters.push(None);
+        Ok(Acquired::Wait(id, rx))
+    }
+
+    fn reject(&self, reason: RejectReason) -> Error {
+        self.emit(Event::Rejected { reason });
+        Error::Rejected { reason }
+    }
+
+    fn take_idle(&self, st: &mut State<W>) -> Option<Granted<W>> {
+        let size = st.slots.size;
+        let i = match st.opts.dispatch {
+            Dispatch::LowestSlot => st.slots.idle.first_in(0, size)?,
+            Dispatch::RoundRobin => {
+                let from = st.rr_next.min(size);
+                let i = st
+                    .slots
+                    .idle
+                    .first_in(from, size)
+                    .or_else(|| st.slots.idle.first_in(0, from))?;
+                st.rr_next = i + 1;
+                i
+            }
+        };
+        let cell = st.slots.slots[i].cell().cloned()?;
+        let old = st.slots.set(i, SlotState::Lent { cell: cell.clone() });
+        let SlotState::Idle { worker, timer, .. } = old else {
+            unreachable!("slot {i} was in the idle set but not idle");
+        };
+        if let Some(t) = timer {
+            t.abort();
+        }
+        Some(Granted {
+            slot: i,
+            worker,
+            cell,
+        })
+    }
+
+    fn unawaited_starting(st: &State<W>) -> Option<usize> {
+        st.slots.slots[..st.slots.size].iter().position(|s| {
+            matches!(
+                s.state,
+                SlotState::Starting {
+                    awaited_by: None,
+                    ..
+                }
+            )
+        })
+    }
+
+    fn startable_slot(&self, st: &mut State<W>) -> Option<usize> {
+        let i = st.slots.slots[..st.slots.size]
+            .iter()
+            .position(|s| s.is_empty())?;
+        let view = self.view(st);
+        st.sizing.may_start(&view).then_some(i)
+    }
+
+    fn set_awaited(st: &mut State<W>, slot: usize, id: Option<u64>) {
+        if let SlotState::Starting { awaited_by, .. } = &mut st.slots.slots[slot].state {
+            *awaited_by = id;
+        }
+    }
+
+    /// A waiting job gave up (dropped or timed out): forget it, and hand back
+    /// a worker that was granted to it meanwhile.
+    pub(crate) fn cancel_wait(
+        &self,
+        id: u64,
+        rx: &mut tokio::sync::oneshot::Receiver<crate::dispatch::Grant<W>>,
+    ) {
+        let mut later = Later::new();
+        {
+            let mut st = self.lock();
+            if let Some(w) = st.waiters.remove(id) {
+                if let Some(b) = w.bound {
+                    Self::set_awaited(&mut st, b, None);
+                }
+            } else if let Ok(Ok(g)) = rx.try_recv() {
+                self.release_locked(
+                    &mut st,
+                    g.slot,
+                    g.worker,
+                    &g.cell,
+                    Outcome::Unused,
+                    Duration::ZERO,
+                    &mut later,
+                );
+            }
+            self.pump(&mut st);
+        }
+        drop(later);
+    }
+
+    /// Gives waiting jobs what the pool has: idle workers, unawaited starting
+    /// workers, empty running slots.
+    fn pump(&self, st: &mut State<W>) {
+        while !st.waiters.is_empty() {
+            if st.closed {
+                return;
+            }
+            if let Some(g) = self.take_idle(st) {
+                self.grant_oldest(st, g);
+                continue;
+            }
+            let Some(id) = st.waiters.oldest_unbound() else {
+                return;
+            };
+            if let Some(i) = Self::unawaited_starting(st) {
+                st.waiters.set_bound(id, Some(i));
+                Self::set_awaited(st, i, Some(id));
+                continue;
+            }
+            if let Some(i) = self.startable_slot(st) {
+                st.waiters.set_bound(id, Some(i));
+                self.start_slot(st, i, Some(id));
+                continue;
+            }
+            return;
+        }
+    }
+
+    /// Hands a lent worker to the oldest waiting job (SPEC S2: a worker that
+    /// becomes idle goes to the oldest waiting job first).
+    fn grant_oldest(&self, st: &mut State<W>, g: Granted<W>) {
+        let Some((id, bound)) = st.waiters.oldest() else {
+            unreachable!("grant_oldest with no waiter");
+        };
+        let waiter = st.waiters.remove(id).expect("oldest waiter is listed");
+        if let Some(b) = bound {
+            if b != g.slot {
+                Self::set_awaited(st, b, None);
+            }
+        }
+        if let Err(Ok(g)) = waiter.send(Ok(g)) {
+            // Cannot happen (receivers are dropped only after removal under
+            // the lock), but a worker is never lost: put it back.
+            let mut later = Later::new();
+            self.release_locked(
+                st,
+                g.slot,
+                g.worker,
+                &g.cell,
+                Outcome::Unused,
+                Duration::ZERO,
+                &mut later,
+            );
+            drop(later);
+        }
+    }
+
+    /// A lease comes back.
+    pub(crate) fn release(
+        &self,
+        slot: usize,
+        worker: W,
+        cell: &Arc<WorkerCell>,
+        outcome: Outcome,
+        held: Duration,
+    ) {
+        let mut later = Later::new();
+        {
+            let mut st = self.lock();
+            self.release_locked(&mut st, slot, worker, cell, outcome, held, &mut later);
+            self.pump(&mut st);
+        }
+        drop(later);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn release_locked(
+        &self,
+        st: &mut State<W>,
+        i: usize,
+        worker: W,
+        cell: &Arc<WorkerCell>,
+        outcome: Outcome,
+        held: Duration,
+        later: &mut Later<W>,
+    ) {
+        let ours = matches!(&st.slots.slots[i].state, SlotState::Lent { cell: c, .. } if Arc::ptr_eq(c, cell));
+        if !ours {
+            // The slot moved on (cannot happen by invariant 2); end the worker.
+            cell.killer.kill();
+            later.push(worker);
+            return;
+        }
+        if outcome == Outcome::Returned {
+            let took = held.as_secs_f64();
+            st.ewma = Some(match st.ewma {
+                Some(m) => m + EWMA_ALPHA * (took - m),
+                None => took,
+            });
+            let decision = {
+                let view = self.view(st);
+                st.sizing
+                    .observe(&view, SizingInput::JobDone { took: held })
+            };
+            self.apply_sizing(st, decision);
+        }
+        if cell.is_dead() {
+            // It ended while lent; its exit was handled when seen.
+            later.push(worker);
+            st.slots.set(i, SlotState::Empty);
+            self.after_empty(st, i);
+            return;
+        }
+        if let Outcome::Retire(reason) = outcome {
+            cell.killer.kill();
+            later.push(worker);
+            st.slots.set(
+                i,
+                SlotState::Closing {
+                    cell: cell.clone(),
+                    reason: EndReason::Retired(reason),
+                },
+            );
+            self.emit(Event::Retired { slot: i, reason });
+            return;
+        }
+        self.place(st, i, worker, cell.clone());
+    }
+
+    /// A ready worker is free in slot `i` (lent state or starting state):
+    /// close it, keep it, give it to the oldest job, or make it idle.
+    fn place(&self, st: &mut State<W>, i: usize, worker: W, cell: Arc<WorkerCell>) {
+        if st.closed {
+            self.close_worker(st, i, worker, cell, EndReason::PoolClosed);
+            return;
+        }
+        let now = Instant::now();
+        if !st.waiters.is_empty() && i < st.slots.size {
+            st.slots.set(i, SlotState::Lent { cell: cell.clone() });
+            self.grant_oldest(
+                st,
+                Granted {
+                    slot: i,
+                    worker,
+                    cell,
+                },
+            );
+            return;
+        }
+        let timer = if i < st.slots.size {
+            self.arm_eviction(st, i, now, cell.started)
+        } else {
+            None
+        };
+        st.slots.set(
+            i,
+            SlotState::Idle {
+                worker,
+                since: now,
+                cell,
+                timer,
+            },
+        );
+    }
+
+    // ----- starting -----
+
+    fn start_slot(&self, st: &mut State<W>, i: usize, awaited_by: Option<u64>) {
+        let generation = {
+            let slot = &mut st.slots.slots[i];
+            slot.cancel_backoff();
+            slot.evicted = false;
+            slot.generation += 1;
+            slot.generation
+        };
+        let info = SlotInfo {
+            pool: self.name.clone(),
+            slot: i,
+        };
+        let task = tokio::spawn(warm_up(
+            self.me.clone(),
+            self.factory.clone(),
+            st.opts.warmup_timeout,
+            info,
+            generation,
+        ));
+        st.slots.set(
+            i,
+            SlotState::Starting {
+                awaited_by,
+                cell: None,
+                task: task.abort_handle(),
+            },
+        );
+        self.emit(Event::Starting { slot: i });
+        if std::mem::take(&mut st.replacing[i]) {
+            self.emit(Event::Respawned { slot: i });
+        }
+    }
+
+    /// The factory made the worker: keep its kill switch and watch its exit.
+    fn register(
+        &self,
+        slot: usize,
+        generation: u64,
+        killer: Killer,
+        exited: Exited,
+        started: Instant,
+    ) -> bool {
+        let mut st = self.lock();
+        let s = &mut st.slots.slots[slot];
+        if s.generation != generation {
+            return false;
+        }
+        let SlotState::Starting { cell, .. } = &mut s.state else {
+            return false;
+        };
+        *cell = Some(Arc::new(WorkerCell::new(killer, started)));
+        tokio::spawn(watch_exit(self.me.clone(), slot, generation, exited));
+        true
+    }
+
+    fn on_ready(&self, i: usize, generation: u64, worker: W, warmup: Duration) {
+        let mut later = Later::new();
+        {
+            let mut st = self.lock();
+            let slot = &st.slots.slots[i];
+            let current = slot.generation == generation;
+            let (cell, awaited_by) = match &slot.state {
+                SlotState::Starting {
+                    cell: Some(cell),
+                    awaited_by,
+                    ..
+                } if current => (cell.clone(), *awaited_by),
+                _ => {
+                    worker.killer().kill();
+                    later.push(worker);
+                    drop(st);
+                    drop(later);
+                    return;
+                }
+            };
+            st.ever_ready = true;
+            self.emit(Event::Ready { slot: i, warmup });
+            if let Some(id) = awaited_by {
+                // Its job still waits; it may get this worker or an older
+                // job may. Either way it is no longer bound to this slot.
+                st.waiters.set_bound(id, None);
+            }
+            if !st.waiters.is_empty() && i < st.slots.size && !st.closed {
+                st.slots.set(i, SlotState::Lent { cell: cell.clone() });
+                self.grant_oldest(
+                    &mut st,
+                    Granted {
+                        slot: i,
+                        worker,
+                        cell,
+                    },
+                );
+            } else {
+                // Through Lent so that `place` sees one starting point.
+                st.slots.set(i, SlotState::Lent { cell: cell.clone() });
+                self.place(&mut st, i, worker, cell);
+            }
+            self.kick_startup(&mut st);
+            self.pump(&mut st);
+        }
+        drop(later);
+    }
+
+    fn on_warmup_failed(
+        &self,
+        i: usize,
+        generation: u64,
+        message: String,
+        source: Option<BoxError>,
+    ) {
+        let mut st = self.lock();
+        let slot = &st.slots.slots[i];
+        if slot.generation != generation || !matches!(slot.state, SlotState::Starting { .. }) {
+            return;
+        }
+        self.emit(Event::WarmupFailed {
+            slot: i,
+            message: message.clone(),
+        });
+        let SlotState::Starting {
+            awaited_by, cell, ..
+        } = st.slots.set(i, SlotState::Empty)
+        else {
+            unreachable!()
+        };
+        if let Some(id) = awaited_by {
+            if let Some(w) = st.waiters.remove(id) {
+                let _ = w.send(Err(Error::warmup(i, message, source)));
+            }
+        }
+        st.slots.slots[i].early_exits += 1;
+        match cell {
+            Some(cell) => {
+                cell.killer.kill();
+                st.slots.set(
+                    i,
+                    SlotState::Closing {
+                        cell,
+                        reason: EndReason::WarmupFailed,
+                    },
+                );
+            }
+            None => {
+                self.schedule_refill(&mut st, i);
+                self.after_empty(&mut st, i);
+            }
+        }
+        self.pump(&mut st);
+    }
+
+    fn on_exit(&self, i: usize, generation: u64, exit: Exit) {
+        let mut later = Later::new();
+        {
+            let mut st = self.lock();
+            let slot = &st.slots.slots[i];
+            if slot.generation != generation {
+                return;
+            }
+            let Some(cell) = slot.cell().cloned() else {
+                return;
+            };
+            cell.mark_dead(Some(exit.clone()));
+            let ran_for = cell.started.elapsed();
+            let early = ran_for < backoff::EARLY_EXIT;
+            match &slot.state {
+                SlotState::Empty => {}
+                SlotState::Starting { .. } => {
+                    self.emit(Event::Exited {
+                        slot: i,
+                        exit: exit.clone(),
+                        early: true,
+                    });
+                    let SlotState::Starting {
+                        awaited_by, task, ..
+                    } = st.slots.set(i, SlotState::Empty)
+                    else {
+                        unreachable!()
+                    };
+                    task.abort();
+                    let message = format!("worker {} during its warm-up", exit.status);
+                    self.emit(Event::WarmupFailed {
+                        slot: i,
+                        message: message.clone(),
+                    });
+                    if let Some(id) = awaited_by {
+                        if let Some(w) = st.waiters.remove(id) {
+                            let _ = w.send(Err(Error::warmup(i, message, None)));
+                        }
+                    }
+                    st.slots.slots[i].early_exits += 1;
+                    self.schedule_refill(&mut st, i);
+                    self.after_empty(&mut st, i);
+                }
+                SlotState::Idle { .. } => {
+                    self.emit(Event::Exited {
+                        slot: i,
+                        exit,
+                        early,
+                    });
+                    let SlotState::Idle { worker, timer, .. } = st.slots.set(i, SlotState::Empty)
+                    else {
+                        unreachable!()
+                    };
+                    if let Some(t) = timer {
+                        t.abort();
+                    }
+                    later.push(worker);
+                    self.count_exit(&mut st, i, early);
+                    self.schedule_refill(&mut st, i);
+                    self.after_empty(&mut st, i);
+                }
+                SlotState::Lent { .. } => {
+                    // The job learns it through the cell; the slot empties
+                    // when the lease comes back.
+                    self.emit(Event::Crashed {
+                        slot: i,
+                        exit: exit.clone(),
+                    });
+                    self.emit(Event::Exited {
+                        slot: i,
+                        exit,
+                        early,
+                    });
+                    self.count_exit(&mut st, i, early);
+                    st.replacing[i] = true;
+                    self.schedule_refill(&mut st, i);
+                }
+                SlotState::Closing { reason, .. } => {
+                    let reason = *reason;
+                    st.slots.set(i, SlotState::Empty);
+                    match reason {
+                        EndReason::Evicted => {
+                            st.slots.slots[i].evicted = true;
+                            if !early {
+                                st.slots.slots[i].early_exits = 0;
+                            }
+                        }
+                        EndReason::Retired(_) => {
+                            st.replacing[i] = true;
+                        }
+                        EndReason::WarmupFailed => self.schedule_refill(&mut st, i),
+                        EndReason::PoolClosed => {}
+                    }
+                    self.after_empty(&mut st, i);
+                }
+            }
+        }
+        drop(later);
+        self.ended.notify_waiters();
+    }
+
+    fn count_exit(&self, st: &mut State<W>, i: usize, early: bool) {
+        let slot = &mut st.slots.slots[i];
+        if early {
+            slot.early_exits += 1;
+        } else {
+            slot.early_exits = 0;
+        }
+    }
+
+    /// For eager startups: start slot `i` again after its back-off.
+    fn schedule_refill(&self, st: &mut State<W>, i: usize) {
+        if st.closed || !st.startup.is_eager() {
+            return;
+        }
+        let early_exits = st.slots.slots[i].early_exits;
+        let delay = backoff::delay(early_exits);
+        st.slots.slots[i].cancel_backoff();
+        if delay.is_zero() {
+            return;
+        }
+        let at = Instant::now() + delay;
+        let me = self.me.clone();
+        let generation = st.slots.slots[i].generation;
+        let task = tokio::spawn(async move {
+            tokio::time::sleep_until(at).await;
+            if let Some(shared) = me.upgrade() {
+                shared.on_backoff_done(i, generation);
+            }
+        });
+        st.slots.slots[i].backoff = Some((at, task.abort_handle()));
+        self.emit(Event::Backoff {
+            slot: i,
+            delay,
+            early_exits,
+        });
+    }
+
+    fn on_backoff_done(&self, i: usize, generation: u64) {
+        let mut st = self.lock();
+        let slot = &mut st.slots.slots[i];
+        if slot.generation != generation {
+            return;
+        }
+        slot.backoff = None;
+        self.kick_startup(&mut st);
+    }
+
+    /// A slot became empty: let the startup refill and the jobs take it.
+    fn after_empty(&self, st: &mut State<W>, _i: usize) {
+        self.kick_startup(st);
+        self.pump(st);
+    }
+
+    /// Asks the startup which running slots to fill now.
+    fn kick_startup(&self, st: &mut State<W>) {
+        if st.closed || !st.startup.is_eager() {
+            return;
+        }
+        let size = st.slots.size;
+        let phases: Vec<SlotPhase> = st.slots.slots[..size]
+            .iter()
+            .map(|s| match s.state {
+                SlotState::Empty if s.evicted || s.backoff.is_some() => SlotPhase::Resting,
+                SlotState::Empty => SlotPhase::Wanted,
+                SlotState::Starting { .. } => SlotPhase::Starting,
+                _ => SlotPhase::Up,
+            })
+            .collect();
+        let wanted: Vec<usize> = match st.startup.next(&phases, st.ever_ready) {
+            Starts::None => Vec::new(),
+            Starts::One(i) if phases.get(i) == Some(&SlotPhase::Wanted) => vec![i],
+            Starts::One(_) => Vec::new(),
+            Starts::AllWanted => (0..size)
+                .filter(|&i| phases[i] == SlotPhase::Wanted)
+                .collect(),
+        };
+        for i in wanted {
+            let view = self.view(st);
+            if !st.sizing.may_start(&view) {
+                break;
+            }
+            self.start_slot(st, i, None);
+        }
+    }
+
+    // ----- eviction -----
+
+    fn arm_eviction(
+        &self,
+        st: &State<W>,
+        i: usize,
+        since: Instant,
+        started: Instant,
+    ) -> Option<AbortHandle> {
+        let wait = st.eviction.idle(IdleWorker {
+            slot: i,
+            idle_since: since,
+            started,
+        })?;
+        let me = self.me.clone();
+        let generation = st.slots.slots[i].generation;
+        let task = tokio::spawn(async move {
+            wait.await;
+            if let Some(shared) = me.upgrade() {
+                shared.on_evict(i, generation, since);
+            }
+        });
+        Some(task.abort_handle())
+    }
+
+    fn on_evict(&self, i: usize, generation: u64, since: Instant) {
+        let mut st = self.lock();
+        let slot = &st.slots.slots[i];
+        let is_this_idle = slot.generation == generation
+            && i < st.slots.size
+            && matches!(&slot.state, SlotState::Idle { since: s, .. } if *s == since);
+        if !is_this_idle || st.closed {
+            return;
+        }
+        let up = st.slots.slots[..st.slots.size]
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.state,
+                    SlotState::Starting { .. } | SlotState::Idle { .. } | SlotState::Lent { .. }
+                )
+            })
+            .count();
+        if up <= st.eviction.floor() {
+            // At the floor: keep it, and let a new idle period begin.
+            let now = Instant::now();
+            let started = st.slots.slots[i].cell().map_or(now, |c| c.started);
+            let timer = self.arm_eviction(&st, i, now, started);
+            if let SlotState::Idle {
+                since, timer: t, ..
+            } = &mut st.slots.slots[i].state
+            {
+                *since = now;
+                *t = timer;
+            }
+            return;
+        }
+        let SlotState::Idle { worker, cell, .. } = st.slots.set(i, SlotState::Empty) else {
+            unreachable!()
+        };
+        self.emit(Event::Evicted {
+            slot: i,
+            idle_for: since.elapsed(),
+        });
+        self.close_worker(&mut st, i, worker, cell, EndReason::Evicted);
+    }
+
+    /// Closes a worker gracefully on a task of its own; the slot is
+    /// `Closing` until its exit is seen.
+    fn close_worker(
+        &self,
+        st: &mut State<W>,
+        i: usize,
+        worker: W,
+        cell: Arc<WorkerCell>,
+        reason: EndReason,
+    ) {
+        let killer = cell.killer.clone();
+        st.slots.set(i, SlotState::Closing { cell, reason });
+        tokio::spawn(async move {
+            worker.close().await;
+            // A worker whose close resolved has ended; make sure of it.
+            killer.kill();
+        });
+    }
+
+    // ----- sizing -----
+
+    fn apply_sizing(&self, st: &mut State<W>, decision: SizingDecision) {
+        for step in decision.steps {
+            self.emit(Event::SizingStep(step));
+        }
+        if let Some(at) = decision.wake_at {
+            if let Some((_, h)) = st.sizing_wake.take() {
+                h.abort();
+            }
+            let me = self.me.clone();
+            let task = tokio::spawn(async move {
+                tokio::time::sleep_until(at).await;
+                if let Some(shared) = me.upgrade() {
+                    shared.on_sizing_wake();
+                }
+            });
+            st.sizing_wake = Some((at, task.abort_handle()));
+        }
+        if let Some(size) = decision.size {
+            self.resize(st, size);
+        }
+    }
+
+    fn on_sizing_wake(&self) {
+        let mut st = self.lock();
+        st.sizing_wake = None;
+        if st.closed {
+            return;
+        }
+        let decision = {
+            let view = self.view(&st);
+            st.sizing.observe(&view, SizingInput::Wake)
+        };
+        self.apply_sizing(&mut st, decision);
+    }
+
+    /// Changes the running size: fewer keeps workers alive (kept), more uses
+    /// kept workers first.
+    pub(crate) fn resize(&self, st: &mut State<W>, size: usize) {
+        let size = size.clamp(1, st.slots.capacity());
+        let old = st.slots.size;
+        if size == old {
+            return;
+        }
+        st.slots.resize(size);
+        if size < old {
+            for i in size..old {
+                let slot = &mut st.slots.slots[i];
+                slot.cancel_backoff();
+                match &mut slot.state {
+                    SlotState::Idle { timer, .. } => {
+                        if let Some(t) = timer.take() {
+                            t.abort();
+                        }
+                    }
+                    SlotState::Starting { awaited_by, .. } => {
+                        if let Some(id) = awaited_by.take() {
+                            st.waiters.set_bound(id, None);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            for i in old..size {
+                if matches!(st.slots.slots[i].state, SlotState::Idle { .. }) {
+                    let SlotState::Idle { worker, cell, .. } = st.slots.set(
+                        i,
+                        SlotState::Lent {
+                            cell: st.slots.slots[i]
+                                .cell()
+                                .cloned()
+                                .expect("idle slot has a cell"),
+                        },
+                    ) else {
+                        unreachable!()
+                    };
+                    self.place(st, i, worker, cell);
+                }
+            }
+        }
+        self.kick_startup(st);
+        self.pump(st);
+    }
+
+    // ----- closing -----
+
+    /// Refuses new jobs, fails waiting ones, closes idle, kept and starting
+    /// workers. Lent workers close when they come back.
+    pub(crate) fn begin_close(&self) -> bool {
+        let first;
+        {
+            let mut st = self.lock();
+            first = !st.closed;
+            if first {
+                st.closed = true;
+                for w in st.waiters.drain() {
+                    let _ = w.send(Err(Error::Closed));
+                }
+                if let Some((_, h)) = st.sizing_wake.take() {
+                    h.abort();
+                }
+                for i in 0..st.slots.capacity() {
+                    st.slots.slots[i].cancel_backoff();
+                    match &st.slots.slots[i].state {
+                        SlotState::Idle { .. } => {
+                            let SlotState::Idle {
+                                worker,
+                                cell,
+                                timer,
+                                ..
+                            } = st.slots.set(i, SlotState::Empty)
+                            else {
+                                unreachable!()
+                            };
+                            if let Some(t) = timer {
+                                t.abort();
+                            }
+                            self.close_worker(&mut st, i, worker, cell, EndReason::PoolClosed);
+                        }
+                        SlotState::Starting { .. } => {
+                            let SlotState::Starting { cell, task, .. } =
+                                st.slots.set(i, SlotState::Empty)
+                            else {
+                                unreachable!()
+                            };
+                            task.abort();
+                            if let Some(cell) = cell {
+                                cell.killer.kill();
+                                st.slots.set(
+                                    i,
+                                    SlotState::Closing {
+                                        cell,
+                                        reason: EndReason::PoolClosed,
+                                    },
+                                );
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if first {
+            self.emit(Event::Closed);
+        }
+        self.ended.notify_waiters();
+        first
+    }
+
+    /// Whether every worker has ended.
+    fn all_ended(&self) -> bool {
+        let st = self.lock();
+        st.slots.slots.iter().all(|s| match &s.state {
+            SlotState::Empty => true,
+            SlotState::Starting { .. } => false,
+            _ => s.cell().is_some_and(|c| c.is_dead()),
+        })
+    }
+
+    fn kill_lent(&self) {
+        let st = self.lock();
+        for s in &st.slots.slots {
+            if let SlotState::Lent { cell, .. } | SlotState::Closing { cell, .. } = &s.state {
+                cell.killer.kill();
+            }
+        }
+    }
+
+    /// Waits until every worker has ended; kills lent ones after the grace.
+    pub(crate) async fn wait_ended(&self) {
+        let grace = self.lock().opts.close_grace;
+        let deadline = Instant::now() + grace;
+        let mut killed = false;
+        loop {
+            let notified = self.ended.notified();
+            if self.all_ended() {
+                return;
+            }
+            if killed {
+                notified.await;
+            } else {
+                tokio::select! {
+                    () = notified => {}
+                    () = tokio::time::sleep_until(deadline) => {
+                        killed = true;
+                        self.kill_lent();
+                    }
+                }
+            }
+        }
+    }
+
+    /// The last pool handle is gone without a close: kill every worker now.
+    pub(crate) fn kill_all(&self) {
+        let mut later = Later::new();
+        {
+            let mut st = self.lock();
+            st.closed = true;
+            for w in st.waiters.drain() {
+                let _ = w.send(Err(Error::Closed));
+            }
+            if let Some((_, h)) = st.sizing_wake.take() {
+                h.abort();
+            }
+            for i in 0..st.slots.capacity() {
+                st.slots.slots[i].cancel_backoff();
+                if let Some(cell) = st.slots.slots[i].cell() {
+                    cell.killer.kill();
+                }
+                match &st.slots.slots[i].state {
+                    SlotState::Starting { task, .. } => task.abort(),
+                    SlotState::Idle { .. } => {
+                        let SlotState::Idle {
+                            worker,
+                            cell,
+                            timer,
+                            ..
+                        } = st.slots.set(i, SlotState::Empty)
+                        else {
+                            unreachable!()
+                        };
+                        if let Some(t) = timer {
+                            t.abort();
+                        }
+                        later.push(worker);
+                        st.slots.set(
+                            i,
+                            SlotState::Closing {
+                                cell,
+                                reason: EndReason::PoolClosed,
+                            },
+                        );
+                    }
+                    _ => {}
+                }
+            }
+        }
+        drop(later);
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    pub(crate) fn default_job_timeout(&self) -> Option<Duration> {
+        self.lock().opts.job_timeout
+    }
+
+    pub(crate) fn timed_out(&self, slot: usize, after: Duration) {
+        self.emit(Event::TimedOut { slot, after });
+    }
+}
+
+/// What `acquire` gives a job.
+pub(crate) enum Acquired<W> {
+    Now(Granted<W>),
+    Wait(
+        u64,
+        tokio::sync::oneshot::Receiver<crate::dispatch::Grant<W>>,
+    ),
+}
+
+/// The warm-up, on a task of the pool (ADR 0003).
+async fn warm_up<W: Worker>(
+    me: Weak<Shared<W>>,
+    factory: FactoryFn<W>,
+    limit: Option<Duration>,
+    info: SlotInfo,
+    generation: u64,
+) {
+    let slot = info.slot;
+    let started = Instant::now();
+    let work = async {
+        let mut worker = factory(info)
+            .await
+            .map_err(|e| (format!("the factory failed: {e}"), Some(e)))?;
+        let exited = worker.exited();
+        let killer = worker.killer();
+        let registered = me
+            .upgrade()
+            .is_some_and(|s| s.register(slot, generation, killer.clone(), exited, started));
+        if !registered {
+            killer.kill();
+            return Err(("the slot moved on".to_owned(), None));
+        }
+        worker
+            .ready()
+            .await
+            .map_err(|e| (format!("ready() failed: {e}"), Some(e)))?;
+        Ok(worker)
+    };
+    let result = match limit {
+        Some(d) => tokio::time::timeout(d, work)
+            .await
+            .unwrap_or_else(|_| Err((format!("the warm-up exceeded its {d:?} limit"), None))),
+        None => work.await,
+    };
+    let Some(shared) = me.upgrade() else {
+        if let Ok(worker) = result {
+            worker.killer().kill();
+        }
+        return;
+    };
+    match result {
+        Ok(worker) => shared.on_ready(slot, generation, worker, started.elapsed()),
+        Err((message, source)) => shared.on_warmup_failed(slot, generation, message, source),
+    }
+}
+
+async fn watch_exit<W: Worker>(me: Weak<Shared<W>>, slot: usize, generation: u64, exited: Exited) {
+    let exit = exited.await;
+    if let Some(shared) = me.upgrade() {
+        shared.on_exit(slot, generation, exit);
+    }
+}

@@ -1,0 +1,32 @@
+//! One consistent snapshot of a pool's counts (SPEC S8).
+
+/// A snapshot of a pool, taken under one lock, so its counts agree.
+///
+/// A worker that exited, and a slot whose worker was evicted, are in no
+/// count: a pool with an eviction can show zeros and be healthy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Workers that start and are not ready yet.
+    pub starting: usize,
+    /// Ready workers in running slots that no job has.
+    pub idle: usize,
+    /// Ready workers that a job has.
+    pub lent: usize,
+    /// Jobs that wait for a worker: in the queue, or for a worker that starts.
+    pub waiting: usize,
+    /// The most workers the pool may ever run.
+    pub capacity: usize,
+    /// How many slots the sizing runs now.
+    pub size: usize,
+    /// Idle workers alive in slots the sizing does not run now.
+    pub kept: usize,
+}
+
+impl Stats {
+    /// `waiting == 0 || starting + idle + lent > 0`: no job waits without a
+    /// worker on its way.
+    pub fn is_healthy(&self) -> bool {
+        self.waiting == 0 || self.starting + self.idle + self.lent > 0
+    }
+}
