@@ -1,0 +1,249 @@
+//! An in-process fake worker whose warm-up, job time, exit and failure a
+//! test controls, and helpers shared by the behaviour tests.
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kennel::{BoxError, Event, ExitSignal, ExitStatus, Exited, Killer, SlotInfo, Worker};
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+/// How one fake worker warms up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Warmup {
+    /// Ready after this long.
+    Takes(Duration),
+    /// `ready()` fails after this long.
+    Fails(Duration),
+    /// `ready()` never resolves.
+    Hangs,
+}
+
+#[derive(Debug)]
+struct Made {
+    id: usize,
+    slot: usize,
+    signal: ExitSignal,
+    started: Instant,
+}
+
+#[derive(Debug, Default)]
+struct FarmState {
+    made: Vec<Made>,
+    warmup: Option<Duration>,
+    plan: VecDeque<Warmup>,
+    factory_fails: usize,
+}
+
+/// Makes fake workers and lets the test reach each of them.
+#[derive(Debug, Clone, Default)]
+pub struct Farm {
+    state: Arc<Mutex<FarmState>>,
+}
+
+impl Farm {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every worker warms up in `d` (default: ready at once).
+    pub fn with_warmup(d: Duration) -> Self {
+        let farm = Self::new();
+        farm.state.lock().unwrap().warmup = Some(d);
+        farm
+    }
+
+    /// The next workers warm up as planned, in order; then as by default.
+    pub fn plan(&self, warmups: impl IntoIterator<Item = Warmup>) {
+        self.state.lock().unwrap().plan.extend(warmups);
+    }
+
+    /// The next `n` factory calls fail.
+    pub fn fail_factory(&self, n: usize) {
+        self.state.lock().unwrap().factory_fails += n;
+    }
+
+    /// A factory for `Pool::builder`.
+    pub fn factory(
+        &self,
+    ) -> impl Fn(SlotInfo) -> std::future::Ready<Result<Fake, BoxError>> + Send + Sync + 'static
+    {
+        let farm = self.clone();
+        move |info: SlotInfo| std::future::ready(farm.make(info.slot))
+    }
+
+    fn make(&self, slot: usize) -> Result<Fake, BoxError> {
+        let mut st = self.state.lock().unwrap();
+        if st.factory_fails > 0 {
+            st.factory_fails -= 1;
+            return Err("factory refused".into());
+        }
+        let warmup = st
+            .plan
+            .pop_front()
+            .unwrap_or(Warmup::Takes(st.warmup.unwrap_or(Duration::ZERO)));
+        let (signal, exited) = ExitSignal::new();
+        let id = st.made.len();
+        st.made.push(Made {
+            id,
+            slot,
+            signal: signal.clone(),
+            started: Instant::now(),
+        });
+        Ok(Fake {
+            id,
+            slot,
+            jobs: 0,
+            warmup,
+            signal,
+            exited: Some(exited),
+        })
+    }
+
+    /// Slots of the workers made so far, in the order they were made.
+    pub fn started_slots(&self) -> Vec<usize> {
+        self.state
+            .lock()
+            .unwrap()
+            .made
+            .iter()
+            .map(|m| m.slot)
+            .collect()
+    }
+
+    /// How many workers were made.
+    pub fn made(&self) -> usize {
+        self.state.lock().unwrap().made.len()
+    }
+
+    /// How many workers have not exited.
+    pub fn alive(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap()
+            .made
+            .iter()
+            .filter(|m| !m.signal.has_exited())
+            .count()
+    }
+
+    /// Whether worker `id` has exited (killed, closed or on its own).
+    pub fn has_exited(&self, id: usize) -> bool {
+        self.state.lock().unwrap().made[id].signal.has_exited()
+    }
+
+    /// Makes worker `id` exit on its own.
+    pub fn exit(&self, id: usize) {
+        self.state.lock().unwrap().made[id]
+            .signal
+            .exit(ExitStatus::Code(1));
+    }
+
+    /// The id of the newest live worker in `slot`.
+    pub fn in_slot(&self, slot: usize) -> Option<usize> {
+        self.state
+            .lock()
+            .unwrap()
+            .made
+            .iter()
+            .rev()
+            .find(|m| m.slot == slot && !m.signal.has_exited())
+            .map(|m| m.id)
+    }
+
+    /// When worker `id` was made.
+    pub fn started_at(&self, id: usize) -> Instant {
+        self.state.lock().unwrap().made[id].started
+    }
+}
+
+/// A fake worker.
+#[derive(Debug)]
+pub struct Fake {
+    pub id: usize,
+    pub slot: usize,
+    pub jobs: u64,
+    warmup: Warmup,
+    signal: ExitSignal,
+    exited: Option<Exited>,
+}
+
+impl Fake {
+    /// A job that takes `d` and returns this worker's id.
+    pub async fn work(&mut self, d: Duration) -> usize {
+        tokio::time::sleep(d).await;
+        self.jobs += 1;
+        self.id
+    }
+
+    /// Exits on its own (as if it crashed).
+    pub fn crash(&self) {
+        self.signal.exit(ExitStatus::Code(101));
+    }
+}
+
+impl Worker for Fake {
+    async fn ready(&mut self) -> Result<(), BoxError> {
+        match self.warmup {
+            Warmup::Takes(d) => {
+                tokio::time::sleep(d).await;
+                Ok(())
+            }
+            Warmup::Fails(d) => {
+                tokio::time::sleep(d).await;
+                Err("model file is corrupt".into())
+            }
+            Warmup::Hangs => std::future::pending().await,
+        }
+    }
+
+    fn exited(&mut self) -> Exited {
+        self.exited.take().unwrap_or_else(Exited::never)
+    }
+
+    fn killer(&self) -> Killer {
+        self.signal.killer()
+    }
+
+    async fn close(self) {
+        self.signal.exit(ExitStatus::Closed);
+    }
+}
+
+/// Lets every ready task run, without moving the clock.
+pub async fn settle() {
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Moves the paused clock by `d`, letting tasks run before and after.
+pub async fn advance(d: Duration) {
+    settle().await;
+    tokio::time::advance(d).await;
+    settle().await;
+}
+
+pub fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Drains the events received so far.
+pub fn drain(rx: &mut broadcast::Receiver<Event>) -> Vec<Event> {
+    let mut out = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        out.push(e);
+    }
+    out
+}
+
+/// The names of the events received so far.
+pub fn names(rx: &mut broadcast::Receiver<Event>) -> Vec<&'static str> {
+    drain(rx).iter().map(Event::name).collect()
+}
