@@ -135,9 +135,10 @@ impl Coprocess {
             command.current_dir(dir);
         }
         let started = Instant::now();
-        let mut child = command
-            .spawn()
-            .map_err(|source| ProcessError::Spawn { program: program.clone(), source })?;
+        let mut child = command.spawn().map_err(|source| ProcessError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
         let pid = child
             .id()
             .expect("a child that was just spawned has not been reaped");
@@ -153,7 +154,14 @@ impl Coprocess {
         };
         let group = Arc::new(ProcessGroup::new(pid));
         let (exit_tx, exit_rx) = watch::channel(None);
-        tokio::spawn(wait_for_exit(child, Arc::clone(&group), exit_tx, started, label.clone(), pid));
+        tokio::spawn(wait_for_exit(
+            child,
+            Arc::clone(&group),
+            exit_tx,
+            started,
+            label.clone(),
+            pid,
+        ));
         tokio::spawn(forward_stderr(stderr, label.clone(), pid));
         tracing::debug!(pool = label.pool.as_deref(), slot = label.slot, pid, %program, "worker started");
 
@@ -222,14 +230,19 @@ impl Coprocess {
                 }
             };
             match line {
-                Line::Line(bytes) | Line::Truncated(bytes) => {
+                Line::Complete(bytes) | Line::Truncated(bytes) => {
                     if bytes.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
                     match serde_json::from_slice::<Value>(&bytes) {
                         Ok(value) if value.get("ready") == Some(&Value::Bool(true)) => {
                             self.phase = Phase::Idle;
-                            tracing::debug!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, "worker is ready");
+                            tracing::debug!(
+                                pool = self.label.pool.as_deref(),
+                                slot = self.label.slot,
+                                pid = self.pid,
+                                "worker is ready"
+                            );
                             return Ok(());
                         }
                         Ok(value) if is_error_reply(&value) => {
@@ -396,12 +409,22 @@ impl Coprocess {
         if let Ok(exit) = tokio::time::timeout(grace, &mut exited).await {
             return exit;
         }
-        tracing::debug!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, "worker did not exit after stdin closed; sending SIGTERM");
+        tracing::debug!(
+            pool = self.label.pool.as_deref(),
+            slot = self.label.slot,
+            pid = self.pid,
+            "worker did not exit after stdin closed; sending SIGTERM"
+        );
         self.group.signal(Signal::SIGTERM);
         if let Ok(exit) = tokio::time::timeout(grace, &mut exited).await {
             return exit;
         }
-        tracing::warn!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, "worker did not exit after SIGTERM; sending SIGKILL");
+        tracing::warn!(
+            pool = self.label.pool.as_deref(),
+            slot = self.label.slot,
+            pid = self.pid,
+            "worker did not exit after SIGTERM; sending SIGKILL"
+        );
         self.group.signal(Signal::SIGKILL);
         exited.await
     }
@@ -414,9 +437,10 @@ impl Coprocess {
             Phase::InFlight => {
                 self.break_stream();
                 return Err(ProcessError::Protocol {
-                    message: "an earlier request was dropped before its reply was read, so replies \
+                    message:
+                        "an earlier request was dropped before its reply was read, so replies \
                               no longer match requests; the worker was killed"
-                        .to_owned(),
+                            .to_owned(),
                 });
             }
             Phase::Broken => return Err(self.crashed_now()),
@@ -441,7 +465,7 @@ impl Coprocess {
 
         let result = loop {
             match self.stdout.next_line().await {
-                Ok(Line::Line(bytes) | Line::Truncated(bytes)) => {
+                Ok(Line::Complete(bytes) | Line::Truncated(bytes)) => {
                     if bytes.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
@@ -503,8 +527,7 @@ impl Coprocess {
         self.phase = Phase::Broken;
         self.stdin = None;
         let mut exit = self.exit.clone();
-        let waited =
-            tokio::time::timeout(EXIT_STATUS_WAIT, exit.wait_for(Option::is_some)).await;
+        let waited = tokio::time::timeout(EXIT_STATUS_WAIT, exit.wait_for(Option::is_some)).await;
         let status = match waited {
             Ok(Ok(seen)) => seen.as_ref().map(|e| e.status.clone()),
             _ => None,
@@ -639,7 +662,9 @@ async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32) {
     let mut reader = LineReader::new(stderr, STDERR_LINE_BYTES, Overflow::Truncate);
     loop {
         let (bytes, last) = match reader.next_line().await {
-            Ok(Line::Line(bytes) | Line::Truncated(bytes) | Line::TooLong(bytes)) => (bytes, false),
+            Ok(Line::Complete(bytes) | Line::Truncated(bytes) | Line::TooLong(bytes)) => {
+                (bytes, false)
+            }
             Ok(Line::Eof { partial }) => (partial, true),
             Err(_) => return,
         };

@@ -16,7 +16,7 @@ const EXCERPT_BYTES: usize = 80;
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Line {
     /// A whole line, without its `\n` (and without a `\r` before it).
-    Line(Vec<u8>),
+    Complete(Vec<u8>),
     /// A line cut at the limit; the rest of it was read and dropped.
     Truncated(Vec<u8>),
     /// A line longer than the limit (only when the reader fails on long
@@ -109,7 +109,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                     return Ok(if truncated {
                         Line::Truncated(line)
                     } else {
-                        Line::Line(line)
+                        Line::Complete(line)
                     });
                 }
                 None => {
@@ -193,9 +193,9 @@ mod tests {
             assert_eq!(
                 lines,
                 vec![
-                    Line::Line(b"{\"a\":1}".to_vec()),
-                    Line::Line(Vec::new()),
-                    Line::Line(b"second line".to_vec()),
+                    Line::Complete(b"{\"a\":1}".to_vec()),
+                    Line::Complete(Vec::new()),
+                    Line::Complete(b"second line".to_vec()),
                     Line::Eof {
                         partial: b"last".to_vec()
                     },
@@ -209,7 +209,11 @@ mod tests {
     async fn a_line_of_exactly_the_limit_is_accepted_and_one_more_byte_is_not() {
         for chunk in [1, 3, 7, 100] {
             let lines = read_all(b"12345\n", chunk, 5, Overflow::Fail).await;
-            assert_eq!(lines[0], Line::Line(b"12345".to_vec()), "chunk size {chunk}");
+            assert_eq!(
+                lines[0],
+                Line::Complete(b"12345".to_vec()),
+                "chunk size {chunk}"
+            );
             let lines = read_all(b"123456\n", chunk, 5, Overflow::Fail).await;
             assert!(matches!(lines[0], Line::TooLong(_)), "chunk size {chunk}");
         }
@@ -233,7 +237,7 @@ mod tests {
                 lines,
                 vec![
                     Line::Truncated(b"abc".to_vec()),
-                    Line::Line(b"ok".to_vec()),
+                    Line::Complete(b"ok".to_vec()),
                     Line::Eof {
                         partial: Vec::new()
                     },

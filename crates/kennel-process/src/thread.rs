@@ -4,8 +4,8 @@ use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, OnceLock};
 use std::sync::mpsc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use kennel::{BoxError, Exit, ExitStatus, Exited, Killer, Worker};

@@ -1,0 +1,94 @@
+//! Helpers shared by the integration tests: start the fixture worker, and
+//! check that processes have really ended.
+//!
+//! A process counts as gone when `/proc/<pid>` is absent or the process is a
+//! zombie (dead, only waiting for its parent to reap it: a zombie still
+//! answers `kill(pid, 0)`, so that alone would not do).
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use kennel_process::CoprocessSpec;
+
+/// How long a real process may take to end before a test fails.
+pub const PROCESS_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The path of the fixture worker program.
+pub const FIXTURE: &str = env!("CARGO_BIN_EXE_kennel-fixture-worker");
+
+/// A spec that runs the fixture worker with `flags`.
+pub fn fixture(flags: &[&str]) -> CoprocessSpec {
+    let argv = std::iter::once(FIXTURE).chain(flags.iter().copied());
+    CoprocessSpec::new(argv)
+}
+
+/// `(state, pgrp)` of a process, from `/proc/<pid>/stat`.
+fn stat(pid: u32) -> Option<(char, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: skip past it.
+    let rest = &text[text.rfind(')')? + 2..];
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+fn is_dead_state(state: char) -> bool {
+    matches!(state, 'Z' | 'X' | 'x')
+}
+
+/// Whether `pid` is a live process (not gone, not a zombie).
+pub fn is_running(pid: u32) -> bool {
+    stat(pid).is_some_and(|(state, _)| !is_dead_state(state))
+}
+
+/// The live processes of the process group `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| stat(pid).is_some_and(|(state, pgrp)| pgrp == pgid && !is_dead_state(state)))
+        .collect()
+}
+
+/// Polls `condition` every 10 ms of real time, for at most
+/// [`PROCESS_DEADLINE`]; panics with `what` if it never holds.
+pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let polling = async {
+        while !condition() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    if tokio::time::timeout(PROCESS_DEADLINE, polling)
+        .await
+        .is_err()
+    {
+        panic!("timed out after {PROCESS_DEADLINE:?} waiting until {what}");
+    }
+}
+
+/// Waits (bounded) until `pid` is gone.
+pub async fn assert_process_ends(pid: u32) {
+    eventually(&format!("process {pid} is gone"), || !is_running(pid)).await;
+}
+
+/// Waits (bounded) until nothing is left in the process group `pgid`.
+pub async fn assert_group_ends(pgid: u32) {
+    eventually(&format!("process group {pgid} is empty"), || {
+        group_members(pgid).is_empty()
+    })
+    .await;
+}
+
+/// Awaits `future` for at most [`PROCESS_DEADLINE`] of real time.
+pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(PROCESS_DEADLINE, future).await {
+        Ok(value) => value,
+        Err(_) => panic!("timed out after {PROCESS_DEADLINE:?} waiting for {what}"),
+    }
+}
