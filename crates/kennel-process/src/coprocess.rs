@@ -517,8 +517,10 @@ impl Coprocess {
     /// Marks the stream broken and kills the group.
     fn break_stream(&mut self) {
         self.phase = Phase::Broken;
-        self.stdin = None;
+        // Kill first: a worker that saw its stdin close could exit by itself
+        // in between, and the exit would not show that it was killed.
         self.group.signal(Signal::SIGKILL);
+        self.stdin = None;
     }
 
     /// The worker closed its stdout (or a pipe failed): waits a moment for
