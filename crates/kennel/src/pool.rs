@@ -140,6 +140,10 @@ impl<W: Worker> Pool<W> {
 
     /// A stream of the pool's events. A subscriber that falls behind misses
     /// the oldest events (it gets `RecvError::Lagged`); it never slows the pool.
+    ///
+    /// The first call gets every event since the pool was built (the first
+    /// workers starting, a capacity warning); later calls get the events
+    /// from then on.
     pub fn events(&self) -> broadcast::Receiver<Event> {
         self.shared().subscribe()
     }

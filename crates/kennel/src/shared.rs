@@ -84,6 +84,8 @@ pub(crate) struct Shared<W> {
     factory: FactoryFn<W>,
     state: Mutex<State<W>>,
     events: broadcast::Sender<Event>,
+    /// Subscribed at build, so the first subscriber sees the build's events.
+    first_events: Mutex<Option<broadcast::Receiver<Event>>>,
     ended: Notify,
     me: Weak<Self>,
 }
@@ -115,7 +117,7 @@ impl<W: Worker> Shared<W> {
         eviction: Arc<dyn Eviction>,
         event_capacity: usize,
     ) -> Arc<Self> {
-        let (events, _) = broadcast::channel(event_capacity.max(1));
+        let (events, first) = broadcast::channel(event_capacity.max(1));
         Arc::new_cyclic(|me| Self {
             name,
             factory,
@@ -134,6 +136,7 @@ impl<W: Worker> Shared<W> {
                 replacing: vec![false; capacity],
             }),
             events,
+            first_events: Mutex::new(Some(first)),
             ended: Notify::new(),
             me: me.clone(),
         })
@@ -150,7 +153,12 @@ impl<W: Worker> Shared<W> {
     }
 
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.events.subscribe()
+        let first = self
+            .first_events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        first.unwrap_or_else(|| self.events.subscribe())
     }
 
     /// Called once after the pool is built: first sizing wake-up and the
