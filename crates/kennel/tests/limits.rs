@@ -1,0 +1,243 @@
+//! SPEC S2 and S3: time limits, bounded waiting, projected wait, options.
+mod support;
+
+use kennel::{Error, Event, Fixed, Parallel, Pool, RejectReason, RunOptions};
+use support::{Fake, Farm, Warmup, advance, drain, ms, secs, settle};
+
+fn one(farm: &Farm) -> kennel::PoolBuilder<Fake> {
+    Pool::builder(farm.factory())
+        .startup(Parallel)
+        .sizing(Fixed(1))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_past_its_timeout_fails_and_its_worker_is_killed_and_replaced() {
+    let farm = Farm::new();
+    let pool = one(&farm).job_timeout(secs(1)).build().unwrap();
+    let mut events = pool.events();
+    let started = tokio::time::Instant::now();
+    let err = pool
+        .run(async |w: &mut Fake| w.work(secs(10)).await)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { after } if after == secs(1)),
+        "{err}"
+    );
+    assert_eq!(tokio::time::Instant::now() - started, secs(1));
+    settle().await;
+    assert!(farm.has_exited(0));
+    let names: Vec<_> = drain(&mut events).iter().map(Event::name).collect();
+    let timeout = names.iter().position(|n| *n == "worker:timeout").unwrap();
+    let respawned = names.iter().position(|n| *n == "worker:respawned").unwrap();
+    assert!(timeout < respawned, "{names:?}");
+    assert_eq!(pool.run(async |w: &mut Fake| w.id).await.unwrap(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_per_call_job_timeout_overrides_the_pools() {
+    let farm = Farm::new();
+    let pool = one(&farm).job_timeout(secs(1)).build().unwrap();
+    let longer = RunOptions::new().job_timeout(Some(secs(3)));
+    let got = pool
+        .run_with(longer, async |w: &mut Fake| w.work(secs(2)).await)
+        .await;
+    assert_eq!(got.unwrap(), 0);
+    let none = RunOptions::new().job_timeout(None);
+    let got = pool
+        .run_with(none, async |w: &mut Fake| w.work(secs(3600)).await)
+        .await;
+    assert_eq!(got.unwrap(), 0);
+    let shorter = RunOptions::new().job_timeout(Some(ms(100)));
+    let got = pool
+        .run_with(shorter, async |w: &mut Fake| w.work(ms(500)).await)
+        .await;
+    assert!(matches!(got, Err(Error::Timeout { after }) if after == ms(100)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_warm_up_past_its_limit_fails_the_waiting_job_and_kills_the_worker() {
+    let farm = Farm::new();
+    farm.plan([Warmup::Hangs]);
+    let pool = Pool::builder(farm.factory())
+        .sizing(Fixed(1))
+        .warmup_timeout(secs(5))
+        .build()
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let err = pool.run(async |w: &mut Fake| w.id).await.unwrap_err();
+    assert!(matches!(err, Error::WarmupFailed { .. }), "{err}");
+    assert!(err.to_string().contains("5s"), "{err}");
+    assert_eq!(tokio::time::Instant::now() - started, secs(5));
+    settle().await;
+    assert!(farm.has_exited(0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_beyond_max_waiting_is_rejected_at_once_as_queue_full() {
+    let farm = Farm::new();
+    let pool = one(&farm).max_waiting(2).build().unwrap();
+    let mut events = pool.events();
+    let held = pool.lend().await.unwrap();
+    let mut queued = Vec::new();
+    for _ in 0..2 {
+        let p = pool.clone();
+        queued.push(tokio::spawn(async move {
+            p.run(async |w: &mut Fake| w.id).await
+        }));
+    }
+    settle().await;
+    let err = pool.run(async |w: &mut Fake| w.id).await.unwrap_err();
+    assert!(matches!(
+        err,
+        Error::Rejected {
+            reason: RejectReason::QueueFull
+        }
+    ));
+    assert!(drain(&mut events).iter().any(|e| matches!(
+        e,
+        Event::Rejected {
+            reason: RejectReason::QueueFull
+        }
+    )));
+    assert_eq!(RejectReason::QueueFull.as_str(), "queue-depth");
+    drop(held);
+    for q in queued {
+        assert_eq!(q.await.unwrap().unwrap(), 0, "accepted jobs still complete");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_waiting_defaults_to_eight_times_the_capacity() {
+    let farm = Farm::new();
+    let pool = Pool::builder(farm.factory())
+        .startup(Parallel)
+        .sizing(Fixed(2))
+        .build()
+        .unwrap();
+    settle().await;
+    let _a = pool.lend().await.unwrap();
+    let _b = pool.lend().await.unwrap();
+    let mut queued = Vec::new();
+    for _ in 0..16 {
+        let p = pool.clone();
+        queued.push(tokio::spawn(async move { p.lend().await.map(|_| ()) }));
+    }
+    settle().await;
+    assert_eq!(pool.stats().waiting, 16);
+    assert!(matches!(
+        pool.lend().await,
+        Err(Error::Rejected {
+            reason: RejectReason::QueueFull
+        })
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn lend_timeout_gives_up_after_its_wait_and_leaves_the_queue() {
+    let farm = Farm::new();
+    let pool = one(&farm).build().unwrap();
+    let held = pool.lend().await.unwrap();
+    let started = tokio::time::Instant::now();
+    let err = pool.lend_timeout(secs(2)).await.unwrap_err();
+    assert!(matches!(err, Error::LendTimeout { after } if after == secs(2)));
+    assert_eq!(tokio::time::Instant::now() - started, secs(2));
+    assert_eq!(pool.stats().waiting, 0);
+    let err = pool
+        .run_timeout(secs(1), async |w: &mut Fake| w.id)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::LendTimeout { .. }));
+    drop(held);
+    assert_eq!(
+        pool.run_timeout(secs(1), async |w: &mut Fake| w.id)
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_whose_projected_wait_is_too_long_is_rejected_as_queue_wait() {
+    let farm = Farm::new();
+    // Before any job is timed, the job time is taken as job_timeout (10 s):
+    // one job ahead → 2 × 10 s = 20 s > 15 s.
+    let pool = one(&farm)
+        .job_timeout(secs(10))
+        .max_queue_wait(secs(15))
+        .build()
+        .unwrap();
+    settle().await;
+    let held = pool.lend().await.unwrap();
+    let p = pool.clone();
+    let first = tokio::spawn(async move { p.lend().await.map(|l| l.slot()) });
+    settle().await;
+    let err = pool.lend().await.unwrap_err();
+    assert!(matches!(
+        err,
+        Error::Rejected {
+            reason: RejectReason::QueueWait
+        }
+    ));
+    assert_eq!(RejectReason::QueueWait.as_str(), "queue-wait");
+    drop(held);
+    first.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_projected_wait_uses_the_mean_of_observed_job_times() {
+    let farm = Farm::new();
+    let pool = one(&farm)
+        .job_timeout(secs(10))
+        .max_queue_wait(secs(15))
+        .max_waiting(100)
+        .build()
+        .unwrap();
+    // Jobs of 1 s: the mean drops to 1 s, so 14 jobs ahead still fit.
+    for _ in 0..5 {
+        pool.run(async |w: &mut Fake| w.work(secs(1)).await)
+            .await
+            .unwrap();
+    }
+    let held = pool.lend().await.unwrap();
+    let mut queued = Vec::new();
+    for _ in 0..14 {
+        let p = pool.clone();
+        queued.push(tokio::spawn(async move { p.lend().await.map(|_| ()) }));
+        settle().await;
+    }
+    assert_eq!(pool.stats().waiting, 14);
+    // The 15th waits (14 + 1) / 1 × 1 s = 15 s: still allowed; the 16th not.
+    let p = pool.clone();
+    queued.push(tokio::spawn(async move { p.lend().await.map(|_| ()) }));
+    settle().await;
+    assert!(matches!(
+        pool.lend().await,
+        Err(Error::Rejected {
+            reason: RejectReason::QueueWait
+        })
+    ));
+    drop(held);
+    for q in queued {
+        q.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn options_out_of_range_are_refused_naming_the_option() {
+    let farm = Farm::new();
+    for (builder, option) in [
+        (one(&farm).job_timeout(secs(0)), "job_timeout"),
+        (one(&farm).warmup_timeout(secs(0)), "warmup_timeout"),
+        (one(&farm).max_queue_wait(secs(0)), "max_queue_wait"),
+        (one(&farm).job_timeout(secs(3_000_000)), "job_timeout"),
+        (one(&farm).name(""), "name"),
+        (one(&farm).event_capacity(0), "event_capacity"),
+        (one(&farm).sizing(Fixed(0)), "sizing"),
+    ] {
+        let err = builder.build().unwrap_err();
+        assert_eq!(err.option, option);
+        assert!(err.to_string().contains(option), "{err}");
+        assert!(err.to_string().contains("allowed"), "{err}");
+    }
+}
