@@ -2,7 +2,7 @@
 mod support;
 
 use kennel::{Error, Event, Fixed, Parallel, Pool, RejectReason, RunOptions};
-use support::{Fake, Farm, Warmup, advance, drain, ms, secs, settle};
+use support::{Fake, Farm, Warmup, drain, ms, secs, settle};
 
 fn one(farm: &Farm) -> kennel::PoolBuilder<Fake> {
     Pool::builder(farm.factory())
