@@ -28,6 +28,11 @@ const STDERR_LINE_BYTES: usize = 64 * 1024;
 /// so that an error can say how the worker ended.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(200);
 
+/// How long to wait, after killing a broken worker, until it has been reaped
+/// and its exit published. SIGKILL takes effect at once, unless the process
+/// is stuck in the kernel; then the error is returned without waiting more.
+const REAP_WAIT: Duration = Duration::from_secs(1);
+
 /// Where the conversation with the worker stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -219,62 +224,62 @@ impl Coprocess {
             Phase::Warming => {}
         }
         loop {
-            let line = match self.stdout.next_line().await {
-                Ok(line) => line,
-                Err(err) => {
-                    let status = self.break_after_eof().await;
-                    return Err(ProcessError::NotReady {
-                        reason: format!("reading its stdout failed: {err}"),
-                        status,
-                    });
+            let bytes = match self.stdout.next_line().await {
+                Ok(Line::Complete(bytes) | Line::Truncated(bytes)) => bytes,
+                Ok(Line::TooLong(head)) => {
+                    let err = self.too_long(&head);
+                    return Err(self.break_stream(err).await);
                 }
-            };
-            match line {
-                Line::Complete(bytes) | Line::Truncated(bytes) => {
-                    if bytes.iter().all(u8::is_ascii_whitespace) {
-                        continue;
-                    }
-                    match serde_json::from_slice::<Value>(&bytes) {
-                        Ok(value) if value.get("ready") == Some(&Value::Bool(true)) => {
-                            self.phase = Phase::Idle;
-                            tracing::debug!(
-                                pool = self.label.pool.as_deref(),
-                                slot = self.label.slot,
-                                pid = self.pid,
-                                "worker is ready"
-                            );
-                            return Ok(());
-                        }
-                        Ok(value) if is_error_reply(&value) => {
-                            let reason = error_message(&value);
-                            self.break_stream();
-                            return Err(ProcessError::NotReady {
-                                reason,
-                                status: self.status_now(),
-                            });
-                        }
-                        _ => {
-                            tracing::warn!(
-                                pool = self.label.pool.as_deref(),
-                                slot = self.label.slot,
-                                pid = self.pid,
-                                line = %excerpt(&bytes),
-                                "worker wrote a line before its ready line; skipped"
-                            );
-                        }
-                    }
-                }
-                Line::TooLong(head) => {
-                    self.break_stream();
-                    return Err(self.too_long(&head));
-                }
-                Line::Eof { .. } => {
-                    let status = self.break_after_eof().await;
+                Ok(Line::Eof { .. }) => {
+                    let status = self
+                        .break_after_eof("it closed its stdout before its ready line")
+                        .await;
                     let reason = match &status {
                         Some(status) => status.to_string(),
                         None => "it closed its stdout".to_owned(),
                     };
                     return Err(ProcessError::NotReady { reason, status });
+                }
+                Err(err) => {
+                    let reason = format!("reading its stdout failed: {err}");
+                    let status = self.break_after_eof(&reason).await;
+                    return Err(ProcessError::NotReady { reason, status });
+                }
+            };
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(value) if value.get("ready") == Some(&Value::Bool(true)) => {
+                    self.phase = Phase::Idle;
+                    tracing::debug!(
+                        pool = self.label.pool.as_deref(),
+                        slot = self.label.slot,
+                        pid = self.pid,
+                        "worker is ready"
+                    );
+                    return Ok(());
+                }
+                Ok(value) if is_error_reply(&value) => {
+                    let reason = error_message(&value);
+                    let err = ProcessError::NotReady {
+                        reason: reason.clone(),
+                        status: None,
+                    };
+                    self.break_stream(err).await;
+                    return Err(ProcessError::NotReady {
+                        reason,
+                        status: self.status_now(),
+                    });
+                }
+                _ => {
+                    tracing::warn!(
+                        pool = self.label.pool.as_deref(),
+                        slot = self.label.slot,
+                        pid = self.pid,
+                        line = %excerpt(&bytes),
+                        "worker wrote a line before its ready line; skipped"
+                    );
                 }
             }
         }
@@ -435,13 +440,12 @@ impl Coprocess {
             Phase::Warming => self.ready().await?,
             Phase::Idle => {}
             Phase::InFlight => {
-                self.break_stream();
-                return Err(ProcessError::Protocol {
-                    message:
-                        "an earlier request was dropped before its reply was read, so replies \
-                              no longer match requests; the worker was killed"
-                            .to_owned(),
-                });
+                let err = ProcessError::Protocol {
+                    message: "an earlier request was dropped before its reply was read, so \
+                              replies no longer match requests; the worker was killed"
+                        .to_owned(),
+                };
+                return Err(self.break_stream(err).await);
             }
             Phase::Broken => return Err(self.crashed_now()),
         }
@@ -457,85 +461,101 @@ impl Coprocess {
             None => Err(std::io::ErrorKind::BrokenPipe.into()),
         };
         if let Err(err) = written {
-            tracing::debug!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, %err, "writing a request failed");
             guard.disarm();
-            let status = self.break_after_eof().await;
+            let status = self
+                .break_after_eof(&format!("writing a request failed: {err}"))
+                .await;
             return Err(ProcessError::Crashed { status });
         }
 
         let result = loop {
-            match self.stdout.next_line().await {
-                Ok(Line::Complete(bytes) | Line::Truncated(bytes)) => {
-                    if bytes.iter().all(u8::is_ascii_whitespace) {
-                        continue;
-                    }
-                    match serde_json::from_slice::<Value>(&bytes) {
-                        Ok(value) => {
-                            self.phase = Phase::Idle;
-                            if is_error_reply(&value) {
-                                break Err(ProcessError::Worker {
-                                    message: error_message(&value),
-                                });
-                            }
-                            break Ok(value);
-                        }
-                        Err(err) => {
-                            self.break_stream();
-                            break Err(ProcessError::Protocol {
-                                message: format!(
-                                    "reply is not JSON ({err}); it reads {}",
-                                    excerpt(&bytes)
-                                ),
-                            });
-                        }
-                    }
-                }
+            let bytes = match self.stdout.next_line().await {
+                Ok(Line::Complete(bytes) | Line::Truncated(bytes)) => bytes,
                 Ok(Line::TooLong(head)) => {
-                    self.break_stream();
-                    break Err(self.too_long(&head));
+                    let err = self.too_long(&head);
+                    break Err(self.break_stream(err).await);
                 }
                 Ok(Line::Eof { .. }) => {
-                    let status = self.break_after_eof().await;
+                    let status = self
+                        .break_after_eof("it closed its stdout before replying")
+                        .await;
                     break Err(ProcessError::Crashed { status });
                 }
                 Err(err) => {
-                    tracing::debug!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, %err, "reading a reply failed");
-                    let status = self.break_after_eof().await;
+                    let status = self
+                        .break_after_eof(&format!("reading a reply failed: {err}"))
+                        .await;
                     break Err(ProcessError::Crashed { status });
+                }
+            };
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(value) if is_error_reply(&value) => {
+                    self.phase = Phase::Idle;
+                    break Err(ProcessError::Worker {
+                        message: error_message(&value),
+                    });
+                }
+                Ok(value) => {
+                    self.phase = Phase::Idle;
+                    break Ok(value);
+                }
+                Err(err) => {
+                    let err = ProcessError::Protocol {
+                        message: format!("reply is not JSON ({err}); it reads {}", excerpt(&bytes)),
+                    };
+                    break Err(self.break_stream(err).await);
                 }
             }
         };
         guard.disarm();
-        if let Err(err) = &result {
-            if !err.worker_is_usable() {
-                tracing::warn!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, %err, "worker killed: its stream can no longer be trusted");
-            }
-        }
         result
     }
 
-    /// Marks the stream broken and kills the group.
-    fn break_stream(&mut self) {
+    /// Marks the stream broken, kills the group, and waits (a bounded time)
+    /// until the exit is published, so that when the error reaches the caller
+    /// the process is gone and [`exited`](Self::exited) has resolved.
+    /// Returns `err`, after logging it.
+    async fn break_stream(&mut self, err: ProcessError) -> ProcessError {
+        tracing::warn!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, %err, "killing the worker: its output can no longer be trusted");
         self.phase = Phase::Broken;
         // Kill first: a worker that saw its stdin close could exit by itself
         // in between, and the exit would not show that it was killed.
         self.group.signal(Signal::SIGKILL);
         self.stdin = None;
+        self.wait_for_exit(REAP_WAIT).await;
+        err
     }
 
     /// The worker closed its stdout (or a pipe failed): waits a moment for
-    /// its exit status, then marks the stream broken and kills the group.
-    async fn break_after_eof(&mut self) -> Option<ExitStatus> {
+    /// it to exit by itself, so that the error can say how it ended, then
+    /// marks the stream broken, kills the group and waits (a bounded time)
+    /// for the exit.
+    async fn break_after_eof(&mut self, what: &str) -> Option<ExitStatus> {
+        tracing::warn!(
+            pool = self.label.pool.as_deref(),
+            slot = self.label.slot,
+            pid = self.pid,
+            "worker failed before responding: {what}"
+        );
         self.phase = Phase::Broken;
         self.stdin = None;
+        if let Some(status) = self.wait_for_exit(EXIT_STATUS_WAIT).await {
+            return Some(status);
+        }
+        self.group.signal(Signal::SIGKILL);
+        self.wait_for_exit(REAP_WAIT).await
+    }
+
+    /// Waits at most `limit` for the exit; returns its status if it came.
+    async fn wait_for_exit(&self, limit: Duration) -> Option<ExitStatus> {
         let mut exit = self.exit.clone();
-        let waited = tokio::time::timeout(EXIT_STATUS_WAIT, exit.wait_for(Option::is_some)).await;
-        let status = match waited {
+        match tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await {
             Ok(Ok(seen)) => seen.as_ref().map(|e| e.status.clone()),
             _ => None,
-        };
-        self.group.signal(Signal::SIGKILL);
-        status
+        }
     }
 
     fn status_now(&self) -> Option<ExitStatus> {

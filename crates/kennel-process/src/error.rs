@@ -16,8 +16,11 @@ pub(crate) const NO_MESSAGE: &str = "worker returned an error with no message";
 ///   usable.
 /// - [`Protocol`](Self::Protocol), [`Crashed`](Self::Crashed) and
 ///   [`NotReady`](Self::NotReady) mean the stream can no longer be trusted:
-///   the coprocess has already killed its process group, and every later
-///   request fails at once with [`Crashed`](Self::Crashed).
+///   the coprocess has already killed its process group and waited (up to
+///   a second) until the process was reaped, so the future from
+///   [`Coprocess::exited`](crate::Coprocess::exited) has resolved when the
+///   error is returned. Every later request fails at once with
+///   [`Crashed`](Self::Crashed).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProcessError {

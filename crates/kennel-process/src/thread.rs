@@ -218,6 +218,7 @@ impl<S: 'static> ThreadWorker<S> {
             return Err(self.ended(status));
         }
         let (result_tx, result_rx) = oneshot::channel::<Result<R, String>>();
+        let shared = Arc::clone(&self.shared);
         let job: Job<S> = Box::new(move |state: &mut S| {
             match catch_unwind(AssertUnwindSafe(|| job(state))) {
                 Ok(value) => {
@@ -227,6 +228,9 @@ impl<S: 'static> ThreadWorker<S> {
                 }
                 Err(payload) => {
                     let message = panic_message(payload.as_ref());
+                    // The exit first: when the caller sees `Crashed`, the
+                    // worker has already ended.
+                    shared.exit(ExitStatus::Panicked(message.clone()));
                     let _ = result_tx.send(Err(message.clone()));
                     Err(message)
                 }
@@ -246,8 +250,12 @@ impl<S: 'static> ThreadWorker<S> {
                 Err(_) => Err(self.gone()),
             },
             _ = exit.wait_for(Option::is_some) => {
-                let status = self.shared.status().unwrap_or(ExitStatus::Killed);
-                Err(self.ended(status))
+                match self.shared.status().unwrap_or(ExitStatus::Killed) {
+                    // A job panicked: this one, or one sent before it whose
+                    // run was dropped. Either way this job gets no answer.
+                    ExitStatus::Panicked(message) => Err(ThreadError::Crashed { message }),
+                    status => Err(self.ended(status)),
+                }
             }
         }
     }

@@ -144,6 +144,10 @@ async fn garbage_output_fails_the_job_with_a_protocol_error_and_kills_the_worker
         "the message quotes the output: {message}"
     );
     assert!(!err.worker_is_usable());
+    assert!(
+        worker.try_exited().is_some(),
+        "the worker has ended when the error is returned"
+    );
 
     let exit = within("exit", exited).await;
     assert_eq!(
