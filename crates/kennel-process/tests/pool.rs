@@ -45,10 +45,9 @@ fn pool_of(spec: CoprocessSpec, started: &Started) -> kennel::PoolBuilder<Coproc
 }
 
 async fn pid_of(pool: &Pool<Coprocess>) -> u32 {
-    let pid = within("a job", pool.run(async |w: &mut Coprocess| w.pid()))
+    within("a job", pool.run(async |w: &mut Coprocess| w.pid()))
         .await
-        .expect("a worker");
-    pid
+        .expect("a worker")
 }
 
 #[tokio::test]
