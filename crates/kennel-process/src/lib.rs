@@ -1,4 +1,4 @@
-//! Workers for [kennel](kennel): a child process that speaks JSON lines
+//! Workers for [`kennel`]: a child process that speaks JSON lines
 //! ([`Coprocess`], SPEC S10) and a dedicated OS thread that holds state
 //! ([`ThreadWorker`], SPEC S11). Both implement [`kennel::Worker`], so a pool
 //! can lend them; both can also be used on their own.
@@ -22,6 +22,40 @@
 //! worker.close().await;
 //! # Ok(()) }
 //! ```
+//!
+//! # In a pool
+//!
+//! A pool's factory gets a [`kennel::SlotInfo`]; label the worker with it so
+//! that its stderr lines carry the pool and slot:
+//!
+//! ```no_run
+//! use kennel::{Fixed, Parallel, Pool, SlotInfo};
+//! use kennel_process::{Coprocess, CoprocessSpec};
+//! use serde_json::json;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let spec = CoprocessSpec::new(["python3", "examples/workers/echo.py"]);
+//! let pool = Pool::builder(move |info: SlotInfo| {
+//!     let spec = spec.clone().label(&*info.pool, info.slot);
+//!     async move { spec.spawn() }
+//! })
+//! .name("echo")
+//! .startup(Parallel)
+//! .sizing(Fixed(2))
+//! .build()?;
+//!
+//! // The outer `?` is the pool's error (timeout, crash, closed), the inner
+//! // one the worker's (an error reply, bad output).
+//! let reply = pool
+//!     .run(async |w: &mut Coprocess| w.request(&json!({"hello": "world"})).await)
+//!     .await??;
+//! pool.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! A job that is dropped or runs past the pool's `job_timeout` kills its
+//! worker's whole process group; a worker whose output broke the protocol
+//! kills itself; either way the pool starts a new one.
 //!
 //! # A thread
 //!

@@ -43,9 +43,11 @@ type Job<S> = Box<dyn FnOnce(&mut S) -> Result<(), String> + Send + 'static>;
 /// [`exited`](Self::exited) at once with [`ExitStatus::Killed`], and makes
 /// every later [`run`](Self::run) fail. The job that was running goes on
 /// until it returns by itself; its result is dropped. The thread then sees
-/// that it was abandoned and ends, dropping its state. A job that never
-/// returns keeps its thread (and its CPU) for as long as the program runs:
-/// give long jobs a way to stop by themselves (a deadline, a cancel flag).
+/// that it was abandoned and ends, dropping its state (a thread that was
+/// idle ends when the `ThreadWorker` is dropped, as the pool does with a
+/// killed worker). A job that never returns keeps its thread (and its CPU)
+/// for as long as the program runs: give long jobs a way to stop by
+/// themselves (a deadline, a cancel flag).
 ///
 /// The thread enters the Tokio runtime that spawned it (if any), so a job
 /// can use [`tokio::runtime::Handle::current`], e.g. to spawn a task or
