@@ -88,6 +88,9 @@ pub(crate) struct Shared<W> {
     first_events: Mutex<Option<broadcast::Receiver<Event>>>,
     ended: Notify,
     me: Weak<Self>,
+    /// The runtime the pool was built on: its tasks run there, also when a
+    /// lease is dropped on a thread outside the runtime.
+    rt: tokio::runtime::Handle,
 }
 
 impl<W> std::fmt::Debug for Shared<W> {
@@ -139,6 +142,7 @@ impl<W: Worker> Shared<W> {
             first_events: Mutex::new(Some(first)),
             ended: Notify::new(),
             me: me.clone(),
+            rt: tokio::runtime::Handle::current(),
         })
     }
 
@@ -428,7 +432,7 @@ impl<W: Worker> Shared<W> {
             later.push(worker);
             return;
         }
-        if outcome == Outcome::Returned {
+        if outcome == Outcome::Returned && !cell.is_dead() {
             let took = held.as_secs_f64();
             st.ewma = Some(match st.ewma {
                 Some(m) => m + EWMA_ALPHA * (took - m),
@@ -514,7 +518,7 @@ impl<W: Worker> Shared<W> {
             pool: self.name.clone(),
             slot: i,
         };
-        let task = tokio::spawn(warm_up(
+        let task = self.rt.spawn(warm_up(
             self.me.clone(),
             self.factory.clone(),
             st.opts.warmup_timeout,
@@ -553,7 +557,8 @@ impl<W: Worker> Shared<W> {
             return false;
         };
         *cell = Some(Arc::new(WorkerCell::new(killer, started)));
-        tokio::spawn(watch_exit(self.me.clone(), slot, generation, exited));
+        self.rt
+            .spawn(watch_exit(self.me.clone(), slot, generation, exited));
         true
     }
 
@@ -776,7 +781,7 @@ impl<W: Worker> Shared<W> {
         let at = Instant::now() + delay;
         let me = self.me.clone();
         let generation = st.slots.slots[i].generation;
-        let task = tokio::spawn(async move {
+        let task = self.rt.spawn(async move {
             tokio::time::sleep_until(at).await;
             if let Some(shared) = me.upgrade() {
                 shared.on_backoff_done(i, generation);
@@ -854,7 +859,7 @@ impl<W: Worker> Shared<W> {
         })?;
         let me = self.me.clone();
         let generation = st.slots.slots[i].generation;
-        let task = tokio::spawn(async move {
+        let task = self.rt.spawn(async move {
             wait.await;
             if let Some(shared) = me.upgrade() {
                 shared.on_evict(i, generation, since);
@@ -917,7 +922,7 @@ impl<W: Worker> Shared<W> {
     ) {
         let killer = cell.killer.clone();
         st.slots.set(i, SlotState::Closing { cell, reason });
-        tokio::spawn(async move {
+        self.rt.spawn(async move {
             worker.close().await;
             // A worker whose close resolved has ended; make sure of it.
             killer.kill();
@@ -935,7 +940,7 @@ impl<W: Worker> Shared<W> {
                 h.abort();
             }
             let me = self.me.clone();
-            let task = tokio::spawn(async move {
+            let task = self.rt.spawn(async move {
                 tokio::time::sleep_until(at).await;
                 if let Some(shared) = me.upgrade() {
                     shared.on_sizing_wake();

@@ -267,3 +267,19 @@ async fn a_worker_that_exits_mid_job_fails_the_job_as_crashed() {
     settle().await;
     assert_eq!(pool.run(async |w: &mut Fake| w.id).await.unwrap(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_dropped_on_a_thread_outside_the_runtime_returns_its_worker() {
+    let farm = Farm::new();
+    let pool = Pool::builder(farm.factory())
+        .sizing(Fixed(1))
+        .eviction(kennel::IdleTimeout::new(secs(10)).unwrap())
+        .build()
+        .unwrap();
+    let lease = pool.lend().await.unwrap();
+    std::thread::spawn(move || drop(lease)).join().unwrap();
+    assert_eq!(pool.stats().idle, 1);
+    // Its eviction timer runs on the pool's runtime.
+    advance(secs(10)).await;
+    assert!(farm.has_exited(0));
+}
