@@ -852,6 +852,9 @@ impl<W: Worker> Shared<W> {
         since: Instant,
         started: Instant,
     ) -> Option<AbortHandle> {
+        // The eviction may make timers: give it the pool's runtime, also
+        // when a lease is dropped on a thread outside it.
+        let _rt = self.rt.enter();
         let wait = st.eviction.idle(IdleWorker {
             slot: i,
             idle_since: since,
