@@ -1,7 +1,8 @@
 //! The pool's rules (SPEC S3, S5, S10, S14) with real child processes: an
 //! aborted job and a timed-out job kill their worker process, a worker with a
 //! broken stream is replaced, a crash loop backs off, and closing or dropping
-//! the pool leaves no process behind.
+//! the pool leaves no process behind. Last, a timed-out `ThreadWorker` is
+//! abandoned and replaced.
 //!
 //! Real processes need real time, so these tests run on the real clock with
 //! short, bounded waits.
@@ -329,4 +330,73 @@ async fn dropping_the_pool_kills_every_worker_process() {
         assert_process_ends(pid).await;
         assert_group_ends(pid).await;
     }
+}
+
+/// Keeps the CPU busy for `duration` without sleeping.
+fn spin(duration: Duration) {
+    let started = Instant::now();
+    while started.elapsed() < duration {
+        std::hint::spin_loop();
+    }
+}
+
+#[tokio::test]
+async fn a_job_timeout_abandons_a_thread_worker_and_a_new_one_is_built() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use kennel_process::{ThreadError, ThreadWorker};
+
+    let inits = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&inits);
+    let pool = Pool::builder(move |_: SlotInfo| {
+        let counter = Arc::clone(&counter);
+        async move {
+            ThreadWorker::spawn(move || {
+                let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+                Ok::<_, std::io::Error>(n)
+            })
+        }
+    })
+    .name("threads")
+    .startup(OnDemand)
+    .sizing(Fixed(1))
+    .job_timeout(Duration::from_millis(200))
+    .build()
+    .expect("pool");
+
+    let first = within(
+        "a job",
+        pool.run(async |w: &mut ThreadWorker<usize>| w.run(|n| *n).await),
+    )
+    .await
+    .expect("lent")
+    .expect("ran");
+    assert_eq!(first, 1);
+
+    // The job spins past the limit: the pool gives up on it at once, though
+    // the thread cannot be stopped and finishes the spin on its own.
+    let asked = Instant::now();
+    let err = within(
+        "the slow job",
+        pool.run(async |w: &mut ThreadWorker<usize>| {
+            w.run(|_| spin(Duration::from_millis(1500))).await
+        }),
+    )
+    .await
+    .expect_err("timed out");
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    assert!(
+        asked.elapsed() < Duration::from_millis(1200),
+        "did not wait for the thread"
+    );
+
+    let second: Result<usize, ThreadError> = within(
+        "the next job",
+        pool.run(async |w: &mut ThreadWorker<usize>| w.run(|n| *n).await),
+    )
+    .await
+    .expect("lent");
+    assert_eq!(second.expect("ran"), 2, "a new worker built its own state");
+    assert_eq!(inits.load(Ordering::SeqCst), 2);
+    within("close", pool.close()).await;
 }
