@@ -2,9 +2,6 @@
 //! computer a test controls).
 mod support;
 
-use std::fmt;
-use std::sync::{Arc, Mutex};
-
 use kennel::{
     Error, Event, Fixed, IdleTimeout, OnDemand, OrderedReady, Parallel, Pool, Resources, Sizing,
     TestComputer,
@@ -12,67 +9,6 @@ use kennel::{
 use support::{Fake, Farm, advance, drain, ms, secs, settle};
 
 const GIB: u64 = 1 << 30;
-
-/// The `event` and `self` fields of the `tracing` events seen while it is the
-/// thread's default subscriber. Every pool event is also a `tracing` event
-/// (SPEC S8), so this sees events sent before anyone could subscribe.
-#[derive(Debug, Clone, Default)]
-struct Traced(Arc<Mutex<Vec<(String, String)>>>);
-
-impl Traced {
-    fn named(&self, name: &str) -> Vec<String> {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(n, _)| n == name)
-            .map(|(_, what)| what.clone())
-            .collect()
-    }
-}
-
-#[derive(Default)]
-struct Fields {
-    event: String,
-    what: String,
-}
-
-impl tracing::field::Visit for Fields {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "event" {
-            self.event = value.to_owned();
-        }
-    }
-
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
-        match field.name() {
-            "event" => self.event = format!("{value:?}"),
-            "self" => self.what = format!("{value:?}"),
-            _ => {}
-        }
-    }
-}
-
-impl tracing::Subscriber for Traced {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        if event.metadata().target() != "kennel" {
-            return;
-        }
-        let mut fields = Fields::default();
-        event.record(&mut fields);
-        self.0.lock().unwrap().push((fields.event, fields.what));
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
 
 fn resources(per_worker: u64, computer: &TestComputer) -> Resources {
     Resources::new(per_worker, computer.clone())
@@ -195,43 +131,20 @@ async fn free_memory_below_one_worker_gives_capacity_one_and_a_warning_event() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_memory_warning_is_also_a_tracing_event() {
-    let traced = Traced::default();
-    let farm = Farm::new();
-    let _pool = {
-        let _guard = tracing::subscriber::set_default(traced.clone());
-        Pool::builder(farm.factory())
-            .startup(Parallel)
-            .sizing(Resources::new(2 * GIB, TestComputer::new(4, GIB)))
-            .build()
-            .unwrap()
-    };
-    let warnings = traced.named("pool:warning");
-    assert_eq!(warnings.len(), 1, "{:?}", traced.0.lock().unwrap());
-    assert!(warnings[0].contains("allows no worker"), "{}", warnings[0]);
-}
-
-#[tokio::test(start_paused = true)]
 async fn enough_memory_for_one_worker_gives_no_warning() {
-    let traced = Traced::default();
     let farm = Farm::new();
-    let pool = {
-        let _guard = tracing::subscriber::set_default(traced.clone());
-        Pool::builder(farm.factory())
-            .startup(Parallel)
-            .sizing(Resources::new(2 * GIB, TestComputer::new(4, 2 * GIB)))
-            .build()
-            .unwrap()
-    };
+    let pool = Pool::builder(farm.factory())
+        .startup(Parallel)
+        .sizing(Resources::new(2 * GIB, TestComputer::new(4, 2 * GIB)))
+        .build()
+        .unwrap();
     assert_eq!(pool.stats().capacity, 1);
-    assert_eq!(
-        traced.named("worker:starting").len(),
-        1,
-        "the capture works"
-    );
-    assert!(traced.named("pool:warning").is_empty());
     let names: Vec<_> = drain(&mut pool.events()).iter().map(Event::name).collect();
-    assert_eq!(names, ["worker:starting"]);
+    assert_eq!(
+        names,
+        ["worker:starting"],
+        "the build's events, and no warning"
+    );
 }
 
 #[tokio::test(start_paused = true)]
