@@ -4,6 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rand::SeedableRng;
+
 use crate::dispatch::Dispatch;
 use crate::error::BuildError;
 use crate::eviction::{Eviction, NoEviction};
@@ -36,6 +38,10 @@ pub struct PoolBuilder<W> {
     close_grace: Duration,
     dispatch: Dispatch,
     event_capacity: usize,
+    max_lifetime: Option<Duration>,
+    max_lifetime_jitter: Duration,
+    auto_grow_threshold: Option<usize>,
+    seed: Option<u64>,
 }
 
 impl<W> fmt::Debug for PoolBuilder<W> {
@@ -49,12 +55,48 @@ impl<W> fmt::Debug for PoolBuilder<W> {
     }
 }
 
-fn check_limit(option: &'static str, d: Duration) -> Result<(), BuildError> {
+pub(crate) fn check_limit(option: &'static str, d: Duration) -> Result<(), BuildError> {
     if d.is_zero() || d > MAX_LIMIT {
         return Err(BuildError::new(
             option,
             format!("{d:?} is out of range (allowed: above 0 and at most 2147483647 ms)"),
         ));
+    }
+    Ok(())
+}
+
+/// The close grace in range.
+pub(crate) fn check_grace(d: Duration) -> Result<(), BuildError> {
+    if d > MAX_LIMIT {
+        return Err(BuildError::new(
+            "close_grace",
+            format!("{d:?} is out of range (allowed: at most 2147483647 ms)"),
+        ));
+    }
+    Ok(())
+}
+
+/// `max_lifetime` in range, and its jitter below it.
+pub(crate) fn check_lifetime(life: Option<Duration>, jitter: Duration) -> Result<(), BuildError> {
+    match life {
+        Some(life) => {
+            check_limit("max_lifetime", life)?;
+            if jitter >= life {
+                return Err(BuildError::new(
+                    "max_lifetime_jitter",
+                    format!(
+                        "{jitter:?} is not below max_lifetime {life:?} (allowed: 0 up to below max_lifetime)"
+                    ),
+                ));
+            }
+        }
+        None if !jitter.is_zero() => {
+            return Err(BuildError::new(
+                "max_lifetime_jitter",
+                format!("{jitter:?} without max_lifetime (allowed: 0 when no max_lifetime is set)"),
+            ));
+        }
+        None => {}
     }
     Ok(())
 }
@@ -75,6 +117,10 @@ impl<W: Worker> PoolBuilder<W> {
             close_grace: Duration::from_secs(30),
             dispatch: Dispatch::LowestSlot,
             event_capacity: 1024,
+            max_lifetime: None,
+            max_lifetime_jitter: Duration::ZERO,
+            auto_grow_threshold: None,
+            seed: None,
         }
     }
 
@@ -149,6 +195,35 @@ impl<W: Worker> PoolBuilder<W> {
         self
     }
 
+    /// Closes and replaces a worker older than `d` (pooler's and HikariCP's
+    /// `max_lifetime`): an idle one at once, a lent one when it comes back;
+    /// a job is never cut short.
+    pub fn max_lifetime(mut self, d: Duration) -> Self {
+        self.max_lifetime = Some(d);
+        self
+    }
+
+    /// Spreads lifetimes so workers do not all end together: each worker's
+    /// lifetime is moved by a random amount in `[-j, +j]`. Must be below
+    /// `max_lifetime`.
+    pub fn max_lifetime_jitter(mut self, j: Duration) -> Self {
+        self.max_lifetime_jitter = j;
+        self
+    }
+
+    /// When the idle workers drop to `n`, starts one more running slot ahead
+    /// of demand (pooler's `auto_grow_threshold`).
+    pub fn auto_grow_threshold(mut self, n: usize) -> Self {
+        self.auto_grow_threshold = Some(n);
+        self
+    }
+
+    /// Seeds the pool's random draws (lifetime jitter), for reproducible runs.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
     /// Builds the pool and starts what its startup starts.
     ///
     /// # Errors
@@ -174,15 +249,7 @@ impl<W: Worker> PoolBuilder<W> {
         if let Some(d) = self.max_queue_wait {
             check_limit("max_queue_wait", d)?;
         }
-        if self.close_grace > MAX_LIMIT {
-            return Err(BuildError::new(
-                "close_grace",
-                format!(
-                    "{:?} is out of range (allowed: at most 2147483647 ms)",
-                    self.close_grace
-                ),
-            ));
-        }
+        check_grace(self.close_grace)?;
         if self.event_capacity == 0 || self.event_capacity > 1 << 20 {
             return Err(BuildError::new(
                 "event_capacity",
@@ -192,6 +259,7 @@ impl<W: Worker> PoolBuilder<W> {
                 ),
             ));
         }
+        check_lifetime(self.max_lifetime, self.max_lifetime_jitter)?;
         let plan = self.sizing.plan()?;
         let capacity = plan.capacity.max(1);
         let size = plan.size.clamp(1, capacity);
@@ -202,6 +270,9 @@ impl<W: Worker> PoolBuilder<W> {
             max_queue_wait: self.max_queue_wait,
             close_grace: self.close_grace,
             dispatch: self.dispatch,
+            max_lifetime: self.max_lifetime,
+            max_lifetime_jitter: self.max_lifetime_jitter,
+            auto_grow_threshold: self.auto_grow_threshold,
         };
         let shared = Shared::new(
             self.name.into(),
@@ -213,6 +284,10 @@ impl<W: Worker> PoolBuilder<W> {
             self.sizing,
             self.eviction,
             self.event_capacity,
+            match self.seed {
+                Some(seed) => rand::rngs::StdRng::seed_from_u64(seed),
+                None => rand::rngs::StdRng::from_os_rng(),
+            },
         );
         shared.begin(plan.warning);
         Ok(Pool::from_shared(shared))

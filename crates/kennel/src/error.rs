@@ -81,6 +81,28 @@ pub enum Error {
     /// The pool is closed (or closing) and takes no jobs.
     #[error("pool is closed")]
     Closed,
+    /// No pool of this name is in the registry.
+    #[error("no pool named `{name}`")]
+    NoSuchPool {
+        /// The name asked for.
+        name: String,
+    },
+    /// A pool of this name is already in the registry.
+    #[error("a pool named `{name}` already exists")]
+    DuplicatePool {
+        /// The name.
+        name: String,
+    },
+    /// No pool of the group could lend a worker at once (or the group has
+    /// no pool).
+    #[error("no pool in group `{group}` can lend a worker now")]
+    NoMembers {
+        /// The group.
+        group: String,
+    },
+    /// A reconfiguration was refused: an option is out of its range.
+    #[error(transparent)]
+    Config(#[from] BuildError),
 }
 
 impl Error {
@@ -106,6 +128,10 @@ impl Error {
             Self::WarmupFailed { .. } => "warmup-failed",
             Self::Crashed { .. } => "crashed",
             Self::Closed => "closed",
+            Self::NoSuchPool { .. } => "no-such-pool",
+            Self::DuplicatePool { .. } => "duplicate-pool",
+            Self::NoMembers { .. } => "no-members",
+            Self::Config(_) => "config",
         }
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use crate::dispatch::Granted;
 use crate::event::RetireReason;
 use crate::shared::{Outcome, Shared};
 use crate::slot::WorkerCell;
@@ -27,9 +28,23 @@ pub struct Lease<W: Worker> {
     pub(crate) since: Instant,
     /// Set by `run` while the job runs: a drop now is an abort.
     pub(crate) in_flight: bool,
+    /// Whether the time held counts as a job's time (mean job time, sizing).
+    pub(crate) timed: bool,
 }
 
 impl<W: Worker> Lease<W> {
+    pub(crate) fn new(shared: Arc<Shared<W>>, granted: Granted<W>) -> Self {
+        Self {
+            shared,
+            slot: granted.slot,
+            worker: Some(granted.worker),
+            cell: granted.cell,
+            since: Instant::now(),
+            in_flight: false,
+            timed: true,
+        }
+    }
+
     /// The slot of the worker.
     pub fn slot(&self) -> usize {
         self.slot
@@ -83,8 +98,10 @@ impl<W: Worker> Drop for Lease<W> {
             Outcome::Retire(RetireReason::Panicked)
         } else if self.in_flight {
             Outcome::Retire(RetireReason::Aborted)
-        } else {
+        } else if self.timed {
             Outcome::Returned
+        } else {
+            Outcome::Unused
         };
         self.give_back(outcome);
     }

@@ -20,6 +20,8 @@ mod event;
 mod eviction;
 mod lease;
 mod pool;
+mod reconfig;
+mod registry;
 mod shared;
 mod sizing;
 mod slot;
@@ -38,6 +40,8 @@ pub use crate::eviction::{
 };
 pub use crate::lease::Lease;
 pub use crate::pool::{Pool, RunOptions};
+pub use crate::reconfig::{Action, Reconfig};
+pub use crate::registry::{Group, PoolEntry, Registry};
 pub use crate::shared::SlotInfo;
 pub use crate::sizing::{
     Fixed, Resources, SizePlan, Sizing, SizingDecision, SizingInput, SizingStep, SizingView,

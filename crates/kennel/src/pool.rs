@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{broadcast, oneshot};
-use tokio::time::Instant;
 
 use crate::builder::PoolBuilder;
 use crate::dispatch::{Grant, Granted};
@@ -96,6 +95,10 @@ impl RunOptions {
         self
     }
 
+    pub(crate) fn job_timeout_override(&self) -> Option<Option<Duration>> {
+        self.job_timeout
+    }
+
     /// Overrides the pool's `job_timeout` for this call (`None`: no limit).
     pub fn job_timeout(mut self, d: Option<Duration>) -> Self {
         self.job_timeout = Some(d);
@@ -181,13 +184,40 @@ impl<W: Worker> Pool<W> {
     }
 
     async fn lend_inner(&self, wait: Option<Duration>) -> Result<Lease<W>, Error> {
+        self.lend_queued(wait, true).await?.ok_or(Error::Rejected {
+            reason: crate::error::RejectReason::QueueFull,
+        })
+    }
+
+    /// Lends a worker only if one can be had without queueing behind other
+    /// jobs: an idle one, a starting one nobody awaits, or a new one in an
+    /// empty slot (whose warm-up it then waits for). `Ok(None)` otherwise.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WarmupFailed`] when the worker started for it failed its
+    /// warm-up; [`Error::Closed`] when the pool is closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// This method is cancel safe, as [`lend`](Pool::lend).
+    pub async fn try_lend(&self) -> Result<Option<Lease<W>>, Error> {
+        self.lend_queued(None, false).await
+    }
+
+    async fn lend_queued(
+        &self,
+        wait: Option<Duration>,
+        queue: bool,
+    ) -> Result<Option<Lease<W>>, Error> {
         let shared = self.shared();
         let acquired = {
             let mut st = shared.lock();
-            shared.acquire(&mut st)
+            shared.acquire(&mut st, queue)
         }?;
         let granted = match acquired {
             Acquired::Now(g) => g,
+            Acquired::WouldQueue => return Ok(None),
             Acquired::Wait(id, rx) => {
                 let mut waiting = Waiting {
                     shared,
@@ -204,14 +234,7 @@ impl<W: Worker> Pool<W> {
                 }
             }
         };
-        Ok(Lease {
-            shared: shared.clone(),
-            slot: granted.slot,
-            worker: Some(granted.worker),
-            cell: granted.cell,
-            since: Instant::now(),
-            in_flight: false,
-        })
+        Ok(Some(Lease::new(shared.clone(), granted)))
     }
 
     /// Lends a worker to `job` and returns what the job returns.
@@ -270,56 +293,8 @@ impl<W: Worker> Pool<W> {
         options: RunOptions,
         job: impl AsyncFnOnce(&mut W) -> R,
     ) -> Result<R, Error> {
-        let mut lease = self.lend_inner(options.lend_timeout).await?;
-        let limit = match options.job_timeout {
-            Some(limit) => limit,
-            None => self.shared().default_job_timeout(),
-        };
-        lease.in_flight = true;
-        let cell = lease.cell.clone();
-        enum End<R> {
-            Done(R),
-            TimedOut(Duration),
-            Died,
-        }
-        let end = {
-            let fut = job(&mut lease);
-            let died = cell.died();
-            match limit {
-                Some(d) => tokio::select! {
-                    biased;
-                    r = tokio::time::timeout(d, fut) => r.map_or(End::TimedOut(d), End::Done),
-                    () = died => End::Died,
-                },
-                None => tokio::select! {
-                    biased;
-                    r = fut => End::Done(r),
-                    () = died => End::Died,
-                },
-            }
-        };
-        match end {
-            End::Done(r) => {
-                lease.in_flight = false;
-                drop(lease);
-                Ok(r)
-            }
-            End::TimedOut(after) => {
-                self.shared().timed_out(lease.slot, after);
-                lease.in_flight = false;
-                lease.retire(RetireReason::Timeout);
-                Err(Error::Timeout { after })
-            }
-            End::Died => {
-                lease.in_flight = false;
-                drop(lease);
-                if self.shared().is_closed() {
-                    Err(Error::Closed)
-                } else {
-                    Err(Error::Crashed { exit: cell.exit() })
-                }
-            }
-        }
+        let lease = self.lend_inner(options.lend_timeout).await?;
+        run_lease(lease, options.job_timeout, job).await
     }
 
     /// Closes the pool (SPEC S14): refuses new jobs with [`Error::Closed`],
@@ -332,8 +307,57 @@ impl<W: Worker> Pool<W> {
     /// Dropping the future stops only the waiting: the pool stays closed and
     /// its workers keep closing.
     pub async fn close(&self) {
-        self.shared().begin_close();
+        self.begin_close();
         self.shared().wait_ended().await;
+    }
+
+    /// Runs `f` on every idle worker, each lent exclusively in turn, and
+    /// returns each result with the worker's slot (pooler's
+    /// `call_free_members`). Kept workers are idle too and are included;
+    /// a worker that a job took meanwhile is skipped.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future while `f` runs kills that worker, as dropping
+    /// [`run`](Pool::run) does; workers not reached yet stay untouched.
+    pub async fn for_each_idle<R>(&self, mut f: impl AsyncFnMut(&mut W) -> R) -> Vec<(usize, R)> {
+        let mut out = Vec::new();
+        for slot in self.shared().idle_slots() {
+            let Some(granted) = self.shared().take_slot(slot) else {
+                continue;
+            };
+            let mut lease = Lease::new(self.shared().clone(), granted);
+            lease.timed = false;
+            lease.in_flight = true;
+            let r = f(&mut lease).await;
+            lease.in_flight = false;
+            out.push((slot, r));
+        }
+        out
+    }
+
+    /// Changes a live pool: sizing, eviction, limits, timeouts (SPEC S12).
+    /// Workers are started or ended as needed and timers set again; the
+    /// result says what was done.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] naming the option when a value is out of range (or
+    /// when a group is given: groups belong to a [`Registry`](crate::Registry));
+    /// [`Error::Closed`] when the pool is closed. Nothing changes on error.
+    pub fn reconfigure(&self, change: crate::Reconfig) -> Result<Vec<crate::Action>, Error> {
+        if change.group.is_some() {
+            return Err(Error::Config(crate::BuildError::new(
+                "group",
+                "a pool alone has no group (allowed: change it through the Registry that holds the pool)",
+            )));
+        }
+        self.shared().reconfigure(change)
+    }
+
+    /// Starts closing without waiting (the first half of [`close`](Pool::close)).
+    pub(crate) fn begin_close(&self) {
+        self.shared().begin_close();
     }
 
     /// Whether [`close`](Pool::close) was called.
@@ -362,6 +386,65 @@ impl<W: Worker> Drop for Waiting<'_, W> {
     fn drop(&mut self) {
         if !self.done {
             self.shared.cancel_wait(self.id, &mut self.rx);
+        }
+    }
+}
+
+/// Runs `job` on a lent worker: the job timeout applies, the worker's end
+/// fails the job as crashed, and a drop mid-job kills the worker.
+pub(crate) async fn run_lease<W: Worker, R>(
+    mut lease: Lease<W>,
+    job_timeout: Option<Option<Duration>>,
+    job: impl AsyncFnOnce(&mut W) -> R,
+) -> Result<R, Error> {
+    let limit = match job_timeout {
+        Some(limit) => limit,
+        None => lease.shared.default_job_timeout(),
+    };
+    lease.in_flight = true;
+    let cell = lease.cell.clone();
+    enum End<R> {
+        Done(R),
+        TimedOut(Duration),
+        Died,
+    }
+    let end = {
+        let fut = job(&mut lease);
+        let died = cell.died();
+        match limit {
+            Some(d) => tokio::select! {
+                biased;
+                r = tokio::time::timeout(d, fut) => r.map_or(End::TimedOut(d), End::Done),
+                () = died => End::Died,
+            },
+            None => tokio::select! {
+                biased;
+                r = fut => End::Done(r),
+                () = died => End::Died,
+            },
+        }
+    };
+    match end {
+        End::Done(r) => {
+            lease.in_flight = false;
+            drop(lease);
+            Ok(r)
+        }
+        End::TimedOut(after) => {
+            lease.shared.timed_out(lease.slot, after);
+            lease.in_flight = false;
+            lease.retire(RetireReason::Timeout);
+            Err(Error::Timeout { after })
+        }
+        End::Died => {
+            lease.in_flight = false;
+            let shared = lease.shared.clone();
+            drop(lease);
+            if shared.is_closed() {
+                Err(Error::Closed)
+            } else {
+                Err(Error::Crashed { exit: cell.exit() })
+            }
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::dispatch::{Dispatch, Granted, Waiters};
 use crate::error::{Error, RejectReason};
 use crate::event::{Event, RetireReason};
 use crate::eviction::{Eviction, IdleWorker};
+use crate::reconfig::{Action, Reconfig};
 use crate::sizing::{Sizing, SizingDecision, SizingInput, SizingView};
 use crate::slot::{EndReason, SlotState, Slots, WorkerCell};
 use crate::startup::{SlotPhase, Starts, Startup};
@@ -48,6 +49,9 @@ pub(crate) struct Options {
     pub(crate) max_queue_wait: Option<Duration>,
     pub(crate) close_grace: Duration,
     pub(crate) dispatch: Dispatch,
+    pub(crate) max_lifetime: Option<Duration>,
+    pub(crate) max_lifetime_jitter: Duration,
+    pub(crate) auto_grow_threshold: Option<usize>,
 }
 
 /// How a lease comes back.
@@ -74,8 +78,8 @@ pub(crate) struct State<W> {
     /// Mean job time (EWMA), in seconds.
     ewma: Option<f64>,
     sizing_wake: Option<(Instant, AbortHandle)>,
-    /// Slots whose next worker replaces one that crashed or was retired.
-    replacing: Vec<bool>,
+    /// Draws the lifetime jitter of each worker.
+    rng: rand::rngs::StdRng,
 }
 
 /// The engine: shared by the pool handles, leases and tasks.
@@ -119,6 +123,7 @@ impl<W: Worker> Shared<W> {
         sizing: Box<dyn Sizing>,
         eviction: Arc<dyn Eviction>,
         event_capacity: usize,
+        rng: rand::rngs::StdRng,
     ) -> Arc<Self> {
         let (events, first) = broadcast::channel(event_capacity.max(1));
         Arc::new_cyclic(|me| Self {
@@ -136,7 +141,7 @@ impl<W: Worker> Shared<W> {
                 rr_next: 0,
                 ewma: None,
                 sizing_wake: None,
-                replacing: vec![false; capacity],
+                rng,
             }),
             events,
             first_events: Mutex::new(Some(first)),
@@ -212,11 +217,15 @@ impl<W: Worker> Shared<W> {
 
     /// SPEC S2: an idle worker, then a starting one not awaited, then a new
     /// one, then the queue.
-    pub(crate) fn acquire(&self, st: &mut State<W>) -> Result<Acquired<W>, Error> {
+    ///
+    /// With `queue` false, a job that would have to queue (rule 4) gets
+    /// [`Acquired::WouldQueue`] instead (a group tries another pool).
+    pub(crate) fn acquire(&self, st: &mut State<W>, queue: bool) -> Result<Acquired<W>, Error> {
         if st.closed {
             return Err(Error::Closed);
         }
         if let Some(granted) = self.take_idle(st) {
+            self.auto_grow(st);
             return Ok(Acquired::Now(granted));
         }
         if let Some(i) = Self::unawaited_starting(st) {
@@ -228,6 +237,9 @@ impl<W: Worker> Shared<W> {
             let (id, rx) = st.waiters.push(Some(i));
             self.start_slot(st, i, Some(id));
             return Ok(Acquired::Wait(id, rx));
+        }
+        if !queue {
+            return Ok(Acquired::WouldQueue);
         }
         if st.waiters.unbound() >= st.opts.max_waiting {
             return Err(self.reject(RejectReason::QueueFull));
@@ -246,6 +258,50 @@ impl<W: Worker> Shared<W> {
         }
         let (id, rx) = st.waiters.push(None);
         Ok(Acquired::Wait(id, rx))
+    }
+
+    /// SPEC S4 `auto_grow_threshold`: when idle workers drop to the
+    /// threshold, start one more running slot ahead of demand.
+    fn auto_grow(&self, st: &mut State<W>) {
+        let Some(threshold) = st.opts.auto_grow_threshold else {
+            return;
+        };
+        if st.slots.counts.idle + st.slots.counts.starting > threshold {
+            return;
+        }
+        if let Some(i) = self.startable_slot(st) {
+            self.start_slot(st, i, None);
+        }
+    }
+
+    /// Takes the idle worker of slot `i` (running or kept), for `for_each_idle`.
+    pub(crate) fn take_slot(&self, i: usize) -> Option<Granted<W>> {
+        let mut st = self.lock();
+        if st.closed || !matches!(st.slots.slots.get(i)?.state, SlotState::Idle { .. }) {
+            return None;
+        }
+        let cell = st.slots.slots[i].cell().cloned()?;
+        let SlotState::Idle { worker, timer, .. } =
+            st.slots.set(i, SlotState::Lent { cell: cell.clone() })
+        else {
+            unreachable!("checked idle above")
+        };
+        if let Some(t) = timer {
+            t.abort();
+        }
+        Some(Granted {
+            slot: i,
+            worker,
+            cell,
+        })
+    }
+
+    /// The idle slots now (running and kept).
+    pub(crate) fn idle_slots(&self) -> Vec<usize> {
+        let st = self.lock();
+        (0..st.slots.slots.len())
+            .filter(|&i| matches!(st.slots.slots[i].state, SlotState::Idle { .. }))
+            .collect()
     }
 
     fn reject(&self, reason: RejectReason) -> Error {
@@ -405,6 +461,9 @@ impl<W: Worker> Shared<W> {
         outcome: Outcome,
         held: Duration,
     ) {
+        // A lease may be dropped on a thread outside the runtime: read the
+        // pool's clock and spawn on the pool's runtime all the same.
+        let _rt = self.rt.enter();
         let mut later = Later::new();
         {
             let mut st = self.lock();
@@ -450,6 +509,36 @@ impl<W: Worker> Shared<W> {
             later.push(worker);
             st.slots.set(i, SlotState::Empty);
             self.after_empty(st, i);
+            return;
+        }
+        if outcome != Outcome::Retire(RetireReason::Timeout) && i >= st.slots.capacity() {
+            // Its slot was removed by a reconfiguration.
+            self.emit(Event::Retired {
+                slot: i,
+                reason: RetireReason::Reconfigured,
+            });
+            self.close_worker(
+                st,
+                i,
+                worker,
+                cell.clone(),
+                EndReason::Retired(RetireReason::Reconfigured),
+            );
+            return;
+        }
+        if !matches!(outcome, Outcome::Retire(_)) && cell.expired(Instant::now()) {
+            // Never cut short; replaced when it comes back.
+            self.emit(Event::Retired {
+                slot: i,
+                reason: RetireReason::Lifetime,
+            });
+            self.close_worker(
+                st,
+                i,
+                worker,
+                cell.clone(),
+                EndReason::Retired(RetireReason::Lifetime),
+            );
             return;
         }
         if let Outcome::Retire(reason) = outcome {
@@ -534,7 +623,7 @@ impl<W: Worker> Shared<W> {
             },
         );
         self.emit(Event::Starting { slot: i });
-        if std::mem::take(&mut st.replacing[i]) {
+        if std::mem::take(&mut st.slots.slots[i].replacing) {
             self.emit(Event::Respawned { slot: i });
         }
     }
@@ -549,17 +638,74 @@ impl<W: Worker> Shared<W> {
         started: Instant,
     ) -> bool {
         let mut st = self.lock();
-        let s = &mut st.slots.slots[slot];
-        if s.generation != generation {
+        let s = &st.slots.slots[slot];
+        if s.generation != generation || !matches!(s.state, SlotState::Starting { .. }) {
             return false;
         }
-        let SlotState::Starting { cell, .. } = &mut s.state else {
-            return false;
-        };
-        *cell = Some(Arc::new(WorkerCell::new(killer, started)));
+        let deadline = st.opts.max_lifetime.map(|life| {
+            let j = st.opts.max_lifetime_jitter.as_secs_f64();
+            let jitter = if j == 0.0 {
+                0.0
+            } else {
+                use rand::Rng;
+                st.rng.random_range(-j..=j)
+            };
+            // The jitter is below the lifetime (checked when built).
+            started + Duration::from_secs_f64((life.as_secs_f64() + jitter).max(0.001))
+        });
+        let new = Arc::new(WorkerCell::new(killer, started, deadline));
+        if let Some(at) = deadline {
+            let me = self.me.clone();
+            let timer = self.rt.spawn(async move {
+                tokio::time::sleep_until(at).await;
+                if let Some(shared) = me.upgrade() {
+                    shared.on_lifetime(slot, generation);
+                }
+            });
+            *new.timer.lock().unwrap_or_else(|e| e.into_inner()) = Some(timer.abort_handle());
+        }
+        if let SlotState::Starting { cell, .. } = &mut st.slots.slots[slot].state {
+            *cell = Some(new);
+        }
         self.rt
             .spawn(watch_exit(self.me.clone(), slot, generation, exited));
         true
+    }
+
+    /// A worker outlived its lifetime: close it if idle; a lent one is
+    /// replaced when it comes back (SPEC S5).
+    fn on_lifetime(&self, i: usize, generation: u64) {
+        let mut st = self.lock();
+        let slot = &st.slots.slots[i];
+        if slot.generation != generation
+            || st.closed
+            || !matches!(slot.state, SlotState::Idle { .. })
+        {
+            return;
+        }
+        let SlotState::Idle {
+            worker,
+            cell,
+            timer,
+            ..
+        } = st.slots.set(i, SlotState::Empty)
+        else {
+            unreachable!("checked idle above")
+        };
+        if let Some(t) = timer {
+            t.abort();
+        }
+        self.emit(Event::Retired {
+            slot: i,
+            reason: RetireReason::Lifetime,
+        });
+        self.close_worker(
+            &mut st,
+            i,
+            worker,
+            cell,
+            EndReason::Retired(RetireReason::Lifetime),
+        );
     }
 
     fn on_ready(&self, i: usize, generation: u64, worker: W, warmup: Duration) {
@@ -669,6 +815,7 @@ impl<W: Worker> Shared<W> {
                 return;
             };
             cell.mark_dead(Some(exit.clone()));
+            cell.stop_timer();
             let ran_for = cell.started.elapsed();
             let early = ran_for < backoff::EARLY_EXIT;
             match &slot.state {
@@ -731,7 +878,7 @@ impl<W: Worker> Shared<W> {
                         early,
                     });
                     self.count_exit(&mut st, i, early);
-                    st.replacing[i] = true;
+                    st.slots.slots[i].replacing = true;
                     self.schedule_refill(&mut st, i);
                 }
                 SlotState::Closing { reason, .. } => {
@@ -744,8 +891,16 @@ impl<W: Worker> Shared<W> {
                                 st.slots.slots[i].early_exits = 0;
                             }
                         }
-                        EndReason::Retired(_) => {
-                            st.replacing[i] = true;
+                        EndReason::Retired(reason) => {
+                            st.slots.slots[i].replacing = true;
+                            // A failed or expired worker is replaced whatever
+                            // the startup (pooler's `fail`, SPEC S5 lifetime);
+                            // eager startups replace the others too.
+                            let always =
+                                matches!(reason, RetireReason::Failed | RetireReason::Lifetime);
+                            if always && i < st.slots.size && !st.closed {
+                                self.start_slot(&mut st, i, None);
+                            }
                         }
                         EndReason::WarmupFailed => self.schedule_refill(&mut st, i),
                         EndReason::PoolClosed => {}
@@ -1018,6 +1173,187 @@ impl<W: Worker> Shared<W> {
         self.pump(st);
     }
 
+    // ----- reconfiguration -----
+
+    /// Applies a reconfiguration (SPEC S12) and says what it did.
+    pub(crate) fn reconfigure(&self, r: Reconfig) -> Result<Vec<Action>, Error> {
+        use crate::builder::{check_lifetime, check_limit};
+        for (option, value) in [
+            ("job_timeout", r.job_timeout),
+            ("warmup_timeout", r.warmup_timeout),
+            ("max_queue_wait", r.max_queue_wait),
+        ] {
+            if let Some(Some(d)) = value {
+                check_limit(option, d)?;
+            }
+        }
+        if let Some(d) = r.close_grace {
+            crate::builder::check_grace(d)?;
+        }
+        let mut actions = Vec::new();
+        let mut st = self.lock();
+        if st.closed {
+            return Err(Error::Closed);
+        }
+        let life = r.max_lifetime.unwrap_or(st.opts.max_lifetime);
+        let jitter = r.max_lifetime_jitter.unwrap_or(st.opts.max_lifetime_jitter);
+        check_lifetime(life, jitter)?;
+        let plan = match r.sizing {
+            Some(mut sizing) => Some((sizing.plan()?, sizing)),
+            None => None,
+        };
+        let before: Vec<bool> = st.slots.slots.iter().map(|s| s.is_empty()).collect();
+
+        macro_rules! set {
+            ($field:ident) => {
+                if let Some(v) = r.$field {
+                    st.opts.$field = v;
+                    actions.push(Action::OptionChanged {
+                        option: stringify!($field),
+                    });
+                }
+            };
+        }
+        set!(job_timeout);
+        set!(warmup_timeout);
+        set!(max_waiting);
+        set!(max_queue_wait);
+        set!(max_lifetime);
+        set!(max_lifetime_jitter);
+        set!(auto_grow_threshold);
+        set!(close_grace);
+
+        if let Some(eviction) = r.eviction {
+            st.eviction = eviction;
+            let mut count = 0;
+            for i in 0..st.slots.size {
+                if let SlotState::Idle { since, cell, .. } = &st.slots.slots[i].state {
+                    let (since, started) = (*since, cell.started);
+                    let timer = self.arm_eviction(&st, i, since, started);
+                    if let SlotState::Idle { timer: t, .. } = &mut st.slots.slots[i].state {
+                        if let Some(old) = std::mem::replace(t, timer) {
+                            old.abort();
+                        }
+                    }
+                    count += 1;
+                }
+            }
+            actions.push(Action::OptionChanged { option: "eviction" });
+            actions.push(Action::TimersRescheduled { count });
+        }
+
+        if let Some((plan, sizing)) = plan {
+            if let Some(message) = plan.warning {
+                self.emit(Event::Warning { message });
+            }
+            let (old_cap, old_size) = (st.slots.capacity(), st.slots.size);
+            let cap = plan.capacity.max(1);
+            if cap != old_cap {
+                st.slots.set_capacity(cap);
+                actions.push(Action::CapacityChanged {
+                    from: old_cap,
+                    to: cap,
+                });
+                for i in cap..st.slots.slots.len() {
+                    if self.drain_slot(&mut st, i) {
+                        actions.push(Action::Retired { slot: i });
+                    }
+                }
+            }
+            st.sizing = sizing;
+            if let Some((_, h)) = st.sizing_wake.take() {
+                h.abort();
+            }
+            let size = plan.size.clamp(1, cap);
+            self.resize(&mut st, size);
+            if st.slots.size != old_size {
+                actions.push(Action::Resized {
+                    from: old_size,
+                    to: st.slots.size,
+                });
+            }
+            actions.push(Action::OptionChanged { option: "sizing" });
+            let decision = {
+                let view = self.view(&st);
+                st.sizing.observe(&view, SizingInput::Wake)
+            };
+            self.apply_sizing(&mut st, decision);
+        }
+        self.kick_startup(&mut st);
+        self.pump(&mut st);
+        for (i, was_empty) in before.into_iter().enumerate() {
+            if was_empty && matches!(st.slots.slots[i].state, SlotState::Starting { .. }) {
+                actions.push(Action::Started { slot: i });
+            }
+        }
+        Ok(actions)
+    }
+
+    /// Ends the worker of a slot above the capacity. Returns whether there
+    /// was one.
+    fn drain_slot(&self, st: &mut State<W>, i: usize) -> bool {
+        st.slots.slots[i].cancel_backoff();
+        match &st.slots.slots[i].state {
+            SlotState::Empty | SlotState::Closing { .. } => false,
+            SlotState::Lent { .. } => true,
+            SlotState::Idle { .. } => {
+                let SlotState::Idle {
+                    worker,
+                    cell,
+                    timer,
+                    ..
+                } = st.slots.set(i, SlotState::Empty)
+                else {
+                    unreachable!("matched idle")
+                };
+                if let Some(t) = timer {
+                    t.abort();
+                }
+                self.emit(Event::Retired {
+                    slot: i,
+                    reason: RetireReason::Reconfigured,
+                });
+                self.close_worker(
+                    st,
+                    i,
+                    worker,
+                    cell,
+                    EndReason::Retired(RetireReason::Reconfigured),
+                );
+                true
+            }
+            SlotState::Starting { .. } => {
+                let SlotState::Starting {
+                    cell,
+                    task,
+                    awaited_by,
+                } = st.slots.set(i, SlotState::Empty)
+                else {
+                    unreachable!("matched starting")
+                };
+                task.abort();
+                if let Some(id) = awaited_by {
+                    st.waiters.set_bound(id, None);
+                }
+                if let Some(cell) = cell {
+                    cell.killer.kill();
+                    st.slots.set(
+                        i,
+                        SlotState::Closing {
+                            cell,
+                            reason: EndReason::Retired(RetireReason::Reconfigured),
+                        },
+                    );
+                }
+                self.emit(Event::Retired {
+                    slot: i,
+                    reason: RetireReason::Reconfigured,
+                });
+                true
+            }
+        }
+    }
+
     // ----- closing -----
 
     /// Refuses new jobs, fails waiting ones, closes idle, kept and starting
@@ -1035,7 +1371,7 @@ impl<W: Worker> Shared<W> {
                 if let Some((_, h)) = st.sizing_wake.take() {
                     h.abort();
                 }
-                for i in 0..st.slots.capacity() {
+                for i in 0..st.slots.slots.len() {
                     st.slots.slots[i].cancel_backoff();
                     match &st.slots.slots[i].state {
                         SlotState::Idle { .. } => {
@@ -1138,10 +1474,11 @@ impl<W: Worker> Shared<W> {
             if let Some((_, h)) = st.sizing_wake.take() {
                 h.abort();
             }
-            for i in 0..st.slots.capacity() {
+            for i in 0..st.slots.slots.len() {
                 st.slots.slots[i].cancel_backoff();
                 if let Some(cell) = st.slots.slots[i].cell() {
                     cell.killer.kill();
+                    cell.stop_timer();
                 }
                 match &st.slots.slots[i].state {
                     SlotState::Starting { task, .. } => task.abort(),
@@ -1189,6 +1526,7 @@ impl<W: Worker> Shared<W> {
 
 /// What `acquire` gives a job.
 pub(crate) enum Acquired<W> {
+    WouldQueue,
     Now(Granted<W>),
     Wait(
         u64,

@@ -36,16 +36,22 @@ use crate::worker::{Exit, Killer};
 pub(crate) struct WorkerCell {
     pub(crate) killer: Killer,
     pub(crate) started: Instant,
+    /// When the worker has outlived its `max_lifetime` (with its jitter).
+    pub(crate) deadline: Option<Instant>,
+    /// The lifetime timer, aborted when the worker ends.
+    pub(crate) timer: std::sync::Mutex<Option<AbortHandle>>,
     dead: AtomicBool,
     exit: std::sync::Mutex<Option<Exit>>,
     notify: Notify,
 }
 
 impl WorkerCell {
-    pub(crate) fn new(killer: Killer, started: Instant) -> Self {
+    pub(crate) fn new(killer: Killer, started: Instant, deadline: Option<Instant>) -> Self {
         Self {
             killer,
             started,
+            deadline,
+            timer: std::sync::Mutex::new(None),
             dead: AtomicBool::new(false),
             exit: std::sync::Mutex::new(None),
             notify: Notify::new(),
@@ -59,6 +65,17 @@ impl WorkerCell {
         }
         self.dead.store(true, Ordering::Release);
         self.notify.notify_waiters();
+    }
+
+    /// Whether the worker has outlived its lifetime at `now`.
+    pub(crate) fn expired(&self, now: Instant) -> bool {
+        self.deadline.is_some_and(|d| now >= d)
+    }
+
+    pub(crate) fn stop_timer(&self) {
+        if let Some(t) = self.timer.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            t.abort();
+        }
     }
 
     pub(crate) fn is_dead(&self) -> bool {
@@ -136,6 +153,8 @@ pub(crate) struct Slot<W> {
     pub(crate) backoff: Option<(Instant, AbortHandle)>,
     /// The slot's last worker was evicted: eager startups do not refill it.
     pub(crate) evicted: bool,
+    /// The next worker here replaces one that crashed or was retired.
+    pub(crate) replacing: bool,
 }
 
 impl<W> Slot<W> {
@@ -146,6 +165,7 @@ impl<W> Slot<W> {
             early_exits: 0,
             backoff: None,
             evicted: false,
+            replacing: false,
         }
     }
 
@@ -232,7 +252,10 @@ impl SlotSet {
 /// All slots, their counts and the set of idle running slots.
 #[derive(Debug)]
 pub(crate) struct Slots<W> {
+    /// Every slot ever made; those at or above `capacity` only drain (after a
+    /// reconfiguration lowered the capacity).
     pub(crate) slots: Vec<Slot<W>>,
+    capacity: usize,
     pub(crate) size: usize,
     pub(crate) counts: Counts,
     pub(crate) idle: SlotSet,
@@ -242,14 +265,40 @@ impl<W> Slots<W> {
     pub(crate) fn new(capacity: usize, size: usize) -> Self {
         Self {
             slots: (0..capacity).map(|_| Slot::new()).collect(),
+            capacity,
             size,
             counts: Counts::default(),
             idle: SlotSet::with_capacity(capacity),
         }
     }
 
+    /// The most workers the pool may run now.
     pub(crate) fn capacity(&self) -> usize {
-        self.slots.len()
+        self.capacity
+    }
+
+    /// Changes the capacity (a reconfiguration). Slots above it drain: the
+    /// pool ends their workers. The size is held within the new capacity.
+    pub(crate) fn set_capacity(&mut self, capacity: usize) {
+        let capacity = capacity.max(1);
+        while self.slots.len() < capacity {
+            self.slots.push(Slot::new());
+        }
+        if self.idle.words.len() * 64 < self.slots.len() {
+            self.idle.words.resize(self.slots.len().div_ceil(64), 0);
+        }
+        let size = self.size.min(capacity);
+        // Recount every slot whose kind may change with the new bounds.
+        for i in 0..self.slots.len() {
+            let k = self.kind(i, &self.slots[i].state);
+            self.count(k, i, false);
+        }
+        self.capacity = capacity;
+        self.size = size;
+        for i in 0..self.slots.len() {
+            let k = self.kind(i, &self.slots[i].state);
+            self.count(k, i, true);
+        }
     }
 
     fn kind(&self, i: usize, state: &SlotState<W>) -> Kind {
@@ -299,7 +348,7 @@ impl<W> Slots<W> {
 
     /// Changes how many slots run, moving idle workers between idle and kept.
     pub(crate) fn resize(&mut self, size: usize) {
-        let size = size.clamp(1, self.capacity());
+        let size = size.clamp(1, self.capacity);
         let (lo, hi) = (self.size.min(size), self.size.max(size));
         for i in lo..hi {
             let k = self.kind(i, &self.slots[i].state);

@@ -51,8 +51,12 @@ impl IdleTimeout {
 }
 
 impl Eviction for IdleTimeout {
-    fn idle(&self, _worker: IdleWorker) -> Option<EvictAfter> {
-        Some(Box::pin(tokio::time::sleep(self.after)))
+    fn idle(&self, worker: IdleWorker) -> Option<EvictAfter> {
+        // Counted from when the worker turned idle, so a reconfiguration
+        // that sets the timer again keeps the idle time already spent.
+        Some(Box::pin(tokio::time::sleep_until(
+            worker.idle_since + self.after,
+        )))
     }
 
     fn floor(&self) -> usize {
