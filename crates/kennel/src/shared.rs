@@ -504,6 +504,19 @@ impl<W: Worker> Shared<W> {
             };
             self.apply_sizing(st, decision);
         }
+        if !cell.is_dead() && !worker.is_alive() {
+            // It ended during the job, and the pool's watcher has not seen
+            // the exit yet: never lend it again; the exit empties the slot.
+            later.push(worker);
+            st.slots.set(
+                i,
+                SlotState::Closing {
+                    cell: cell.clone(),
+                    reason: EndReason::SelfExit,
+                },
+            );
+            return;
+        }
         if cell.is_dead() {
             // It ended while lent; its exit was handled when seen.
             later.push(worker);
@@ -904,6 +917,16 @@ impl<W: Worker> Shared<W> {
                         }
                         EndReason::WarmupFailed => self.schedule_refill(&mut st, i),
                         EndReason::PoolClosed => {}
+                        EndReason::SelfExit => {
+                            self.emit(Event::Exited {
+                                slot: i,
+                                exit,
+                                early,
+                            });
+                            self.count_exit(&mut st, i, early);
+                            st.slots.slots[i].replacing = true;
+                            self.schedule_refill(&mut st, i);
+                        }
                     }
                     self.after_empty(&mut st, i);
                 }

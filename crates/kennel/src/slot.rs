@@ -139,6 +139,8 @@ pub(crate) enum EndReason {
     WarmupFailed,
     /// The pool closes.
     PoolClosed,
+    /// It ended on its own while lent; its exit is not seen yet.
+    SelfExit,
 }
 
 /// One slot.

@@ -87,6 +87,16 @@ pub trait Worker: Send + 'static {
     /// future from [`exited`](Worker::exited) must resolve.
     fn killer(&self) -> Killer;
 
+    /// Whether the worker is still alive, as far as it knows without waiting.
+    ///
+    /// The pool asks when a job gives the worker back, so that a worker that
+    /// ended during the job (its exit not yet seen by the pool's watcher) is
+    /// not lent to the next job. The default says alive; a worker that can
+    /// tell (a child process that was reaped, a thread that ended) should.
+    fn is_alive(&self) -> bool {
+        true
+    }
+
     /// Ends the worker gracefully; resolves when it has ended.
     ///
     /// The default kills it.

@@ -283,3 +283,23 @@ async fn a_lease_dropped_on_a_thread_outside_the_runtime_returns_its_worker() {
     advance(secs(10)).await;
     assert!(farm.has_exited(0));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_that_ended_as_its_job_returned_is_never_lent_again() {
+    let farm = Farm::new();
+    let pool = pool(&farm, 1);
+    let held = pool.lend().await.unwrap();
+    let p = pool.clone();
+    let next = tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await });
+    settle().await;
+    assert_eq!(pool.stats().waiting, 1);
+    // The worker ends just as its job gives it back, before the pool's
+    // watcher has seen the exit.
+    held.crash();
+    drop(held);
+    assert_eq!(
+        next.await.unwrap().unwrap(),
+        1,
+        "the next job got a new worker"
+    );
+}

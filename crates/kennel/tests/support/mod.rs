@@ -207,6 +207,10 @@ impl Worker for Fake {
         self.signal.killer()
     }
 
+    fn is_alive(&self) -> bool {
+        !self.signal.has_exited()
+    }
+
     async fn close(self) {
         self.signal.exit(ExitStatus::Closed);
     }
