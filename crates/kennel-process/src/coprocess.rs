@@ -610,6 +610,10 @@ impl Worker for Coprocess {
         Self::killer(self)
     }
 
+    fn is_alive(&self) -> bool {
+        self.try_exited().is_none()
+    }
+
     async fn close(self) {
         Self::close(self).await;
     }

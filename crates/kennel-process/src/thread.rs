@@ -435,6 +435,10 @@ impl<S: 'static> Worker for ThreadWorker<S> {
         Self::killer(self)
     }
 
+    fn is_alive(&self) -> bool {
+        self.try_exited().is_none()
+    }
+
     async fn close(self) {
         Self::close(self).await;
     }
