@@ -19,6 +19,7 @@ mod error;
 mod event;
 mod eviction;
 mod lease;
+mod metrics;
 mod pool;
 mod reconfig;
 mod registry;

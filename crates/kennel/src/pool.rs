@@ -211,6 +211,7 @@ impl<W: Worker> Pool<W> {
         queue: bool,
     ) -> Result<Option<Lease<W>>, Error> {
         let shared = self.shared();
+        let asked = tokio::time::Instant::now();
         let acquired = {
             let mut st = shared.lock();
             shared.acquire(&mut st, queue)
@@ -234,6 +235,7 @@ impl<W: Worker> Pool<W> {
                 }
             }
         };
+        shared.metrics.lent(asked.elapsed());
         Ok(Some(Lease::new(shared.clone(), granted)))
     }
 

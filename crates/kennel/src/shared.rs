@@ -19,6 +19,7 @@ use crate::dispatch::{Dispatch, Granted, Waiters};
 use crate::error::{Error, RejectReason};
 use crate::event::{Event, RetireReason};
 use crate::eviction::{Eviction, IdleWorker};
+use crate::metrics::PoolMetrics;
 use crate::reconfig::{Action, Reconfig};
 use crate::sizing::{Sizing, SizingDecision, SizingInput, SizingView};
 use crate::slot::{EndReason, SlotState, Slots, WorkerCell};
@@ -92,6 +93,7 @@ pub(crate) struct Shared<W> {
     first_events: Mutex<Option<broadcast::Receiver<Event>>>,
     ended: Notify,
     me: Weak<Self>,
+    pub(crate) metrics: PoolMetrics,
     /// The runtime the pool was built on: its tasks run there, also when a
     /// lease is dropped on a thread outside the runtime.
     rt: tokio::runtime::Handle,
@@ -126,6 +128,7 @@ impl<W: Worker> Shared<W> {
         rng: rand::rngs::StdRng,
     ) -> Arc<Self> {
         let (events, first) = broadcast::channel(event_capacity.max(1));
+        let metrics = PoolMetrics::new(&name);
         Arc::new_cyclic(|me| Self {
             name,
             factory,
@@ -148,15 +151,22 @@ impl<W: Worker> Shared<W> {
             ended: Notify::new(),
             me: me.clone(),
             rt: tokio::runtime::Handle::current(),
+            metrics,
         })
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State<W>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// Locks the state. When the guard drops, the metric gauges are set to
+    /// the counts, so every change of state is published.
+    pub(crate) fn lock(&self) -> StateGuard<'_, W> {
+        StateGuard {
+            guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
+            metrics: &self.metrics,
+        }
     }
 
     pub(crate) fn emit(&self, event: Event) {
         event.trace(&self.name);
+        self.metrics.event(&event);
         // No subscriber, or only slow ones: a broadcast never blocks the pool.
         let _ = self.events.send(event);
     }
@@ -492,6 +502,7 @@ impl<W: Worker> Shared<W> {
             return;
         }
         if outcome == Outcome::Returned && !cell.is_dead() {
+            self.metrics.job_done(held);
             let took = held.as_secs_f64();
             st.ewma = Some(match st.ewma {
                 Some(m) => m + EWMA_ALPHA * (took - m),
@@ -1544,6 +1555,37 @@ impl<W: Worker> Shared<W> {
 
     pub(crate) fn timed_out(&self, slot: usize, after: Duration) {
         self.emit(Event::TimedOut { slot, after });
+    }
+}
+
+/// The locked state; publishes the gauges when dropped.
+pub(crate) struct StateGuard<'a, W> {
+    guard: MutexGuard<'a, State<W>>,
+    metrics: &'a PoolMetrics,
+}
+
+impl<W> std::ops::Deref for StateGuard<'_, W> {
+    type Target = State<W>;
+    fn deref(&self) -> &State<W> {
+        &self.guard
+    }
+}
+
+impl<W> std::ops::DerefMut for StateGuard<'_, W> {
+    fn deref_mut(&mut self) -> &mut State<W> {
+        &mut self.guard
+    }
+}
+
+impl<W> Drop for StateGuard<'_, W> {
+    fn drop(&mut self) {
+        let st = &*self.guard;
+        self.metrics.publish(
+            &st.slots.counts,
+            st.waiters.len(),
+            st.slots.capacity(),
+            st.slots.size,
+        );
     }
 }
 

@@ -1,0 +1,135 @@
+//! Metrics through the `metrics` facade, labelled by pool (SPEC S8).
+//!
+//! Handles are made once when the pool is built, so recording costs an
+//! atomic operation (nothing when no recorder is installed). The names and
+//! meanings are listed in `docs/METRICS.md`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
+
+use crate::error::RejectReason;
+use crate::event::{Event, RetireReason};
+use crate::slot::Counts;
+
+const RETIRE_REASONS: [RetireReason; 6] = [
+    RetireReason::Failed,
+    RetireReason::Aborted,
+    RetireReason::Panicked,
+    RetireReason::Timeout,
+    RetireReason::Lifetime,
+    RetireReason::Reconfigured,
+];
+
+pub(crate) struct PoolMetrics {
+    jobs: Counter,
+    rejected_full: Counter,
+    rejected_wait: Counter,
+    retired: [Counter; 6],
+    started: Counter,
+    evicted: Counter,
+    exited: Counter,
+    crashed: Counter,
+    timed_out: Counter,
+    warmup_failed: Counter,
+    warmup_seconds: Histogram,
+    job_seconds: Histogram,
+    wait_seconds: Histogram,
+    queue_high_water: Gauge,
+    high_water: AtomicUsize,
+    starting: Gauge,
+    idle: Gauge,
+    lent: Gauge,
+    kept: Gauge,
+    waiting: Gauge,
+    capacity: Gauge,
+    size: Gauge,
+}
+
+impl std::fmt::Debug for PoolMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolMetrics").finish_non_exhaustive()
+    }
+}
+
+impl PoolMetrics {
+    pub(crate) fn new(pool: &str) -> Self {
+        let p = pool.to_owned();
+        let state = |s: &'static str| gauge!("kennel_workers", "pool" => p.clone(), "state" => s);
+        Self {
+            jobs: counter!("kennel_jobs_total", "pool" => p.clone()),
+            rejected_full: counter!("kennel_jobs_rejected_total", "pool" => p.clone(), "reason" => RejectReason::QueueFull.as_str()),
+            rejected_wait: counter!("kennel_jobs_rejected_total", "pool" => p.clone(), "reason" => RejectReason::QueueWait.as_str()),
+            retired: RETIRE_REASONS.map(|r| {
+                counter!("kennel_workers_retired_total", "pool" => p.clone(), "reason" => r.as_str())
+            }),
+            started: counter!("kennel_workers_started_total", "pool" => p.clone()),
+            evicted: counter!("kennel_workers_evicted_total", "pool" => p.clone()),
+            exited: counter!("kennel_workers_exited_total", "pool" => p.clone()),
+            crashed: counter!("kennel_workers_crashed_total", "pool" => p.clone()),
+            timed_out: counter!("kennel_jobs_timed_out_total", "pool" => p.clone()),
+            warmup_failed: counter!("kennel_warmups_failed_total", "pool" => p.clone()),
+            warmup_seconds: histogram!("kennel_warmup_seconds", "pool" => p.clone()),
+            job_seconds: histogram!("kennel_job_seconds", "pool" => p.clone()),
+            wait_seconds: histogram!("kennel_wait_seconds", "pool" => p.clone()),
+            queue_high_water: gauge!("kennel_queue_high_water", "pool" => p.clone()),
+            high_water: AtomicUsize::new(0),
+            starting: state("starting"),
+            idle: state("idle"),
+            lent: state("lent"),
+            kept: state("kept"),
+            waiting: gauge!("kennel_waiting", "pool" => p.clone()),
+            capacity: gauge!("kennel_capacity", "pool" => p.clone()),
+            size: gauge!("kennel_size", "pool" => p),
+        }
+    }
+
+    /// Counts what an event says.
+    pub(crate) fn event(&self, event: &Event) {
+        match event {
+            Event::Starting { .. } => self.started.increment(1),
+            Event::Ready { warmup, .. } => self.warmup_seconds.record(warmup.as_secs_f64()),
+            Event::WarmupFailed { .. } => self.warmup_failed.increment(1),
+            Event::Exited { .. } => self.exited.increment(1),
+            Event::Crashed { .. } => self.crashed.increment(1),
+            Event::TimedOut { .. } => self.timed_out.increment(1),
+            Event::Evicted { .. } => self.evicted.increment(1),
+            Event::Retired { reason, .. } => {
+                if let Some(i) = RETIRE_REASONS.iter().position(|r| r == reason) {
+                    self.retired[i].increment(1);
+                }
+            }
+            Event::Rejected { reason } => match reason {
+                RejectReason::QueueFull => self.rejected_full.increment(1),
+                RejectReason::QueueWait => self.rejected_wait.increment(1),
+            },
+            _ => {}
+        }
+    }
+
+    /// A job got a worker after waiting this long.
+    pub(crate) fn lent(&self, waited: Duration) {
+        self.jobs.increment(1);
+        self.wait_seconds.record(waited.as_secs_f64());
+    }
+
+    /// A job gave its worker back after holding it this long.
+    pub(crate) fn job_done(&self, held: Duration) {
+        self.job_seconds.record(held.as_secs_f64());
+    }
+
+    /// Sets the gauges to the pool's counts.
+    pub(crate) fn publish(&self, counts: &Counts, waiting: usize, capacity: usize, size: usize) {
+        self.starting.set(counts.starting as f64);
+        self.idle.set(counts.idle as f64);
+        self.lent.set(counts.lent as f64);
+        self.kept.set(counts.kept as f64);
+        self.waiting.set(waiting as f64);
+        self.capacity.set(capacity as f64);
+        self.size.set(size as f64);
+        if waiting > self.high_water.fetch_max(waiting, Ordering::Relaxed) {
+            self.queue_high_water.set(waiting as f64);
+        }
+    }
+}
