@@ -304,6 +304,12 @@ impl<W: Worker> Pool<W> {
     /// lent jobs finish up to the close grace and then kills their workers,
     /// and resolves when every worker has ended.
     ///
+    /// # Errors
+    ///
+    /// None: closing always completes. Jobs still waiting get
+    /// [`Error::Closed`]; a job whose worker is killed after the grace gets
+    /// `Closed` too.
+    ///
     /// # Cancel safety
     ///
     /// Dropping the future stops only the waiting: the pool stays closed and
@@ -317,6 +323,11 @@ impl<W: Worker> Pool<W> {
     /// returns each result with the worker's slot (pooler's
     /// `call_free_members`). Kept workers are idle too and are included;
     /// a worker that a job took meanwhile is skipped.
+    ///
+    /// # Errors
+    ///
+    /// None: a worker that cannot be lent (a job took it, the pool closed)
+    /// is skipped, so the result may be shorter than the idle count.
     ///
     /// # Cancel safety
     ///

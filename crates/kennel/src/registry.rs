@@ -219,6 +219,10 @@ impl<W: Worker> Registry<W> {
 
     /// Removes and closes every pool.
     ///
+    /// # Errors
+    ///
+    /// None: closing always completes.
+    ///
     /// # Cancel safety
     ///
     /// Every pool is out of the registry and closing as soon as the call
