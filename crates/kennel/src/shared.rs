@@ -917,6 +917,10 @@ impl<W: Worker> Shared<W> {
                         }
                         EndReason::Retired(reason) => {
                             st.slots.slots[i].replacing = true;
+                            if !early {
+                                // It ran 10 minutes: the slot is healthy.
+                                st.slots.slots[i].early_exits = 0;
+                            }
                             // A failed or expired worker is replaced whatever
                             // the startup (pooler's `fail`, SPEC S5 lifetime);
                             // eager startups replace the others too.

@@ -205,3 +205,26 @@ async fn an_evicted_worker_is_not_replaced_and_starts_no_back_off() {
     assert!(names.contains(&"worker:evicted"), "{names:?}");
     assert!(!names.contains(&"worker:backoff"), "{names:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_the_pool_retires_after_ten_minutes_also_ends_the_back_off() {
+    let farm = Farm::new();
+    let pool = eager(&farm);
+    for id in 0..3 {
+        until_made(&farm, id).await;
+        settle().await;
+        farm.exit(id);
+    }
+    until_made(&farm, 3).await;
+    advance(secs(600)).await;
+    pool.lend().await.unwrap().fail();
+    settle().await;
+    assert_eq!(farm.made(), 5, "a failed worker is replaced at once");
+    farm.exit(4);
+    until_made(&farm, 5).await;
+    assert_eq!(
+        farm.started_at(5) - farm.started_at(4),
+        secs(1),
+        "the back-off count started again"
+    );
+}
