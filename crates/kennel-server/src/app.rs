@@ -1,0 +1,305 @@
+//! `app(state) -> Router`: the HTTP routes of the service (SPEC S13).
+//!
+//! | method and path | does |
+//! | --- | --- |
+//! | `POST /pools/{name}/jobs` | runs the JSON body as one job on a worker of the pool; answers the worker's JSON reply |
+//! | `POST /groups/{group}/jobs` | the same on a random pool of the group that can lend at once |
+//! | `GET /pools` | every pool: name, group, stats, health |
+//! | `GET /pools/{name}/stats` | one pool's stats and health |
+//! | `PUT /pools/{name}/config` | changes a live pool (sizing, eviction, limits, group); answers the actions taken |
+//! | `GET /healthz` | 200 when every pool is healthy, 503 otherwise (no token needed) |
+//! | `GET /metrics` | Prometheus text |
+//! | `GET /events` | server-sent events of every pool (`?pool=NAME` for one) |
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use kennel::{Pool, Stats};
+use kennel_process::Coprocess;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
+
+use crate::config::ReconfigBody;
+use crate::error::ApiError;
+use crate::pools::reconfig_of;
+use crate::state::AppState;
+
+/// The router of the service, over `state`'s pools.
+///
+/// A job's request is the body's JSON and its reply the worker's JSON. A
+/// client that hangs up while its job waits for a worker leaves the queue;
+/// one that hangs up while its job runs lets the job finish, so that a
+/// costly worker is not killed for it (the pool's `job_timeout` still
+/// bounds it).
+pub fn app(state: AppState) -> Router {
+    let limit = state.body_limit();
+    Router::new()
+        .route("/pools", get(list_pools))
+        .route("/pools/{name}/jobs", post(pool_job))
+        .route("/pools/{name}/stats", get(pool_stats))
+        .route("/pools/{name}/config", put(pool_config))
+        .route("/groups/{group}/jobs", post(group_job))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(crate::metrics::render))
+        .route("/events", get(crate::sse::events))
+        .fallback(|| async { ApiError::NotFound })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(middleware::from_fn_with_state(state.clone(), auth))
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn(crate::metrics::track))
+        .layer(
+            TraceLayer::new_for_http()
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+        )
+        .with_state(state)
+}
+
+/// Asks for the bearer token, when one is set, on every route but
+/// `/healthz`.
+async fn auth(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if let Some(token) = state.token()
+        && request.uri().path() != "/healthz"
+    {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
+            return ApiError::Unauthorized.into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// Compares without an early exit on the first differing byte.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Reads a JSON body, mapping a body over the limit to 413 and bad JSON to
+/// 400.
+///
+/// # Errors
+///
+/// [`ApiError::TooLarge`] or [`ApiError::BadJson`].
+pub fn json_body(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Value, ApiError> {
+    let bytes = body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge { limit }
+        } else {
+            ApiError::BadJson {
+                message: e.body_text(),
+            }
+        }
+    })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::BadJson {
+            message: "the body is empty (allowed: one JSON value, such as {})".into(),
+        });
+    }
+    serde_json::from_slice(&bytes).map_err(|e| ApiError::BadJson {
+        message: e.to_string(),
+    })
+}
+
+/// The pool named `name`: 501 when there is no pool at all, 404 when this
+/// one is not there.
+fn pool_named(state: &AppState, name: &str) -> Result<Pool<Coprocess>, ApiError> {
+    state.registry().get(name).map_err(|e| {
+        if state.registry().list().is_empty() {
+            ApiError::NotSupported
+        } else {
+            e.into()
+        }
+    })
+}
+
+enum Target {
+    Pool(Pool<Coprocess>),
+    Group(kennel::Group<Coprocess>),
+}
+
+/// Runs one job and answers the worker's reply.
+///
+/// The job runs on a task of its own: when the client hangs up, the handler
+/// is dropped; the task then drops the job if it still waits (it leaves the
+/// queue) and lets it finish if it runs.
+async fn run_job(target: Target, request: Value) -> Result<Json<Value>, ApiError> {
+    let (reply_tx, reply_rx) = oneshot::channel();
+    let (gone_tx, gone_rx) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let started = Arc::new(AtomicBool::new(false));
+        let flag = started.clone();
+        let job = async move |w: &mut Coprocess| {
+            flag.store(true, Ordering::SeqCst);
+            w.request(&request).await
+        };
+        let run = async move {
+            match target {
+                Target::Pool(pool) => pool.run(job).await,
+                Target::Group(group) => group.run(job).await,
+            }
+        };
+        tokio::pin!(run);
+        tokio::select! {
+            biased;
+            r = &mut run => {
+                let _ = reply_tx.send(r);
+            }
+            _ = gone_rx => {
+                if started.load(Ordering::SeqCst) {
+                    let _ = run.await;
+                }
+            }
+        }
+    });
+    let result = reply_rx.await;
+    drop(gone_tx);
+    match result {
+        Ok(Ok(Ok(reply))) => Ok(Json(reply)),
+        Ok(Ok(Err(e))) => Err(e.into()),
+        Ok(Err(e)) => Err(e.into()),
+        Err(_) => Err(ApiError::Internal {
+            detail: "the job's task ended without a reply".into(),
+        }),
+    }
+}
+
+async fn pool_job(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let pool = pool_named(&state, &name)?;
+    let request = json_body(body, state.body_limit())?;
+    run_job(Target::Pool(pool), request).await
+}
+
+async fn group_job(
+    State(state): State<AppState>,
+    Path(group): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let registry = state.registry();
+    if registry.list().is_empty() {
+        return Err(ApiError::NotSupported);
+    }
+    let group = registry.group(&group);
+    if group.pools().is_empty() {
+        return Err(ApiError::NoSuchGroup {
+            group: group.name().to_owned(),
+        });
+    }
+    let request = json_body(body, state.body_limit())?;
+    run_job(Target::Group(group), request).await
+}
+
+fn stats_json(stats: &Stats) -> Value {
+    json!({
+        "starting": stats.starting,
+        "idle": stats.idle,
+        "lent": stats.lent,
+        "waiting": stats.waiting,
+        "capacity": stats.capacity,
+        "size": stats.size,
+        "kept": stats.kept,
+        "healthy": stats.is_healthy(),
+    })
+}
+
+async fn list_pools(State(state): State<AppState>) -> Json<Value> {
+    let pools: Vec<Value> = state
+        .registry()
+        .list()
+        .into_iter()
+        .map(|e| {
+            json!({
+                "name": e.name,
+                "group": e.group,
+                "stats": stats_json(&e.stats),
+            })
+        })
+        .collect();
+    Json(json!({ "pools": pools }))
+}
+
+async fn pool_stats(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let pool = pool_named(&state, &name)?;
+    let mut v = stats_json(&pool.stats());
+    v["pool"] = name.into();
+    Ok(Json(v))
+}
+
+async fn pool_config(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    pool_named(&state, &name)?;
+    let limit = state.body_limit();
+    let bytes = body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge { limit }
+        } else {
+            ApiError::BadJson {
+                message: e.body_text(),
+            }
+        }
+    })?;
+    // Bad JSON is 400 bad-json; good JSON with a bad key or value is 400
+    // bad-config naming the key.
+    serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::BadJson {
+        message: e.to_string(),
+    })?;
+    let body = ReconfigBody::from_json(&bytes).map_err(|e| ApiError::BadConfig {
+        message: format!("`{}`: {}", e.key, e.message),
+    })?;
+    let change = reconfig_of(&body).map_err(|e| ApiError::BadConfig {
+        message: e.to_string(),
+    })?;
+    let actions = state.registry().reconfigure(&name, change)?;
+    let actions: Vec<String> = actions.iter().map(ToString::to_string).collect();
+    tracing::info!(target: "kennel_server", pool = %name, ?actions, "pool reconfigured");
+    Ok(Json(json!({ "pool": name, "actions": actions })))
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    let pools = state.registry().list();
+    let healthy = pools.iter().all(|e| e.stats.is_healthy());
+    let detail: serde_json::Map<String, Value> = pools
+        .iter()
+        .map(|e| {
+            let word = if e.stats.is_healthy() {
+                "healthy"
+            } else {
+                "unhealthy"
+            };
+            (e.name.clone(), Value::from(word))
+        })
+        .collect();
+    let status = if healthy {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = json!({ "status": if healthy { "ok" } else { "unhealthy" }, "pools": detail });
+    (status, Json(body)).into_response()
+}

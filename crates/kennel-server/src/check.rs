@@ -1,0 +1,174 @@
+//! `kennel check --config FILE`: validates a config and prints what `serve`
+//! would start, without starting any worker.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use kennel_server::config::{Config, PoolConfig, SELF_EXE, StartupKind};
+use kennel_server::pools::build_pool;
+
+use crate::cli::CheckArgs;
+
+pub(crate) async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let source = args.config.as_ref().map_or_else(
+        || "the built-in demo config".to_owned(),
+        |p| p.display().to_string(),
+    );
+    let config = match crate::load_config(args.config.as_ref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("invalid: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let self_exe = crate::self_exe()?;
+    let mut out = String::new();
+    let mut warnings = Vec::new();
+    let mut invalid = Vec::new();
+    describe_server(&config, &mut out, &mut warnings);
+    for (i, pool) in config.pools.iter().enumerate() {
+        // The core's own checks run when a pool is built; built on demand,
+        // a pool starts no worker.
+        let mut dry = pool.clone();
+        dry.startup = StartupKind::OnDemand;
+        let capacity = match build_pool(&dry, &self_exe) {
+            Ok(p) => {
+                let c = p.stats().capacity;
+                p.close().await;
+                Some(c)
+            }
+            Err(e) => {
+                invalid.push(format!("{source}: `pool[{i}]` ({:?}): {e}", pool.name));
+                None
+            }
+        };
+        describe_pool(pool, capacity, &self_exe, &mut out, &mut warnings);
+    }
+    if config.pools.is_empty() {
+        warnings.push("no [[pool]]: every job will be answered 501 not-supported".to_owned());
+    }
+    print!("{out}");
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    if invalid.is_empty() {
+        println!("{source}: valid");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        for e in &invalid {
+            eprintln!("invalid: {e}");
+        }
+        Ok(ExitCode::from(2))
+    }
+}
+
+fn describe_server(config: &Config, out: &mut String, warnings: &mut Vec<String>) {
+    let s = &config.server;
+    let _ = writeln!(out, "server");
+    let _ = writeln!(out, "  listen          http://{}", config.listen());
+    let _ = writeln!(out, "  body_limit      {}", s.body_limit);
+    match &s.token_env {
+        Some(name) => {
+            let state = match std::env::var(name) {
+                Ok(v) if !v.is_empty() => "set",
+                _ => {
+                    warnings.push(format!(
+                        "`server.token_env`: {name} is not set here; serve refuses to start without it"
+                    ));
+                    "NOT SET"
+                }
+            };
+            let _ = writeln!(out, "  token           bearer, from ${name} ({state})");
+        }
+        None => {
+            let _ = writeln!(out, "  token           none");
+            if !config.listen().ip().is_loopback() {
+                warnings.push("listening beyond loopback with no bearer token".into());
+            }
+        }
+    }
+    let _ = writeln!(out, "  shutdown_grace  {}", s.shutdown_grace);
+}
+
+fn describe_pool(
+    pool: &PoolConfig,
+    capacity: Option<usize>,
+    self_exe: &Path,
+    out: &mut String,
+    warnings: &mut Vec<String>,
+) {
+    let group = pool
+        .group
+        .as_ref()
+        .map(|g| format!(" (group {g})"))
+        .unwrap_or_default();
+    let _ = writeln!(out, "pool {}{group}", pool.name);
+    let argv = pool.argv.join(" ");
+    let _ = writeln!(out, "  argv            {argv}");
+    if pool.argv[0] == SELF_EXE {
+        let _ = writeln!(
+            out,
+            "                  ({SELF_EXE} is {})",
+            self_exe.display()
+        );
+    } else if let Some(cwd) = &pool.cwd
+        && !program_found(&pool.argv[0], cwd)
+    {
+        warnings.push(format!(
+            "pool {}: the program `{}` is not found (on PATH, or from {})",
+            pool.name,
+            pool.argv[0],
+            cwd.display()
+        ));
+    }
+    if let Some(cwd) = &pool.cwd {
+        let _ = writeln!(out, "  cwd             {}", cwd.display());
+    }
+    for (k, v) in &pool.env {
+        let _ = writeln!(out, "  env             {k}={v}");
+    }
+    let _ = writeln!(out, "  startup         {}", pool.startup.as_str());
+    let sizing = pool.sizing.map_or_else(
+        || "fixed, one worker per CPU (default)".to_owned(),
+        |s| s.to_string(),
+    );
+    let _ = writeln!(out, "  sizing          {sizing}");
+    if let Some(c) = capacity {
+        let _ = writeln!(out, "  capacity        {c}");
+    }
+    let _ = writeln!(out, "  eviction        {}", pool.eviction);
+    let opt = |d: Option<kennel_server::config::HumanDuration>| {
+        d.map_or_else(|| "none".to_owned(), |d| d.to_string())
+    };
+    let _ = writeln!(out, "  job_timeout     {}", opt(pool.job_timeout));
+    let _ = writeln!(out, "  warmup_timeout  {}", opt(pool.warmup_timeout));
+    let _ = writeln!(
+        out,
+        "  max_waiting     {}",
+        pool.max_waiting
+            .map_or_else(|| "8 x capacity (default)".to_owned(), |n| n.to_string())
+    );
+    let _ = writeln!(out, "  max_queue_wait  {}", opt(pool.max_queue_wait));
+    if pool.max_lifetime.is_some() {
+        let _ = writeln!(
+            out,
+            "  max_lifetime    {} (jitter {})",
+            opt(pool.max_lifetime),
+            opt(pool.max_lifetime_jitter)
+        );
+    }
+    if let Some(n) = pool.auto_grow_threshold {
+        let _ = writeln!(out, "  auto_grow       when idle workers drop to {n}");
+    }
+}
+
+/// Whether `program` can be started: a path (from `cwd`) that exists, or a
+/// name found on `PATH`.
+fn program_found(program: &str, cwd: &Path) -> bool {
+    if program.contains('/') {
+        return cwd.join(program).exists();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}

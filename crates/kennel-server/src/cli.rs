@@ -1,0 +1,92 @@
+//! The command line: `kennel serve|run|check`, and the hidden `worker demo`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// kennel: lend long-lived, costly-to-start workers to jobs.
+///
+/// With no command, `kennel` runs `serve`: with no config, one demo pool on
+/// 127.0.0.1:7878.
+#[derive(Debug, Parser)]
+#[command(name = "kennel", version, about, long_about = None)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Serves the pools of a config over HTTP (the demo pool without one).
+    Serve(ServeArgs),
+    /// Streams the jobs of a JSON-lines file through a pool and writes the
+    /// results as JSON lines, in input order.
+    Run(RunArgs),
+    /// Checks a config and prints what `serve` would start.
+    Check(CheckArgs),
+    /// Runs a built-in worker on stdin/stdout (used by pools).
+    #[command(hide = true, subcommand)]
+    Worker(WorkerCommand),
+}
+
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// The TOML config (default: the built-in demo pool).
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The address to listen on, over the config's `server.listen`
+    /// (port 0 picks a free port; the address is printed).
+    #[arg(long, short, value_name = "ADDR", value_parser = parse_listen)]
+    pub(crate) listen: Option<SocketAddr>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// The pool to run the jobs on.
+    #[arg(long, short, value_name = "NAME")]
+    pub(crate) pool: String,
+    /// The TOML config (default: the built-in demo pool).
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Where to write the results (default: stdout).
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+    /// How many jobs to send to the pool at once (default: twice its
+    /// capacity).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub(crate) concurrency: Option<u32>,
+    /// Hide the progress bar.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+    /// The jobs: one JSON value per line (`-` for stdin).
+    #[arg(value_name = "JOBS.jsonl")]
+    pub(crate) jobs: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CheckArgs {
+    /// The TOML config to check (default: the built-in demo config).
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum WorkerCommand {
+    /// The demo worker: a costly warm-up, then sum of sqrt(i) for
+    /// i < iterations per job.
+    Demo {
+        /// How long the warm-up takes.
+        #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+        warmup: std::time::Duration,
+    },
+}
+
+fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    kennel_server::config::parse_listen(s)
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    s.parse::<kennel_server::config::HumanDuration>()
+        .map(|d| d.0)
+}

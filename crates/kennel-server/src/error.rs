@@ -1,0 +1,288 @@
+//! `ApiError`: every error the service answers, as a status code and a JSON
+//! body `{ "error": kind, "message": … }` (SPEC S13).
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use kennel::RejectReason;
+use kennel_process::ProcessError;
+use serde_json::json;
+
+/// An error the service answers with.
+///
+/// | kind | status |
+/// | --- | --- |
+/// | `not-supported` (no pool is configured) | 501 |
+/// | `no-such-pool`, `no-such-group`, `not-found` | 404 |
+/// | `method-not-allowed` | 405 |
+/// | `bad-json`, `bad-config` | 400 |
+/// | `unauthorized` | 401 |
+/// | `too-large` | 413 |
+/// | `rejected`, `no-members`, `lend-timeout` (with `Retry-After`) | 503 |
+/// | `closed` | 503 |
+/// | `timeout` | 504 |
+/// | `crashed`, `warmup-failed`, `protocol` | 502 |
+/// | `worker-error` (the worker's own message) | 500 |
+/// | `internal` (detail logged, not sent) | 500 |
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// No pool is configured: the router was built without one (seed D's
+    /// `NotSupported`).
+    NotSupported,
+    /// No pool of this name.
+    NoSuchPool {
+        /// The name asked for.
+        name: String,
+    },
+    /// No pool is in this group.
+    NoSuchGroup {
+        /// The group asked for.
+        group: String,
+    },
+    /// No route at this path.
+    NotFound,
+    /// The route does not take this method.
+    MethodNotAllowed,
+    /// The body is not valid JSON.
+    BadJson {
+        /// What the parser said.
+        message: String,
+    },
+    /// A reconfiguration body has an unknown key or a bad value.
+    BadConfig {
+        /// The key and what is allowed.
+        message: String,
+    },
+    /// A bearer token is required and was missing or wrong.
+    Unauthorized,
+    /// The body is over the limit.
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The pool turned the job away at once (queue full, projected wait).
+    Rejected {
+        /// Why.
+        reason: RejectReason,
+    },
+    /// No pool of the group could lend a worker at once.
+    NoMembers {
+        /// The group.
+        group: String,
+    },
+    /// No worker was free within the wait allowed.
+    LendTimeout {
+        /// The wait.
+        after: Duration,
+    },
+    /// The pool is closed or closing.
+    Closed,
+    /// The job ran past its time limit; its worker was killed.
+    Timeout {
+        /// The limit.
+        after: Duration,
+    },
+    /// The worker ended before it replied.
+    Crashed {
+        /// What is known of how it ended.
+        message: String,
+    },
+    /// The worker started for this job failed its warm-up.
+    WarmupFailed {
+        /// What went wrong.
+        message: String,
+    },
+    /// The worker broke the protocol (bad output); it was killed.
+    Protocol {
+        /// What was wrong.
+        message: String,
+    },
+    /// The worker replied with an error of its own.
+    Worker {
+        /// The worker's message.
+        message: String,
+    },
+    /// Something the client cannot fix; the detail is logged, not sent.
+    Internal {
+        /// The detail, for the log.
+        detail: String,
+    },
+}
+
+/// The `Retry-After` the service sends with a 503 for a rejected job, in
+/// seconds.
+pub const RETRY_AFTER_SECS: u64 = 1;
+
+impl ApiError {
+    /// The stable kind string, the `error` field of the body.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NotSupported => "not-supported",
+            Self::NoSuchPool { .. } => "no-such-pool",
+            Self::NoSuchGroup { .. } => "no-such-group",
+            Self::NotFound => "not-found",
+            Self::MethodNotAllowed => "method-not-allowed",
+            Self::BadJson { .. } => "bad-json",
+            Self::BadConfig { .. } => "bad-config",
+            Self::Unauthorized => "unauthorized",
+            Self::TooLarge { .. } => "too-large",
+            Self::Rejected { .. } => "rejected",
+            Self::NoMembers { .. } => "no-members",
+            Self::LendTimeout { .. } => "lend-timeout",
+            Self::Closed => "closed",
+            Self::Timeout { .. } => "timeout",
+            Self::Crashed { .. } => "crashed",
+            Self::WarmupFailed { .. } => "warmup-failed",
+            Self::Protocol { .. } => "protocol",
+            Self::Worker { .. } => "worker-error",
+            Self::Internal { .. } => "internal",
+        }
+    }
+
+    /// The status code.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::NotSupported => StatusCode::NOT_IMPLEMENTED,
+            Self::NoSuchPool { .. } | Self::NoSuchGroup { .. } | Self::NotFound => {
+                StatusCode::NOT_FOUND
+            }
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::BadJson { .. } | Self::BadConfig { .. } => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Rejected { .. }
+            | Self::NoMembers { .. }
+            | Self::LendTimeout { .. }
+            | Self::Closed => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            Self::Crashed { .. } | Self::WarmupFailed { .. } | Self::Protocol { .. } => {
+                StatusCode::BAD_GATEWAY
+            }
+            Self::Worker { .. } | Self::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The message sent to the client.
+    pub fn message(&self) -> String {
+        match self {
+            Self::NotSupported => "no worker pool is configured".into(),
+            Self::NoSuchPool { name } => format!("no pool named `{name}`"),
+            Self::NoSuchGroup { group } => format!("no pool is in group `{group}`"),
+            Self::NotFound => "no such route".into(),
+            Self::MethodNotAllowed => "this route does not take this method".into(),
+            Self::BadJson { message } => format!("the body is not valid JSON: {message}"),
+            Self::BadConfig { message } => message.clone(),
+            Self::Unauthorized => "a valid bearer token is required".into(),
+            Self::TooLarge { limit } => {
+                format!("the body is over the {limit}-byte limit")
+            }
+            Self::Rejected { reason } => {
+                format!("job rejected: {reason} ({})", reason.as_str())
+            }
+            Self::NoMembers { group } => {
+                format!("no pool in group `{group}` can lend a worker now")
+            }
+            Self::LendTimeout { after } => format!("no worker was free within {after:?}"),
+            Self::Closed => "pool is closed".into(),
+            Self::Timeout { after } => format!(
+                "job exceeded its {} timeout",
+                humantime::format_duration(*after)
+            ),
+            Self::Crashed { message }
+            | Self::WarmupFailed { message }
+            | Self::Protocol { message }
+            | Self::Worker { message } => message.clone(),
+            Self::Internal { .. } => "internal error".into(),
+        }
+    }
+
+    fn retry_after(&self) -> bool {
+        matches!(
+            self,
+            Self::Rejected { .. } | Self::NoMembers { .. } | Self::LendTimeout { .. }
+        )
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind(), self.message())
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if let Self::Internal { detail } = &self {
+            tracing::error!(target: "kennel_server", %detail, "internal error");
+        } else if status.is_server_error() {
+            tracing::debug!(target: "kennel_server", kind = self.kind(), message = %self.message(), "job failed");
+        }
+        let mut body = json!({ "error": self.kind(), "message": self.message() });
+        if let Self::Rejected { reason } = &self {
+            body["reason"] = reason.as_str().into();
+        }
+        let mut response = (status, Json(body)).into_response();
+        if self.retry_after() {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        }
+        if matches!(self, Self::Unauthorized) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+impl From<kennel::Error> for ApiError {
+    fn from(e: kennel::Error) -> Self {
+        match e {
+            kennel::Error::Rejected { reason } => Self::Rejected { reason },
+            kennel::Error::LendTimeout { after } => Self::LendTimeout { after },
+            kennel::Error::Timeout { after } => Self::Timeout { after },
+            kennel::Error::WarmupFailed { message, .. } => Self::WarmupFailed { message },
+            kennel::Error::Crashed { exit } => Self::Crashed {
+                message: match exit {
+                    Some(exit) => format!("worker failed before responding ({})", exit.status),
+                    None => "worker failed before responding".into(),
+                },
+            },
+            kennel::Error::Closed => Self::Closed,
+            kennel::Error::NoSuchPool { name } => Self::NoSuchPool { name },
+            kennel::Error::NoMembers { group } => Self::NoMembers { group },
+            kennel::Error::Config(e) => Self::BadConfig {
+                message: e.to_string(),
+            },
+            other => Self::Internal {
+                detail: other.to_string(),
+            },
+        }
+    }
+}
+
+impl From<ProcessError> for ApiError {
+    fn from(e: ProcessError) -> Self {
+        match e {
+            ProcessError::Worker { message } => Self::Worker { message },
+            ProcessError::Crashed { status } => Self::Crashed {
+                message: match status {
+                    Some(status) => format!("worker failed before responding ({status})"),
+                    None => "worker failed before responding".into(),
+                },
+            },
+            ProcessError::Protocol { message } => Self::Protocol { message },
+            ProcessError::NotReady { reason, .. } => Self::WarmupFailed { message: reason },
+            other => Self::Internal {
+                detail: other.to_string(),
+            },
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! The kennel service: named pools of worker processes behind HTTP, read
+//! from a TOML file (SPEC S13). The `kennel` binary is built on this
+//! library; tests and users call [`app`] to get the router.
+//!
+//! - [`config`]: the TOML configuration (`[server]`, `[[pool]]`), with
+//!   humane durations and sizes and errors that name the key.
+//! - [`app`]: the axum router over an [`AppState`].
+//! - [`ApiError`]: every error answer, as a status code and a JSON body
+//!   `{ "error": kind, "message": … }`.
+//! - [`embed`]: lend from a pool inside your own axum router.
+//! - [`demo`]: the built-in demo worker (`kennel worker demo`).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use kennel_server::{AppState, Config, app, metrics};
+//!
+//! let config = Config::load("kennel.toml".as_ref())?;
+//! let state = AppState::builder().metrics(metrics::install()).build();
+//! state.start_pools(&config, &std::env::current_exe()?).await?;
+//! let listener = tokio::net::TcpListener::bind(config.listen()).await?;
+//! axum::serve(listener, app(state.clone())).await?;
+//! state.close().await;
+//! # Ok(()) }
+//! ```
+
+pub mod config;
+pub mod demo;
+pub mod embed;
+pub mod metrics;
+pub mod pools;
+pub mod sse;
+
+mod app;
+mod error;
+mod state;
+
+pub use crate::app::{app, json_body};
+pub use crate::config::{Config, ConfigError, PoolConfig, ServerConfig};
+pub use crate::error::{ApiError, RETRY_AFTER_SECS};
+pub use crate::state::{AppState, AppStateBuilder, EVENT_BUFFER, PoolEvent, StartError};

@@ -1,0 +1,84 @@
+//! The `kennel` binary: `kennel serve|run|check` (SPEC S13). With no
+//! arguments it serves the built-in demo pool on 127.0.0.1:7878.
+
+mod check;
+mod cli;
+mod run;
+mod serve;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use kennel_server::Config;
+
+use crate::cli::{Cli, Command, WorkerCommand};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let command = cli
+        .command
+        .unwrap_or_else(|| Command::Serve(cli::ServeArgs::default()));
+    if let Command::Worker(WorkerCommand::Demo { warmup }) = command {
+        // A worker process: no runtime, no logging on stdout (the protocol).
+        return match kennel_server::demo::run_worker(warmup) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("demo worker: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("kennel: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match command {
+            Command::Serve(args) => serve::serve(args).await,
+            Command::Run(args) => run::run(args).await,
+            Command::Check(args) => check::check(args).await,
+            Command::Worker(_) => unreachable!("handled above"),
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("kennel: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        EnvFilter::new("warn,kennel=info,kennel_server=info,kennel_process=info")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}
+
+/// The config of `--config FILE`, or the built-in demo config.
+fn load_config(path: Option<&PathBuf>) -> anyhow::Result<Config> {
+    match path {
+        Some(p) => Ok(Config::load(p)?),
+        None => Ok(Config::demo()),
+    }
+}
+
+/// The path `@kennel` stands for: this binary.
+fn self_exe() -> anyhow::Result<PathBuf> {
+    std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("cannot find the kennel binary's own path: {e}"))
+}

@@ -1,0 +1,103 @@
+//! `GET /metrics`: Prometheus text from the `metrics` facade.
+//!
+//! The pools record their own metrics through the facade, labelled `pool`
+//! (names start with `kennel_`); the service adds its HTTP metrics
+//! (`kennel_http_requests_total`, `kennel_http_request_duration_seconds`,
+//! labelled `method`, `route`, `status`) and, at each scrape, each pool's
+//! health (`kennel_pool_healthy{pool}`, 1 or 0, SPEC S8's rule). The recorder is installed once per
+//! process; no HTTP listener of the exporter is used.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use crate::state::AppState;
+
+/// Histogram buckets, in seconds: from 1 ms to 5 minutes.
+pub const BUCKETS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the Prometheus recorder as the process's `metrics` recorder (once;
+/// later calls return the same handle) and returns the handle that renders it.
+///
+/// When another recorder was installed first, the handle renders only
+/// what was recorded through it, which is nothing; a warning is logged.
+///
+/// # Panics
+///
+/// Never: the buckets are fixed and not empty.
+pub fn install() -> PrometheusHandle {
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets(BUCKETS)
+                .expect("buckets are not empty")
+                .build_recorder();
+            let handle = recorder.handle();
+            if metrics::set_global_recorder(recorder).is_err() {
+                tracing::warn!(target: "kennel_server", "a metrics recorder was already installed; /metrics shows only its own");
+            }
+            handle
+        })
+        .clone()
+}
+
+pub(crate) async fn render(State(state): State<AppState>) -> Response {
+    record_stats(&state);
+    let body = match state.metrics() {
+        Some(handle) => {
+            handle.run_upkeep();
+            handle.render()
+        }
+        None => String::new(),
+    };
+    let mut response = body.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    response
+}
+
+/// Sets each pool's health gauge from a fresh snapshot (the pools keep
+/// their own count gauges).
+fn record_stats(state: &AppState) {
+    for entry in state.registry().list() {
+        metrics::gauge!("kennel_pool_healthy", "pool" => entry.name)
+            .set(if entry.stats.is_healthy() { 1.0 } else { 0.0 });
+    }
+}
+
+/// Counts and times every request by method, matched route and status.
+pub(crate) async fn track(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().as_str().to_owned();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!(
+        "kennel_http_requests_total",
+        "method" => method.clone(),
+        "route" => route.clone(),
+        "status" => status
+    )
+    .increment(1);
+    metrics::histogram!(
+        "kennel_http_request_duration_seconds",
+        "method" => method,
+        "route" => route
+    )
+    .record(started.elapsed().as_secs_f64());
+    response
+}

@@ -1,0 +1,217 @@
+//! `kennel run --pool NAME jobs.jsonl`: streams jobs through one pool.
+//!
+//! Each non-blank input line is one job (a JSON value). Results are written
+//! as JSON lines in input order: the worker's reply for a job that
+//! succeeded, `{"error": kind, "message": …, "line": n}` for one that failed
+//! (the same kinds as the HTTP service). A progress bar (rate, ETA) goes to
+//! stderr, and a summary at the end. The exit code is 0 when every job
+//! succeeded, 1 when some failed.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures_util::StreamExt;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kennel::Pool;
+use kennel_process::Coprocess;
+use kennel_server::ApiError;
+use kennel_server::pools::build_pool;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::cli::RunArgs;
+
+/// One job's outcome: the line to write, and the error kind if it failed.
+struct Outcome {
+    line: String,
+    failed: Option<&'static str>,
+}
+
+pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let config = crate::load_config(args.config.as_ref())?;
+    let Some(pool_config) = config.pools.iter().find(|p| p.name == args.pool) else {
+        let names: Vec<&str> = config.pools.iter().map(|p| p.name.as_str()).collect();
+        anyhow::bail!(
+            "no pool named `{}` in the config (allowed: {})",
+            args.pool,
+            if names.is_empty() {
+                "none, the config has no pool".into()
+            } else {
+                names.join(", ")
+            }
+        );
+    };
+
+    // Count the lines first, for the bar's length and ETA (not for stdin).
+    let from_stdin = args.jobs.as_os_str() == "-";
+    let total = if from_stdin {
+        None
+    } else {
+        let text = tokio::fs::read(&args.jobs)
+            .await
+            .with_context(|| format!("cannot read {}", args.jobs.display()))?;
+        Some(
+            text.split(|b| *b == b'\n')
+                .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+                .count() as u64,
+        )
+    };
+    let input: Box<dyn tokio::io::AsyncRead + Unpin + Send> = if from_stdin {
+        Box::new(tokio::io::stdin())
+    } else {
+        Box::new(
+            tokio::fs::File::open(&args.jobs)
+                .await
+                .with_context(|| format!("cannot open {}", args.jobs.display()))?,
+        )
+    };
+    let mut output: Box<dyn Write + Send> = match &args.output {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout())),
+    };
+
+    let pool = build_pool(pool_config, &crate::self_exe()?)
+        .map_err(|e| anyhow::anyhow!("`pool` {:?}: {e}", pool_config.name))?;
+    let capacity = pool.stats().capacity.max(1);
+    let queue = pool_config.max_waiting.unwrap_or(capacity * 8);
+    let concurrency = args.concurrency.map_or_else(
+        || (capacity * 2).min(capacity + queue).max(1),
+        |n| n as usize,
+    );
+
+    let bar = progress_bar(total, args.quiet);
+    let started = Instant::now();
+    let mut lines = BufReader::new(input).lines();
+    let mut line_no = 0u64;
+    let jobs = futures_util::stream::poll_fn(move |cx| {
+        let next = std::pin::Pin::new(&mut lines).poll_next_line(cx);
+        next.map(|r| match r {
+            Ok(Some(l)) => Some(Ok(l)),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        })
+    })
+    .filter_map(move |r| {
+        line_no += 1;
+        let n = line_no;
+        std::future::ready(match r {
+            Ok(l) if l.trim().is_empty() => None,
+            other => Some((n, other)),
+        })
+    })
+    .map(|(n, line)| {
+        let pool = pool.clone();
+        async move {
+            match line {
+                Ok(line) => run_one(&pool, n, &line).await,
+                Err(e) => Err(e),
+            }
+        }
+    })
+    .buffered(concurrency);
+    tokio::pin!(jobs);
+
+    let mut ok = 0u64;
+    let mut failed: BTreeMap<&'static str, u64> = BTreeMap::new();
+    while let Some(outcome) = jobs.next().await {
+        let outcome = outcome.context("cannot read the jobs")?;
+        writeln!(output, "{}", outcome.line).context("cannot write a result")?;
+        match outcome.failed {
+            None => ok += 1,
+            Some(kind) => *failed.entry(kind).or_default() += 1,
+        }
+        bar.inc(1);
+    }
+    output.flush().context("cannot write the results")?;
+    bar.finish_and_clear();
+    pool.close().await;
+
+    let elapsed = started.elapsed();
+    let failures: u64 = failed.values().sum();
+    eprintln!("{}", summary(ok, &failed, elapsed));
+    Ok(if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Runs the job of one input line.
+async fn run_one(pool: &Pool<Coprocess>, line: u64, text: &str) -> std::io::Result<Outcome> {
+    let request: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            return Ok(error_line(
+                line,
+                &ApiError::BadJson {
+                    message: e.to_string(),
+                },
+            ));
+        }
+    };
+    let result = pool
+        .run(async |w: &mut Coprocess| w.request(&request).await)
+        .await;
+    Ok(match result {
+        Ok(Ok(reply)) => Outcome {
+            line: reply.to_string(),
+            failed: None,
+        },
+        Ok(Err(e)) => error_line(line, &e.into()),
+        Err(e) => error_line(line, &e.into()),
+    })
+}
+
+fn error_line(line: u64, e: &ApiError) -> Outcome {
+    Outcome {
+        line: json!({ "error": e.kind(), "message": e.message(), "line": line }).to_string(),
+        failed: Some(e.kind()),
+    }
+}
+
+fn progress_bar(total: Option<u64>, quiet: bool) -> ProgressBar {
+    let bar = match total {
+        Some(n) => ProgressBar::new(n).with_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} jobs, {per_sec}, ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {pos} jobs, {per_sec}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ),
+    };
+    if quiet {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+fn summary(ok: u64, failed: &BTreeMap<&'static str, u64>, elapsed: Duration) -> String {
+    let failures: u64 = failed.values().sum();
+    let total = ok + failures;
+    let rate = if elapsed.as_secs_f64() > 0.0 {
+        #[allow(clippy::cast_precision_loss)]
+        let r = total as f64 / elapsed.as_secs_f64();
+        r
+    } else {
+        0.0
+    };
+    let mut s = format!(
+        "{total} jobs: {ok} ok, {failures} failed in {:.2}s ({rate:.1} jobs/s)",
+        elapsed.as_secs_f64()
+    );
+    if failures > 0 {
+        let kinds: Vec<String> = failed.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+        s.push_str(&format!(" [{}]", kinds.join(", ")));
+    }
+    s
+}

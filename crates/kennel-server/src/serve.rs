@@ -1,0 +1,125 @@
+//! `kennel serve`: the pools of a config behind HTTP, until SIGINT/SIGTERM.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use kennel_server::{AppState, app, metrics};
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::cli::ServeArgs;
+
+/// How often histograms are drained even when nobody scrapes.
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let config = crate::load_config(args.config.as_ref())?;
+    let addr = args.listen.unwrap_or_else(|| config.listen());
+    let token = config.server.token().map_err(anyhow::Error::msg)?;
+    if token.is_none() && !addr.ip().is_loopback() {
+        tracing::warn!(target: "kennel_server", %addr, "listening beyond loopback with no bearer token (set server.token_env)");
+    }
+    let mut sigterm = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+    let mut sigint = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+
+    let handle = metrics::install();
+    let upkeep = {
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(UPKEEP_EVERY);
+            loop {
+                tick.tick().await;
+                handle.run_upkeep();
+            }
+        })
+    };
+    let mut builder = AppState::builder()
+        .metrics(handle)
+        .body_limit(usize::try_from(config.server.body_limit.0).unwrap_or(usize::MAX));
+    if let Some(token) = token {
+        builder = builder.token(token);
+    }
+    let state = builder.build();
+    let source = args.config.as_ref().map_or_else(
+        || "<built-in demo config>".to_owned(),
+        |p| p.display().to_string(),
+    );
+    state
+        .start_pools(&config, &crate::self_exe()?)
+        .await
+        .with_context(|| format!("{source}: cannot start a pool"))?;
+
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr().context("no local address")?;
+    announce(&state, local, args.config.is_none());
+
+    let grace = config.server.shutdown_grace.0;
+    let mut server = tokio::spawn(
+        axum::serve(listener, app(state.clone()))
+            .with_graceful_shutdown(state.shutdown_signal())
+            .into_future(),
+    );
+    tokio::select! {
+        r = &mut server => {
+            // axum's server runs until it is told to stop.
+            state.close().await;
+            upkeep.abort();
+            r.context("the server task failed")?.context("the server failed")?;
+            anyhow::bail!("the server stopped by itself");
+        }
+        _ = sigterm.recv() => tracing::info!(target: "kennel_server", "SIGTERM: shutting down"),
+        _ = sigint.recv() => tracing::info!(target: "kennel_server", "SIGINT: shutting down"),
+    }
+    // Stop accepting, end /events streams, let in-flight requests finish
+    // within the grace.
+    state.begin_shutdown();
+    tokio::select! {
+        r = &mut server => {
+            if let Ok(Err(e)) = r {
+                tracing::warn!(target: "kennel_server", error = %e, "the server failed while stopping");
+            }
+        }
+        () = tokio::time::sleep(grace) => {
+            tracing::warn!(target: "kennel_server", grace = %humantime::format_duration(grace), "requests still running after the shutdown grace");
+            server.abort();
+        }
+        _ = sigterm.recv() => server.abort(),
+        _ = sigint.recv() => server.abort(),
+    }
+    tracing::info!(target: "kennel_server", "closing every pool");
+    tokio::select! {
+        () = state.close() => {}
+        _ = sigterm.recv() => tracing::warn!(target: "kennel_server", "second signal: killing every worker"),
+        _ = sigint.recv() => tracing::warn!(target: "kennel_server", "second signal: killing every worker"),
+    }
+    upkeep.abort();
+    tracing::info!(target: "kennel_server", "stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints where the service listens (stdout, first line, so scripts and
+/// tests can read the port) and how to try it.
+fn announce(state: &AppState, addr: std::net::SocketAddr, demo: bool) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "kennel listening on http://{addr}");
+    for entry in state.registry().list() {
+        let group = entry
+            .group
+            .map(|g| format!(" (group {g})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  pool {}{group}: capacity {}",
+            entry.name, entry.stats.capacity
+        );
+    }
+    if demo {
+        let _ = writeln!(
+            out,
+            "try: curl -s -X POST http://{addr}/pools/demo/jobs -d '{{\"iterations\": 1000000}}'"
+        );
+    }
+    let _ = out.flush();
+}

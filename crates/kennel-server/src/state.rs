@@ -1,0 +1,272 @@
+//! `AppState`: the pools the service lends from, and what its routes share.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use kennel::{Event, Pool, Registry};
+use kennel_process::Coprocess;
+use metrics_exporter_prometheus::PrometheusHandle;
+use tokio::sync::{broadcast, watch};
+
+use crate::config::{Config, DEFAULT_BODY_LIMIT};
+use crate::pools::build_pool;
+
+/// How many pool events a `/events` subscriber may fall behind before it
+/// misses some.
+pub const EVENT_BUFFER: usize = 1024;
+
+/// One event of one pool, as `/events` sends it.
+#[derive(Debug, Clone)]
+pub struct PoolEvent {
+    /// The pool's name.
+    pub pool: Arc<str>,
+    /// The event.
+    pub event: Event,
+}
+
+/// What the routes of [`app`](crate::app) share: the registry of pools, the
+/// bearer token, the body limit, the metrics handle and the event bus.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Registry<Coprocess>,
+    token: Option<String>,
+    body_limit: usize,
+    metrics: Option<PrometheusHandle>,
+    events: broadcast::Sender<PoolEvent>,
+    shutdown: watch::Sender<bool>,
+}
+
+impl fmt::Debug for AppState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AppState")
+            .field("registry", &self.inner.registry)
+            .field("token", &self.inner.token.as_ref().map(|_| "<set>"))
+            .field("body_limit", &self.inner.body_limit)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds an [`AppState`].
+#[derive(Debug, Default)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct AppStateBuilder {
+    token: Option<String>,
+    body_limit: Option<usize>,
+    metrics: Option<PrometheusHandle>,
+}
+
+impl AppStateBuilder {
+    /// Asks every route but `/healthz` for `Authorization: Bearer <token>`.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// The largest request body, in bytes (default 1 MiB).
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = Some(bytes);
+        self
+    }
+
+    /// Serves this recorder's rendering at `/metrics` (default: the one
+    /// [`metrics::install`](crate::metrics::install) installs).
+    pub fn metrics(mut self, handle: PrometheusHandle) -> Self {
+        self.metrics = Some(handle);
+        self
+    }
+
+    /// The state, with no pool yet: add them with [`AppState::add_pool`].
+    pub fn build(self) -> AppState {
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let (shutdown, _) = watch::channel(false);
+        AppState {
+            inner: Arc::new(Inner {
+                registry: Registry::new(),
+                token: self.token,
+                body_limit: self
+                    .body_limit
+                    .unwrap_or(usize::try_from(DEFAULT_BODY_LIMIT).unwrap_or(usize::MAX)),
+                metrics: self.metrics,
+                events,
+                shutdown,
+            }),
+        }
+    }
+}
+
+/// A failure to start the pools of a config.
+#[derive(Debug)]
+pub struct StartError {
+    /// The pool's name.
+    pub pool: String,
+    /// The key path of the pool in the config (`pool[1]`).
+    pub key: String,
+    /// What went wrong.
+    pub error: kennel::Error,
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` ({:?}): {}", self.key, self.pool, self.error)
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl AppState {
+    /// A builder for the state.
+    pub fn builder() -> AppStateBuilder {
+        AppStateBuilder::default()
+    }
+
+    /// A state with no pool: every job is answered 501.
+    pub fn empty() -> Self {
+        Self::builder().build()
+    }
+
+    /// Builds every pool of `config` (its `[server]` part is not read here)
+    /// and adds them. Workers of `@kennel` pools are `self_exe`.
+    ///
+    /// # Errors
+    ///
+    /// The first pool that cannot be built; the pools built before it are
+    /// closed.
+    ///
+    /// # Panics
+    ///
+    /// When called outside a tokio runtime.
+    pub async fn start_pools(&self, config: &Config, self_exe: &Path) -> Result<(), StartError> {
+        for (i, pool) in config.pools.iter().enumerate() {
+            let fail = |error: kennel::Error| StartError {
+                pool: pool.name.clone(),
+                key: format!("pool[{i}]"),
+                error,
+            };
+            let built = match build_pool(pool, self_exe) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.registry().close_all().await;
+                    return Err(fail(e.into()));
+                }
+            };
+            if let Err(e) = self.add_pool(built, pool.group.as_deref()) {
+                self.registry().close_all().await;
+                return Err(fail(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a pool (in `group`, if given) and forwards its events to
+    /// `/events`. Call it right after the pool is built, so that the
+    /// events of its first workers are seen.
+    ///
+    /// # Errors
+    ///
+    /// [`kennel::Error::DuplicatePool`] when the name is taken.
+    ///
+    /// # Panics
+    ///
+    /// When called outside a tokio runtime.
+    pub fn add_pool(
+        &self,
+        pool: Pool<Coprocess>,
+        group: Option<&str>,
+    ) -> Result<(), kennel::Error> {
+        let rx = pool.events();
+        let name: Arc<str> = pool.name().into();
+        match group {
+            Some(g) => self.inner.registry.add_to_group(pool, g)?,
+            None => self.inner.registry.add(pool)?,
+        }
+        tokio::spawn(forward(name, rx, self.inner.events.clone()));
+        Ok(())
+    }
+
+    /// The pools.
+    pub fn registry(&self) -> &Registry<Coprocess> {
+        &self.inner.registry
+    }
+
+    /// The bearer token every route but `/healthz` asks for, if any.
+    pub fn token(&self) -> Option<&str> {
+        self.inner.token.as_deref()
+    }
+
+    /// The largest request body, in bytes.
+    pub fn body_limit(&self) -> usize {
+        self.inner.body_limit
+    }
+
+    pub(crate) fn metrics(&self) -> Option<&PrometheusHandle> {
+        self.inner.metrics.as_ref()
+    }
+
+    /// A stream of every pool's events.
+    pub fn subscribe(&self) -> broadcast::Receiver<PoolEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Resolves once [`begin_shutdown`](Self::begin_shutdown) was called.
+    pub fn shutdown_signal(&self) -> impl Future<Output = ()> + Send + use<> {
+        let mut rx = self.inner.shutdown.subscribe();
+        async move {
+            let _ = rx.wait_for(|down| *down).await;
+        }
+    }
+
+    /// Starts the shutdown: `/events` streams end, so that a graceful
+    /// server stop is not held open by them.
+    pub fn begin_shutdown(&self) {
+        self.inner.shutdown.send_replace(true);
+    }
+
+    /// Ends `/events` streams, then closes every pool: waiting jobs fail
+    /// with `closed`, lent jobs get their pool's close grace, and every
+    /// worker process ends.
+    ///
+    /// # Cancel safety
+    ///
+    /// The pools are closing as soon as the call starts; dropping the future
+    /// only stops the waiting.
+    pub async fn close(&self) {
+        self.begin_shutdown();
+        self.inner.registry.close_all().await;
+    }
+}
+
+async fn forward(
+    pool: Arc<str>,
+    mut rx: broadcast::Receiver<Event>,
+    tx: broadcast::Sender<PoolEvent>,
+) {
+    loop {
+        match rx.recv().await {
+            Ok(event) => {
+                let closed = matches!(event, Event::Closed);
+                // No subscriber is fine: the event is dropped.
+                let _ = tx.send(PoolEvent {
+                    pool: pool.clone(),
+                    event,
+                });
+                if closed {
+                    break;
+                }
+            }
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(target: "kennel_server", pool = &*pool, missed = n, "event forwarder fell behind");
+            }
+            Err(broadcast::error::RecvError::Closed) => break,
+        }
+    }
+}

@@ -1,0 +1,496 @@
+//! Config tests: every key is read, every bad value is refused with the file
+//! and the key named.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kennel_server::config::{
+    Config, ConfigError, DispatchKind, EvictionConfig, HumanDuration, HumanSize, ReadyKind,
+    ReconfigBody, SizingConfig, Source, StartupKind,
+};
+
+fn source() -> Source {
+    Source {
+        name: "test.toml".into(),
+        dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+    }
+}
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(text, &source())
+}
+
+fn refused(text: &str) -> ConfigError {
+    match parse(text) {
+        Ok(c) => panic!("accepted: {c:?}"),
+        Err(e) => {
+            assert_eq!(e.file, "test.toml");
+            e
+        }
+    }
+}
+
+/// A minimal pool, to which a test adds one line.
+fn pool_with(line: &str) -> String {
+    format!("[[pool]]\nname = \"p\"\nargv = [\"python3\", \"w.py\"]\n{line}\n")
+}
+
+fn secs(n: u64) -> HumanDuration {
+    HumanDuration(Duration::from_secs(n))
+}
+
+#[test]
+fn every_key_is_read() {
+    let text = r#"
+[server]
+listen = "127.0.0.1:9000"
+body_limit = "2MiB"
+token_env = "MY_TOKEN"
+shutdown_grace = "3s"
+
+[[pool]]
+name = "echo"
+argv = ["python3", "examples/workers/echo.py"]
+env = { PYTHONUNBUFFERED = "1", MODE = "fast" }
+cwd = "src"
+group = "echoes"
+startup = "leader-first"
+sizing = { kind = "fixed", workers = 3 }
+eviction = { kind = "idle-timeout", after = "5m", keep = 1 }
+dispatch = "round-robin"
+ready = "immediate"
+job_timeout = "30s"
+warmup_timeout = "1m"
+max_waiting = 16
+max_queue_wait = "2s"
+max_lifetime = "1h"
+max_lifetime_jitter = "5m"
+auto_grow_threshold = 1
+close_grace = "10s"
+max_reply = "4MiB"
+
+[[pool]]
+name = "big"
+argv = ["./model"]
+startup = "ordered-ready"
+sizing = { kind = "resources", memory_per_worker = "2GiB" }
+"#;
+    let c = parse(text).unwrap();
+    assert_eq!(c.server.listen, "127.0.0.1:9000");
+    assert_eq!(c.listen(), "127.0.0.1:9000".parse().unwrap());
+    assert_eq!(c.server.body_limit, HumanSize(2 * 1024 * 1024));
+    assert_eq!(c.server.token_env.as_deref(), Some("MY_TOKEN"));
+    assert_eq!(c.server.shutdown_grace, secs(3));
+    assert_eq!(c.pools.len(), 2);
+    let p = &c.pools[0];
+    assert_eq!(p.name, "echo");
+    assert_eq!(p.argv, ["python3", "examples/workers/echo.py"]);
+    assert_eq!(p.env.get("PYTHONUNBUFFERED").map(String::as_str), Some("1"));
+    assert_eq!(p.env.get("MODE").map(String::as_str), Some("fast"));
+    // A relative cwd is resolved from the config file's directory.
+    assert_eq!(
+        p.cwd.as_deref(),
+        Some(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("src")
+                .as_path()
+        )
+    );
+    assert_eq!(p.group.as_deref(), Some("echoes"));
+    assert_eq!(p.startup, StartupKind::LeaderFirst);
+    assert_eq!(p.sizing, Some(SizingConfig::Fixed { workers: 3 }));
+    assert_eq!(
+        p.eviction,
+        EvictionConfig::IdleTimeout {
+            after: secs(300),
+            keep: 1
+        }
+    );
+    assert_eq!(p.dispatch, DispatchKind::RoundRobin);
+    assert_eq!(p.ready, ReadyKind::Immediate);
+    assert_eq!(p.job_timeout, Some(secs(30)));
+    assert_eq!(p.warmup_timeout, Some(secs(60)));
+    assert_eq!(p.max_waiting, Some(16));
+    assert_eq!(p.max_queue_wait, Some(secs(2)));
+    assert_eq!(p.max_lifetime, Some(secs(3600)));
+    assert_eq!(p.max_lifetime_jitter, Some(secs(300)));
+    assert_eq!(p.auto_grow_threshold, Some(1));
+    assert_eq!(p.close_grace, Some(secs(10)));
+    assert_eq!(p.max_reply, Some(HumanSize(4 * 1024 * 1024)));
+    let q = &c.pools[1];
+    assert_eq!(q.startup, StartupKind::OrderedReady);
+    assert_eq!(
+        q.sizing,
+        Some(SizingConfig::Resources {
+            memory_per_worker: HumanSize(2 * 1024 * 1024 * 1024)
+        })
+    );
+}
+
+#[test]
+fn defaults_are_safe() {
+    let c = parse(&pool_with("")).unwrap();
+    assert_eq!(c.listen(), "127.0.0.1:7878".parse().unwrap());
+    assert_eq!(c.server.body_limit, HumanSize(1024 * 1024));
+    assert_eq!(c.server.token_env, None);
+    assert_eq!(c.server.shutdown_grace, secs(10));
+    let p = &c.pools[0];
+    assert_eq!(p.startup, StartupKind::OnDemand);
+    assert_eq!(p.sizing, None);
+    assert_eq!(p.eviction, EvictionConfig::None);
+    assert_eq!(p.job_timeout, None);
+    assert_eq!(p.group, None);
+    // An empty file is a config with no pool (the service answers 501).
+    assert!(parse("").unwrap().pools.is_empty());
+}
+
+#[test]
+fn listen_takes_humane_forms() {
+    for (given, want) in [
+        ("127.0.0.1", "127.0.0.1:7878"),
+        ("localhost", "127.0.0.1:7878"),
+        ("localhost:9001", "127.0.0.1:9001"),
+        ("[::1]:80", "[::1]:80"),
+        ("0.0.0.0:0", "0.0.0.0:0"),
+    ] {
+        let c = parse(&format!("[server]\nlisten = \"{given}\"\n")).unwrap();
+        assert_eq!(c.listen(), want.parse().unwrap(), "{given}");
+    }
+}
+
+#[test]
+fn sizes_and_durations_read_humane_units() {
+    for (given, want) in [
+        ("\"512KiB\"", 512 * 1024),
+        ("\"1 MB\"", 1_000_000),
+        ("4096", 4096),
+    ] {
+        let c = parse(&format!("[server]\nbody_limit = {given}\n")).unwrap();
+        assert_eq!(c.server.body_limit, HumanSize(want), "{given}");
+    }
+    for (given, want) in [
+        ("500ms", Duration::from_millis(500)),
+        ("1h 30m", Duration::from_secs(5400)),
+        ("2days", Duration::from_secs(2 * 86400)),
+    ] {
+        let c = parse(&pool_with(&format!("job_timeout = \"{given}\""))).unwrap();
+        assert_eq!(c.pools[0].job_timeout, Some(HumanDuration(want)), "{given}");
+    }
+}
+
+/// Each bad value, the key the error must name, and a word of what is
+/// allowed.
+#[test]
+fn each_bad_value_is_refused_with_its_key() {
+    let cases: &[(&str, &str, &str)] = &[
+        // Unknown keys, anywhere.
+        ("[server]\nport = 1\n", "server.port", "expected one of"),
+        ("colour = 1\n", "colour", "expected `server` or `pool`"),
+        (
+            &pool_with("job_timeut = \"1s\""),
+            "pool[0].job_timeut",
+            "job_timeout",
+        ),
+        (
+            &pool_with("sizing = { kind = \"fixed\", workers = 2, extra = 1 }"),
+            "pool[0].sizing.extra",
+            "expected one of",
+        ),
+        (
+            &pool_with("eviction = { kind = \"idle-timeout\", after = \"1m\", keeep = 1 }"),
+            "pool[0].eviction.keeep",
+            "expected one of",
+        ),
+        // Server values.
+        (
+            "[server]\nlisten = \"nowhere\"\n",
+            "server.listen",
+            "IP:PORT",
+        ),
+        (
+            "[server]\nbody_limit = \"2 parsecs\"\n",
+            "server.body_limit",
+            "2GiB",
+        ),
+        (
+            "[server]\nbody_limit = 0\n",
+            "server.body_limit",
+            "1 byte to 1 GiB",
+        ),
+        (
+            "[server]\nbody_limit = \"2GiB\"\n",
+            "server.body_limit",
+            "1 byte to 1 GiB",
+        ),
+        (
+            "[server]\ntoken_env = \"\"\n",
+            "server.token_env",
+            "non-empty",
+        ),
+        (
+            "[server]\nshutdown_grace = \"soon\"\n",
+            "server.shutdown_grace",
+            "30s",
+        ),
+        (
+            "[server]\nshutdown_grace = 10\n",
+            "server.shutdown_grace",
+            "no unit",
+        ),
+        (
+            "[server]\nshutdown_grace = \"30days\"\n",
+            "server.shutdown_grace",
+            "0 to",
+        ),
+        // Pool identity.
+        ("[[pool]]\nargv = [\"x\"]\n", "pool[0]", "name"),
+        ("[[pool]]\nname = \"p\"\n", "pool[0]", "argv"),
+        (
+            &pool_with("").replace("name = \"p\"", "name = \"a b\""),
+            "pool[0].name",
+            "letters",
+        ),
+        (
+            &format!("{}{}", pool_with(""), pool_with("")),
+            "pool[1].name",
+            "no other pool",
+        ),
+        (
+            "[[pool]]\nname = \"p\"\nargv = []\n",
+            "pool[0].argv",
+            "program",
+        ),
+        (
+            &pool_with("cwd = \"no/such/dir\""),
+            "pool[0].cwd",
+            "existing directory",
+        ),
+        (&pool_with("group = \"\""), "pool[0].group", "letters"),
+        (
+            &pool_with("env = { \"A=B\" = \"1\" }"),
+            "pool[0].env.A=B",
+            "without '='",
+        ),
+        (&pool_with("env = { A = 1 }"), "pool[0].env.A", "string"),
+        // Policies.
+        (
+            &pool_with("startup = \"eager\""),
+            "pool[0].startup",
+            "parallel",
+        ),
+        (
+            &pool_with("sizing = { kind = \"fixd\", workers = 2 }"),
+            "pool[0].sizing.kind",
+            "fixed",
+        ),
+        (
+            &pool_with("sizing = { kind = \"fixed\", workers = 0 }"),
+            "pool[0].sizing.workers",
+            "1 to 1024",
+        ),
+        (
+            &pool_with("sizing = { kind = \"fixed\", workers = 5000 }"),
+            "pool[0].sizing.workers",
+            "1 to 1024",
+        ),
+        (
+            &pool_with("sizing = { kind = \"fixed\" }"),
+            "pool[0].sizing",
+            "workers",
+        ),
+        (
+            &pool_with("sizing = { kind = \"resources\", memory_per_worker = \"lots\" }"),
+            "pool[0].sizing.memory_per_worker",
+            "2GiB",
+        ),
+        (
+            &pool_with("sizing = { kind = \"resources\", memory_per_worker = 0 }"),
+            "pool[0].sizing.memory_per_worker",
+            "1 byte or more",
+        ),
+        (
+            &pool_with("eviction = { kind = \"lru\" }"),
+            "pool[0].eviction.kind",
+            "idle-timeout",
+        ),
+        (
+            &pool_with("eviction = { kind = \"idle-timeout\", after = \"0s\" }"),
+            "pool[0].eviction.after",
+            "above 0",
+        ),
+        (
+            &pool_with("eviction = { kind = \"idle-timeout\", after = \"30days\" }"),
+            "pool[0].eviction.after",
+            "at most",
+        ),
+        (
+            &pool_with("dispatch = \"random\""),
+            "pool[0].dispatch",
+            "round-robin",
+        ),
+        (
+            &pool_with("ready = \"never\""),
+            "pool[0].ready",
+            "immediate",
+        ),
+        // Limits.
+        (
+            &pool_with("job_timeout = \"0s\""),
+            "pool[0].job_timeout",
+            "above 0",
+        ),
+        (
+            &pool_with("job_timeout = \"5 fortnights\""),
+            "pool[0].job_timeout",
+            "30s",
+        ),
+        (
+            &pool_with("warmup_timeout = \"30days\""),
+            "pool[0].warmup_timeout",
+            "at most",
+        ),
+        (
+            &pool_with("max_waiting = -1"),
+            "pool[0].max_waiting",
+            "integer",
+        ),
+        (
+            &pool_with("max_waiting = 2000000"),
+            "pool[0].max_waiting",
+            "0 to 1000000",
+        ),
+        (
+            &pool_with("max_queue_wait = \"0ms\""),
+            "pool[0].max_queue_wait",
+            "above 0",
+        ),
+        (
+            &pool_with("max_lifetime = \"0s\""),
+            "pool[0].max_lifetime",
+            "above 0",
+        ),
+        (
+            &pool_with("max_lifetime_jitter = \"1m\""),
+            "pool[0].max_lifetime_jitter",
+            "only with max_lifetime",
+        ),
+        (
+            &pool_with("max_lifetime = \"1m\"\nmax_lifetime_jitter = \"1m\""),
+            "pool[0].max_lifetime_jitter",
+            "less than max_lifetime",
+        ),
+        (
+            &pool_with("sizing = { kind = \"fixed\", workers = 2 }\nauto_grow_threshold = 2"),
+            "pool[0].auto_grow_threshold",
+            "0 to 1",
+        ),
+        (
+            &pool_with("close_grace = \"30days\""),
+            "pool[0].close_grace",
+            "0 to",
+        ),
+        (&pool_with("max_reply = 0"), "pool[0].max_reply", "1 byte"),
+    ];
+    for (text, key, allowed) in cases {
+        let e = refused(text);
+        assert_eq!(e.key, *key, "wrong key for:\n{text}\n{e}");
+        assert!(
+            e.message.contains(allowed),
+            "message for {key} does not say {allowed:?}: {}",
+            e.message
+        );
+        let shown = e.to_string();
+        assert!(shown.starts_with("test.toml"), "{shown}");
+        assert!(shown.contains(key), "{shown}");
+    }
+}
+
+#[test]
+fn a_syntax_error_names_the_line() {
+    let e = refused("[server]\nlisten = \n");
+    assert_eq!(e.line.map(|l| l.0), Some(2), "{e}");
+    assert!(e.to_string().starts_with("test.toml:2:"), "{e}");
+}
+
+#[test]
+fn a_type_error_names_the_line() {
+    let e = refused("[server]\n\nbody_limit = true\n");
+    assert_eq!(e.key, "server.body_limit");
+    assert_eq!(e.line.map(|l| l.0), Some(3), "{e}");
+}
+
+#[test]
+fn load_names_the_file_and_resolves_cwd_from_it() {
+    let dir = std::env::temp_dir().join(format!("kennel-config-test-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("workers")).unwrap();
+    let path = dir.join("kennel.toml");
+    std::fs::write(&path, pool_with("cwd = \"workers\"")).unwrap();
+    let c = Config::load(&path).unwrap();
+    assert_eq!(
+        c.pools[0].cwd.as_deref(),
+        Some(dir.join("workers").as_path())
+    );
+    std::fs::write(&path, pool_with("startup = 3")).unwrap();
+    let e = Config::load(&path).unwrap_err();
+    assert_eq!(e.file, path.display().to_string());
+    assert_eq!(e.key, "pool[0].startup");
+    let e = Config::load(&dir.join("missing.toml")).unwrap_err();
+    assert!(e.message.contains("cannot read"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_demo_config_is_valid() {
+    let c = Config::demo();
+    assert_eq!(c.pools.len(), 1);
+    assert_eq!(c.pools[0].name, "demo");
+    assert_eq!(c.pools[0].argv[0], "@kennel");
+    // It round-trips through TOML and passes the same checks as a file.
+    let text = toml::to_string(&c).unwrap();
+    let again = parse(&text).unwrap();
+    assert_eq!(again.pools[0].sizing, c.pools[0].sizing);
+    assert_eq!(again.pools[0].eviction, c.pools[0].eviction);
+}
+
+#[test]
+fn reconfig_bodies_name_their_keys() {
+    let b = ReconfigBody::from_json(
+        br#"{"sizing":{"kind":"fixed","workers":3},"job_timeout":null,"max_waiting":4,
+            "eviction":{"kind":"idle-timeout","after":"1m"},"group":"g","max_lifetime":"1h",
+            "max_lifetime_jitter":"1m","auto_grow_threshold":1,"warmup_timeout":"5s",
+            "max_queue_wait":"1s","close_grace":"2s"}"#,
+    )
+    .unwrap();
+    assert_eq!(b.sizing, Some(SizingConfig::Fixed { workers: 3 }));
+    assert_eq!(b.job_timeout, Some(None));
+    assert_eq!(b.warmup_timeout, Some(Some(secs(5))));
+    assert_eq!(b.max_waiting, Some(4));
+    assert_eq!(b.group, Some(Some("g".into())));
+    assert_eq!(b.auto_grow_threshold, Some(Some(1)));
+    assert_eq!(
+        ReconfigBody::from_json(b"{}").unwrap(),
+        ReconfigBody::default()
+    );
+    for (body, key) in [
+        (&br#"{"name":"x"}"#[..], "name"),
+        (
+            br#"{"sizing":{"kind":"fixed","workers":0}}"#,
+            "sizing.workers",
+        ),
+        (br#"{"job_timeout":"0s"}"#, "job_timeout"),
+        (br#"{"job_timeout":5}"#, "job_timeout"),
+        (
+            br#"{"eviction":{"kind":"idle-timeout","after":"x"}}"#,
+            "eviction.after",
+        ),
+        (
+            br#"{"max_lifetime":"1m","max_lifetime_jitter":"2m"}"#,
+            "max_lifetime_jitter",
+        ),
+        (br#"{"group":"a b"}"#, "group"),
+    ] {
+        let e = ReconfigBody::from_json(body).unwrap_err();
+        assert_eq!(e.key, key, "{e}");
+        assert_eq!(e.file, "<request>");
+    }
+}
