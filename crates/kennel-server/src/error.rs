@@ -17,7 +17,7 @@ use serde_json::json;
 /// | `not-supported` (no pool is configured) | 501 |
 /// | `no-such-pool`, `no-such-group`, `not-found` | 404 |
 /// | `method-not-allowed` | 405 |
-/// | `bad-json`, `bad-config` | 400 |
+/// | `bad-json`, `bad-request`, `bad-config` | 400 |
 /// | `unauthorized` | 401 |
 /// | `too-large` | 413 |
 /// | `rejected`, `no-members`, `lend-timeout` (with `Retry-After`) | 503 |
@@ -49,6 +49,11 @@ pub enum ApiError {
     /// The body is not valid JSON.
     BadJson {
         /// What the parser said.
+        message: String,
+    },
+    /// The query string or another part of the request is not understood.
+    BadRequest {
+        /// What was wrong.
         message: String,
     },
     /// A reconfiguration body has an unknown key or a bad value.
@@ -126,6 +131,7 @@ impl ApiError {
             Self::NotFound => "not-found",
             Self::MethodNotAllowed => "method-not-allowed",
             Self::BadJson { .. } => "bad-json",
+            Self::BadRequest { .. } => "bad-request",
             Self::BadConfig { .. } => "bad-config",
             Self::Unauthorized => "unauthorized",
             Self::TooLarge { .. } => "too-large",
@@ -150,7 +156,9 @@ impl ApiError {
                 StatusCode::NOT_FOUND
             }
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::BadJson { .. } | Self::BadConfig { .. } => StatusCode::BAD_REQUEST,
+            Self::BadJson { .. } | Self::BadRequest { .. } | Self::BadConfig { .. } => {
+                StatusCode::BAD_REQUEST
+            }
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Rejected { .. }
@@ -174,7 +182,7 @@ impl ApiError {
             Self::NotFound => "no such route".into(),
             Self::MethodNotAllowed => "this route does not take this method".into(),
             Self::BadJson { message } => format!("the body is not valid JSON: {message}"),
-            Self::BadConfig { message } => message.clone(),
+            Self::BadRequest { message } | Self::BadConfig { message } => message.clone(),
             Self::Unauthorized => "a valid bearer token is required".into(),
             Self::TooLarge { limit } => {
                 format!("the body is over the {limit}-byte limit")

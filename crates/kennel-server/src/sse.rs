@@ -88,7 +88,7 @@ pub(crate) async fn events(
     State(state): State<AppState>,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::BadJson {
+    let Query(query) = query.map_err(|e| ApiError::BadRequest {
         message: e.body_text(),
     })?;
     if let Some(name) = &query.pool {
