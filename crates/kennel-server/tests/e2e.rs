@@ -1,0 +1,473 @@
+//! End to end: the real `kennel` binary on a free loopback port, with a real
+//! config and real worker processes (the built-in demo worker and the Python
+//! echo worker), driven by a tiny HTTP/1.1 client; then SIGTERM, and no
+//! worker process may remain.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// One HTTP/1.1 exchange with `Connection: close`.
+fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> (u16, String, String) {
+    let mut stream = TcpStream::connect_timeout(&addr, LIMIT).unwrap();
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    let body = body.map(Value::to_string).unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("no end of headers");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        unchunk(body)
+    } else {
+        body.to_owned()
+    };
+    (status, head.to_owned(), body)
+}
+
+fn unchunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = &rest[n + 2..];
+    }
+    out
+}
+
+fn json_of(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+}
+
+/// Every descendant of `pid`, from /proc.
+fn descendants(pid: u32) -> BTreeSet<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // The command may hold spaces and parentheses: read after the last ')'.
+        let Some(after) = stat.rsplit_once(')').map(|(_, a)| a) else {
+            continue;
+        };
+        if let Some(ppid) = after.split_whitespace().nth(1).and_then(|s| s.parse().ok()) {
+            parents.push((p, ppid));
+        }
+    }
+    let mut found = BTreeSet::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for &(p, pp) in &parents {
+            if pp == parent && found.insert(p) {
+                frontier.push(p);
+            }
+        }
+    }
+    found
+}
+
+/// Whether `pid` still runs (a zombie does not count).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, a)| a.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < LIMIT, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // A failed test must not leave the server (and its workers) behind.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_server(config: &str) -> (Server, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("kennel-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("kennel.toml");
+    std::fs::write(&path, config).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kennel"))
+        .args(["serve", "--config"])
+        .arg(&path)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("kennel listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
+        .parse()
+        .unwrap();
+    // Keep draining stdout so the server never blocks on it.
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        while stdout.read_line(&mut sink).is_ok_and(|n| n > 0) {
+            sink.clear();
+        }
+    });
+    (Server { child, addr }, dir)
+}
+
+#[test]
+fn the_binary_serves_real_workers_and_leaves_none_after_sigterm() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let echo = repo.join("examples/workers/echo.py");
+    let config = format!(
+        r#"
+[server]
+listen = "127.0.0.1:0"
+shutdown_grace = "10s"
+
+[[pool]]
+name = "demo"
+argv = ["@kennel", "worker", "demo", "--warmup", "50ms"]
+group = "cpu"
+startup = "parallel"
+sizing = {{ kind = "fixed", workers = 2 }}
+job_timeout = "20s"
+
+[[pool]]
+name = "echo"
+argv = ["python3", {echo:?}]
+env = {{ PYTHONUNBUFFERED = "1" }}
+startup = "parallel"
+sizing = {{ kind = "fixed", workers = 1 }}
+"#,
+        echo = echo.display().to_string()
+    );
+    let (mut server, dir) = start_server(&config);
+    let addr = server.addr;
+    let server_pid = server.child.id();
+
+    // Health, and the pools as configured.
+    let (status, _, body) = http(addr, "GET", "/healthz", None);
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = http(addr, "GET", "/pools", None);
+    assert_eq!(status, 200);
+    let pools = json_of(&body);
+    assert_eq!(pools["pools"][0]["name"], "demo");
+    assert_eq!(pools["pools"][0]["group"], "cpu");
+    assert_eq!(pools["pools"][1]["name"], "echo");
+
+    // Jobs, several at once, on the demo pool; the echo pool echoes.
+    let replies: Vec<Value> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..6)
+            .map(|i| {
+                s.spawn(move || {
+                    let (status, _, body) = http(
+                        addr,
+                        "POST",
+                        "/pools/demo/jobs",
+                        Some(&json!({"iterations": 1000 * (i + 1)})),
+                    );
+                    assert_eq!(status, 200, "{body}");
+                    json_of(&body)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut worker_pids = BTreeSet::new();
+    for (i, r) in replies.iter().enumerate() {
+        assert_eq!(r["done"], true);
+        assert_eq!(r["iterations"], 1000 * (i + 1));
+        worker_pids.insert(u32::try_from(r["pid"].as_u64().unwrap()).unwrap());
+    }
+    let (status, _, body) = http(
+        addr,
+        "POST",
+        "/pools/echo/jobs",
+        Some(&json!({"hello": [1, 2]})),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(json_of(&body), json!({"hello": [1, 2]}));
+    let (status, _, body) = http(
+        addr,
+        "POST",
+        "/groups/cpu/jobs",
+        Some(&json!({"iterations": 10})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = http(
+        addr,
+        "POST",
+        "/pools/echo/jobs",
+        Some(&json!({"op": "error", "message": "bad input"})),
+    );
+    assert_eq!(status, 500);
+    assert_eq!(
+        json_of(&body),
+        json!({"error": "worker-error", "message": "bad input"})
+    );
+
+    // Metrics, from the pools and from the service.
+    let (status, head, text) = http(addr, "GET", "/metrics", None);
+    assert_eq!(status, 200);
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: text/plain"),
+        "{head}"
+    );
+    assert!(text.contains("kennel_jobs_total{pool=\"demo\"}"), "{text}");
+    assert!(text.contains("kennel_http_requests_total{"), "{text}");
+
+    // Events: a crash shows on the stream, then a new worker gets ready.
+    let mut events = TcpStream::connect(addr).unwrap();
+    events.set_read_timeout(Some(LIMIT)).unwrap();
+    write!(
+        events,
+        "GET /events?pool=demo HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+    )
+    .unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    // The stream is open once its headers arrived.
+    while !seen.contains("\r\n\r\n") {
+        let n = events.read(&mut buf).unwrap();
+        assert!(n > 0, "the event stream closed: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+    assert!(seen.contains("text/event-stream"), "{seen}");
+    let (status, _, body) = http(
+        addr,
+        "POST",
+        "/pools/demo/jobs",
+        Some(&json!({"crash": true})),
+    );
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(json_of(&body)["error"], "crashed");
+    let start = Instant::now();
+    loop {
+        let ended = seen
+            .find("event: worker:crashed")
+            .or_else(|| seen.find("event: worker:exited"));
+        if ended.is_some_and(|at| seen[at..].contains("event: worker:ready")) {
+            break;
+        }
+        assert!(start.elapsed() < LIMIT, "events not seen: {seen}");
+        let n = events.read(&mut buf).unwrap();
+        assert!(n > 0, "the event stream closed: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(seen.contains("\"pool\":\"demo\""), "{seen}");
+
+    // Every worker process is a descendant of the server.
+    wait_until("the demo pool to be idle again", || {
+        let (_, _, body) = http(addr, "GET", "/pools/demo/stats", None);
+        json_of(&body)["idle"] == 2
+    });
+    let children = descendants(server_pid);
+    for p in worker_pids.iter().filter(|&&p| alive(p)) {
+        assert!(
+            children.contains(p),
+            "worker {p} is not the server's: {children:?}"
+        );
+    }
+    assert!(children.len() >= 3, "demo ×2 and echo ×1: {children:?}");
+    worker_pids.extend(children);
+
+    // A job in flight when SIGTERM comes still gets its answer.
+    let in_flight = std::thread::spawn(move || {
+        http(
+            addr,
+            "POST",
+            "/pools/demo/jobs",
+            Some(&json!({"sleep_ms": 700})),
+        )
+    });
+    wait_until("the slow job to get a worker", || {
+        let (_, _, body) = http(addr, "GET", "/pools/demo/stats", None);
+        json_of(&body)["lent"] == 1
+    });
+    kill(
+        Pid::from_raw(i32::try_from(server_pid).unwrap()),
+        Signal::SIGTERM,
+    )
+    .unwrap();
+    let (status, _, body) = in_flight.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+
+    // The event stream ends, the server exits cleanly, and no worker remains.
+    let mut rest = Vec::new();
+    let _ = events.read_to_end(&mut rest);
+    let start = Instant::now();
+    let exit = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "the server did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(exit.success(), "{exit:?}");
+    wait_until("every worker process to end", || {
+        worker_pids.iter().all(|&p| !alive(p))
+    });
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "still accepting after shutdown"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn check_prints_what_serve_would_start_and_refuses_bad_configs() {
+    let dir = std::env::temp_dir().join(format!("kennel-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.toml");
+    std::fs::write(
+        &good,
+        "[[pool]]\nname = \"demo\"\nargv = [\"@kennel\", \"worker\", \"demo\"]\nstartup = \"parallel\"\nsizing = { kind = \"fixed\", workers = 3 }\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kennel"))
+        .args(["check", "--config"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("pool demo"), "{stdout}");
+    assert!(stdout.contains("capacity        3"), "{stdout}");
+    assert!(stdout.contains("valid"), "{stdout}");
+
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[[pool]]\nname = \"demo\"\nargv = [\"x\"]\njob_timeout = \"0s\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kennel"))
+        .args(["check", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bad.toml"), "{stderr}");
+    assert!(stderr.contains("pool[0].job_timeout"), "{stderr}");
+    assert!(stderr.contains("above 0"), "{stderr}");
+
+    // serve refuses the same file at start.
+    let out = Command::new(env!("CARGO_BIN_EXE_kennel"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pool[0].job_timeout"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn run_streams_jobs_in_input_order() {
+    let dir = std::env::temp_dir().join(format!("kennel-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("kennel.toml");
+    std::fs::write(
+        &config,
+        "[[pool]]\nname = \"demo\"\nargv = [\"@kennel\", \"worker\", \"demo\", \"--warmup\", \"20ms\"]\nsizing = { kind = \"fixed\", workers = 2 }\n",
+    )
+    .unwrap();
+    let jobs = dir.join("jobs.jsonl");
+    let mut lines: Vec<String> = (0..20)
+        .map(|i| json!({"iterations": i, "sleep_ms": (20 - i) * 3}).to_string())
+        .collect();
+    lines.insert(5, "not json".into());
+    lines.insert(9, String::new());
+    lines.push(json!({"fail": "no"}).to_string());
+    std::fs::write(&jobs, lines.join("\n") + "\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kennel"))
+        .args(["run", "--pool", "demo", "--quiet", "--config"])
+        .arg(&config)
+        .arg(&jobs)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Two jobs failed: exit code 1, and a summary.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("22 jobs: 20 ok, 2 failed"), "{stderr}");
+    let results: Vec<Value> = stdout.lines().map(json_of).collect();
+    assert_eq!(results.len(), 22, "{stdout}");
+    let mut want = 0;
+    for r in &results {
+        if r.get("error").is_some() {
+            continue;
+        }
+        assert_eq!(r["iterations"], want, "out of order: {stdout}");
+        want += 1;
+    }
+    assert_eq!(want, 20);
+    assert_eq!(results[5]["error"], "bad-json");
+    assert_eq!(results[5]["line"], 6);
+    assert_eq!(
+        results[21],
+        json!({"error": "worker-error", "message": "no", "line": 23})
+    );
+
+    // An unknown pool is refused, naming the pools there are.
+    let out = Command::new(env!("CARGO_BIN_EXE_kennel"))
+        .args(["run", "--pool", "nope", "--config"])
+        .arg(&config)
+        .arg(&jobs)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("allowed: demo"));
+    let _ = std::fs::remove_dir_all(dir);
+}
