@@ -43,6 +43,13 @@ fn retired(events: &[Event]) -> Vec<(usize, RetireReason)> {
         .collect()
 }
 
+/// The answer of a call that must not wait (a refusal, never a queue).
+async fn at_once<F: Future>(call: F) -> F::Output {
+    tokio::time::timeout(secs(1), call)
+        .await
+        .expect("answered at once, not queued")
+}
+
 fn count(events: &[Event], name: &str) -> usize {
     events.iter().filter(|e| e.name() == name).count()
 }
@@ -503,7 +510,7 @@ async fn a_group_with_every_pool_exhausted_has_no_members() {
     let a = group.lend().await.unwrap();
     let b = group.lend().await.unwrap();
     assert_ne!(a.id, b.id);
-    let err = group.lend().await.unwrap_err();
+    let err = at_once(group.lend()).await.unwrap_err();
     assert!(
         matches!(&err, Error::NoMembers { group } if group == "riak"),
         "{err:?}"
@@ -525,7 +532,7 @@ async fn a_group_with_no_pool_has_no_members() {
     registry
         .add_to_group(eager(&farm, "rc8081", 1), "riak")
         .unwrap();
-    let err = registry.group("redis").lend().await.unwrap_err();
+    let err = at_once(registry.group("redis").lend()).await.unwrap_err();
     assert!(
         matches!(&err, Error::NoMembers { group } if group == "redis"),
         "{err:?}"
@@ -639,7 +646,7 @@ async fn a_take_queues_up_to_max_waiting_and_gives_up_after_its_timeout() {
     let hasty = tokio::spawn(async move { p.lend_timeout(secs(5)).await.map(|l| l.id) });
     settle().await;
     assert_eq!(pool.stats().waiting, 2);
-    let err = pool.lend().await.unwrap_err();
+    let err = at_once(pool.lend()).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -892,7 +899,7 @@ async fn reconfiguring_timeouts_and_limits_says_so_and_applies_to_the_next_job()
     );
     settle().await;
     let held = pool.lend().await.unwrap();
-    let err = pool.lend().await.unwrap_err();
+    let err = at_once(pool.lend()).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -1010,7 +1017,7 @@ async fn a_reconfiguration_with_a_bad_value_is_refused_naming_it_and_changes_not
     let p = pool.clone();
     let queued = tokio::spawn(async move { p.lend().await.map(|l| l.id) });
     settle().await;
-    let err = pool.lend().await.unwrap_err();
+    let err = at_once(pool.lend()).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -1067,7 +1074,7 @@ async fn a_pool_alone_refuses_a_group_and_the_registry_moves_the_pool() {
     );
     assert_eq!(registry.groups(), ["cache"]);
     assert!(matches!(
-        registry.group("riak").lend().await,
+        at_once(registry.group("riak").lend()).await,
         Err(Error::NoMembers { .. })
     ));
     let lease = registry.group("cache").lend().await.unwrap();
