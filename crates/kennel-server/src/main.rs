@@ -29,7 +29,13 @@ fn main() -> ExitCode {
             }
         };
     }
-    init_tracing();
+    // `serve` logs what its pools do; `run` and `check` keep stderr for
+    // their progress bar and report, and log only warnings.
+    init_tracing(if matches!(command, Command::Serve(_)) {
+        "warn,kennel=info,kennel_server=info,kennel_process=info"
+    } else {
+        "warn"
+    });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -57,11 +63,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_tracing() {
+/// Logs to stderr, filtered by `RUST_LOG` or else by `default`.
+fn init_tracing(default: &str) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        EnvFilter::new("warn,kennel=info,kennel_server=info,kennel_process=info")
-    });
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
