@@ -19,6 +19,11 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if token.is_none() && !addr.ip().is_loopback() {
         tracing::warn!(target: "kennel_server", %addr, "listening beyond loopback with no bearer token (set server.token_env)");
     }
+    // Bind first: a busy port fails before any worker starts.
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr().context("no local address")?;
     let mut sigterm = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
     let mut sigint = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
 
@@ -49,10 +54,6 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("{source}: cannot start a pool"))?;
 
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
-    let local = listener.local_addr().context("no local address")?;
     announce(&state, local, args.config.is_none());
 
     let grace = config.server.shutdown_grace.0;
