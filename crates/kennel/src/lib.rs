@@ -45,8 +45,8 @@ pub use crate::reconfig::{Action, Reconfig};
 pub use crate::registry::{Group, PoolEntry, Registry};
 pub use crate::shared::SlotInfo;
 pub use crate::sizing::{
-    Fixed, Resources, SizePlan, Sizing, SizingDecision, SizingInput, SizingStep, SizingView,
-    Verdict,
+    Fixed, Gradient, HillClimbing, Resources, SizePlan, Sizing, SizingDecision, SizingInput,
+    SizingStep, SizingView, Verdict,
 };
 pub use crate::startup::{
     LeaderFirst, OnDemand, OrderedReady, Parallel, SlotPhase, Starts, Startup,

@@ -105,6 +105,9 @@ mod tests {
     fn the_system_computer_counts_the_pools_workers_as_the_pools() {
         let memory = Memory::new(GIB, SystemComputer);
         let alive = 3;
-        assert!(memory.fit(alive) >= alive, "the running workers already fit");
+        assert!(
+            memory.fit(alive) >= alive,
+            "the running workers already fit"
+        );
     }
 }

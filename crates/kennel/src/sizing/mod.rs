@@ -8,9 +8,15 @@ use tokio::time::Instant;
 use crate::error::BuildError;
 
 mod fixed;
+mod gradient;
+mod hill_climbing;
+mod memory;
 mod resources;
+mod step;
 
 pub use fixed::Fixed;
+pub use gradient::Gradient;
+pub use hill_climbing::HillClimbing;
 pub use resources::Resources;
 
 /// Capacity and first size, decided once when the pool is built.

@@ -1,0 +1,195 @@
+use std::time::Duration;
+
+use super::memory::Memory;
+use super::step::{Measured, Rule, Stepper, Windows, percent};
+use super::{SizePlan, Sizing, SizingDecision, SizingInput, SizingView, Verdict};
+use crate::computer::Computer;
+use crate::error::BuildError;
+
+/// How much more a worker must add: 10%, as the .NET thread pool's goal.
+const GAIN: f64 = 0.10;
+
+/// Runs 2 workers first, then as many as each add at least 10% more jobs per
+/// second (as the .NET thread pool does), learning for as long as the pool
+/// runs (SPEC S7).
+///
+/// Capacity = `min(cpus, free memory / memory_per_worker)`, at least 1, read
+/// from the computer when the pool is built. Then it takes steps: three
+/// windows of at least 20 jobs and 2 seconds each, counted only while jobs
+/// wait and every running worker is ready — at the size it has, at one more
+/// (or one fewer), and at the size it has again. Jobs per second are measured
+/// as `size / mean job time` (every worker is busy while jobs wait).
+///
+/// - A step up pays when the trial has at least 10% more jobs per second than
+///   each of the two windows around it; then the worker stays at once.
+/// - A step down shows the top worker does not pay when neither window around
+///   it has 10% more than the trial. After two such steps in a row, one
+///   worker goes.
+/// - A step with fewer keeps the workers alive (kept), so a later step up
+///   costs no warm-up. A step up is tried only when one more worker's memory
+///   is free.
+/// - After a step that changes nothing it pauses 1 window, then 2, 4, 8, up
+///   to 16, each a random 0.5 to 1.5 times that; a change resets the pause.
+/// - After each window, and every 2 seconds, it reads the free memory again
+///   ([`Computer::free_for_pool`]); when the running workers do not fit, it
+///   runs as many as fit, at least 1.
+///
+/// Every step is a [`SizingStep`](crate::SizingStep) event with its figures.
+///
+/// ```
+/// use kennel::{HillClimbing, TestComputer};
+///
+/// // 2 GiB per worker on 16 CPUs with 64 GiB free; the seed makes the pauses
+/// // repeatable.
+/// let sizing = HillClimbing::new(2 << 30, TestComputer::new(16, 64 << 30)).seed(7);
+/// # let _ = sizing;
+/// ```
+#[derive(Debug)]
+pub struct HillClimbing {
+    stepper: Stepper<Climb>,
+}
+
+impl HillClimbing {
+    /// Learns how many workers of `memory_per_worker` bytes pay on
+    /// `computer`.
+    pub fn new(memory_per_worker: u64, computer: impl Computer) -> Self {
+        Self {
+            stepper: Stepper::new(Climb, Memory::new(memory_per_worker, computer)),
+        }
+    }
+
+    /// Seeds the random pause lengths, so that a run repeats (default: a seed
+    /// from the operating system).
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.stepper.set_seed(seed);
+        self
+    }
+
+    /// How long a window lasts at least: `min_jobs` jobs and `min_time`
+    /// (default 20 jobs and 2 seconds). 0 of either is a
+    /// [`BuildError`] naming `window`.
+    #[must_use]
+    pub fn window(mut self, min_jobs: u32, min_time: Duration) -> Self {
+        self.stepper.set_windows(Windows { min_jobs, min_time });
+        self
+    }
+
+    /// The bytes each worker needs.
+    pub fn memory_per_worker(&self) -> u64 {
+        self.stepper.memory().per_worker()
+    }
+}
+
+impl Sizing for HillClimbing {
+    fn plan(&mut self) -> Result<SizePlan, BuildError> {
+        self.stepper.plan()
+    }
+
+    fn observe(&mut self, view: &SizingView, input: SizingInput) -> SizingDecision {
+        self.stepper.observe(view, input)
+    }
+
+    fn may_start(&mut self, view: &SizingView) -> bool {
+        self.stepper.may_start(view)
+    }
+}
+
+/// HillClimbing's rule: jobs per second, 10% per worker, one fewer down.
+#[derive(Debug)]
+struct Climb;
+
+impl Rule for Climb {
+    fn down(&self, from: usize) -> Option<usize> {
+        (from > 1).then(|| from - 1)
+    }
+
+    fn judge(&mut self, step: &Measured) -> (Verdict, String) {
+        let (a, b, c) = (
+            step.before.jobs_per_sec(),
+            step.trial.jobs_per_sec(),
+            step.after.jobs_per_sec(),
+        );
+        let need = 1.0 + GAIN;
+        let (from, tried) = (step.from, step.tried);
+        let measured = format!("jobs/s {a:.2} at {from}, {b:.2} at {tried}, {c:.2} at {from}");
+        if step.is_up() {
+            let pays = b >= need * a && b >= need * c;
+            let verdict = if pays {
+                Verdict::Pays
+            } else {
+                Verdict::DoesNotPay
+            };
+            let figures = format!(
+                "{measured}: {tried} gives {} and {} (a worker must add +10%)",
+                percent(b, a),
+                percent(b, c)
+            );
+            (verdict, figures)
+        } else {
+            let does_not_pay = a < need * b && c < need * b;
+            let verdict = if does_not_pay {
+                Verdict::DoesNotPay
+            } else {
+                Verdict::Pays
+            };
+            let figures = format!(
+                "{measured}: {from} gives {} and {} over {tried} (a worker must add +10%)",
+                percent(a, b),
+                percent(c, b)
+            );
+            (verdict, figures)
+        }
+    }
+
+    fn moved(&mut self, _from: usize, _to: usize, _step: Option<&Measured>) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sizing::step::Measure;
+
+    fn step(from: usize, tried: usize, rates: [f64; 3]) -> Measured {
+        let m = |size: usize, rate: f64| Measure {
+            size,
+            jobs: 20,
+            job_time: size as f64 / rate,
+        };
+        Measured {
+            from,
+            tried,
+            before: m(from, rates[0]),
+            trial: m(tried, rates[1]),
+            after: m(from, rates[2]),
+        }
+    }
+
+    #[test]
+    fn one_more_pays_only_with_ten_percent_over_both_windows_around_it() {
+        let judge = |s| Climb.judge(&s).0;
+        assert_eq!(judge(step(4, 5, [10.0, 11.0, 10.0])), Verdict::Pays);
+        assert_eq!(judge(step(4, 5, [10.0, 10.9, 10.0])), Verdict::DoesNotPay);
+        // Drift: the load rose during the step; the window after says no.
+        assert_eq!(judge(step(4, 5, [10.0, 11.5, 10.6])), Verdict::DoesNotPay);
+    }
+
+    #[test]
+    fn the_top_worker_does_not_pay_only_when_both_windows_around_agree() {
+        let judge = |s| Climb.judge(&s).0;
+        assert_eq!(judge(step(6, 5, [10.5, 10.0, 10.5])), Verdict::DoesNotPay);
+        assert_eq!(judge(step(6, 5, [12.0, 10.0, 12.0])), Verdict::Pays);
+        assert_eq!(judge(step(6, 5, [10.5, 10.0, 11.5])), Verdict::Pays);
+        assert_eq!(Climb.down(1), None);
+        assert_eq!(Climb.down(6), Some(5));
+    }
+
+    #[test]
+    fn the_figures_say_what_was_measured() {
+        let (_, figures) = Climb.judge(&step(4, 5, [10.0, 12.0, 10.0]));
+        assert_eq!(
+            figures,
+            "jobs/s 10.00 at 4, 12.00 at 5, 10.00 at 4: 5 gives +20% and +20% (a worker must add +10%)"
+        );
+    }
+}

@@ -1,0 +1,823 @@
+//! The step machinery the learning sizings share (SPEC S7): windows, steps,
+//! the two-step rule for letting a worker go, the pause, and the memory check
+//! after each window.
+//!
+//! # Windows
+//!
+//! A window lasts until it has counted at least `min_jobs` jobs (20) and
+//! `min_time` (2 s) has passed. It counts only while jobs wait and every
+//! running worker is ready (`view.waiting > 0 && view.all_ready`): then every
+//! running worker is busy, so a window at size `n` whose jobs took `t` on
+//! average measured `n / t` jobs per second.
+//!
+//! A job counts in a window only if it started after the window began. After
+//! a change of size, the next window begins once the longest job of the last
+//! window could have ended, so the jobs that ran at the old size are not
+//! measured at the new one.
+//!
+//! A window that is interrupted (the queue empties, or a running worker is not
+//! ready: it warms up, or was replaced) is dropped whole, and a new one starts
+//! when jobs wait again. The windows the step already measured are kept, so
+//! the step goes on where it was. Nothing counts while the queue is empty.
+//!
+//! # Steps
+//!
+//! A step measures three windows: at the current size, at the trial size, and
+//! at the current size again; the rule judges the trial against both
+//! surrounding windows, and a change needs both to agree, so a drift cannot
+//! make one. A step up tries one more worker; a step down tries fewer (the rule
+//! says how many). One step up that pays keeps the worker; a worker goes only
+//! after two steps down in a row show that it does not pay, and then only one.
+//! Steps go up while they pay, then down while they do not, and turn after a
+//! step the other way.
+//!
+//! After a step that changes nothing the sizing pauses: 1 window, then twice
+//! as long after each such step in a row, up to 16; each pause lasts a random
+//! 0.5 to 1.5 times that, so pools in other processes do not step together.
+//! A change of size resets the pause.
+//!
+//! # Memory
+//!
+//! After each window, and at each wake-up (one per `min_time`, so also while
+//! no window counts), the sizing reads the free memory again
+//! ([`Computer::free_for_pool`](crate::Computer::free_for_pool)). When the
+//! running workers do not fit, it runs as many as fit (at least 1) and drops
+//! the step it was measuring. A step up is tried only when one more worker
+//! fits.
+
+use std::fmt;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokio::time::Instant;
+
+use super::memory::Memory;
+use super::{SizePlan, SizingDecision, SizingInput, SizingStep, SizingView, Verdict};
+use crate::error::BuildError;
+
+/// Jobs a window counts at least (SPEC S7).
+pub(crate) const MIN_JOBS: u32 = 20;
+/// Time a window lasts at least (SPEC S7).
+pub(crate) const MIN_TIME: Duration = Duration::from_secs(2);
+/// The size a learning sizing starts at.
+pub(crate) const FIRST_SIZE: usize = 2;
+/// The longest pause, in windows.
+pub(crate) const MAX_PAUSE: u32 = 16;
+
+/// How long a window lasts at least.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Windows {
+    pub(crate) min_jobs: u32,
+    pub(crate) min_time: Duration,
+}
+
+impl Default for Windows {
+    fn default() -> Self {
+        Self {
+            min_jobs: MIN_JOBS,
+            min_time: MIN_TIME,
+        }
+    }
+}
+
+/// What one window measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Measure {
+    /// The running size during the window.
+    pub(crate) size: usize,
+    /// Jobs counted.
+    pub(crate) jobs: u32,
+    /// Their mean time, in seconds.
+    pub(crate) job_time: f64,
+}
+
+impl Measure {
+    /// Jobs per second while all `size` workers are busy.
+    pub(crate) fn jobs_per_sec(&self) -> f64 {
+        self.size as f64 / self.job_time.max(f64::MIN_POSITIVE)
+    }
+}
+
+/// The three windows of a finished step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Measured {
+    pub(crate) from: usize,
+    pub(crate) tried: usize,
+    pub(crate) before: Measure,
+    pub(crate) trial: Measure,
+    pub(crate) after: Measure,
+}
+
+impl Measured {
+    pub(crate) fn is_up(&self) -> bool {
+        self.tried > self.from
+    }
+
+    /// The mean job time of the two windows at the current size.
+    pub(crate) fn around(&self) -> f64 {
+        (self.before.job_time + self.after.job_time) / 2.0
+    }
+}
+
+/// What makes HillClimbing and Gradient differ.
+pub(crate) trait Rule: Send + fmt::Debug + 'static {
+    /// The size a step down from `from` tries, if it may go down.
+    fn down(&self, from: usize) -> Option<usize>;
+
+    /// A trial to take before the usual ones (Gradient's probe of the
+    /// 2-worker time), if any.
+    fn first(&self, from: usize) -> Option<usize> {
+        let _ = from;
+        None
+    }
+
+    /// Judges a finished step. For a step up: whether the added worker pays
+    /// ([`Verdict::Pays`] keeps it). For a step down: whether the workers above
+    /// the trial pay ([`Verdict::DoesNotPay`] is a strike against the top one).
+    /// Also returns the figures, in words.
+    fn judge(&mut self, step: &Measured) -> (Verdict, String);
+
+    /// The size moved from `from` to `to`, after `step`, or forced by memory
+    /// (`None`).
+    fn moved(&mut self, from: usize, to: usize, step: Option<&Measured>);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// The window at the current size before a trial.
+    Before,
+    /// The window at the trial size.
+    Trial(usize),
+    /// The window at the current size after the trial.
+    After(usize),
+    /// A pause this many windows long.
+    Pause(f64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Up,
+    Down,
+}
+
+/// A window being measured.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    start: Instant,
+    jobs: u32,
+    total: Duration,
+    longest: Duration,
+}
+
+impl Window {
+    fn new(start: Instant) -> Self {
+        Self {
+            start,
+            jobs: 0,
+            total: Duration::ZERO,
+            longest: Duration::ZERO,
+        }
+    }
+
+    /// Counts a job that ended at `now` after `took`, if it started in the
+    /// window.
+    fn add(&mut self, now: Instant, took: Duration) {
+        if now
+            .checked_duration_since(self.start)
+            .is_some_and(|d| d >= took)
+        {
+            self.jobs += 1;
+            self.total += took;
+            self.longest = self.longest.max(took);
+        }
+    }
+
+    fn is_done(&self, now: Instant, jobs: u32, time: Duration) -> bool {
+        self.jobs >= jobs && now >= self.start + time
+    }
+
+    fn measure(&self, size: usize) -> Measure {
+        Measure {
+            size,
+            jobs: self.jobs,
+            job_time: self.total.as_secs_f64() / f64::from(self.jobs.max(1)),
+        }
+    }
+}
+
+/// Windows, steps and pauses for a [`Rule`], with the memory check.
+#[derive(Debug)]
+pub(crate) struct Stepper<R> {
+    rule: R,
+    memory: Memory,
+    windows: Windows,
+    seed: Option<u64>,
+    rng: StdRng,
+    capacity: usize,
+    /// The size the sizing has (between trials).
+    cur: usize,
+    phase: Phase,
+    before: Option<Measure>,
+    trial: Option<Measure>,
+    window: Option<Window>,
+    /// After a change of size, no window starts before this.
+    not_before: Option<Instant>,
+    /// The longest job of the last window: how long jobs of the old size may
+    /// still run after a change.
+    last_longest: Duration,
+    dir: Dir,
+    /// Steps down in a row that showed the top worker does not pay.
+    strikes: u32,
+    /// Steps in a row that changed nothing.
+    quiet: u32,
+}
+
+impl<R: Rule> Stepper<R> {
+    pub(crate) fn new(rule: R, memory: Memory) -> Self {
+        Self {
+            rule,
+            memory,
+            windows: Windows::default(),
+            seed: None,
+            rng: StdRng::seed_from_u64(0),
+            capacity: 1,
+            cur: 1,
+            phase: Phase::Before,
+            before: None,
+            trial: None,
+            window: None,
+            not_before: None,
+            last_longest: Duration::ZERO,
+            dir: Dir::Up,
+            strikes: 0,
+            quiet: 0,
+        }
+    }
+
+    pub(crate) fn set_seed(&mut self, seed: u64) {
+        self.seed = Some(seed);
+    }
+
+    pub(crate) fn set_windows(&mut self, windows: Windows) {
+        self.windows = windows;
+    }
+
+    pub(crate) fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
+    /// Capacity from the computer, and a first size of 2 (or the capacity, if
+    /// smaller). Starts learning afresh.
+    pub(crate) fn plan(&mut self) -> Result<SizePlan, BuildError> {
+        if self.windows.min_jobs == 0 {
+            return Err(BuildError::new(
+                "window",
+                "0 jobs: a window counts at least 1 job (allowed: 1 or more)",
+            ));
+        }
+        if self.windows.min_time.is_zero() {
+            return Err(BuildError::new(
+                "window",
+                "0 s: a window lasts some time (allowed: above 0)",
+            ));
+        }
+        let mut plan = self.memory.plan()?;
+        self.capacity = plan.capacity;
+        self.cur = FIRST_SIZE.min(plan.capacity);
+        plan.size = self.cur;
+        self.rng = StdRng::seed_from_u64(self.seed.unwrap_or_else(rand::random));
+        self.phase = Phase::Before;
+        self.before = None;
+        self.trial = None;
+        self.window = None;
+        self.not_before = None;
+        self.last_longest = Duration::ZERO;
+        self.dir = Dir::Up;
+        self.strikes = 0;
+        self.quiet = 0;
+        Ok(plan)
+    }
+
+    pub(crate) fn may_start(&self, view: &SizingView) -> bool {
+        self.memory.may_start(view.alive)
+    }
+
+    pub(crate) fn observe(&mut self, view: &SizingView, input: SizingInput) -> SizingDecision {
+        let mut decision = SizingDecision::default();
+        let now = view.now;
+        let counts = view.waiting > 0 && view.all_ready;
+        match input {
+            SizingInput::Wake => {
+                decision.wake_at = Some(now + self.windows.min_time);
+                if self.check_memory(view, &mut decision) {
+                    return decision;
+                }
+                if !counts {
+                    self.window = None;
+                } else if self.window.is_none() {
+                    self.window = Some(Window::new(self.start_at(now)));
+                }
+            }
+            SizingInput::JobDone { took } => {
+                if !counts {
+                    self.window = None;
+                    return decision;
+                }
+                let start = self.start_at(now);
+                let (jobs, time) = self.needs();
+                let window = self.window.get_or_insert_with(|| Window::new(start));
+                window.add(now, took);
+                if window.is_done(now, jobs, time) {
+                    self.close_window(view, &mut decision);
+                }
+            }
+        }
+        decision
+    }
+
+    /// The size running now.
+    fn running(&self) -> usize {
+        match self.phase {
+            Phase::Trial(t) => t,
+            _ => self.cur,
+        }
+    }
+
+    fn start_at(&self, now: Instant) -> Instant {
+        self.not_before.map_or(now, |t| t.max(now))
+    }
+
+    /// Jobs and time the window in progress needs.
+    fn needs(&self) -> (u32, Duration) {
+        let w = self.windows;
+        match self.phase {
+            Phase::Pause(len) => {
+                let jobs = (f64::from(w.min_jobs) * len).ceil();
+                // Jobs per window are small numbers; the cast saturates anyway.
+                (jobs as u32, w.min_time.mul_f64(len))
+            }
+            _ => (w.min_jobs, w.min_time),
+        }
+    }
+
+    fn close_window(&mut self, view: &SizingView, decision: &mut SizingDecision) {
+        let Some(window) = self.window.take() else {
+            return;
+        };
+        let now = view.now;
+        let measure = window.measure(self.running());
+        self.last_longest = window.longest;
+        if self.check_memory(view, decision) {
+            return;
+        }
+        match self.phase {
+            Phase::Pause(_) => {
+                self.phase = Phase::Before;
+                self.window = Some(Window::new(now));
+            }
+            Phase::Before => {
+                self.before = Some(measure);
+                match self.choose_trial(view) {
+                    Some(trial) => {
+                        self.phase = Phase::Trial(trial);
+                        self.resize(trial, now, decision);
+                    }
+                    None => self.pause(now),
+                }
+            }
+            Phase::Trial(trial) => {
+                self.trial = Some(measure);
+                self.phase = Phase::After(trial);
+                self.resize(self.cur, now, decision);
+            }
+            Phase::After(trial) => {
+                let (Some(before), Some(measured_trial)) = (self.before.take(), self.trial.take())
+                else {
+                    self.phase = Phase::Before;
+                    self.window = Some(Window::new(now));
+                    return;
+                };
+                let step = Measured {
+                    from: self.cur,
+                    tried: trial,
+                    before,
+                    trial: measured_trial,
+                    after: measure,
+                };
+                self.finish_step(&step, now, decision);
+            }
+        }
+    }
+
+    /// One more if it fits and the direction says up, else fewer, else the
+    /// other way; `None` when neither is possible.
+    fn choose_trial(&self, view: &SizingView) -> Option<usize> {
+        if let Some(trial) = self.rule.first(self.cur) {
+            return Some(trial);
+        }
+        let fit = self.memory.fit(view.alive).min(self.capacity);
+        let up = (self.cur < fit).then_some(self.cur + 1);
+        let down = self.rule.down(self.cur);
+        match self.dir {
+            Dir::Up => up.or(down),
+            Dir::Down => down.or(up),
+        }
+    }
+
+    fn finish_step(&mut self, step: &Measured, now: Instant, decision: &mut SizingDecision) {
+        let (verdict, figures) = self.rule.judge(step);
+        let to = if step.is_up() {
+            self.strikes = 0;
+            if verdict == Verdict::Pays {
+                self.dir = Dir::Up;
+                step.tried
+            } else {
+                self.dir = Dir::Down;
+                step.from
+            }
+        } else if verdict == Verdict::DoesNotPay {
+            self.dir = Dir::Down;
+            self.strikes += 1;
+            if self.strikes >= 2 {
+                self.strikes = 0;
+                step.from - 1
+            } else {
+                step.from
+            }
+        } else {
+            self.dir = Dir::Up;
+            self.strikes = 0;
+            step.from
+        };
+        let mut figures = figures;
+        if !step.is_up() && verdict == Verdict::DoesNotPay {
+            figures.push_str(if to < step.from {
+                "; the second such step in a row: one worker goes"
+            } else {
+                "; the first such step: one more in a row lets a worker go"
+            });
+        }
+        decision
+            .steps
+            .push(SizingStep::new(step.from, step.tried, to, verdict, figures));
+        if to == step.from {
+            self.quiet += 1;
+            self.pause(now);
+        } else {
+            self.rule.moved(step.from, to, Some(step));
+            self.cur = to;
+            self.quiet = 0;
+            self.phase = Phase::Before;
+            self.resize(to, now, decision);
+        }
+    }
+
+    /// Pauses after a step that changed nothing: `2^(quiet-1)` windows up to
+    /// 16, times a random 0.5 to 1.5.
+    fn pause(&mut self, now: Instant) {
+        let doublings = self.quiet.saturating_sub(1).min(MAX_PAUSE.ilog2());
+        let windows = (1u32 << doublings).min(MAX_PAUSE);
+        let len = f64::from(windows) * self.rng.random_range(0.5..1.5);
+        self.phase = Phase::Pause(len);
+        self.window = Some(Window::new(now));
+    }
+
+    /// Asks the pool for `size`; the next window begins once jobs of the old
+    /// size have ended.
+    fn resize(&mut self, size: usize, now: Instant, decision: &mut SizingDecision) {
+        decision.size = Some(size);
+        let start = now + self.last_longest;
+        self.not_before = Some(start);
+        self.window = Some(Window::new(start));
+    }
+
+    /// Runs fewer when the running workers do not fit in memory; drops the
+    /// step in progress. Returns whether it did.
+    fn check_memory(&mut self, view: &SizingView, decision: &mut SizingDecision) -> bool {
+        let fit = self.memory.fit(view.alive).clamp(1, self.capacity);
+        let running = self.running();
+        if running <= fit && self.cur <= fit {
+            return false;
+        }
+        let from = running.max(self.cur);
+        let to = self.cur.min(fit);
+        decision.steps.push(SizingStep::new(
+            from,
+            to,
+            to,
+            Verdict::MemoryShort,
+            format!(
+                "{} bytes free for the pool's workers, {} bytes each: {fit} fit",
+                self.memory.free_for_pool(view.alive),
+                self.memory.per_worker()
+            ),
+        ));
+        if to != self.cur {
+            self.rule.moved(self.cur, to, None);
+        }
+        self.cur = to;
+        self.phase = Phase::Before;
+        self.before = None;
+        self.trial = None;
+        self.dir = Dir::Up;
+        self.strikes = 0;
+        self.quiet = 0;
+        self.resize(to, view.now, decision);
+        true
+    }
+}
+
+/// `part` as a percentage change from `base` (`+12%`, `-3%`).
+pub(crate) fn percent(part: f64, base: f64) -> String {
+    format!(
+        "{:+.0}%",
+        (part / base.max(f64::MIN_POSITIVE) - 1.0) * 100.0
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::computer::TestComputer;
+
+    const GIB: u64 = 1 << 30;
+
+    /// Up pays while the trial is at most `best`; down never pays.
+    #[derive(Debug)]
+    struct Best(usize);
+
+    impl Rule for Best {
+        fn down(&self, from: usize) -> Option<usize> {
+            (from > 1).then(|| from - 1)
+        }
+        fn judge(&mut self, step: &Measured) -> (Verdict, String) {
+            let pays = if step.is_up() {
+                step.tried <= self.0
+            } else {
+                step.from <= self.0
+            };
+            let verdict = if pays {
+                Verdict::Pays
+            } else {
+                Verdict::DoesNotPay
+            };
+            (verdict, String::new())
+        }
+        fn moved(&mut self, _: usize, _: usize, _: Option<&Measured>) {}
+    }
+
+    /// Drives a stepper by hand: every job takes `job`, jobs always wait.
+    struct Drive {
+        stepper: Stepper<Best>,
+        computer: TestComputer,
+        now: Instant,
+        size: usize,
+        steps: Vec<(SizingStep, Instant)>,
+        windows_closed: usize,
+    }
+
+    impl Drive {
+        fn new(best: usize, cpus: usize, seed: u64) -> Self {
+            let computer = TestComputer::new(cpus, 64 * GIB);
+            let mut stepper = Stepper::new(Best(best), Memory::new(GIB, computer.clone()));
+            stepper.set_seed(seed);
+            let plan = stepper.plan().unwrap();
+            let mut drive = Self {
+                stepper,
+                computer,
+                now: Instant::now(),
+                size: plan.size,
+                steps: Vec::new(),
+                windows_closed: 0,
+            };
+            // As the pool does once it is built.
+            drive.wake(100);
+            drive
+        }
+
+        fn view(&self, waiting: usize) -> SizingView {
+            SizingView {
+                now: self.now,
+                size: self.size,
+                capacity: self.stepper.capacity,
+                waiting,
+                all_ready: true,
+                alive: self.size,
+            }
+        }
+
+        fn apply(&mut self, d: SizingDecision) {
+            if let Some(s) = d.size {
+                self.size = s.clamp(1, self.stepper.capacity);
+            }
+            for s in d.steps {
+                self.steps.push((s, self.now));
+            }
+        }
+
+        /// `n` rounds of every running worker finishing a 100 ms job.
+        fn run(&mut self, rounds: usize, waiting: usize) {
+            let job = Duration::from_millis(100);
+            for _ in 0..rounds {
+                self.now += job;
+                for _ in 0..self.size {
+                    let phase = self.stepper.phase;
+                    let view = self.view(waiting);
+                    let d = self
+                        .stepper
+                        .observe(&view, SizingInput::JobDone { took: job });
+                    if self.stepper.phase != phase {
+                        self.windows_closed += 1;
+                    }
+                    self.apply(d);
+                }
+            }
+        }
+
+        fn wake(&mut self, waiting: usize) {
+            let view = self.view(waiting);
+            let d = self.stepper.observe(&view, SizingInput::Wake);
+            self.apply(d);
+        }
+    }
+
+    #[test]
+    fn a_step_up_that_pays_keeps_the_worker_at_once() {
+        let mut drive = Drive::new(5, 16, 1);
+        assert_eq!(drive.size, 2);
+        drive.run(2000, 100);
+        let firsts: Vec<_> = drive.steps.iter().take(3).map(|(s, _)| s.clone()).collect();
+        assert_eq!(
+            firsts
+                .iter()
+                .map(|s| (s.from, s.tried, s.to))
+                .collect::<Vec<_>>(),
+            [(2, 3, 3), (3, 4, 4), (4, 5, 5)]
+        );
+        assert_eq!(drive.stepper.cur, 5);
+    }
+
+    #[test]
+    fn a_worker_goes_only_after_two_steps_down_in_a_row_that_do_not_pay() {
+        let mut drive = Drive::new(16, 16, 2);
+        drive.run(3000, 100);
+        assert!(drive.stepper.cur >= 8, "climbed: {}", drive.stepper.cur);
+        // Now nothing above 3 pays.
+        drive.stepper.rule.0 = 3;
+        let start = drive.steps.len();
+        drive.run(20_000, 100);
+        let downs: Vec<_> = drive.steps[start..]
+            .iter()
+            .map(|(s, _)| s)
+            .filter(|s| s.tried < s.from)
+            .collect();
+        let mut strikes = 0;
+        for s in &downs {
+            if s.verdict == Verdict::DoesNotPay {
+                strikes += 1;
+                if strikes == 2 {
+                    assert_eq!(s.to, s.from - 1, "{s:?}");
+                    strikes = 0;
+                } else {
+                    assert_eq!(s.to, s.from, "{s:?}");
+                }
+            } else {
+                strikes = 0;
+                assert_eq!(s.to, s.from);
+            }
+        }
+        assert_eq!(drive.stepper.cur, 3);
+    }
+
+    #[test]
+    fn the_pause_doubles_up_to_sixteen_windows_and_resets_on_a_change() {
+        let mut drive = Drive::new(4, 16, 3);
+        let mut pauses = Vec::new();
+        let mut last = None;
+        for _ in 0..40_000 {
+            drive.run(1, 100);
+            if let Phase::Pause(len) = drive.stepper.phase {
+                if last != Some(len) {
+                    pauses.push((drive.stepper.quiet, len));
+                    last = Some(len);
+                }
+            } else {
+                last = None;
+            }
+            if pauses.len() == 8 {
+                break;
+            }
+        }
+        for &(quiet, len) in &pauses {
+            let nominal = f64::from((1u32 << (quiet - 1).min(4)).min(16));
+            assert!((0.5 * nominal..1.5 * nominal).contains(&len), "{pauses:?}");
+        }
+        let quiets: Vec<u32> = pauses.iter().map(|p| p.0).collect();
+        assert_eq!(quiets, [1, 2, 3, 4, 5, 6, 7, 8]);
+
+        // A change resets it.
+        drive.stepper.rule.0 = 8;
+        while drive.stepper.cur == 4 {
+            drive.run(1, 100);
+        }
+        assert_eq!(drive.stepper.quiet, 0);
+        drive.stepper.rule.0 = drive.stepper.cur;
+        while !matches!(drive.stepper.phase, Phase::Pause(_)) {
+            drive.run(1, 100);
+        }
+        let Phase::Pause(len) = drive.stepper.phase else {
+            unreachable!()
+        };
+        assert!((0.5..1.5).contains(&len), "{len}");
+    }
+
+    #[test]
+    fn the_pause_length_is_random_but_seeded() {
+        let lens = |seed| {
+            let mut drive = Drive::new(2, 16, seed);
+            let mut out = Vec::new();
+            while out.len() < 5 {
+                drive.run(1, 100);
+                if let Phase::Pause(len) = drive.stepper.phase {
+                    if out.last() != Some(&len) {
+                        out.push(len);
+                    }
+                }
+            }
+            out
+        };
+        assert_eq!(lens(7), lens(7));
+        assert_ne!(lens(7), lens(8));
+    }
+
+    #[test]
+    fn a_window_counts_only_while_jobs_wait() {
+        let mut drive = Drive::new(16, 16, 4);
+        drive.run(10_000, 0);
+        assert!(drive.steps.is_empty());
+        assert_eq!(drive.windows_closed, 0);
+        assert_eq!(drive.size, 2);
+    }
+
+    #[test]
+    fn an_interrupted_window_starts_again_from_nothing() {
+        let mut drive = Drive::new(16, 16, 5);
+        // 19 rounds of 2 jobs (1.9 s) with jobs waiting, then an empty queue:
+        // never a whole window.
+        for _ in 0..200 {
+            drive.run(19, 100);
+            drive.run(1, 0);
+        }
+        assert_eq!(drive.windows_closed, 0);
+        // Without the gaps, windows close.
+        drive.run(40, 100);
+        assert!(drive.windows_closed > 0);
+    }
+
+    #[test]
+    fn a_memory_drop_runs_what_fits_at_the_next_wake_up() {
+        let mut drive = Drive::new(16, 8, 6);
+        drive.run(3000, 100);
+        assert_eq!(drive.size, 8);
+        drive.computer.set_memory(5 * GIB / 2);
+        drive.wake(100);
+        assert_eq!(drive.size, 2);
+        let (last, _) = drive.steps.last().unwrap();
+        assert_eq!(
+            (last.from, last.tried, last.to, last.verdict),
+            (8, 2, 2, Verdict::MemoryShort)
+        );
+        // It never tries more than fit.
+        drive.run(3000, 100);
+        assert!(drive.size <= 2);
+        drive.computer.set_memory(0);
+        drive.wake(100);
+        assert_eq!(drive.size, 1, "never below 1");
+    }
+
+    #[test]
+    fn windows_need_both_twenty_jobs_and_two_seconds() {
+        let mut drive = Drive::new(16, 16, 9);
+        // 2 workers, 100 ms jobs: 20 jobs after 1 s, 2 s after 40 jobs.
+        drive.run(19, 100);
+        assert_eq!(drive.windows_closed, 0, "20 jobs but under 2 s");
+        drive.run(1, 100);
+        assert_eq!(drive.windows_closed, 1);
+    }
+
+    #[test]
+    fn bad_window_settings_are_build_errors() {
+        let mut s = Stepper::new(Best(1), Memory::new(GIB, TestComputer::new(2, GIB)));
+        s.set_windows(Windows {
+            min_jobs: 0,
+            min_time: MIN_TIME,
+        });
+        assert_eq!(s.plan().unwrap_err().option, "window");
+        s.set_windows(Windows {
+            min_jobs: 1,
+            min_time: Duration::ZERO,
+        });
+        assert_eq!(s.plan().unwrap_err().option, "window");
+    }
+}
