@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kennel::{Error, Fixed, OnDemand, Parallel, Pool};
 use support::{
-    Ending, Endings, Fake, Farm, Steer, Warmup, Watched, advance, ms, names, secs, settle,
+    Ending, Endings, Fake, Farm, Steer, Warmup, Watched, advance, ms, names, secs, settle, within,
 };
 use tokio::time::Instant;
 
@@ -34,6 +34,13 @@ fn watched(
         .unwrap()
 }
 
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
+/// Closes the pool, failing the test if that takes more than a day.
+async fn closed<W: kennel::Worker>(pool: &Pool<W>) {
+    within(DAY, pool.close()).await;
+}
+
 fn is_closed<T: std::fmt::Debug>(r: &Result<T, Error>) -> bool {
     matches!(r, Err(Error::Closed))
 }
@@ -44,7 +51,7 @@ async fn close_refuses_new_jobs_with_closed() {
     let pool = parallel(&farm, 2);
     settle().await;
     assert!(!pool.is_closed());
-    pool.close().await;
+    closed(&pool).await;
     assert!(pool.is_closed());
 
     let made = farm.made();
@@ -86,13 +93,13 @@ async fn close_fails_waiting_jobs_with_closed() {
     let close = tokio::spawn(async move { p.close().await });
     settle().await;
     for j in jobs {
-        let r = j.await.unwrap();
+        let r = within(DAY, j).await.unwrap();
         assert!(is_closed(&r), "{r:?}");
     }
     assert_eq!(pool.stats().waiting, 0);
     assert!(!close.is_finished(), "the lent job still holds its worker");
     drop(held);
-    close.await.unwrap();
+    within(DAY, close).await.unwrap();
     assert_eq!(farm.alive(), 0);
 }
 
@@ -104,7 +111,7 @@ async fn close_closes_idle_workers_gracefully() {
     settle().await;
     assert_eq!(pool.stats().idle, 3);
     let t0 = Instant::now();
-    pool.close().await;
+    closed(&pool).await;
     assert_eq!(t0.elapsed(), Duration::ZERO, "nothing to wait for");
     for id in 0..3 {
         assert!(farm.has_exited(id));
@@ -126,7 +133,7 @@ async fn close_closes_kept_workers_too() {
     steer.set_size(1);
     advance(Steer::TICK).await;
     assert_eq!((pool.stats().idle, pool.stats().kept), (1, 2));
-    pool.close().await;
+    closed(&pool).await;
     assert_eq!(farm.alive(), 0);
     for id in 0..3 {
         assert_eq!(endings.of(id), Some(Ending::Closed), "worker {id}");
@@ -154,9 +161,13 @@ async fn close_lets_lent_jobs_finish_within_the_grace_and_resolves_after_they_re
     assert!(farm.has_exited(1), "the idle one is closed at once");
 
     advance(ms(1)).await;
-    assert_eq!(job.await.unwrap().unwrap(), 0, "the job ran to its end");
+    assert_eq!(
+        within(DAY, job).await.unwrap().unwrap(),
+        0,
+        "the job ran to its end"
+    );
     assert!(close.is_finished(), "close resolved once the job returned");
-    close.await.unwrap();
+    within(DAY, close).await.unwrap();
     assert_eq!(endings.of(0), Some(Ending::Closed), "then it was closed");
     assert_eq!(farm.alive(), 0);
 }
@@ -182,10 +193,10 @@ async fn close_kills_lent_workers_after_the_grace_and_the_job_fails_with_closed(
 
     advance(ms(1)).await;
     assert!(close.is_finished(), "close resolves once the kill is seen");
-    close.await.unwrap();
+    within(DAY, close).await.unwrap();
     assert_eq!(endings.of(0), Some(Ending::Killed));
     assert_eq!(farm.alive(), 0);
-    let r = job.await.unwrap();
+    let r = within(DAY, job).await.unwrap();
     assert!(is_closed(&r), "{r:?}");
 }
 
@@ -200,7 +211,7 @@ async fn a_lease_held_past_the_grace_loses_its_worker() {
         .unwrap();
     let lease = pool.lend().await.unwrap();
     let t0 = Instant::now();
-    pool.close().await;
+    closed(&pool).await;
     assert_eq!(t0.elapsed(), secs(2));
     assert!(lease.has_exited());
     assert_eq!(farm.alive(), 0);
@@ -231,7 +242,7 @@ async fn close_resolves_only_when_every_worker_has_ended() {
     );
 
     let t0 = Instant::now();
-    pool.close().await;
+    closed(&pool).await;
     assert_eq!(
         farm.alive(),
         0,
@@ -239,7 +250,7 @@ async fn close_resolves_only_when_every_worker_has_ended() {
     );
     // The job returns at 2 s, then its worker takes 4 s to close.
     assert_eq!(t0.elapsed(), secs(6));
-    assert_eq!(job.await.unwrap().unwrap(), 0);
+    assert_eq!(within(DAY, job).await.unwrap().unwrap(), 0);
     assert_eq!(endings.of(0), Some(Ending::Closed));
     assert_eq!(endings.of(1), Some(Ending::Closed));
     assert_eq!(endings.of(2), Some(Ending::Killed), "starting: killed");
@@ -252,7 +263,7 @@ async fn a_worker_whose_close_outlasts_the_grace_is_killed() {
     let pool = watched(&farm, &endings, 2, secs(3600), secs(5));
     settle().await;
     let t0 = Instant::now();
-    pool.close().await;
+    closed(&pool).await;
     assert_eq!(t0.elapsed(), secs(5));
     assert_eq!(farm.alive(), 0);
 }
@@ -276,7 +287,7 @@ async fn closing_twice_is_harmless() {
     second.await.unwrap();
 
     // And once more after it is closed.
-    pool.close().await;
+    closed(&pool).await;
     assert!(pool.is_closed());
     assert_eq!(farm.alive(), 0);
     assert_eq!(farm.made(), 2);
@@ -335,7 +346,7 @@ async fn workers_starting_at_close_time_are_killed_too() {
     assert_eq!(pool.stats().waiting, 1);
 
     let t0 = Instant::now();
-    pool.close().await;
+    closed(&pool).await;
     assert_eq!(
         t0.elapsed(),
         Duration::ZERO,
@@ -344,7 +355,7 @@ async fn workers_starting_at_close_time_are_killed_too() {
     assert_eq!(farm.alive(), 0);
     assert_eq!(endings.of(0), Some(Ending::Killed));
     assert_eq!(endings.of(1), Some(Ending::Killed));
-    let r = job.await.unwrap();
+    let r = within(DAY, job).await.unwrap();
     assert!(is_closed(&r), "{r:?}");
     advance(secs(7200)).await;
     assert_eq!(farm.made(), 2, "no warm-up finished into the pool");
@@ -358,7 +369,7 @@ async fn close_emits_pool_closed() {
     let mut events = pool.events();
     settle().await;
     support::drain(&mut events);
-    pool.close().await;
+    closed(&pool).await;
     assert_eq!(names(&mut events), ["pool:closed"]);
 }
 
@@ -367,7 +378,7 @@ async fn a_closed_pool_shows_no_worker() {
     let farm = Farm::new();
     let pool = parallel(&farm, 3);
     let _ = pool.lend().await.unwrap();
-    pool.close().await;
+    closed(&pool).await;
     let s = pool.stats();
     assert_eq!(
         (s.starting, s.idle, s.lent, s.waiting, s.kept),

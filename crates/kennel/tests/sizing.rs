@@ -6,7 +6,7 @@ use kennel::{
     Error, Event, Fixed, IdleTimeout, OnDemand, OrderedReady, Parallel, Pool, Resources, Sizing,
     TestComputer,
 };
-use support::{Fake, Farm, advance, drain, ms, secs, settle};
+use support::{Fake, Farm, advance, drain, ms, secs, settle, within};
 
 const GIB: u64 = 1 << 30;
 
@@ -183,12 +183,12 @@ async fn a_new_worker_starts_only_while_its_memory_is_free() {
 
     // It gets the first worker when that one comes back.
     drop(first);
-    assert_eq!(second.await.unwrap().unwrap(), (0, 0));
+    assert_eq!(within(secs(60), second).await.unwrap().unwrap(), (0, 0));
 
-    // With exactly one worker's memory free, a new one starts.
-    computer.set_memory(2 * GIB);
-    let a = pool.lend().await.unwrap();
-    let b = pool.lend().await.unwrap();
+    // With the memory back, a second worker starts beside the first.
+    computer.set_memory(4 * GIB);
+    let a = within(secs(60), pool.lend()).await.unwrap();
+    let b = within(secs(60), pool.lend()).await.unwrap();
     assert_eq!((a.slot(), b.slot()), (0, 1));
     assert_eq!(farm.made(), 2);
 }
@@ -238,7 +238,10 @@ async fn burst(farm: &Farm, pool: &Pool<Fake>, jobs: usize, capacity: usize) -> 
         }));
     }
     let mut most = 0;
+    let mut steps = 0;
     while handles.iter().any(|h| !h.is_finished()) {
+        steps += 1;
+        assert!(steps < 10_000, "the burst did not drain");
         for _ in 0..10 {
             tokio::task::yield_now().await;
             let s = pool.stats();
@@ -306,4 +309,45 @@ async fn the_pool_never_runs_more_than_its_resource_capacity_while_workers_come_
     crasher.await.unwrap();
     assert_eq!(most, 3);
     assert!(farm.made() > 3, "workers were replaced: {}", farm.made());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_still_closing_counts_against_the_capacity() {
+    let farm = Farm::new();
+    let endings = support::Endings::default();
+    let pool = Pool::builder(farm.watched_factory(&endings, secs(5)))
+        .startup(OnDemand)
+        .sizing(Fixed(2))
+        .eviction(IdleTimeout::new(secs(1)).unwrap())
+        .build()
+        .unwrap();
+    let (a, b) = (pool.lend().await.unwrap(), pool.lend().await.unwrap());
+    drop((a, b));
+    advance(secs(1)).await;
+    // Both were evicted and take 5 s to close.
+    assert_eq!(endings.of(0), Some(support::Ending::Closed));
+    assert_eq!(endings.of(1), Some(support::Ending::Closed));
+    assert_eq!(farm.alive(), 2);
+
+    let mut jobs = Vec::new();
+    for _ in 0..10 {
+        let p = pool.clone();
+        jobs.push(tokio::spawn(async move {
+            p.run(async |w: &mut support::Watched| w.work(ms(100)).await)
+                .await
+        }));
+    }
+    for _ in 0..100 {
+        advance(ms(100)).await;
+        assert!(
+            farm.alive() <= 2,
+            "{} alive: {:?}",
+            farm.alive(),
+            pool.stats()
+        );
+    }
+    for j in jobs {
+        within(secs(60), j).await.unwrap().unwrap();
+    }
+    assert_eq!(farm.made(), 4);
 }

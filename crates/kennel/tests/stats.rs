@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kennel::{Error, Fixed, IdleTimeout, OnDemand, Parallel, Pool, Stats};
-use support::{Fake, Farm, Steer, advance, ms, secs, settle};
+use support::{Fake, Farm, Steer, advance, ms, secs, settle, within};
 
 fn parallel(farm: &Farm, n: usize) -> Pool<Fake> {
     Pool::builder(farm.factory())
@@ -97,7 +97,7 @@ async fn waiting_counts_jobs_queued_while_every_worker_is_lent() {
     assert_eq!(counts(pool.stats()), (0, 0, 2, 2, 0));
     drop(b);
     for j in jobs {
-        j.await.unwrap().unwrap();
+        within(secs(3600), j).await.unwrap().unwrap();
     }
     assert_eq!(counts(pool.stats()), (0, 2, 0, 0, 0));
 }
@@ -258,8 +258,9 @@ async fn a_job_waiting_while_no_worker_may_start_is_unhealthy() {
     assert!(!s.is_healthy(), "{s:?}");
     assert_eq!(farm.made(), 0);
 
-    pool.close().await;
-    assert!(matches!(job.await.unwrap(), Err(Error::Closed)));
+    within(secs(3600), pool.close()).await;
+    let r = within(secs(3600), job).await.unwrap();
+    assert!(matches!(r, Err(Error::Closed)), "{r:?}");
     assert!(pool.stats().is_healthy());
 }
 
@@ -283,7 +284,7 @@ async fn a_pool_whose_factory_fails_never_leaves_a_job_waiting_for_nothing() {
     }
     let mut failed = 0;
     for j in jobs {
-        match j.await.unwrap() {
+        match within(secs(3600), j).await.unwrap() {
             Err(Error::WarmupFailed { .. }) => failed += 1,
             r => assert_eq!(r.unwrap(), 0),
         }
@@ -350,7 +351,7 @@ async fn one_read_is_consistent_in_a_busy_run() {
         seen.waiting = seen.waiting.max(s.waiting);
     }
     for j in jobs {
-        j.await.unwrap().unwrap();
+        within(secs(3600), j).await.unwrap().unwrap();
     }
     // The run went through every state, and workers were evicted and made again.
     assert!(

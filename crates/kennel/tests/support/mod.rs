@@ -412,3 +412,12 @@ impl Farm {
         }
     }
 }
+
+/// Awaits `fut` for at most `d` of the (paused) clock, and panics past it,
+/// so that a test fails instead of hanging when the pool never answers.
+pub async fn within<F: std::future::Future>(d: Duration, fut: F) -> F::Output {
+    match tokio::time::timeout(d, fut).await {
+        Ok(out) => out,
+        Err(_) => panic!("not done within {d:?}"),
+    }
+}
