@@ -81,6 +81,23 @@ async fn a_job_that_takes_the_worker_first_keeps_it_and_a_new_after_starts_when_
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_short_job_in_the_middle_of_an_idle_period_restarts_it() {
+    let farm = Farm::new();
+    let pool = on_demand(&farm, 1, idle_timeout(secs(10)));
+    drop(pool.lend().await.unwrap());
+    advance(secs(6)).await;
+    let lease = pool.lend().await.unwrap();
+    advance(secs(2)).await;
+    drop(lease);
+    settle().await;
+    // Idle since 8 s: the first period's end (10 s) lets nothing go.
+    advance(secs(10) - ms(1)).await;
+    assert_eq!(farm.alive(), 1, "17.999 s: idle for 9.999 s only");
+    advance(ms(1)).await;
+    assert_eq!(farm.alive(), 0, "18 s: idle for 10 s");
+}
+
+#[tokio::test(start_paused = true)]
 async fn keep_is_a_floor_the_eviction_never_goes_below() {
     let farm = Farm::new();
     let pool = parallel(&farm, 4, idle_timeout(secs(1)).keep(2));
@@ -309,7 +326,7 @@ async fn a_custom_eviction_is_asked_each_time_a_worker_turns_idle() {
 #[tokio::test(start_paused = true)]
 async fn only_workers_in_running_slots_are_evicted() {
     let farm = Farm::new();
-    let steer = Steer::new(2, 2);
+    let steer = Steer::new(3, 3);
     let pool = Pool::builder(farm.factory())
         .startup(Parallel)
         .sizing(steer.clone())
@@ -317,30 +334,41 @@ async fn only_workers_in_running_slots_are_evicted() {
         .build()
         .unwrap();
     settle().await;
-    assert_eq!(pool.stats().idle, 2);
+    // Slot 0 is lent for a long while, so the floor of 0 never holds back.
+    let lease = pool.lend().await.unwrap();
+    assert_eq!(lease.slot(), 0);
 
-    // Slot 1 stops running: its worker is kept.
-    steer.set_size(1);
+    // Slot 2 stops running: its worker is kept.
+    steer.set_size(2);
     advance(Steer::TICK).await;
     let stats = pool.stats();
-    assert_eq!((stats.size, stats.idle, stats.kept), (1, 1, 1));
+    assert_eq!(
+        (stats.size, stats.lent, stats.idle, stats.kept),
+        (2, 1, 1, 1)
+    );
 
     advance(secs(10)).await;
-    assert!(farm.has_exited(0), "slot 0 runs and was idle 10 s");
-    assert!(!farm.has_exited(1), "slot 1 is kept, never evicted");
+    assert!(farm.has_exited(1), "slot 1 runs and was idle 10 s");
+    assert!(!farm.has_exited(2), "slot 2 is kept, never evicted");
     for _ in 0..24 {
         advance(secs(3600)).await;
     }
-    assert!(!farm.has_exited(1));
+    assert!(!farm.has_exited(2));
     let stats = pool.stats();
-    assert_eq!((stats.idle, stats.kept), (0, 1));
+    assert_eq!((stats.lent, stats.idle, stats.kept), (1, 0, 1));
 
-    // Running again, it is idle in a running slot, and evicted in turn.
-    steer.set_size(2);
-    advance(Steer::TICK).await;
-    assert_eq!(pool.stats().idle, 1);
+    // Slot 0 comes back and is evicted; the kept worker stays.
+    drop(lease);
     advance(secs(10)).await;
-    assert!(farm.has_exited(1));
+    assert!(farm.has_exited(0));
+    assert!(!farm.has_exited(2));
+
+    // Running again, slot 2 is idle in a running slot, and evicted in turn.
+    steer.set_size(3);
+    advance(Steer::TICK).await;
+    assert_eq!((pool.stats().idle, pool.stats().kept), (1, 0));
+    advance(secs(10)).await;
+    assert!(farm.has_exited(2));
     assert_eq!(farm.alive(), 0);
 }
 
