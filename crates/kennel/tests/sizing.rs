@@ -193,6 +193,30 @@ async fn a_new_worker_starts_only_while_its_memory_is_free() {
     assert_eq!(farm.made(), 2);
 }
 
+/// Seed Z's example (SPEC S7): the test computer's free memory is what the
+/// pool's workers may hold in all. Free 8 GiB, then 2.5 GiB, with 2 GiB per
+/// worker: 1 worker runs.
+#[tokio::test(start_paused = true)]
+async fn the_test_computers_free_memory_is_a_budget_for_all_the_pools_workers() {
+    let farm = Farm::new();
+    let computer = TestComputer::new(4, 8 * GIB);
+    let pool = Pool::builder(farm.factory())
+        .startup(OnDemand)
+        .sizing(resources(2 * GIB, &computer))
+        .build()
+        .unwrap();
+    assert_eq!(pool.stats().capacity, 4);
+    let first = pool.lend().await.unwrap();
+    computer.set_memory(5 * GIB / 2);
+    let p = pool.clone();
+    let second = tokio::spawn(async move { p.lend().await.map(|l| l.id) });
+    advance(secs(60)).await;
+    assert_eq!(farm.made(), 1, "2.5 GiB holds one worker of 2 GiB, not two");
+    assert_eq!(pool.stats().waiting, 1);
+    drop(first);
+    assert_eq!(within(secs(60), second).await.unwrap().unwrap(), 0);
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_eager_startup_starts_a_worker_only_while_its_memory_is_free() {
     let farm = Farm::with_warmup(secs(1));
