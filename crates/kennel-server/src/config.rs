@@ -285,14 +285,40 @@ pub enum SizingConfig {
         /// The memory one worker needs.
         memory_per_worker: HumanSize,
     },
+    /// `{ kind = "hill-climbing", memory_per_worker = "2GiB" }`: 2 first,
+    /// then as many as each add at least 10% more jobs per second.
+    HillClimbing {
+        /// The memory one worker needs.
+        memory_per_worker: HumanSize,
+    },
+    /// `{ kind = "gradient", memory_per_worker = "2GiB" }`: 2 first, then as
+    /// many as keep a job's time at most 1.5 × its time with 2 workers.
+    Gradient {
+        /// The memory one worker needs.
+        memory_per_worker: HumanSize,
+    },
+}
+
+impl SizingConfig {
+    /// The `kind` as written in a config.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Fixed { .. } => "fixed",
+            Self::Resources { .. } => "resources",
+            Self::HillClimbing { .. } => "hill-climbing",
+            Self::Gradient { .. } => "gradient",
+        }
+    }
 }
 
 impl fmt::Display for SizingConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Fixed { workers } => write!(f, "fixed, {workers} worker(s)"),
-            Self::Resources { memory_per_worker } => {
-                write!(f, "resources, {memory_per_worker} per worker")
+            Self::Resources { memory_per_worker }
+            | Self::HillClimbing { memory_per_worker }
+            | Self::Gradient { memory_per_worker } => {
+                write!(f, "{}, {memory_per_worker} per worker", self.kind())
             }
         }
     }
@@ -332,6 +358,8 @@ impl fmt::Display for EvictionConfig {
 enum SizingKind {
     Fixed,
     Resources,
+    HillClimbing,
+    Gradient,
 }
 
 /// A `sizing` table as written: one flat table, so that a bad value is
@@ -366,19 +394,38 @@ impl TryFrom<RawSizing> for SizingConfig {
                 ..
             } => Err("kind \"fixed\" needs `workers` (allowed: 1 to 1024), such as { kind = \"fixed\", workers = 2 }".into()),
             RawSizing {
-                kind: SizingKind::Resources,
+                kind,
                 memory_per_worker: Some(memory_per_worker),
                 workers: None,
-            } => Ok(Self::Resources { memory_per_worker }),
+            } => Ok(match kind {
+                SizingKind::Resources => Self::Resources { memory_per_worker },
+                SizingKind::HillClimbing => Self::HillClimbing { memory_per_worker },
+                SizingKind::Gradient => Self::Gradient { memory_per_worker },
+                SizingKind::Fixed => unreachable!("matched above"),
+            }),
             RawSizing {
-                kind: SizingKind::Resources,
+                kind,
                 workers: Some(_),
                 ..
-            } => Err("`workers` does not apply to kind \"resources\" (allowed: `memory_per_worker`)".into()),
-            RawSizing {
-                kind: SizingKind::Resources,
-                ..
-            } => Err("kind \"resources\" needs `memory_per_worker`, such as { kind = \"resources\", memory_per_worker = \"2GiB\" }".into()),
+            } => Err(format!(
+                "`workers` does not apply to kind \"{}\" (allowed: `memory_per_worker`)",
+                kind.as_str()
+            )),
+            RawSizing { kind, .. } => Err(format!(
+                "kind \"{0}\" needs `memory_per_worker`, such as {{ kind = \"{0}\", memory_per_worker = \"2GiB\" }}",
+                kind.as_str()
+            )),
+        }
+    }
+}
+
+impl SizingKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Fixed => "fixed",
+            Self::Resources => "resources",
+            Self::HillClimbing => "hill-climbing",
+            Self::Gradient => "gradient",
         }
     }
 }
@@ -1000,11 +1047,17 @@ fn check_sizing(s: &SizingConfig) -> Result<(), (String, String)> {
             ".workers".into(),
             format!("{workers} is out of range (allowed: 1 to {MAX_FIXED_WORKERS})"),
         )),
-        SizingConfig::Resources { memory_per_worker } if memory_per_worker.0 == 0 => Err((
-            ".memory_per_worker".into(),
-            "0 bytes: each worker needs some memory (allowed: 1 byte or more, such as \"2GiB\")"
-                .into(),
-        )),
+        SizingConfig::Resources { memory_per_worker }
+        | SizingConfig::HillClimbing { memory_per_worker }
+        | SizingConfig::Gradient { memory_per_worker }
+            if memory_per_worker.0 == 0 =>
+        {
+            Err((
+                ".memory_per_worker".into(),
+                "0 bytes: each worker needs some memory (allowed: 1 byte or more, such as \"2GiB\")"
+                    .into(),
+            ))
+        }
         _ => Ok(()),
     }
 }

@@ -5,8 +5,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use kennel::{
-    BuildError, Dispatch, Fixed, IdleTimeout, LeaderFirst, NoEviction, OnDemand, OrderedReady,
-    Parallel, Pool, PoolBuilder, Reconfig, Resources, SlotInfo, SystemComputer,
+    BuildError, Dispatch, Fixed, Gradient, HillClimbing, IdleTimeout, LeaderFirst, NoEviction,
+    OnDemand, OrderedReady, Parallel, Pool, PoolBuilder, Reconfig, Resources, SlotInfo,
+    SystemComputer,
 };
 use kennel_process::{Coprocess, CoprocessSpec, ReadyMode};
 
@@ -76,6 +77,12 @@ fn configure<W: kennel::Worker>(mut b: PoolBuilder<W>, pool: &PoolConfig) -> Poo
         Some(SizingConfig::Resources { memory_per_worker }) => {
             b.sizing(Resources::new(memory_per_worker.0, SystemComputer))
         }
+        Some(SizingConfig::HillClimbing { memory_per_worker }) => {
+            b.sizing(HillClimbing::new(memory_per_worker.0, SystemComputer))
+        }
+        Some(SizingConfig::Gradient { memory_per_worker }) => {
+            b.sizing(Gradient::new(memory_per_worker.0, SystemComputer))
+        }
     };
     b = match pool.eviction {
         EvictionConfig::None => b.eviction(NoEviction),
@@ -129,6 +136,12 @@ pub fn reconfig_of(body: &ReconfigBody) -> Result<Reconfig, BuildError> {
         Some(SizingConfig::Fixed { workers }) => r = r.sizing(Fixed(workers)),
         Some(SizingConfig::Resources { memory_per_worker }) => {
             r = r.sizing(Resources::new(memory_per_worker.0, SystemComputer));
+        }
+        Some(SizingConfig::HillClimbing { memory_per_worker }) => {
+            r = r.sizing(HillClimbing::new(memory_per_worker.0, SystemComputer));
+        }
+        Some(SizingConfig::Gradient { memory_per_worker }) => {
+            r = r.sizing(Gradient::new(memory_per_worker.0, SystemComputer));
         }
     }
     match body.eviction {

@@ -74,6 +74,16 @@ name = "big"
 argv = ["./model"]
 startup = "ordered-ready"
 sizing = { kind = "resources", memory_per_worker = "2GiB" }
+
+[[pool]]
+name = "climb"
+argv = ["./model"]
+sizing = { kind = "hill-climbing", memory_per_worker = "512MiB" }
+
+[[pool]]
+name = "grad"
+argv = ["./model"]
+sizing = { kind = "gradient", memory_per_worker = 1048576 }
 "#;
     let c = parse(text).unwrap();
     assert_eq!(c.server.listen, "127.0.0.1:9000");
@@ -81,7 +91,7 @@ sizing = { kind = "resources", memory_per_worker = "2GiB" }
     assert_eq!(c.server.body_limit, HumanSize(2 * 1024 * 1024));
     assert_eq!(c.server.token_env.as_deref(), Some("MY_TOKEN"));
     assert_eq!(c.server.shutdown_grace, secs(3));
-    assert_eq!(c.pools.len(), 2);
+    assert_eq!(c.pools.len(), 4);
     let p = &c.pools[0];
     assert_eq!(p.name, "echo");
     assert_eq!(p.argv, ["python3", "examples/workers/echo.py"]);
@@ -123,6 +133,18 @@ sizing = { kind = "resources", memory_per_worker = "2GiB" }
         q.sizing,
         Some(SizingConfig::Resources {
             memory_per_worker: HumanSize(2 * 1024 * 1024 * 1024)
+        })
+    );
+    assert_eq!(
+        c.pools[2].sizing,
+        Some(SizingConfig::HillClimbing {
+            memory_per_worker: HumanSize(512 * 1024 * 1024)
+        })
+    );
+    assert_eq!(
+        c.pools[3].sizing,
+        Some(SizingConfig::Gradient {
+            memory_per_worker: HumanSize(1024 * 1024)
         })
     );
 }
@@ -296,7 +318,47 @@ fn each_bad_value_is_refused_with_its_key() {
         (
             &pool_with("sizing = { kind = \"fixed\" }"),
             "pool[0].sizing",
-            "workers",
+            "needs `workers`",
+        ),
+        (
+            &pool_with("sizing = { kind = \"fixed\", workers = 1, memory_per_worker = 1 }"),
+            "pool[0].sizing",
+            "does not apply",
+        ),
+        (
+            &pool_with("sizing = { kind = \"resources\" }"),
+            "pool[0].sizing",
+            "needs `memory_per_worker`",
+        ),
+        (
+            &pool_with("sizing = { kind = \"gradient\" }"),
+            "pool[0].sizing",
+            "needs `memory_per_worker`",
+        ),
+        (
+            &pool_with("sizing = { kind = \"hill-climbing\", workers = 2 }"),
+            "pool[0].sizing",
+            "does not apply",
+        ),
+        (
+            &pool_with("sizing = { kind = \"fixed\", workers = \"two\" }"),
+            "pool[0].sizing.workers",
+            "expected usize",
+        ),
+        (
+            &pool_with("eviction = { kind = \"idle-timeout\" }"),
+            "pool[0].eviction",
+            "needs `after`",
+        ),
+        (
+            &pool_with("eviction = { kind = \"none\", after = \"1m\" }"),
+            "pool[0].eviction",
+            "do not apply",
+        ),
+        (
+            &pool_with("eviction = { kind = \"idle-timeout\", after = \"soon\" }"),
+            "pool[0].eviction.after",
+            "5m",
         ),
         (
             &pool_with("sizing = { kind = \"resources\", memory_per_worker = \"lots\" }"),
@@ -493,4 +555,56 @@ fn reconfig_bodies_name_their_keys() {
         assert_eq!(e.key, key, "{e}");
         assert_eq!(e.file, "<request>");
     }
+}
+
+#[test]
+fn the_token_is_read_from_the_variable_named() {
+    let c = parse("[server]\ntoken_env = \"PATH\"\n").unwrap();
+    assert_eq!(c.server.token().unwrap(), std::env::var("PATH").ok());
+    let c = parse("[server]\ntoken_env = \"KENNEL_TEST_NO_SUCH_VARIABLE\"\n").unwrap();
+    let e = c.server.token().unwrap_err();
+    assert!(e.contains("server.token_env"), "{e}");
+    assert!(e.contains("KENNEL_TEST_NO_SUCH_VARIABLE is not set"), "{e}");
+    assert_eq!(parse("").unwrap().server.token().unwrap(), None);
+}
+
+/// Fuzz-style: every one-character deletion, and a few insertions, of a full
+/// config parse or refuse, never panic, and a refusal always names the file.
+#[test]
+fn mangled_configs_never_panic() {
+    let text = r#"[server]
+listen = "127.0.0.1:9000"
+body_limit = "2MiB"
+shutdown_grace = "3s"
+[[pool]]
+name = "echo"
+argv = ["python3", "w.py"]
+env = { A = "1" }
+group = "g"
+startup = "parallel"
+sizing = { kind = "fixed", workers = 3 }
+eviction = { kind = "idle-timeout", after = "5m", keep = 1 }
+job_timeout = "30s"
+max_waiting = 16
+max_lifetime = "1h"
+max_lifetime_jitter = "5m"
+"#;
+    let chars: Vec<char> = text.chars().collect();
+    let mut refused = 0;
+    for i in 0..chars.len() {
+        let mut variants = vec![chars[..i].iter().chain(&chars[i + 1..]).collect::<String>()];
+        for junk in ['"', '[', '=', '0', '\n', 'é'] {
+            let mut v = chars.clone();
+            v.insert(i, junk);
+            variants.push(v.into_iter().collect());
+        }
+        for v in variants {
+            if let Err(e) = parse(&v) {
+                refused += 1;
+                assert_eq!(e.file, "test.toml");
+                assert!(!e.message.is_empty());
+            }
+        }
+    }
+    assert!(refused > chars.len(), "most mangled configs are refused");
 }
