@@ -383,7 +383,13 @@ impl<R: Rule> Stepper<R> {
                         self.phase = Phase::Trial(trial);
                         self.resize(trial, now, decision);
                     }
-                    None => self.pause(now),
+                    None => {
+                        // Nothing to try (capacity 1, or 1 running and no
+                        // memory for 2): wait as after a step that changed
+                        // nothing.
+                        self.quiet = self.quiet.saturating_add(1);
+                        self.pause(now);
+                    }
                 }
             }
             Phase::Trial(trial) => {
@@ -462,7 +468,7 @@ impl<R: Rule> Stepper<R> {
             .steps
             .push(SizingStep::new(step.from, step.tried, to, verdict, figures));
         if to == step.from {
-            self.quiet += 1;
+            self.quiet = self.quiet.saturating_add(1);
             self.pause(now);
         } else {
             self.rule.moved(step.from, to, Some(step));
@@ -804,6 +810,16 @@ mod tests {
         assert_eq!(drive.windows_closed, 0, "20 jobs but under 2 s");
         drive.run(1, 100);
         assert_eq!(drive.windows_closed, 1);
+    }
+
+    #[test]
+    fn a_capacity_of_one_takes_no_step() {
+        let mut drive = Drive::new(16, 1, 10);
+        assert_eq!(drive.size, 1);
+        drive.run(5000, 100);
+        assert!(drive.steps.is_empty());
+        assert_eq!(drive.size, 1);
+        assert!(drive.windows_closed > 10, "it still measures and pauses");
     }
 
     #[test]
