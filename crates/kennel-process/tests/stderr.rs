@@ -46,6 +46,8 @@ async fn stderr_lines_are_logged_with_the_pool_and_slot() {
     let captured = Captured::default();
     let subscriber = tracing_subscriber::fmt()
         .with_writer(captured.clone())
+        // Plain text: another crate of the workspace may turn on colours.
+        .with_ansi(false)
         .with_max_level(tracing::Level::INFO)
         .finish();
     let _default = tracing::subscriber::set_default(subscriber);

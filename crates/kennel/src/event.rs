@@ -23,6 +23,9 @@ pub enum RetireReason {
     Lifetime,
     /// A reconfiguration let it go.
     Reconfigured,
+    /// A kept worker closed because the running workers did not fit in
+    /// free memory.
+    Memory,
 }
 
 impl RetireReason {
@@ -35,6 +38,7 @@ impl RetireReason {
             Self::Timeout => "timeout",
             Self::Lifetime => "lifetime",
             Self::Reconfigured => "reconfigured",
+            Self::Memory => "memory",
         }
     }
 }

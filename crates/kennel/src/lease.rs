@@ -33,13 +33,13 @@ pub struct Lease<W: Worker> {
 }
 
 impl<W: Worker> Lease<W> {
-    pub(crate) fn new(shared: Arc<Shared<W>>, granted: Granted<W>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared<W>>, granted: Granted<W>, since: Instant) -> Self {
         Self {
             shared,
             slot: granted.slot,
             worker: Some(granted.worker),
             cell: granted.cell,
-            since: Instant::now(),
+            since,
             in_flight: false,
             timed: true,
         }
@@ -67,9 +67,8 @@ impl<W: Worker> Lease<W> {
 
     fn give_back(&mut self, outcome: Outcome) {
         if let Some(worker) = self.worker.take() {
-            let held = self.since.elapsed();
             self.shared
-                .release(self.slot, worker, &self.cell, outcome, held);
+                .release(self.slot, worker, &self.cell, outcome, self.since);
         }
     }
 }

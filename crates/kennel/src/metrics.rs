@@ -13,20 +13,21 @@ use crate::error::RejectReason;
 use crate::event::{Event, RetireReason};
 use crate::slot::Counts;
 
-const RETIRE_REASONS: [RetireReason; 6] = [
+const RETIRE_REASONS: [RetireReason; 7] = [
     RetireReason::Failed,
     RetireReason::Aborted,
     RetireReason::Panicked,
     RetireReason::Timeout,
     RetireReason::Lifetime,
     RetireReason::Reconfigured,
+    RetireReason::Memory,
 ];
 
 pub(crate) struct PoolMetrics {
     jobs: Counter,
     rejected_full: Counter,
     rejected_wait: Counter,
-    retired: [Counter; 6],
+    retired: [Counter; 7],
     started: Counter,
     evicted: Counter,
     exited: Counter,
@@ -123,7 +124,7 @@ impl PoolMetrics {
     pub(crate) fn publish(&self, counts: &Counts, waiting: usize, capacity: usize, size: usize) {
         self.starting.set(counts.starting as f64);
         self.idle.set(counts.idle as f64);
-        self.lent.set(counts.lent as f64);
+        self.lent.set((counts.lent + counts.lent_above) as f64);
         self.kept.set(counts.kept as f64);
         self.waiting.set(waiting as f64);
         self.capacity.set(capacity as f64);

@@ -216,8 +216,8 @@ impl<W: Worker> Pool<W> {
             let mut st = shared.lock();
             shared.acquire(&mut st, queue)
         }?;
-        let granted = match acquired {
-            Acquired::Now(g) => g,
+        let (granted, since) = match acquired {
+            Acquired::Now(g) => (g, asked),
             Acquired::WouldQueue => return Ok(None),
             Acquired::Wait(id, rx) => {
                 let mut waiting = Waiting {
@@ -226,17 +226,18 @@ impl<W: Worker> Pool<W> {
                     rx,
                     done: false,
                 };
-                match wait {
+                let granted = match wait {
                     Some(d) => match tokio::time::timeout(d, waiting.recv()).await {
                         Ok(r) => r?,
                         Err(_) => return Err(Error::LendTimeout { after: d }),
                     },
                     None => waiting.recv().await?,
-                }
+                };
+                (granted, tokio::time::Instant::now())
             }
         };
-        shared.metrics.lent(asked.elapsed());
-        Ok(Some(Lease::new(shared.clone(), granted)))
+        shared.metrics.lent(since - asked);
+        Ok(Some(Lease::new(shared.clone(), granted, since)))
     }
 
     /// Lends a worker to `job` and returns what the job returns.
@@ -339,7 +340,7 @@ impl<W: Worker> Pool<W> {
             let Some(granted) = self.shared().take_slot(slot) else {
                 continue;
             };
-            let mut lease = Lease::new(self.shared().clone(), granted);
+            let mut lease = Lease::new(self.shared().clone(), granted, tokio::time::Instant::now());
             lease.timed = false;
             lease.in_flight = true;
             let r = f(&mut lease).await;

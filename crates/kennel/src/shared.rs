@@ -81,6 +81,8 @@ pub(crate) struct State<W> {
     sizing_wake: Option<(Instant, AbortHandle)>,
     /// Draws the lifetime jitter of each worker.
     rng: rand::rngs::StdRng,
+    /// Slots at or above this keep no worker (after a memory-forced shrink).
+    kept_limit: usize,
 }
 
 /// The engine: shared by the pool handles, leases and tasks.
@@ -145,6 +147,7 @@ impl<W: Worker> Shared<W> {
                 ewma: None,
                 sizing_wake: None,
                 rng,
+                kept_limit: usize::MAX,
             }),
             events,
             first_events: Mutex::new(Some(first)),
@@ -157,6 +160,15 @@ impl<W: Worker> Shared<W> {
 
     /// Locks the state. When the guard drops, the metric gauges are set to
     /// the counts, so every change of state is published.
+    /// Enters the pool's runtime when called from outside any runtime (a
+    /// lease dropped on a plain thread, a reconfiguration from sync code),
+    /// so that timers and spawns work and read the pool's clock.
+    fn enter_runtime(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
+        tokio::runtime::Handle::try_current()
+            .is_err()
+            .then(|| self.rt.enter())
+    }
+
     pub(crate) fn lock(&self) -> StateGuard<'_, W> {
         StateGuard {
             guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
@@ -203,7 +215,7 @@ impl<W: Worker> Shared<W> {
         Stats {
             starting: c.starting,
             idle: c.idle,
-            lent: c.lent,
+            lent: c.lent + c.lent_above,
             waiting: st.waiters.len(),
             capacity: st.slots.capacity(),
             size: st.slots.size,
@@ -212,13 +224,17 @@ impl<W: Worker> Shared<W> {
     }
 
     fn view(&self, st: &State<W>) -> SizingView {
+        Self::view_at(st, Instant::now())
+    }
+
+    fn view_at(st: &State<W>, now: Instant) -> SizingView {
         let c = st.slots.counts;
         SizingView {
-            now: Instant::now(),
+            now,
             size: st.slots.size,
             capacity: st.slots.capacity(),
             waiting: st.waiters.len(),
-            all_ready: c.starting == 0 && c.idle + c.lent >= st.slots.size,
+            all_ready: c.idle + c.lent == st.slots.size,
             alive: st.slots.alive(),
         }
     }
@@ -267,6 +283,7 @@ impl<W: Worker> Shared<W> {
             }
         }
         let (id, rx) = st.waiters.push(None);
+        self.hurry_closing(st);
         Ok(Acquired::Wait(id, rx))
     }
 
@@ -382,6 +399,7 @@ impl<W: Worker> Shared<W> {
         id: u64,
         rx: &mut tokio::sync::oneshot::Receiver<crate::dispatch::Grant<W>>,
     ) {
+        let _rt = self.enter_runtime();
         let mut later = Later::new();
         {
             let mut st = self.lock();
@@ -397,6 +415,7 @@ impl<W: Worker> Shared<W> {
                     &g.cell,
                     Outcome::Unused,
                     Duration::ZERO,
+                    Instant::now(),
                     &mut later,
                 );
             }
@@ -429,7 +448,24 @@ impl<W: Worker> Shared<W> {
                 self.start_slot(st, i, Some(id));
                 continue;
             }
+            self.hurry_closing(st);
             return;
+        }
+    }
+
+    /// A job waits and the only free room is a running slot whose worker the
+    /// pool is closing gracefully (evicted, expired): a job never waits for a
+    /// graceful close, so kill it; its slot empties when the exit is seen.
+    fn hurry_closing(&self, st: &mut State<W>) {
+        for s in &st.slots.slots[..st.slots.size] {
+            if let SlotState::Closing {
+                cell,
+                reason: EndReason::Evicted | EndReason::Retired(_),
+            } = &s.state
+            {
+                cell.killer.kill();
+                return;
+            }
         }
     }
 
@@ -456,6 +492,7 @@ impl<W: Worker> Shared<W> {
                 &g.cell,
                 Outcome::Unused,
                 Duration::ZERO,
+                Instant::now(),
                 &mut later,
             );
             drop(later);
@@ -469,15 +506,17 @@ impl<W: Worker> Shared<W> {
         worker: W,
         cell: &Arc<WorkerCell>,
         outcome: Outcome,
-        held: Duration,
+        since: Instant,
     ) {
         // A lease may be dropped on a thread outside the runtime: read the
         // pool's clock and spawn on the pool's runtime all the same.
-        let _rt = self.rt.enter();
+        let _rt = self.enter_runtime();
+        let now = Instant::now();
+        let held = now.saturating_duration_since(since);
         let mut later = Later::new();
         {
             let mut st = self.lock();
-            self.release_locked(&mut st, slot, worker, cell, outcome, held, &mut later);
+            self.release_locked(&mut st, slot, worker, cell, outcome, held, now, &mut later);
             self.pump(&mut st);
         }
         drop(later);
@@ -492,9 +531,17 @@ impl<W: Worker> Shared<W> {
         cell: &Arc<WorkerCell>,
         outcome: Outcome,
         held: Duration,
+        now: Instant,
         later: &mut Later<W>,
     ) {
-        let ours = matches!(&st.slots.slots[i].state, SlotState::Lent { cell: c, .. } if Arc::ptr_eq(c, cell));
+        let ours = match &st.slots.slots[i].state {
+            SlotState::Lent { cell: c } => Arc::ptr_eq(c, cell),
+            SlotState::Closing {
+                cell: c,
+                reason: EndReason::Gone,
+            } => Arc::ptr_eq(c, cell),
+            _ => false,
+        };
         if !ours {
             // The slot moved on (cannot happen by invariant 2); end the worker.
             cell.killer.kill();
@@ -509,7 +556,7 @@ impl<W: Worker> Shared<W> {
                 None => took,
             });
             let decision = {
-                let view = self.view(st);
+                let view = Self::view_at(st, now);
                 st.sizing
                     .observe(&view, SizingInput::JobDone { took: held })
             };
@@ -535,7 +582,7 @@ impl<W: Worker> Shared<W> {
             self.after_empty(st, i);
             return;
         }
-        if outcome != Outcome::Retire(RetireReason::Timeout) && i >= st.slots.capacity() {
+        if !matches!(outcome, Outcome::Retire(_)) && i >= st.slots.capacity() {
             // Its slot was removed by a reconfiguration.
             self.emit(Event::Retired {
                 slot: i,
@@ -578,17 +625,17 @@ impl<W: Worker> Shared<W> {
             self.emit(Event::Retired { slot: i, reason });
             return;
         }
-        self.place(st, i, worker, cell.clone());
+        self.place(st, i, worker, cell.clone(), now);
     }
 
     /// A ready worker is free in slot `i` (lent state or starting state):
     /// close it, keep it, give it to the oldest job, or make it idle.
-    fn place(&self, st: &mut State<W>, i: usize, worker: W, cell: Arc<WorkerCell>) {
+    fn place(&self, st: &mut State<W>, i: usize, worker: W, cell: Arc<WorkerCell>, now: Instant) {
         if st.closed {
             self.close_worker(st, i, worker, cell, EndReason::PoolClosed);
             return;
         }
-        let now = Instant::now();
+
         if !st.waiters.is_empty() && i < st.slots.size {
             st.slots.set(i, SlotState::Lent { cell: cell.clone() });
             self.grant_oldest(
@@ -598,6 +645,37 @@ impl<W: Worker> Shared<W> {
                     worker,
                     cell,
                 },
+            );
+            return;
+        }
+        if cell.expired(now) {
+            // Its lifetime ended while it warmed up or worked, and no job waits
+            // for it: close it and start a fresh one.
+            self.emit(Event::Retired {
+                slot: i,
+                reason: RetireReason::Lifetime,
+            });
+            self.close_worker(
+                st,
+                i,
+                worker,
+                cell,
+                EndReason::Retired(RetireReason::Lifetime),
+            );
+            return;
+        }
+        if i >= st.slots.size && i >= st.kept_limit {
+            // Memory ran short: do not keep it.
+            self.emit(Event::Retired {
+                slot: i,
+                reason: RetireReason::Memory,
+            });
+            self.close_worker(
+                st,
+                i,
+                worker,
+                cell,
+                EndReason::Retired(RetireReason::Memory),
             );
             return;
         }
@@ -772,7 +850,7 @@ impl<W: Worker> Shared<W> {
             } else {
                 // Through Lent so that `place` sees one starting point.
                 st.slots.set(i, SlotState::Lent { cell: cell.clone() });
-                self.place(&mut st, i, worker, cell);
+                self.place(&mut st, i, worker, cell, Instant::now());
             }
             self.kick_startup(&mut st);
             self.pump(&mut st);
@@ -891,19 +969,29 @@ impl<W: Worker> Shared<W> {
                 }
                 SlotState::Lent { .. } => {
                     // The job learns it through the cell; the slot empties
-                    // when the lease comes back.
-                    self.emit(Event::Crashed {
-                        slot: i,
-                        exit: exit.clone(),
-                    });
-                    self.emit(Event::Exited {
-                        slot: i,
-                        exit,
-                        early,
-                    });
-                    self.count_exit(&mut st, i, early);
-                    st.slots.slots[i].replacing = true;
-                    self.schedule_refill(&mut st, i);
+                    // when the lease comes back. Meanwhile the worker is in
+                    // no count (SPEC S8): it has ended.
+                    st.slots.set(
+                        i,
+                        SlotState::Closing {
+                            cell,
+                            reason: EndReason::Gone,
+                        },
+                    );
+                    if !st.closed {
+                        self.emit(Event::Crashed {
+                            slot: i,
+                            exit: exit.clone(),
+                        });
+                        self.emit(Event::Exited {
+                            slot: i,
+                            exit,
+                            early,
+                        });
+                        self.count_exit(&mut st, i, early);
+                        st.slots.slots[i].replacing = true;
+                        self.schedule_refill(&mut st, i);
+                    }
                 }
                 SlotState::Closing { reason, .. } => {
                     let reason = *reason;
@@ -931,7 +1019,7 @@ impl<W: Worker> Shared<W> {
                             }
                         }
                         EndReason::WarmupFailed => self.schedule_refill(&mut st, i),
-                        EndReason::PoolClosed => {}
+                        EndReason::PoolClosed | EndReason::Gone => {}
                         EndReason::SelfExit => {
                             self.emit(Event::Exited {
                                 slot: i,
@@ -1045,9 +1133,6 @@ impl<W: Worker> Shared<W> {
         since: Instant,
         started: Instant,
     ) -> Option<AbortHandle> {
-        // The eviction may make timers: give it the pool's runtime, also
-        // when a lease is dropped on a thread outside it.
-        let _rt = self.rt.enter();
         let wait = st.eviction.idle(IdleWorker {
             slot: i,
             idle_since: since,
@@ -1145,7 +1230,40 @@ impl<W: Worker> Shared<W> {
             st.sizing_wake = Some((at, task.abort_handle()));
         }
         if let Some(size) = decision.size {
+            if size > st.slots.size {
+                st.kept_limit = usize::MAX;
+            }
             self.resize(st, size);
+        }
+        if let Some(limit) = decision.close_kept_above {
+            st.kept_limit = limit.max(st.slots.size);
+            for i in st.kept_limit..st.slots.slots.len() {
+                if matches!(st.slots.slots[i].state, SlotState::Idle { .. }) {
+                    let SlotState::Idle {
+                        worker,
+                        cell,
+                        timer,
+                        ..
+                    } = st.slots.set(i, SlotState::Empty)
+                    else {
+                        unreachable!("matched idle")
+                    };
+                    if let Some(t) = timer {
+                        t.abort();
+                    }
+                    self.emit(Event::Retired {
+                        slot: i,
+                        reason: RetireReason::Memory,
+                    });
+                    self.close_worker(
+                        st,
+                        i,
+                        worker,
+                        cell,
+                        EndReason::Retired(RetireReason::Memory),
+                    );
+                }
+            }
         }
     }
 
@@ -1203,7 +1321,7 @@ impl<W: Worker> Shared<W> {
                     ) else {
                         unreachable!()
                     };
-                    self.place(st, i, worker, cell);
+                    self.place(st, i, worker, cell, Instant::now());
                 }
             }
         }
@@ -1228,6 +1346,7 @@ impl<W: Worker> Shared<W> {
         if let Some(d) = r.close_grace {
             crate::builder::check_grace(d)?;
         }
+        let _rt = self.enter_runtime();
         let mut actions = Vec::new();
         let mut st = self.lock();
         if st.closed {
@@ -1319,7 +1438,9 @@ impl<W: Worker> Shared<W> {
         }
         self.kick_startup(&mut st);
         self.pump(&mut st);
-        for (i, was_empty) in before.into_iter().enumerate() {
+        for i in 0..st.slots.slots.len() {
+            // Slots added by a higher capacity were empty before, too.
+            let was_empty = before.get(i).copied().unwrap_or(true);
             if was_empty && matches!(st.slots.slots[i].state, SlotState::Starting { .. }) {
                 actions.push(Action::Started { slot: i });
             }

@@ -141,6 +141,9 @@ pub(crate) enum EndReason {
     PoolClosed,
     /// It ended on its own while lent; its exit is not seen yet.
     SelfExit,
+    /// It ended while lent and its exit was seen; the slot waits for the
+    /// lease to come back.
+    Gone,
 }
 
 /// One slot.
@@ -198,7 +201,10 @@ pub(crate) struct Counts {
     pub(crate) starting: usize,
     pub(crate) idle: usize,
     pub(crate) kept: usize,
+    /// Lent workers in running slots.
     pub(crate) lent: usize,
+    /// Lent workers in slots the sizing no longer runs (kept when returned).
+    pub(crate) lent_above: usize,
     pub(crate) closing: usize,
 }
 
@@ -209,6 +215,7 @@ enum Kind {
     Idle,
     Kept,
     Lent,
+    LentAbove,
     Closing,
 }
 
@@ -309,7 +316,8 @@ impl<W> Slots<W> {
             SlotState::Starting { .. } => Kind::Starting,
             SlotState::Idle { .. } if i < self.size => Kind::Idle,
             SlotState::Idle { .. } => Kind::Kept,
-            SlotState::Lent { .. } => Kind::Lent,
+            SlotState::Lent { .. } if i < self.size => Kind::Lent,
+            SlotState::Lent { .. } => Kind::LentAbove,
             SlotState::Closing { .. } => Kind::Closing,
         }
     }
@@ -329,6 +337,7 @@ impl<W> Slots<W> {
             }
             Kind::Kept => &mut c.kept,
             Kind::Lent => &mut c.lent,
+            Kind::LentAbove => &mut c.lent_above,
             Kind::Closing => &mut c.closing,
         };
         if add {
@@ -366,7 +375,7 @@ impl<W> Slots<W> {
     /// Workers alive (made and not yet seen to end) or being made.
     pub(crate) fn alive(&self) -> usize {
         let c = &self.counts;
-        c.starting + c.idle + c.kept + c.lent + c.closing
+        c.starting + c.idle + c.kept + c.lent + c.lent_above + c.closing
     }
 }
 

@@ -190,7 +190,8 @@ async fn gradient_follows_its_limit_when_the_curve_moves() {
 
 /// Seed Z's plain test computer: 4 CPUs and 8 GiB free, 2 GiB per worker
 /// (capacity 4); free memory drops to 2.5 GiB: 1 worker runs, within one
-/// window. The pool's own workers hold memory of the 8 GiB, so a new worker
+/// window, and the workers that no longer fit are closed to free their
+/// memory. The pool's own workers hold memory of the 8 GiB, so a new worker
 /// never starts while they would not fit.
 async fn a_memory_drop_cuts_the_running_size(sizing: impl Sizing, computer: &TestComputer) {
     let machine = Machine::new(Curve::cores(6.0), 5);
@@ -225,12 +226,17 @@ async fn a_memory_drop_cuts_the_running_size(sizing: impl Sizing, computer: &Tes
             .all(|&s| s == 1)
     );
     assert_eq!(farm.made(), 4, "no worker started without its memory");
+    assert_eq!(
+        farm.alive(),
+        1,
+        "the workers that did not fit were closed to free their memory"
+    );
 
-    // Memory is back: the kept workers run again, without a warm-up.
+    // Memory is back: new workers start again, up to the capacity.
     computer.set_memory(8 * GIB);
     run_for(mins(3)).await;
     assert_eq!(record.settled(), Some(4), "{}", show(&record.steps()));
-    assert_eq!(farm.made(), 4);
+    assert_eq!(farm.made(), 7);
 }
 
 #[tokio::test(start_paused = true)]

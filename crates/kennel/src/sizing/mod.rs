@@ -86,6 +86,10 @@ pub struct SizingDecision {
     pub wake_at: Option<Instant>,
     /// Steps taken, each emitted as an [`Event::SizingStep`](crate::Event::SizingStep).
     pub steps: Vec<SizingStep>,
+    /// Closes the kept workers in slots at or above this number, now and
+    /// when lent ones come back, to free their memory (a memory-forced
+    /// shrink). Cleared by the next growth of the size.
+    pub close_kept_above: Option<usize>,
 }
 
 /// The verdict of a sizing step.

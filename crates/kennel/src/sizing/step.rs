@@ -508,6 +508,9 @@ impl<R: Rule> Stepper<R> {
         }
         let from = running.max(self.cur);
         let to = self.cur.min(fit);
+        // Kept workers above what fits hold the memory that ran short:
+        // close them too.
+        decision.close_kept_above = Some(to);
         decision.steps.push(SizingStep::new(
             from,
             to,
