@@ -1021,6 +1021,12 @@ impl<W: Worker> Shared<W> {
                         EndReason::WarmupFailed => self.schedule_refill(&mut st, i),
                         EndReason::PoolClosed | EndReason::Gone => {}
                         EndReason::SelfExit => {
+                            // It ended while its job held it: a crash, though
+                            // the job gave it back before the exit was seen.
+                            self.emit(Event::Crashed {
+                                slot: i,
+                                exit: exit.clone(),
+                            });
                             self.emit(Event::Exited {
                                 slot: i,
                                 exit,

@@ -295,6 +295,7 @@ async fn a_worker_that_ended_as_its_job_returned_is_never_lent_again() {
     assert_eq!(pool.stats().waiting, 1);
     // The worker ends just as its job gives it back, before the pool's
     // watcher has seen the exit.
+    let mut events = pool.events();
     held.crash();
     drop(held);
     assert_eq!(
@@ -302,4 +303,6 @@ async fn a_worker_that_ended_as_its_job_returned_is_never_lent_again() {
         1,
         "the next job got a new worker"
     );
+    let names = support::names(&mut events);
+    assert!(names.contains(&"worker:crashed"), "{names:?}");
 }
