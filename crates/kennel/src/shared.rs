@@ -597,7 +597,7 @@ impl<W: Worker> Shared<W> {
             );
             return;
         }
-        if !matches!(outcome, Outcome::Retire(_)) && cell.expired(Instant::now()) {
+        if !matches!(outcome, Outcome::Retire(_)) && cell.expired(now) {
             // Never cut short; replaced when it comes back.
             self.emit(Event::Retired {
                 slot: i,
