@@ -92,3 +92,54 @@ pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
         Err(_) => panic!("timed out after {PROCESS_DEADLINE:?} waiting for {what}"),
     }
 }
+
+/// When `pid` started, in clock ticks since boot (field 22 of
+/// `/proc/<pid>/stat`): with the pid, it names one process even after the
+/// pid is reused.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 2..];
+    // `rest` starts at field 3 (state): field 22 is the 20th from here.
+    rest.split(' ').nth(19)?.parse().ok()
+}
+
+/// Whether the process `pid` that started at `started` (see [`start_time`])
+/// still runs: a zombie, or another process that took the pid, does not.
+pub fn is_running_since(pid: u32, started: u64) -> bool {
+    is_running(pid) && start_time(pid) == Some(started)
+}
+
+/// Every live descendant of `pid` (children, their children, …), from the
+/// parent links in `/proc`. Zombies are left out.
+pub fn live_descendants(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut links = Vec::new();
+    for p in entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let Some(rest) = text.rfind(')').map(|at| &text[at + 2..]) else {
+            continue;
+        };
+        let mut fields = rest.split(' ');
+        let state = fields.next().and_then(|s| s.chars().next()).unwrap_or('X');
+        if let Some(ppid) = fields.next().and_then(|s| s.parse::<u32>().ok()) {
+            links.push((p, ppid, is_dead_state(state)));
+        }
+    }
+    let mut found = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for &(p, pp, dead) in &links {
+            if pp == parent && !found.contains(&p) {
+                frontier.push(p);
+                if !dead {
+                    found.push(p);
+                }
+            }
+        }
+    }
+    found
+}
