@@ -158,17 +158,23 @@ impl<W: Worker> Shared<W> {
         })
     }
 
-    /// Locks the state. When the guard drops, the metric gauges are set to
-    /// the counts, so every change of state is published.
     /// Enters the pool's runtime when called from outside any runtime (a
     /// lease dropped on a plain thread, a reconfiguration from sync code),
     /// so that timers and spawns work and read the pool's clock.
     fn enter_runtime(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
+        // A task runs inside its runtime. Asking for the task id reads a
+        // thread-local; asking for the handle would clone it (an atomic
+        // increment on a counter every thread of the runtime shares).
+        if tokio::task::try_id().is_some() {
+            return None;
+        }
         tokio::runtime::Handle::try_current()
             .is_err()
             .then(|| self.rt.enter())
     }
 
+    /// Locks the state. When the guard drops, the metric gauges are set to
+    /// the counts, so every change of state is published.
     pub(crate) fn lock(&self) -> StateGuard<'_, W> {
         StateGuard {
             guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
