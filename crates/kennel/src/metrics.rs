@@ -4,7 +4,6 @@
 //! atomic operation (nothing when no recorder is installed). The names and
 //! meanings are listed in `docs/METRICS.md`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
@@ -38,7 +37,6 @@ pub(crate) struct PoolMetrics {
     job_seconds: Histogram,
     wait_seconds: Histogram,
     queue_high_water: Gauge,
-    high_water: AtomicUsize,
     starting: Gauge,
     idle: Gauge,
     lent: Gauge,
@@ -75,7 +73,6 @@ impl PoolMetrics {
             job_seconds: histogram!("kennel_job_seconds", "pool" => p.clone()),
             wait_seconds: histogram!("kennel_wait_seconds", "pool" => p.clone()),
             queue_high_water: gauge!("kennel_queue_high_water", "pool" => p.clone()),
-            high_water: AtomicUsize::new(0),
             starting: state("starting"),
             idle: state("idle"),
             lent: state("lent"),
@@ -120,17 +117,81 @@ impl PoolMetrics {
         self.job_seconds.record(held.as_secs_f64());
     }
 
-    /// Sets the gauges to the pool's counts.
-    pub(crate) fn publish(&self, counts: &Counts, waiting: usize, capacity: usize, size: usize) {
-        self.starting.set(counts.starting as f64);
-        self.idle.set(counts.idle as f64);
-        self.lent.set((counts.lent + counts.lent_above) as f64);
-        self.kept.set(counts.kept as f64);
-        self.waiting.set(waiting as f64);
-        self.capacity.set(capacity as f64);
-        self.size.set(size as f64);
-        if waiting > self.high_water.fetch_max(waiting, Ordering::Relaxed) {
-            self.queue_high_water.set(waiting as f64);
+    /// Sets the gauges that changed since `last` to the pool's counts.
+    pub(crate) fn publish(&self, last: &mut Published, now: Gauges) {
+        if now == last.gauges {
+            return;
+        }
+        let was = last.gauges;
+        let set = |gauge: &Gauge, old: usize, new: usize| {
+            if old != new {
+                gauge.set(new as f64);
+            }
+        };
+        set(&self.starting, was.starting, now.starting);
+        set(&self.idle, was.idle, now.idle);
+        set(&self.lent, was.lent, now.lent);
+        set(&self.kept, was.kept, now.kept);
+        set(&self.waiting, was.waiting, now.waiting);
+        set(&self.capacity, was.capacity, now.capacity);
+        set(&self.size, was.size, now.size);
+        if now.waiting > last.high_water {
+            last.high_water = now.waiting;
+            self.queue_high_water.set(now.waiting as f64);
+        }
+        last.gauges = now;
+    }
+}
+
+/// What the gauges show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gauges {
+    pub(crate) starting: usize,
+    pub(crate) idle: usize,
+    pub(crate) lent: usize,
+    pub(crate) kept: usize,
+    pub(crate) waiting: usize,
+    pub(crate) capacity: usize,
+    pub(crate) size: usize,
+}
+
+impl Gauges {
+    pub(crate) fn new(counts: &Counts, waiting: usize, capacity: usize, size: usize) -> Self {
+        Self {
+            starting: counts.starting,
+            idle: counts.idle,
+            lent: counts.lent + counts.lent_above,
+            kept: counts.kept,
+            waiting,
+            capacity,
+            size,
+        }
+    }
+}
+
+/// What was last published, kept under the pool's lock: a change of state
+/// sets only the gauges it changed, and a lock that changed nothing (a
+/// stats read) sets none.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Published {
+    gauges: Gauges,
+    high_water: usize,
+}
+
+impl Published {
+    /// Nothing published yet: the first publish sets every gauge.
+    pub(crate) fn none() -> Self {
+        Self {
+            gauges: Gauges {
+                starting: usize::MAX,
+                idle: usize::MAX,
+                lent: usize::MAX,
+                kept: usize::MAX,
+                waiting: usize::MAX,
+                capacity: usize::MAX,
+                size: usize::MAX,
+            },
+            high_water: 0,
         }
     }
 }

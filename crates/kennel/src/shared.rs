@@ -19,7 +19,7 @@ use crate::dispatch::{Dispatch, Granted, Waiters};
 use crate::error::{Error, RejectReason};
 use crate::event::{Event, RetireReason};
 use crate::eviction::{Eviction, IdleWorker};
-use crate::metrics::PoolMetrics;
+use crate::metrics::{Gauges, PoolMetrics, Published};
 use crate::reconfig::{Action, Reconfig};
 use crate::sizing::{Sizing, SizingDecision, SizingInput, SizingView};
 use crate::slot::{EndReason, SlotState, Slots, WorkerCell};
@@ -83,6 +83,8 @@ pub(crate) struct State<W> {
     rng: rand::rngs::StdRng,
     /// Slots at or above this keep no worker (after a memory-forced shrink).
     kept_limit: usize,
+    /// What the metric gauges show now.
+    published: Published,
 }
 
 /// The engine: shared by the pool handles, leases and tasks.
@@ -148,6 +150,7 @@ impl<W: Worker> Shared<W> {
                 sizing_wake: None,
                 rng,
                 kept_limit: usize::MAX,
+                published: Published::none(),
             }),
             events,
             first_events: Mutex::new(Some(first)),
@@ -173,8 +176,8 @@ impl<W: Worker> Shared<W> {
             .then(|| self.rt.enter())
     }
 
-    /// Locks the state. When the guard drops, the metric gauges are set to
-    /// the counts, so every change of state is published.
+    /// Locks the state. When the guard drops, the metric gauges that
+    /// changed are set to the counts, so every change of state is published.
     pub(crate) fn lock(&self) -> StateGuard<'_, W> {
         StateGuard {
             guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
@@ -1695,7 +1698,7 @@ impl<W: Worker> Shared<W> {
     }
 }
 
-/// The locked state; publishes the gauges when dropped.
+/// The locked state; publishes the gauges that changed when dropped.
 pub(crate) struct StateGuard<'a, W> {
     guard: MutexGuard<'a, State<W>>,
     metrics: &'a PoolMetrics,
@@ -1716,13 +1719,14 @@ impl<W> std::ops::DerefMut for StateGuard<'_, W> {
 
 impl<W> Drop for StateGuard<'_, W> {
     fn drop(&mut self) {
-        let st = &*self.guard;
-        self.metrics.publish(
+        let st = &mut *self.guard;
+        let now = Gauges::new(
             &st.slots.counts,
             st.waiters.len(),
             st.slots.capacity(),
             st.slots.size,
         );
+        self.metrics.publish(&mut st.published, now);
     }
 }
 
