@@ -316,20 +316,35 @@ impl<W: Worker> Shared<W> {
         if st.closed || !matches!(st.slots.slots.get(i)?.state, SlotState::Idle { .. }) {
             return None;
         }
-        let cell = st.slots.slots[i].cell().cloned()?;
-        let SlotState::Idle { worker, timer, .. } =
-            st.slots.set(i, SlotState::Lent { cell: cell.clone() })
-        else {
-            unreachable!("checked idle above")
-        };
+        Some(Self::lend_idle(&mut st, i))
+    }
+
+    /// Lends the idle worker of slot `i`: the job gets the worker, and the
+    /// slot keeps the cell, to kill the worker or see it end while lent.
+    fn lend_idle(st: &mut State<W>, i: usize) -> Granted<W> {
+        let (worker, cell, timer) = st.slots.update(i, |old| {
+            let SlotState::Idle {
+                worker,
+                cell,
+                timer,
+                ..
+            } = old
+            else {
+                unreachable!("slot {i} was taken as idle but is not");
+            };
+            (
+                SlotState::Lent { cell: cell.clone() },
+                (worker, cell, timer),
+            )
+        });
         if let Some(t) = timer {
             t.abort();
         }
-        Some(Granted {
+        Granted {
             slot: i,
             worker,
             cell,
-        })
+        }
     }
 
     /// The idle slots now (running and kept).
@@ -360,19 +375,7 @@ impl<W: Worker> Shared<W> {
                 i
             }
         };
-        let cell = st.slots.slots[i].cell().cloned()?;
-        let old = st.slots.set(i, SlotState::Lent { cell: cell.clone() });
-        let SlotState::Idle { worker, timer, .. } = old else {
-            unreachable!("slot {i} was in the idle set but not idle");
-        };
-        if let Some(t) = timer {
-            t.abort();
-        }
-        Some(Granted {
-            slot: i,
-            worker,
-            cell,
-        })
+        Some(Self::lend_idle(st, i))
     }
 
     fn unawaited_starting(st: &State<W>) -> Option<usize> {
@@ -634,19 +637,27 @@ impl<W: Worker> Shared<W> {
             self.emit(Event::Retired { slot: i, reason });
             return;
         }
-        self.place(st, i, worker, cell.clone(), now);
+        self.place(st, i, worker, now);
     }
 
-    /// A ready worker is free in slot `i` (lent state or starting state):
-    /// close it, keep it, give it to the oldest job, or make it idle.
-    fn place(&self, st: &mut State<W>, i: usize, worker: W, cell: Arc<WorkerCell>, now: Instant) {
+    /// A ready worker is free in slot `i`, whose state is `Lent` and holds
+    /// its cell: close it, keep it, give it to the oldest job, or make it
+    /// idle.
+    fn place(&self, st: &mut State<W>, i: usize, worker: W, now: Instant) {
+        let SlotState::Lent { cell } = &st.slots.slots[i].state else {
+            unreachable!("slot {i} is placed from a state other than lent");
+        };
+        let (expired, started) = (cell.expired(now), cell.started);
+        let lent_cell = |st: &State<W>| st.slots.slots[i].cell().cloned().expect("lent");
         if st.closed {
+            let cell = lent_cell(st);
             self.close_worker(st, i, worker, cell, EndReason::PoolClosed);
             return;
         }
 
         if !st.waiters.is_empty() && i < st.slots.size {
-            st.slots.set(i, SlotState::Lent { cell: cell.clone() });
+            // It stays lent, now to the oldest job.
+            let cell = lent_cell(st);
             self.grant_oldest(
                 st,
                 Granted {
@@ -657,13 +668,14 @@ impl<W: Worker> Shared<W> {
             );
             return;
         }
-        if cell.expired(now) {
+        if expired {
             // Its lifetime ended while it warmed up or worked, and no job waits
             // for it: close it and start a fresh one.
             self.emit(Event::Retired {
                 slot: i,
                 reason: RetireReason::Lifetime,
             });
+            let cell = lent_cell(st);
             self.close_worker(
                 st,
                 i,
@@ -679,6 +691,7 @@ impl<W: Worker> Shared<W> {
                 slot: i,
                 reason: RetireReason::Memory,
             });
+            let cell = lent_cell(st);
             self.close_worker(
                 st,
                 i,
@@ -689,19 +702,22 @@ impl<W: Worker> Shared<W> {
             return;
         }
         let timer = if i < st.slots.size {
-            self.arm_eviction(st, i, now, cell.started)
+            self.arm_eviction(st, i, now, started)
         } else {
             None
         };
-        st.slots.set(
-            i,
-            SlotState::Idle {
+        st.slots.update(i, |old| {
+            let SlotState::Lent { cell } = old else {
+                unreachable!("checked lent above")
+            };
+            let idle = SlotState::Idle {
                 worker,
                 since: now,
                 cell,
                 timer,
-            },
-        );
+            };
+            (idle, ())
+        });
     }
 
     // ----- starting -----
@@ -846,21 +862,10 @@ impl<W: Worker> Shared<W> {
                 // job may. Either way it is no longer bound to this slot.
                 st.waiters.set_bound(id, None);
             }
-            if !st.waiters.is_empty() && i < st.slots.size && !st.closed {
-                st.slots.set(i, SlotState::Lent { cell: cell.clone() });
-                self.grant_oldest(
-                    &mut st,
-                    Granted {
-                        slot: i,
-                        worker,
-                        cell,
-                    },
-                );
-            } else {
-                // Through Lent so that `place` sees one starting point.
-                st.slots.set(i, SlotState::Lent { cell: cell.clone() });
-                self.place(&mut st, i, worker, cell, Instant::now());
-            }
+            // Through Lent so that `place` sees one starting point: it gives
+            // the worker to the oldest job, or keeps it idle.
+            st.slots.set(i, SlotState::Lent { cell });
+            self.place(&mut st, i, worker, Instant::now());
             self.kick_startup(&mut st);
             self.pump(&mut st);
         }
@@ -1325,18 +1330,14 @@ impl<W: Worker> Shared<W> {
         } else {
             for i in old..size {
                 if matches!(st.slots.slots[i].state, SlotState::Idle { .. }) {
-                    let SlotState::Idle { worker, cell, .. } = st.slots.set(
-                        i,
-                        SlotState::Lent {
-                            cell: st.slots.slots[i]
-                                .cell()
-                                .cloned()
-                                .expect("idle slot has a cell"),
-                        },
-                    ) else {
-                        unreachable!()
-                    };
-                    self.place(st, i, worker, cell, Instant::now());
+                    // Through Lent, as `place` wants it.
+                    let worker = st.slots.update(i, |old| {
+                        let SlotState::Idle { worker, cell, .. } = old else {
+                            unreachable!("matched idle")
+                        };
+                        (SlotState::Lent { cell }, worker)
+                    });
+                    self.place(st, i, worker, Instant::now());
                 }
             }
         }

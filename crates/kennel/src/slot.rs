@@ -13,8 +13,8 @@
 //!    the warm-up task (`Starting`) or its close task (`Closing`).
 //!    So no worker is lent twice.
 //! 3. `Counts` always equals what a walk over the slots would count:
-//!    every state change goes through [`Slots::set`], which moves one unit
-//!    from the old state's count to the new one's.
+//!    every state change goes through [`Slots::set`] or [`Slots::update`],
+//!    which move one unit from the old state's count to the new one's.
 //! 4. A report from a task (warm-up done, exit seen, timer fired) names the
 //!    slot and the worker's generation; a report whose generation is not the
 //!    slot's current one is stale and changes nothing.
@@ -347,14 +347,34 @@ impl<W> Slots<W> {
         }
     }
 
-    /// Puts slot `i` into `new` and returns its old state. The only place a
-    /// slot changes state (invariant 3).
+    /// Puts slot `i` into `new` and returns its old state. With
+    /// [`update`](Slots::update), the only place a slot changes state
+    /// (invariant 3).
     pub(crate) fn set(&mut self, i: usize, new: SlotState<W>) -> SlotState<W> {
         let old_kind = self.kind(i, &self.slots[i].state);
         let new_kind = self.kind(i, &new);
         self.count(old_kind, i, false);
         self.count(new_kind, i, true);
         std::mem::replace(&mut self.slots[i].state, new)
+    }
+
+    /// Puts slot `i` into the state `f` makes of its old one, and returns
+    /// what else `f` gives back: a transition that moves data (the worker,
+    /// its cell) from the old state into the new one. Counts follow as with
+    /// [`set`](Slots::set).
+    pub(crate) fn update<R>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(SlotState<W>) -> (SlotState<W>, R),
+    ) -> R {
+        let old = std::mem::replace(&mut self.slots[i].state, SlotState::Empty);
+        let old_kind = self.kind(i, &old);
+        let (new, r) = f(old);
+        let new_kind = self.kind(i, &new);
+        self.count(old_kind, i, false);
+        self.count(new_kind, i, true);
+        self.slots[i].state = new;
+        r
     }
 
     /// Changes how many slots run, moving idle workers between idle and kept.
