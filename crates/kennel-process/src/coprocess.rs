@@ -65,9 +65,10 @@ struct Label {
 /// # Bad output
 ///
 /// A worker's output is never trusted. A line that is not JSON, a line over
-/// [`max_line_bytes`](CoprocessSpec::max_line_bytes), or the end of stdout
-/// before a reply fails the request ([`ProcessError::Protocol`] or
-/// [`ProcessError::Crashed`]), and the coprocess kills its whole process
+/// [`max_line_bytes`](CoprocessSpec::max_line_bytes), output already waiting
+/// when a request is about to be sent (a line no request asked for), or the
+/// end of stdout before a reply fails the request ([`ProcessError::Protocol`]
+/// or [`ProcessError::Crashed`]), and the coprocess kills its whole process
 /// group at once, because requests and replies may no longer match. The
 /// future from [`exited`](Self::exited) then resolves (so a pool replaces the
 /// worker) and every later request fails at once with `Crashed`.
@@ -296,7 +297,8 @@ impl Coprocess {
     /// - [`ProcessError::Worker`] if the reply is `{"error":true,…}`. The
     ///   worker stays usable.
     /// - [`ProcessError::Protocol`] if the reply is not JSON, is over the size
-    ///   limit, or an earlier request was dropped before its reply was read.
+    ///   limit, the worker had already written output no request asked for,
+    ///   or an earlier request was dropped before its reply was read.
     /// - [`ProcessError::Crashed`] if the worker exits or closes its stdout
     ///   before it replies, or was already broken.
     /// - The errors of [`ready`](Self::ready) while it warms up.
@@ -438,7 +440,18 @@ impl Coprocess {
     async fn exchange(&mut self, line: Vec<u8>) -> Result<Value, ProcessError> {
         match self.phase {
             Phase::Warming => self.ready().await?,
-            Phase::Idle => {}
+            Phase::Idle => {
+                if let Some(head) = self.stdout.unsolicited() {
+                    let err = ProcessError::Protocol {
+                        message: format!(
+                            "the worker wrote output no request asked for, so replies would no \
+                             longer match requests; it reads {}",
+                            excerpt(&head)
+                        ),
+                    };
+                    return Err(self.break_stream(err).await);
+                }
+            }
             Phase::InFlight => {
                 let err = ProcessError::Protocol {
                     message: "an earlier request was dropped before its reply was read, so \

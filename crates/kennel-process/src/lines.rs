@@ -5,7 +5,9 @@
 //! keeps a partial line in itself, so dropping [`LineReader::next_line`]
 //! half-way loses nothing.
 
+use std::future::Future;
 use std::io;
+use std::task::{Context, Poll, Waker};
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
@@ -117,6 +119,38 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                     self.inner.consume(len);
                 }
             }
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    /// Output that is already waiting, read or readable at once, when no
+    /// one asked for any: returns its first bytes if any of them is not
+    /// whitespace. Whitespace alone (blank lines) is consumed, as
+    /// [`next_line`](Self::next_line) would skip it. Never waits: what has
+    /// not arrived yet is not seen.
+    pub(crate) fn unsolicited(&mut self) -> Option<Vec<u8>> {
+        if self.buf.iter().any(|b| !b.is_ascii_whitespace()) {
+            return Some(self.buf.clone());
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            let fill = self.inner.fill_buf();
+            tokio::pin!(fill);
+            let available = match fill.poll(&mut cx) {
+                // Nothing waiting; an error or the end of the stream shows
+                // when the reply is read.
+                Poll::Pending | Poll::Ready(Err(_)) => return None,
+                Poll::Ready(Ok(available)) => available,
+            };
+            if available.is_empty() {
+                return None;
+            }
+            if available.iter().any(|b| !b.is_ascii_whitespace()) {
+                return Some(available[..available.len().min(EXCERPT_BYTES)].to_vec());
+            }
+            let len = available.len();
+            self.inner.consume(len);
         }
     }
 }
