@@ -184,9 +184,11 @@ impl<W: Worker> Pool<W> {
     }
 
     async fn lend_inner(&self, wait: Option<Duration>) -> Result<Lease<W>, Error> {
-        self.lend_queued(wait, true).await?.ok_or(Error::Rejected {
-            reason: crate::error::RejectReason::QueueFull,
-        })
+        self.lend_queued(wait, true)
+            .await?
+            .ok_or_else(|| Error::Rejected {
+                reason: crate::error::RejectReason::QueueFull,
+            })
     }
 
     /// Lends a worker only if one can be had without queueing behind other
@@ -216,8 +218,8 @@ impl<W: Worker> Pool<W> {
             let mut st = shared.lock();
             shared.acquire(&mut st, queue)
         }?;
-        let (granted, since) = match acquired {
-            Acquired::Now(g) => (g, asked),
+        let (granted, since, waited) = match acquired {
+            Acquired::Now(g) => (g, asked, Duration::ZERO),
             Acquired::WouldQueue => return Ok(None),
             Acquired::Wait(id, rx) => {
                 let mut waiting = Waiting {
@@ -233,10 +235,11 @@ impl<W: Worker> Pool<W> {
                     },
                     None => waiting.recv().await?,
                 };
-                (granted, tokio::time::Instant::now())
+                let since = tokio::time::Instant::now();
+                (granted, since, since - asked)
             }
         };
-        shared.metrics.lent(since - asked);
+        shared.metrics.lent(waited);
         Ok(Some(Lease::new(shared.clone(), granted, since)))
     }
 

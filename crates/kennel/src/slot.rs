@@ -311,12 +311,16 @@ impl<W> Slots<W> {
     }
 
     fn kind(&self, i: usize, state: &SlotState<W>) -> Kind {
+        Self::kind_in(i, self.size, state)
+    }
+
+    fn kind_in(i: usize, size: usize, state: &SlotState<W>) -> Kind {
         match state {
             SlotState::Empty => Kind::Empty,
             SlotState::Starting { .. } => Kind::Starting,
-            SlotState::Idle { .. } if i < self.size => Kind::Idle,
+            SlotState::Idle { .. } if i < size => Kind::Idle,
             SlotState::Idle { .. } => Kind::Kept,
-            SlotState::Lent { .. } if i < self.size => Kind::Lent,
+            SlotState::Lent { .. } if i < size => Kind::Lent,
             SlotState::Lent { .. } => Kind::LentAbove,
             SlotState::Closing { .. } => Kind::Closing,
         }
@@ -367,13 +371,14 @@ impl<W> Slots<W> {
         i: usize,
         f: impl FnOnce(SlotState<W>) -> (SlotState<W>, R),
     ) -> R {
-        let old = std::mem::replace(&mut self.slots[i].state, SlotState::Empty);
-        let old_kind = self.kind(i, &old);
+        let state = &mut self.slots[i].state;
+        let old = std::mem::replace(state, SlotState::Empty);
+        let old_kind = Self::kind_in(i, self.size, &old);
         let (new, r) = f(old);
-        let new_kind = self.kind(i, &new);
+        let new_kind = Self::kind_in(i, self.size, &new);
+        *state = new;
         self.count(old_kind, i, false);
         self.count(new_kind, i, true);
-        self.slots[i].state = new;
         r
     }
 
