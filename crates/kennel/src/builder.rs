@@ -279,6 +279,7 @@ impl<W: Worker> PoolBuilder<W> {
             self.factory,
             capacity,
             size,
+            plan.observes_jobs,
             opts,
             self.startup,
             self.sizing,

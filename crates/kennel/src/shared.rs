@@ -72,6 +72,8 @@ pub(crate) struct State<W> {
     pub(crate) opts: Options,
     startup: Arc<dyn Startup>,
     sizing: Box<dyn Sizing>,
+    /// Whether the sizing hears of finished jobs (its plan says).
+    sizing_jobs: bool,
     eviction: Arc<dyn Eviction>,
     pub(crate) closed: bool,
     ever_ready: bool,
@@ -124,6 +126,7 @@ impl<W: Worker> Shared<W> {
         factory: FactoryFn<W>,
         capacity: usize,
         size: usize,
+        sizing_jobs: bool,
         opts: Options,
         startup: Arc<dyn Startup>,
         sizing: Box<dyn Sizing>,
@@ -142,6 +145,7 @@ impl<W: Worker> Shared<W> {
                 opts,
                 startup,
                 sizing,
+                sizing_jobs,
                 eviction,
                 closed: false,
                 ever_ready: false,
@@ -567,12 +571,14 @@ impl<W: Worker> Shared<W> {
                 Some(m) => m + EWMA_ALPHA * (took - m),
                 None => took,
             });
-            let decision = {
-                let view = Self::view_at(st, now);
-                st.sizing
-                    .observe(&view, SizingInput::JobDone { took: held })
-            };
-            self.apply_sizing(st, decision);
+            if st.sizing_jobs {
+                let decision = {
+                    let view = Self::view_at(st, now);
+                    st.sizing
+                        .observe(&view, SizingInput::JobDone { took: held })
+                };
+                self.apply_sizing(st, decision);
+            }
         }
         if !cell.is_dead() && !worker.is_alive() {
             // It ended during the job, and the pool's watcher has not seen
@@ -1434,6 +1440,7 @@ impl<W: Worker> Shared<W> {
                 }
             }
             st.sizing = sizing;
+            st.sizing_jobs = plan.observes_jobs;
             if let Some((_, h)) = st.sizing_wake.take() {
                 h.abort();
             }

@@ -13,7 +13,7 @@ impl Sizing for Fixed {
                 "Fixed(0): a pool runs at least 1 worker (allowed: 1 or more)",
             ));
         }
-        Ok(SizePlan::new(self.0, self.0))
+        Ok(SizePlan::new(self.0, self.0).without_jobs())
     }
 
     fn observe(&mut self, _view: &SizingView, _input: SizingInput) -> SizingDecision {

@@ -29,16 +29,31 @@ pub struct SizePlan {
     pub size: usize,
     /// A warning to emit as an event (for example: memory allows no worker).
     pub warning: Option<String>,
+    /// Whether [`observe`](Sizing::observe) hears of every finished job
+    /// ([`SizingInput::JobDone`]). True unless the sizing says otherwise
+    /// with [`without_jobs`](SizePlan::without_jobs): a sizing that does not
+    /// learn from jobs spares the pool a call under its lock per job.
+    pub observes_jobs: bool,
 }
 
 impl SizePlan {
-    /// A plan with this capacity and first size, and no warning.
+    /// A plan with this capacity and first size, and no warning; the sizing
+    /// hears of every finished job.
     pub fn new(capacity: usize, size: usize) -> Self {
         Self {
             capacity,
             size,
             warning: None,
+            observes_jobs: true,
         }
+    }
+
+    /// The same plan for a sizing that is not told of finished jobs, only
+    /// of the wake-ups it asks for.
+    #[must_use]
+    pub fn without_jobs(mut self) -> Self {
+        self.observes_jobs = false;
+        self
     }
 }
 
@@ -142,7 +157,8 @@ impl SizingStep {
 /// Decides how many slots run.
 ///
 /// The pool calls [`plan`](Sizing::plan) once when it is built, then
-/// [`observe`](Sizing::observe) after each finished job and at each time the
+/// [`observe`](Sizing::observe) after each finished job (unless the plan
+/// says [`without_jobs`](SizePlan::without_jobs)) and at each time the
 /// sizing asked to be woken, always under the pool's lock (so keep it quick),
 /// and [`may_start`](Sizing::may_start) before it starts a new worker.
 ///

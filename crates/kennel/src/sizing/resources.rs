@@ -28,7 +28,7 @@ impl Resources {
 
 impl Sizing for Resources {
     fn plan(&mut self) -> Result<SizePlan, BuildError> {
-        self.memory.plan()
+        Ok(self.memory.plan()?.without_jobs())
     }
 
     fn observe(&mut self, _view: &SizingView, _input: SizingInput) -> SizingDecision {
