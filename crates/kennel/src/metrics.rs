@@ -10,7 +10,7 @@ use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
 use crate::error::RejectReason;
 use crate::event::{Event, RetireReason};
-use crate::slot::Counts;
+use crate::slot::{Changes, Counts};
 
 const RETIRE_REASONS: [RetireReason; 7] = [
     RetireReason::Failed,
@@ -117,80 +117,56 @@ impl PoolMetrics {
         self.job_seconds.record(held.as_secs_f64());
     }
 
-    /// Sets the gauges that changed since `last` to the pool's counts.
-    pub(crate) fn publish(&self, last: &mut Published, now: Gauges) {
-        if now == last.gauges {
-            return;
+    /// Sets the gauges whose numbers changed (`changes`, and the queue
+    /// length against what `last` published).
+    pub(crate) fn publish(
+        &self,
+        changes: Changes,
+        counts: &Counts,
+        (waiting, capacity, size): (usize, usize, usize),
+        last: &mut Published,
+    ) {
+        if changes.starting() {
+            self.starting.set(counts.starting as f64);
         }
-        let was = last.gauges;
-        let set = |gauge: &Gauge, old: usize, new: usize| {
-            if old != new {
-                gauge.set(new as f64);
+        if changes.idle() {
+            self.idle.set(counts.idle as f64);
+        }
+        if changes.lent() {
+            self.lent.set((counts.lent + counts.lent_above) as f64);
+        }
+        if changes.kept() {
+            self.kept.set(counts.kept as f64);
+        }
+        if changes.capacity() {
+            self.capacity.set(capacity as f64);
+        }
+        if changes.size() {
+            self.size.set(size as f64);
+        }
+        if waiting != last.waiting {
+            last.waiting = waiting;
+            self.waiting.set(waiting as f64);
+            if waiting > last.high_water {
+                last.high_water = waiting;
+                self.queue_high_water.set(waiting as f64);
             }
-        };
-        set(&self.starting, was.starting, now.starting);
-        set(&self.idle, was.idle, now.idle);
-        set(&self.lent, was.lent, now.lent);
-        set(&self.kept, was.kept, now.kept);
-        set(&self.waiting, was.waiting, now.waiting);
-        set(&self.capacity, was.capacity, now.capacity);
-        set(&self.size, was.size, now.size);
-        if now.waiting > last.high_water {
-            last.high_water = now.waiting;
-            self.queue_high_water.set(now.waiting as f64);
-        }
-        last.gauges = now;
-    }
-}
-
-/// What the gauges show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Gauges {
-    pub(crate) starting: usize,
-    pub(crate) idle: usize,
-    pub(crate) lent: usize,
-    pub(crate) kept: usize,
-    pub(crate) waiting: usize,
-    pub(crate) capacity: usize,
-    pub(crate) size: usize,
-}
-
-impl Gauges {
-    pub(crate) fn new(counts: &Counts, waiting: usize, capacity: usize, size: usize) -> Self {
-        Self {
-            starting: counts.starting,
-            idle: counts.idle,
-            lent: counts.lent + counts.lent_above,
-            kept: counts.kept,
-            waiting,
-            capacity,
-            size,
         }
     }
 }
 
-/// What was last published, kept under the pool's lock: a change of state
-/// sets only the gauges it changed, and a lock that changed nothing (a
-/// stats read) sets none.
+/// What the queue gauges last showed, kept under the pool's lock.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Published {
-    gauges: Gauges,
+    pub(crate) waiting: usize,
     high_water: usize,
 }
 
 impl Published {
-    /// Nothing published yet: the first publish sets every gauge.
+    /// Nothing published yet: the first publish sets the queue gauge.
     pub(crate) fn none() -> Self {
         Self {
-            gauges: Gauges {
-                starting: usize::MAX,
-                idle: usize::MAX,
-                lent: usize::MAX,
-                kept: usize::MAX,
-                waiting: usize::MAX,
-                capacity: usize::MAX,
-                size: usize::MAX,
-            },
+            waiting: usize::MAX,
             high_water: 0,
         }
     }

@@ -19,7 +19,7 @@ use crate::dispatch::{Dispatch, Granted, Waiters};
 use crate::error::{Error, RejectReason};
 use crate::event::{Event, RetireReason};
 use crate::eviction::{Eviction, IdleWorker};
-use crate::metrics::{Gauges, PoolMetrics, Published};
+use crate::metrics::{PoolMetrics, Published};
 use crate::reconfig::{Action, Reconfig};
 use crate::sizing::{Sizing, SizingDecision, SizingInput, SizingView};
 use crate::slot::{EndReason, SlotState, Slots, WorkerCell};
@@ -85,7 +85,7 @@ pub(crate) struct State<W> {
     rng: rand::rngs::StdRng,
     /// Slots at or above this keep no worker (after a memory-forced shrink).
     kept_limit: usize,
-    /// What the metric gauges show now.
+    /// What the queue gauges show now.
     published: Published,
 }
 
@@ -1728,13 +1728,17 @@ impl<W> std::ops::DerefMut for StateGuard<'_, W> {
 impl<W> Drop for StateGuard<'_, W> {
     fn drop(&mut self) {
         let st = &mut *self.guard;
-        let now = Gauges::new(
+        let changes = st.slots.take_changes();
+        let waiting = st.waiters.len();
+        if changes.is_empty() && waiting == st.published.waiting {
+            return;
+        }
+        self.metrics.publish(
+            changes,
             &st.slots.counts,
-            st.waiters.len(),
-            st.slots.capacity(),
-            st.slots.size,
+            (waiting, st.slots.capacity(), st.slots.size),
+            &mut st.published,
         );
-        self.metrics.publish(&mut st.published, now);
     }
 }
 

@@ -219,6 +219,54 @@ enum Kind {
     Closing,
 }
 
+/// Which numbers behind the pool's gauges changed: one bit per kind of
+/// slot, one for the size and one for the capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Changes(u16);
+
+impl Changes {
+    const SIZE: u16 = 1 << 8;
+    const CAPACITY: u16 = 1 << 9;
+    const ALL: Self = Self(u16::MAX);
+    const NONE: Self = Self(0);
+
+    fn mark(&mut self, kind: Kind) {
+        self.0 |= 1 << kind as u16;
+    }
+
+    fn has(self, kind: Kind) -> bool {
+        self.0 & (1 << kind as u16) != 0
+    }
+
+    pub(crate) fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub(crate) fn starting(self) -> bool {
+        self.has(Kind::Starting)
+    }
+
+    pub(crate) fn idle(self) -> bool {
+        self.has(Kind::Idle)
+    }
+
+    pub(crate) fn kept(self) -> bool {
+        self.has(Kind::Kept)
+    }
+
+    pub(crate) fn lent(self) -> bool {
+        self.has(Kind::Lent) || self.has(Kind::LentAbove)
+    }
+
+    pub(crate) fn size(self) -> bool {
+        self.0 & Self::SIZE != 0
+    }
+
+    pub(crate) fn capacity(self) -> bool {
+        self.0 & Self::CAPACITY != 0
+    }
+}
+
 /// A set of slot numbers as a bit set (the idle running slots).
 #[derive(Debug, Default)]
 pub(crate) struct SlotSet {
@@ -268,6 +316,9 @@ pub(crate) struct Slots<W> {
     pub(crate) size: usize,
     pub(crate) counts: Counts,
     pub(crate) idle: SlotSet,
+    /// What changed since [`take_changes`](Slots::take_changes); all at
+    /// first, so that the first publish sets every gauge.
+    changes: Changes,
 }
 
 impl<W> Slots<W> {
@@ -278,7 +329,13 @@ impl<W> Slots<W> {
             size,
             counts: Counts::default(),
             idle: SlotSet::with_capacity(capacity),
+            changes: Changes::ALL,
         }
+    }
+
+    /// What changed since the last call: the gauges to publish.
+    pub(crate) fn take_changes(&mut self) -> Changes {
+        std::mem::replace(&mut self.changes, Changes::NONE)
     }
 
     /// The most workers the pool may run now.
@@ -304,6 +361,7 @@ impl<W> Slots<W> {
         }
         self.capacity = capacity;
         self.size = size;
+        self.changes.0 |= Changes::CAPACITY | Changes::SIZE;
         for i in 0..self.slots.len() {
             let k = self.kind(i, &self.slots[i].state);
             self.count(k, i, true);
@@ -349,6 +407,7 @@ impl<W> Slots<W> {
         } else {
             *n -= 1;
         }
+        self.changes.mark(kind);
     }
 
     /// Puts slot `i` into `new` and returns its old state. With
@@ -389,6 +448,9 @@ impl<W> Slots<W> {
         for i in lo..hi {
             let k = self.kind(i, &self.slots[i].state);
             self.count(k, i, false);
+        }
+        if size != self.size {
+            self.changes.0 |= Changes::SIZE;
         }
         self.size = size;
         for i in lo..hi {
