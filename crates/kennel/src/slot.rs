@@ -372,6 +372,7 @@ impl<W> Slots<W> {
         Self::kind_in(i, self.size, state)
     }
 
+    #[inline]
     fn kind_in(i: usize, size: usize, state: &SlotState<W>) -> Kind {
         match state {
             SlotState::Empty => Kind::Empty,
@@ -384,6 +385,7 @@ impl<W> Slots<W> {
         }
     }
 
+    #[inline]
     fn count(&mut self, kind: Kind, i: usize, add: bool) {
         let c = &mut self.counts;
         let n = match kind {
@@ -425,6 +427,7 @@ impl<W> Slots<W> {
     /// what else `f` gives back: a transition that moves data (the worker,
     /// its cell) from the old state into the new one. Counts follow as with
     /// [`set`](Slots::set).
+    #[inline]
     pub(crate) fn update<R>(
         &mut self,
         i: usize,
