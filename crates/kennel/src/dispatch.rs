@@ -1,9 +1,10 @@
 //! Which worker a job gets, and the one FIFO of waiting jobs (SPEC S2, ADR 0004).
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use crate::error::Error;
 use crate::slot::WorkerCell;
@@ -26,6 +27,9 @@ pub(crate) struct Granted<W> {
     pub(crate) slot: usize,
     pub(crate) worker: W,
     pub(crate) cell: Arc<WorkerCell>,
+    /// When a waiting job was handed the worker, if the pool had read the
+    /// clock then (the job reads it itself otherwise).
+    pub(crate) at: Option<Instant>,
 }
 
 pub(crate) type Grant<W> = Result<Granted<W>, Error>;
@@ -38,28 +42,42 @@ pub(crate) struct Waiter<W> {
 }
 
 /// Waiting jobs in arrival order; ids grow, so the first entry is the oldest.
+///
+/// A queue of entries sorted by id, found by binary search. A job that
+/// leaves from the middle leaves a hole (its entry holds no waiter) instead
+/// of shifting the ones behind it; holes at either end are dropped at once,
+/// and the queue is compacted when holes outnumber the jobs.
 #[derive(Debug)]
 pub(crate) struct Waiters<W> {
-    map: BTreeMap<u64, Waiter<W>>,
+    queue: VecDeque<Entry<W>>,
+    /// Jobs waiting (entries that hold a waiter).
+    len: usize,
     next_id: u64,
     unbound: usize,
+}
+
+#[derive(Debug)]
+struct Entry<W> {
+    id: u64,
+    waiter: Option<Waiter<W>>,
 }
 
 impl<W> Waiters<W> {
     pub(crate) fn new() -> Self {
         Self {
-            map: BTreeMap::new(),
+            queue: VecDeque::new(),
+            len: 0,
             next_id: 0,
             unbound: 0,
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.map.len()
+        self.len
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len == 0
     }
 
     /// Jobs queued by rule 4 (not bound to a starting worker).
@@ -75,22 +93,60 @@ impl<W> Waiters<W> {
         if bound.is_none() {
             self.unbound += 1;
         }
-        self.map.insert(id, Waiter { tx, bound });
+        self.queue.push_back(Entry {
+            id,
+            waiter: Some(Waiter { tx, bound }),
+        });
+        self.len += 1;
         (id, rx)
+    }
+
+    fn find(&self, id: u64) -> Option<usize> {
+        self.queue.binary_search_by_key(&id, |e| e.id).ok()
     }
 
     /// Removes a job (granted, failed or gone); returns it if it was there.
     pub(crate) fn remove(&mut self, id: u64) -> Option<Waiter<W>> {
-        let w = self.map.remove(&id)?;
+        let at = self.find(id)?;
+        let w = self.queue[at].waiter.take()?;
+        self.len -= 1;
         if w.bound.is_none() {
             self.unbound -= 1;
         }
+        self.tidy();
         Some(w)
     }
 
-    /// The oldest job.
-    pub(crate) fn oldest(&self) -> Option<(u64, Option<usize>)> {
-        self.map.iter().next().map(|(id, w)| (*id, w.bound))
+    /// Removes the oldest job and returns it.
+    pub(crate) fn take_oldest(&mut self) -> Option<Waiter<W>> {
+        // The front entry holds a job whenever there is one (`tidy`).
+        let w = self.queue.pop_front()?.waiter?;
+        self.len -= 1;
+        if w.bound.is_none() {
+            self.unbound -= 1;
+        }
+        self.tidy();
+        Some(w)
+    }
+
+    /// Drops the holes at both ends, and all of them once they outnumber
+    /// the jobs, so the queue stays within twice the jobs (plus a few).
+    fn tidy(&mut self) {
+        while self.queue.front().is_some_and(|e| e.waiter.is_none()) {
+            self.queue.pop_front();
+        }
+        while self.queue.back().is_some_and(|e| e.waiter.is_none()) {
+            self.queue.pop_back();
+        }
+        if self.queue.len() > 2 * self.len + 16 {
+            self.queue.retain(|e| e.waiter.is_some());
+        }
+    }
+
+    fn waiting(&self) -> impl Iterator<Item = (u64, &Waiter<W>)> {
+        self.queue
+            .iter()
+            .filter_map(|e| e.waiter.as_ref().map(|w| (e.id, w)))
     }
 
     /// The oldest job not bound to a starting worker.
@@ -98,14 +154,16 @@ impl<W> Waiters<W> {
         if self.unbound == 0 {
             return None;
         }
-        self.map
-            .iter()
+        self.waiting()
             .find(|(_, w)| w.bound.is_none())
-            .map(|(id, _)| *id)
+            .map(|(id, _)| id)
     }
 
     pub(crate) fn set_bound(&mut self, id: u64, bound: Option<usize>) {
-        if let Some(w) = self.map.get_mut(&id) {
+        let Some(at) = self.find(id) else {
+            return;
+        };
+        if let Some(w) = self.queue[at].waiter.as_mut() {
             match (w.bound.is_none(), bound.is_none()) {
                 (true, false) => self.unbound -= 1,
                 (false, true) => self.unbound += 1,
@@ -118,7 +176,11 @@ impl<W> Waiters<W> {
     /// Removes every job, for closing.
     pub(crate) fn drain(&mut self) -> Vec<Waiter<W>> {
         self.unbound = 0;
-        std::mem::take(&mut self.map).into_values().collect()
+        self.len = 0;
+        std::mem::take(&mut self.queue)
+            .into_iter()
+            .filter_map(|e| e.waiter)
+            .collect()
     }
 }
 
@@ -128,5 +190,50 @@ impl<W> Waiter<W> {
     /// waiter still listed always arrives.
     pub(crate) fn send(self, grant: Grant<W>) -> Result<(), Grant<W>> {
         self.tx.send(grant)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiters_keep_arrival_order_through_holes() {
+        let mut w = Waiters::<()>::new();
+        let ids: Vec<u64> = (0..5).map(|_| w.push(None).0).collect();
+        assert!(w.remove(ids[2]).is_some());
+        assert!(w.remove(ids[2]).is_none(), "removed once");
+        assert_eq!(w.len(), 4);
+        assert_eq!(w.take_oldest().map(|o| o.bound), Some(None));
+        assert!(w.remove(ids[1]).is_some());
+        // The hole left by ids[2] is dropped with the front.
+        assert_eq!(w.queue.front().map(|e| e.id), Some(ids[3]));
+        w.set_bound(ids[3], Some(7));
+        assert_eq!(w.unbound(), 1);
+        assert_eq!(w.oldest_unbound(), Some(ids[4]));
+        assert_eq!(w.drain().len(), 2);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn holes_behind_an_old_job_are_compacted() {
+        let mut w = Waiters::<()>::new();
+        let (first, _rx) = w.push(None);
+        for _ in 0..10_000 {
+            let (id, _rx) = w.push(None);
+            w.push(None);
+            assert!(w.remove(id).is_some());
+        }
+        assert_eq!(w.len(), 10_001);
+        assert!(w.queue.len() <= 2 * w.len() + 16);
+        assert_eq!(w.queue.front().map(|e| e.id), Some(first));
+        // Far more holes than jobs: still within bounds.
+        let ids: Vec<u64> = w.waiting().map(|(id, _)| id).skip(1).collect();
+        for id in ids {
+            assert!(w.remove(id).is_some());
+        }
+        assert_eq!(w.len(), 1);
+        assert!(w.queue.len() <= 2 * w.len() + 16);
+        assert_eq!(w.queue.front().map(|e| e.id), Some(first));
     }
 }

@@ -166,7 +166,11 @@ impl<W: Worker> Pool<W> {
     /// the job from the queue; a worker that was handed to it meanwhile goes
     /// back to the pool, and a warm-up it caused goes on for the next job.
     pub async fn lend(&self) -> Result<Lease<W>, Error> {
-        self.lend_inner(None).await
+        self.lend_queued(true)
+            .await?
+            .ok_or_else(|| Error::Rejected {
+                reason: crate::error::RejectReason::QueueFull,
+            })
     }
 
     /// As [`lend`](Pool::lend), waiting at most `wait` for a worker.
@@ -180,15 +184,13 @@ impl<W: Worker> Pool<W> {
     ///
     /// This method is cancel safe, as [`lend`](Pool::lend).
     pub async fn lend_timeout(&self, wait: Duration) -> Result<Lease<W>, Error> {
-        self.lend_inner(Some(wait)).await
-    }
-
-    async fn lend_inner(&self, wait: Option<Duration>) -> Result<Lease<W>, Error> {
-        self.lend_queued(wait, true)
-            .await?
-            .ok_or_else(|| Error::Rejected {
-                reason: crate::error::RejectReason::QueueFull,
-            })
+        // The timer is looked at only after the lend was polled, so a worker
+        // that is free at once is lent whatever the limit. Kept out of
+        // `lend`, whose future (the size of every waiting job) it would grow.
+        match tokio::time::timeout(wait, self.lend()).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::LendTimeout { after: wait }),
+        }
     }
 
     /// Lends a worker only if one can be had without queueing behind other
@@ -204,14 +206,10 @@ impl<W: Worker> Pool<W> {
     ///
     /// This method is cancel safe, as [`lend`](Pool::lend).
     pub async fn try_lend(&self) -> Result<Option<Lease<W>>, Error> {
-        self.lend_queued(None, false).await
+        self.lend_queued(false).await
     }
 
-    async fn lend_queued(
-        &self,
-        wait: Option<Duration>,
-        queue: bool,
-    ) -> Result<Option<Lease<W>>, Error> {
+    async fn lend_queued(&self, queue: bool) -> Result<Option<Lease<W>>, Error> {
         let shared = self.shared();
         let asked = tokio::time::Instant::now();
         let acquired = {
@@ -228,15 +226,9 @@ impl<W: Worker> Pool<W> {
                     rx,
                     done: false,
                 };
-                let granted = match wait {
-                    Some(d) => match tokio::time::timeout(d, waiting.recv()).await {
-                        Ok(r) => r?,
-                        Err(_) => return Err(Error::LendTimeout { after: d }),
-                    },
-                    None => waiting.recv().await?,
-                };
-                let since = tokio::time::Instant::now();
-                (granted, since, since - asked)
+                let granted = waiting.recv().await?;
+                let since = granted.at.unwrap_or_else(tokio::time::Instant::now);
+                (granted, since, since.saturating_duration_since(asked))
             }
         };
         shared.metrics.lent(waited);
@@ -299,7 +291,11 @@ impl<W: Worker> Pool<W> {
         options: RunOptions,
         job: impl AsyncFnOnce(&mut W) -> R,
     ) -> Result<R, Error> {
-        let lease = self.lend_inner(options.lend_timeout).await?;
+        let lease = match options.lend_timeout {
+            None => self.lend().await?,
+            // Boxed: the timer would grow every run's future.
+            Some(d) => Box::pin(self.lend_timeout(d)).await?,
+        };
         run_lease(lease, options.job_timeout, job).await
     }
 

@@ -348,6 +348,7 @@ impl<W: Worker> Shared<W> {
             slot: i,
             worker,
             cell,
+            at: None,
         }
     }
 
@@ -443,12 +444,17 @@ impl<W: Worker> Shared<W> {
     /// Gives waiting jobs what the pool has: idle workers, unawaited starting
     /// workers, empty running slots.
     fn pump(&self, st: &mut State<W>) {
+        self.pump_at(st, None);
+    }
+
+    /// As [`pump`](Self::pump), with the time now if the caller has read it.
+    fn pump_at(&self, st: &mut State<W>, now: Option<Instant>) {
         while !st.waiters.is_empty() {
             if st.closed {
                 return;
             }
             if let Some(g) = self.take_idle(st) {
-                self.grant_oldest(st, g);
+                self.grant_oldest(st, g, now);
                 continue;
             }
             let Some(id) = st.waiters.oldest_unbound() else {
@@ -487,12 +493,12 @@ impl<W: Worker> Shared<W> {
 
     /// Hands a lent worker to the oldest waiting job (SPEC S2: a worker that
     /// becomes idle goes to the oldest waiting job first).
-    fn grant_oldest(&self, st: &mut State<W>, g: Granted<W>) {
-        let Some((id, bound)) = st.waiters.oldest() else {
+    fn grant_oldest(&self, st: &mut State<W>, mut g: Granted<W>, now: Option<Instant>) {
+        g.at = now;
+        let Some(waiter) = st.waiters.take_oldest() else {
             unreachable!("grant_oldest with no waiter");
         };
-        let waiter = st.waiters.remove(id).expect("oldest waiter is listed");
-        if let Some(b) = bound {
+        if let Some(b) = waiter.bound {
             if b != g.slot {
                 Self::set_awaited(st, b, None);
             }
@@ -533,7 +539,7 @@ impl<W: Worker> Shared<W> {
         {
             let mut st = self.lock();
             self.release_locked(&mut st, slot, worker, cell, outcome, held, now, &mut later);
-            self.pump(&mut st);
+            self.pump_at(&mut st, Some(now));
         }
         drop(later);
     }
@@ -670,7 +676,9 @@ impl<W: Worker> Shared<W> {
                     slot: i,
                     worker,
                     cell,
+                    at: None,
                 },
+                Some(now),
             );
             return;
         }
