@@ -1,8 +1,14 @@
 //! Lend + return of a no-op in-process worker: kennel against deadpool, bb8
 //! and a floor made of a tokio `Semaphore` and a `Mutex<Vec>`, in one run.
 //!
-//! `cargo bench -p kennel --bench lend`; `KENNEL_BENCH_CYCLES` sets the
-//! cycles per measurement (default 1,048,576).
+//! - `lend_return/{peer}/{size}/{tasks}`: `tasks` tasks lend and return at
+//!   once, over and over, from a pool of `size` workers.
+//! - `lend_cancel/{peer}/{size}/{tasks}`: each job holds its worker across
+//!   one yield, so jobs wait for workers, and every fourth lend is dropped
+//!   while it waits (when it has not got a worker by its second poll).
+//!
+//! `cargo bench -p kennel-bench --bench lend`; `KENNEL_BENCH_CYCLES` sets the
+//! cycles per measurement (default 1,048,576). See `docs/BENCHMARKS.md`.
 #![allow(missing_docs)]
 
 use std::convert::Infallible;
@@ -10,13 +16,21 @@ use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 use kennel::{ExitSignal, Exited, Fixed, Killer, Parallel, Pool, Worker};
 use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
+use tokio::task::yield_now;
 
 /// (pool size, concurrent tasks)
 const SHAPES: [(usize, usize); 4] = [(1, 1), (2, 8), (8, 32), (16, 32)];
+
+/// With one task nothing ever waits, so nothing can be dropped mid-wait.
+const CANCEL_SHAPES: [(usize, usize); 3] = [(2, 8), (8, 32), (16, 32)];
+
+/// In the cancellation variant, one lend in this many is dropped if it
+/// waits.
+const CANCEL_EVERY: usize = 4;
 
 fn cycles() -> usize {
     std::env::var("KENNEL_BENCH_CYCLES")
@@ -78,35 +92,45 @@ struct Floor {
     items: Mutex<Vec<u64>>,
 }
 
+/// What the floor lends: the item, given back when dropped.
+struct FloorLease<'a> {
+    floor: &'a Floor,
+    item: u64,
+    _permit: tokio::sync::SemaphorePermit<'a>,
+}
+
+impl Floor {
+    fn new(size: usize) -> Self {
+        Self {
+            permits: Semaphore::new(size),
+            items: Mutex::new(vec![0; size]),
+        }
+    }
+
+    async fn lend(&self) -> FloorLease<'_> {
+        let permit = self.permits.acquire().await.unwrap();
+        let item = self.items.lock().unwrap().pop().unwrap();
+        FloorLease {
+            floor: self,
+            item,
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for FloorLease<'_> {
+    fn drop(&mut self) {
+        // Before the permit is released (fields drop after this).
+        self.floor.items.lock().unwrap().push(self.item);
+    }
+}
+
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap()
-}
-
-/// Runs `cycles` lend+return cycles split over `tasks` tasks.
-async fn drive<F, Fut>(tasks: usize, cycles: usize, one: F) -> Duration
-where
-    F: Fn() -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = ()> + Send,
-{
-    let per_task = cycles / tasks;
-    let start = Instant::now();
-    let mut handles = Vec::with_capacity(tasks);
-    for _ in 0..tasks {
-        let one = one.clone();
-        handles.push(tokio::spawn(async move {
-            for _ in 0..per_task {
-                one().await;
-            }
-        }));
-    }
-    for h in handles {
-        h.await.unwrap();
-    }
-    start.elapsed()
 }
 
 fn kennel_pool(size: usize) -> Pool<Noop> {
@@ -124,126 +148,167 @@ fn kennel_pool(size: usize) -> Pool<Noop> {
     .unwrap()
 }
 
-fn lend(c: &mut Criterion) {
-    let rt = runtime();
+fn deadpool_pool(size: usize) -> deadpool::managed::Pool<DeadpoolManager> {
+    deadpool::managed::Pool::builder(DeadpoolManager)
+        .max_size(size)
+        .runtime(deadpool::Runtime::Tokio1)
+        .build()
+        .unwrap()
+}
+
+async fn bb8_pool(size: usize) -> bb8::Pool<Bb8Manager> {
+    bb8::Pool::builder()
+        .max_size(size as u32)
+        .min_idle(Some(size as u32))
+        .test_on_check_out(false)
+        .connection_timeout(Duration::from_secs(60))
+        .build(Bb8Manager)
+        .await
+        .unwrap()
+}
+
+/// One lend+return. In the cancellation variant the job holds the worker
+/// across a yield, and lend number `n` with `n % CANCEL_EVERY == 0` is
+/// dropped if it has no worker by its second poll.
+async fn cycle<L, F: Future<Output = L>>(lend: F, cancel: bool, n: usize) {
+    if !cancel {
+        drop(black_box(lend.await));
+        return;
+    }
+    if n % CANCEL_EVERY == 0 {
+        tokio::select! {
+            biased;
+            lease = lend => {
+                yield_now().await;
+                drop(black_box(lease));
+            }
+            () = yield_now() => {}
+        }
+    } else {
+        let lease = lend.await;
+        yield_now().await;
+        drop(black_box(lease));
+    }
+}
+
+/// Runs `cycles` cycles split over `tasks` tasks; returns the time taken.
+async fn drive<P, F, Fut>(pool: &P, tasks: usize, cycles: usize, one: F) -> Duration
+where
+    P: Clone + Send + 'static,
+    F: Fn(P, usize) -> Fut + Copy + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let per_task = cycles / tasks;
+    let start = Instant::now();
+    let mut handles = Vec::with_capacity(tasks);
+    for _ in 0..tasks {
+        let pool = pool.clone();
+        handles.push(tokio::spawn(async move {
+            for n in 0..per_task {
+                one(pool.clone(), n).await;
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    start.elapsed()
+}
+
+fn measure<P, F, Fut>(
+    group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &Runtime,
+    id: BenchmarkId,
+    pool: &P,
+    tasks: usize,
+    one: F,
+) where
+    P: Clone + Send + 'static,
+    F: Fn(P, usize) -> Fut + Copy + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
     let cycles = cycles();
-    let mut group = c.benchmark_group("lend_return");
+    group.bench_function(id, |b| {
+        b.to_async(rt).iter_custom(|iters| {
+            let pool = pool.clone();
+            async move {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    total += drive(&pool, tasks, cycles, one).await;
+                }
+                total
+            }
+        });
+    });
+}
+
+fn bench(c: &mut Criterion, name: &str, shapes: &[(usize, usize)], cancel: bool) {
+    let rt = runtime();
+    let mut group = c.benchmark_group(name);
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));
-    group.throughput(criterion::Throughput::Elements(cycles as u64));
-    for (size, tasks) in SHAPES {
+    group.throughput(criterion::Throughput::Elements(cycles() as u64));
+    for &(size, tasks) in shapes {
         let shape = format!("{size}/{tasks}");
-        group.bench_function(BenchmarkId::new("kennel", &shape), |b| {
-            let pool = rt.block_on(async {
-                let pool = kennel_pool(size);
-                // Let every worker warm up before measuring.
-                while pool.stats().idle < size {
-                    tokio::task::yield_now().await;
-                }
-                pool
-            });
-            b.to_async(&rt).iter_custom(|iters| {
-                let pool = pool.clone();
-                async move {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let pool = pool.clone();
-                        total += drive(tasks, cycles, move || {
-                            let pool = pool.clone();
-                            async move {
-                                drop(black_box(pool.lend().await.unwrap()));
-                            }
-                        })
-                        .await;
-                    }
-                    total
-                }
-            });
+        let pool = rt.block_on(async {
+            let pool = kennel_pool(size);
+            // Let every worker warm up before measuring.
+            while pool.stats().idle < size {
+                tokio::task::yield_now().await;
+            }
+            pool
         });
-        group.bench_function(BenchmarkId::new("deadpool", &shape), |b| {
-            let pool: deadpool::managed::Pool<DeadpoolManager> =
-                deadpool::managed::Pool::builder(DeadpoolManager)
-                    .max_size(size)
-                    .runtime(deadpool::Runtime::Tokio1)
-                    .build()
-                    .unwrap();
-            b.to_async(&rt).iter_custom(|iters| {
-                let pool = pool.clone();
-                async move {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let pool = pool.clone();
-                        total += drive(tasks, cycles, move || {
-                            let pool = pool.clone();
-                            async move {
-                                drop(black_box(pool.get().await.unwrap()));
-                            }
-                        })
-                        .await;
-                    }
-                    total
-                }
-            });
-        });
-        group.bench_function(BenchmarkId::new("bb8", &shape), |b| {
-            let pool = rt.block_on(async {
-                bb8::Pool::builder()
-                    .max_size(size as u32)
-                    .min_idle(Some(size as u32))
-                    .test_on_check_out(false)
-                    .connection_timeout(Duration::from_secs(60))
-                    .build(Bb8Manager)
-                    .await
-                    .unwrap()
-            });
-            b.to_async(&rt).iter_custom(|iters| {
-                let pool = pool.clone();
-                async move {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let pool = pool.clone();
-                        total += drive(tasks, cycles, move || {
-                            let pool = pool.clone();
-                            async move {
-                                drop(black_box(pool.get().await.unwrap()));
-                            }
-                        })
-                        .await;
-                    }
-                    total
-                }
-            });
-        });
-        group.bench_function(BenchmarkId::new("floor", &shape), |b| {
-            let floor = Arc::new(Floor {
-                permits: Semaphore::new(size),
-                items: Mutex::new(vec![0; size]),
-            });
-            b.to_async(&rt).iter_custom(|iters| {
-                let floor = floor.clone();
-                async move {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let floor = floor.clone();
-                        total += drive(tasks, cycles, move || {
-                            let floor = floor.clone();
-                            async move {
-                                let permit = floor.permits.acquire().await.unwrap();
-                                let item = floor.items.lock().unwrap().pop().unwrap();
-                                black_box(item);
-                                floor.items.lock().unwrap().push(item);
-                                drop(permit);
-                            }
-                        })
-                        .await;
-                    }
-                    total
-                }
-            });
-        });
+        measure(
+            &mut group,
+            &rt,
+            BenchmarkId::new("kennel", &shape),
+            &pool,
+            tasks,
+            move |pool: Pool<Noop>, n| async move {
+                cycle(async { pool.lend().await.unwrap() }, cancel, n).await;
+            },
+        );
+        measure(
+            &mut group,
+            &rt,
+            BenchmarkId::new("deadpool", &shape),
+            &deadpool_pool(size),
+            tasks,
+            move |pool: deadpool::managed::Pool<DeadpoolManager>, n| async move {
+                cycle(async { pool.get().await.unwrap() }, cancel, n).await;
+            },
+        );
+        measure(
+            &mut group,
+            &rt,
+            BenchmarkId::new("bb8", &shape),
+            &rt.block_on(bb8_pool(size)),
+            tasks,
+            move |pool: bb8::Pool<Bb8Manager>, n| async move {
+                cycle(async { pool.get().await.unwrap() }, cancel, n).await;
+            },
+        );
+        measure(
+            &mut group,
+            &rt,
+            BenchmarkId::new("floor", &shape),
+            &Arc::new(Floor::new(size)),
+            tasks,
+            move |floor: Arc<Floor>, n| async move {
+                cycle(floor.lend(), cancel, n).await;
+            },
+        );
     }
     group.finish();
 }
 
-criterion_group!(benches, lend);
+fn lend_return(c: &mut Criterion) {
+    bench(c, "lend_return", &SHAPES, false);
+}
+
+fn lend_cancel(c: &mut Criterion) {
+    bench(c, "lend_cancel", &CANCEL_SHAPES, true);
+}
+
+criterion_group!(benches, lend_return, lend_cancel);
 criterion_main!(benches);
