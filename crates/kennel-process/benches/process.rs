@@ -1,0 +1,289 @@
+//! The two workers of kennel-process against what a user would write
+//! instead, in one run:
+//!
+//! - `echo/{peer}`: one echo job to a child process, one after the other:
+//!   through a kennel pool of one [`Coprocess`] (`kennel`), a bare
+//!   `Coprocess::request` (`coprocess`), and the floor: the same child
+//!   program driven by hand with tokio (write the request line, read the
+//!   reply line; no JSON decoding).
+//! - `cpu/{peer}/{tasks}`: a small CPU job (sum of square roots of 0..1000)
+//!   from `tasks` tasks at once: through a kennel pool of `tasks`
+//!   [`ThreadWorker`]s (`kennel`; as many threads as `spawn_blocking` then
+//!   uses), `tokio::task::spawn_blocking`, and a rayon pool of two threads
+//!   (one per core) with a oneshot for the answer.
+//!
+//! The child program is the Rust echo worker of `examples/workers`
+//! (`cargo build --release -p kennel-process --example echo_worker`; built
+//! here if missing). `cargo bench -p kennel-bench --bench process`.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use kennel::{Fixed, Parallel, Pool};
+use kennel_process::{Coprocess, CoprocessSpec, ThreadWorker};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::runtime::Runtime;
+
+/// Echo round trips per measurement.
+const ECHOES: usize = 2_000;
+
+/// CPU jobs per measurement.
+const JOBS: usize = 20_000;
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The echo worker binary, built if it is not there yet.
+fn echo_worker() -> PathBuf {
+    if let Ok(path) = std::env::var("KENNEL_BENCH_ECHO_WORKER") {
+        return path.into();
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let path = root.join("target/release/examples/echo_worker");
+    if !path.exists() {
+        let status = std::process::Command::new(env!("CARGO"))
+            .current_dir(&root)
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "kennel-process",
+                "--example",
+                "echo_worker",
+            ])
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the echo worker failed");
+    }
+    path
+}
+
+/// The small CPU job.
+fn cpu_job() -> f64 {
+    (0..1000u32).map(|i| f64::from(black_box(i)).sqrt()).sum()
+}
+
+fn echo(c: &mut Criterion) {
+    let rt = runtime();
+    let worker = echo_worker();
+    let spec = CoprocessSpec::new([worker.clone()]);
+    let request = json!({"n": 1, "text": "hello"});
+    let mut group = c.benchmark_group("echo");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(5));
+    group.throughput(criterion::Throughput::Elements(ECHOES as u64));
+
+    let pool = rt.block_on(async {
+        let spec = spec.clone();
+        let pool = Pool::builder(move |_| {
+            let spec = spec.clone();
+            async move { spec.spawn() }
+        })
+        .startup(Parallel)
+        .sizing(Fixed(1))
+        .build()
+        .unwrap();
+        while pool.stats().idle < 1 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        pool
+    });
+    group.bench_function("kennel", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let (pool, request) = (pool.clone(), request.clone());
+            async move {
+                let start = Instant::now();
+                for _ in 0..iters as usize * ECHOES {
+                    let reply = pool
+                        .run(async |w: &mut Coprocess| w.request(&request).await)
+                        .await
+                        .unwrap()
+                        .unwrap();
+                    black_box(reply);
+                }
+                start.elapsed()
+            }
+        });
+    });
+    rt.block_on(pool.close());
+
+    let mut bare = rt.block_on(async {
+        let mut w = spec.spawn().unwrap();
+        w.ready().await.unwrap();
+        w
+    });
+    group.bench_function("coprocess", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters as usize * ECHOES {
+                    black_box(bare.request(&request).await.unwrap());
+                }
+                start.elapsed()
+            })
+        });
+    });
+    rt.block_on(bare.close());
+
+    // The floor: the same program, by hand, with the request encoded once.
+    let line = format!("{request}\n");
+    let (mut child, mut stdin, mut stdout) = rt.block_on(async {
+        let mut child = tokio::process::Command::new(&worker)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut ready = String::new();
+        stdout.read_line(&mut ready).await.unwrap();
+        (child, stdin, stdout)
+    });
+    group.bench_function("floor", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut reply = String::new();
+                let start = Instant::now();
+                for _ in 0..iters as usize * ECHOES {
+                    stdin.write_all(line.as_bytes()).await.unwrap();
+                    stdin.flush().await.unwrap();
+                    reply.clear();
+                    stdout.read_line(&mut reply).await.unwrap();
+                    black_box(&reply);
+                }
+                start.elapsed()
+            })
+        });
+    });
+    drop(stdin);
+    rt.block_on(child.wait()).unwrap();
+    group.finish();
+}
+
+/// Runs `JOBS` jobs from `tasks` tasks at once; returns the time taken.
+async fn drive<F, Fut>(tasks: usize, one: F) -> Duration
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = f64> + Send,
+{
+    let start = Instant::now();
+    let mut handles = Vec::with_capacity(tasks);
+    for _ in 0..tasks {
+        let one = one.clone();
+        handles.push(tokio::spawn(async move {
+            for _ in 0..JOBS / tasks {
+                black_box(one().await);
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    start.elapsed()
+}
+
+fn cpu(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("cpu");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(5));
+    group.throughput(criterion::Throughput::Elements(JOBS as u64));
+    let rayon = std::sync::Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap(),
+    );
+    for tasks in [1, 8] {
+        // As many worker threads as jobs at once, as spawn_blocking has.
+        let pool = rt.block_on(thread_pool(tasks));
+        group.bench_function(BenchmarkId::new("kennel", tasks), |b| {
+            b.to_async(&rt).iter_custom(|iters| {
+                let pool = pool.clone();
+                async move {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let pool = pool.clone();
+                        total += drive(tasks, move || {
+                            let pool = pool.clone();
+                            async move {
+                                pool.run(async |w: &mut ThreadWorker<()>| {
+                                    w.run(|_| cpu_job()).await
+                                })
+                                .await
+                                .unwrap()
+                                .unwrap()
+                            }
+                        })
+                        .await;
+                    }
+                    total
+                }
+            });
+        });
+        group.bench_function(BenchmarkId::new("spawn_blocking", tasks), |b| {
+            b.to_async(&rt).iter_custom(|iters| async move {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    total += drive(tasks, || async {
+                        tokio::task::spawn_blocking(cpu_job).await.unwrap()
+                    })
+                    .await;
+                }
+                total
+            });
+        });
+        group.bench_function(BenchmarkId::new("rayon", tasks), |b| {
+            b.to_async(&rt).iter_custom(|iters| {
+                let rayon = rayon.clone();
+                async move {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let rayon = rayon.clone();
+                        total += drive(tasks, move || {
+                            let rayon = rayon.clone();
+                            async move {
+                                let (tx, rx) = tokio::sync::oneshot::channel();
+                                rayon.spawn(move || {
+                                    let _ = tx.send(cpu_job());
+                                });
+                                rx.await.unwrap()
+                            }
+                        })
+                        .await;
+                    }
+                    total
+                }
+            });
+        });
+        rt.block_on(pool.close());
+    }
+    group.finish();
+}
+
+async fn thread_pool(size: usize) -> Pool<ThreadWorker<()>> {
+    let pool = Pool::builder(|_| async { ThreadWorker::spawn(|| Ok::<_, kennel::BoxError>(())) })
+        .startup(Parallel)
+        .sizing(Fixed(size))
+        .build()
+        .unwrap();
+    while pool.stats().idle < size {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    pool
+}
+
+criterion_group!(benches, echo, cpu);
+criterion_main!(benches);
