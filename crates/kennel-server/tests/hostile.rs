@@ -849,11 +849,21 @@ async fn slow_and_stalled_bodies_hold_no_worker_and_block_no_one() {
         assert_eq!((s.lent, s.waiting), (0, 0), "{s:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // The slow bodies end at about the same moment: each is then a job like
+    // any other, answered, or turned away by the bounded queue when they
+    // arrive together faster than the workers take them.
+    let mut answered = 0;
     for s in slow {
         let answer = s.await.unwrap();
-        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-        assert!(answer.contains("abcdefghijklmnopqrstuvwxyz0"), "{answer}");
+        if answer.starts_with("HTTP/1.1 200") {
+            assert!(answer.contains("abcdefghijklmnopqrstuvwxyz0"), "{answer}");
+            answered += 1;
+        } else {
+            assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+            assert!(answer.contains("queue-depth"), "{answer}");
+        }
     }
+    assert!(answered > 0, "no slow body was ever answered");
     // The stalled clients go away; nothing is left behind.
     drop(stalled);
     a_job_answers_within(addr, Duration::from_secs(2)).await;
