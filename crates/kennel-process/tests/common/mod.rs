@@ -143,3 +143,17 @@ pub fn live_descendants(pid: u32) -> Vec<u32> {
     }
     found
 }
+
+/// Every live process as `(pid, process group)`, from one walk of `/proc`.
+pub fn live_processes() -> Vec<(u32, u32)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| match stat(pid) {
+            Some((state, pgrp)) if !is_dead_state(state) => Some((pid, pgrp)),
+            _ => None,
+        })
+        .collect()
+}
