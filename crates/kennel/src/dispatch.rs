@@ -3,7 +3,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tokio::sync::oneshot;
+use std::task::{Context, Poll, Waker};
+
 use tokio::time::Instant;
 
 use crate::error::Error;
@@ -34,11 +35,13 @@ pub(crate) struct Granted<W> {
 
 pub(crate) type Grant<W> = Result<Granted<W>, Error>;
 
+/// A waiting job: what it waits for, and how to wake it.
 #[derive(Debug)]
-pub(crate) struct Waiter<W> {
-    tx: oneshot::Sender<Grant<W>>,
+pub(crate) struct Waiter {
     /// The starting slot this job waits for (SPEC S2 rules 2 and 3).
     pub(crate) bound: Option<usize>,
+    /// Set when the job was polled and found nothing yet.
+    waker: Option<Waker>,
 }
 
 /// Waiting jobs in arrival order; ids grow, so the first entry is the oldest.
@@ -47,9 +50,15 @@ pub(crate) struct Waiter<W> {
 /// leaves from the middle leaves a hole (its entry holds no waiter) instead
 /// of shifting the ones behind it; holes at either end are dropped at once,
 /// and the queue is compacted when holes outnumber the jobs.
+///
+/// A job that leaves the queue with a worker (or an error) finds it in
+/// `granted` when it is next polled, under the pool's lock: no channel per
+/// job. A job dropped before that hands its worker back (`take_grant`).
 #[derive(Debug)]
 pub(crate) struct Waiters<W> {
-    queue: VecDeque<Entry<W>>,
+    queue: VecDeque<Entry>,
+    /// What jobs that left the queue were handed and have not taken yet.
+    granted: Vec<(u64, Grant<W>)>,
     /// Jobs waiting (entries that hold a waiter).
     len: usize,
     next_id: u64,
@@ -57,15 +66,16 @@ pub(crate) struct Waiters<W> {
 }
 
 #[derive(Debug)]
-struct Entry<W> {
+struct Entry {
     id: u64,
-    waiter: Option<Waiter<W>>,
+    waiter: Option<Waiter>,
 }
 
 impl<W> Waiters<W> {
     pub(crate) fn new() -> Self {
         Self {
             queue: VecDeque::new(),
+            granted: Vec::new(),
             len: 0,
             next_id: 0,
             unbound: 0,
@@ -85,9 +95,8 @@ impl<W> Waiters<W> {
         self.unbound
     }
 
-    /// Adds a job at the back; returns its id and the receiver of its grant.
-    pub(crate) fn push(&mut self, bound: Option<usize>) -> (u64, oneshot::Receiver<Grant<W>>) {
-        let (tx, rx) = oneshot::channel();
+    /// Adds a job at the back; returns its id.
+    pub(crate) fn push(&mut self, bound: Option<usize>) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         if bound.is_none() {
@@ -95,10 +104,10 @@ impl<W> Waiters<W> {
         }
         self.queue.push_back(Entry {
             id,
-            waiter: Some(Waiter { tx, bound }),
+            waiter: Some(Waiter { bound, waker: None }),
         });
         self.len += 1;
-        (id, rx)
+        id
     }
 
     fn find(&self, id: u64) -> Option<usize> {
@@ -106,7 +115,7 @@ impl<W> Waiters<W> {
     }
 
     /// Removes a job (granted, failed or gone); returns it if it was there.
-    pub(crate) fn remove(&mut self, id: u64) -> Option<Waiter<W>> {
+    pub(crate) fn remove(&mut self, id: u64) -> Option<Waiter> {
         let at = self.find(id)?;
         let w = self.queue[at].waiter.take()?;
         self.len -= 1;
@@ -117,16 +126,60 @@ impl<W> Waiters<W> {
         Some(w)
     }
 
-    /// Removes the oldest job and returns it.
-    pub(crate) fn take_oldest(&mut self) -> Option<Waiter<W>> {
+    /// Removes the oldest job and returns it with its id.
+    pub(crate) fn take_oldest(&mut self) -> Option<(u64, Waiter)> {
         // The front entry holds a job whenever there is one (`tidy`).
-        let w = self.queue.pop_front()?.waiter?;
+        let entry = self.queue.pop_front()?;
+        let w = entry.waiter?;
         self.len -= 1;
         if w.bound.is_none() {
             self.unbound -= 1;
         }
         self.tidy();
-        Some(w)
+        Some((entry.id, w))
+    }
+
+    /// Hands job `id`, just removed from the queue as `waiter`, its worker
+    /// or its error, and wakes it.
+    pub(crate) fn grant(&mut self, id: u64, waiter: Waiter, grant: Grant<W>) {
+        self.granted.push((id, grant));
+        if let Some(waker) = waiter.waker {
+            waker.wake();
+        }
+    }
+
+    /// Removes job `id` from the queue, if it waits there, and hands it an
+    /// error.
+    pub(crate) fn fail(&mut self, id: u64, err: Error) {
+        if let Some(w) = self.remove(id) {
+            self.grant(id, w, Err(err));
+        }
+    }
+
+    /// What job `id` was handed, or `Pending` (its waker kept) while it
+    /// waits. A job in neither place was dropped from the pool's sight: it
+    /// reads as closed.
+    pub(crate) fn poll_grant(&mut self, id: u64, cx: &mut Context<'_>) -> Poll<Grant<W>> {
+        if let Some(grant) = self.take_grant(id) {
+            return Poll::Ready(grant);
+        }
+        let waiter = self.find(id).and_then(|at| self.queue[at].waiter.as_mut());
+        match waiter {
+            Some(w) => {
+                match &mut w.waker {
+                    Some(waker) => waker.clone_from(cx.waker()),
+                    None => w.waker = Some(cx.waker().clone()),
+                }
+                Poll::Pending
+            }
+            None => Poll::Ready(Err(Error::Closed)),
+        }
+    }
+
+    /// Takes what job `id` was handed, if anything.
+    pub(crate) fn take_grant(&mut self, id: u64) -> Option<Grant<W>> {
+        let at = self.granted.iter().position(|(i, _)| *i == id)?;
+        Some(self.granted.swap_remove(at).1)
     }
 
     /// Drops the holes at both ends, and all of them once they outnumber
@@ -143,7 +196,7 @@ impl<W> Waiters<W> {
         }
     }
 
-    fn waiting(&self) -> impl Iterator<Item = (u64, &Waiter<W>)> {
+    fn waiting(&self) -> impl Iterator<Item = (u64, &Waiter)> {
         self.queue
             .iter()
             .filter_map(|e| e.waiter.as_ref().map(|w| (e.id, w)))
@@ -173,23 +226,15 @@ impl<W> Waiters<W> {
         }
     }
 
-    /// Removes every job, for closing.
-    pub(crate) fn drain(&mut self) -> Vec<Waiter<W>> {
+    /// Fails every waiting job with `Closed`, for closing.
+    pub(crate) fn close(&mut self) {
         self.unbound = 0;
         self.len = 0;
-        std::mem::take(&mut self.queue)
-            .into_iter()
-            .filter_map(|e| e.waiter)
-            .collect()
-    }
-}
-
-impl<W> Waiter<W> {
-    /// Hands the job its worker or its error. The receiver is only dropped
-    /// under the pool's lock after its waiter was removed, so a send to a
-    /// waiter still listed always arrives.
-    pub(crate) fn send(self, grant: Grant<W>) -> Result<(), Grant<W>> {
-        self.tx.send(grant)
+        for e in std::mem::take(&mut self.queue) {
+            if let Some(w) = e.waiter {
+                self.grant(e.id, w, Err(Error::Closed));
+            }
+        }
     }
 }
 
@@ -200,27 +245,33 @@ mod tests {
     #[test]
     fn waiters_keep_arrival_order_through_holes() {
         let mut w = Waiters::<()>::new();
-        let ids: Vec<u64> = (0..5).map(|_| w.push(None).0).collect();
+        let ids: Vec<u64> = (0..5).map(|_| w.push(None)).collect();
         assert!(w.remove(ids[2]).is_some());
         assert!(w.remove(ids[2]).is_none(), "removed once");
         assert_eq!(w.len(), 4);
-        assert_eq!(w.take_oldest().map(|o| o.bound), Some(None));
+        assert_eq!(
+            w.take_oldest().map(|(id, o)| (id, o.bound)),
+            Some((ids[0], None))
+        );
         assert!(w.remove(ids[1]).is_some());
         // The hole left by ids[2] is dropped with the front.
         assert_eq!(w.queue.front().map(|e| e.id), Some(ids[3]));
         w.set_bound(ids[3], Some(7));
         assert_eq!(w.unbound(), 1);
         assert_eq!(w.oldest_unbound(), Some(ids[4]));
-        assert_eq!(w.drain().len(), 2);
+        w.close();
         assert!(w.is_empty());
+        assert!(matches!(w.take_grant(ids[3]), Some(Err(Error::Closed))));
+        assert!(matches!(w.take_grant(ids[4]), Some(Err(Error::Closed))));
+        assert!(w.take_grant(ids[4]).is_none());
     }
 
     #[test]
     fn holes_behind_an_old_job_are_compacted() {
         let mut w = Waiters::<()>::new();
-        let (first, _rx) = w.push(None);
+        let first = w.push(None);
         for _ in 0..10_000 {
-            let (id, _rx) = w.push(None);
+            let id = w.push(None);
             w.push(None);
             assert!(w.remove(id).is_some());
         }

@@ -4,10 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::broadcast;
 
 use crate::builder::PoolBuilder;
-use crate::dispatch::{Grant, Granted};
+use crate::dispatch::Granted;
 use crate::error::Error;
 use crate::event::{Event, RetireReason};
 use crate::lease::Lease;
@@ -219,11 +219,10 @@ impl<W: Worker> Pool<W> {
         let (granted, since, waited) = match acquired {
             Acquired::Now(g) => (g, asked, Duration::ZERO),
             Acquired::WouldQueue => return Ok(None),
-            Acquired::Wait(id, rx) => {
+            Acquired::Wait(id) => {
                 let mut waiting = Waiting {
                     shared,
                     id,
-                    rx,
                     done: false,
                 };
                 let granted = waiting.recv().await?;
@@ -383,22 +382,22 @@ impl<W: Worker> Pool<W> {
 struct Waiting<'a, W: Worker> {
     shared: &'a Shared<W>,
     id: u64,
-    rx: oneshot::Receiver<Grant<W>>,
     done: bool,
 }
 
 impl<W: Worker> Waiting<'_, W> {
     async fn recv(&mut self) -> Result<Granted<W>, Error> {
-        let r = (&mut self.rx).await;
+        let grant =
+            std::future::poll_fn(|cx| self.shared.lock().waiters.poll_grant(self.id, cx)).await;
         self.done = true;
-        r.unwrap_or(Err(Error::Closed))
+        grant
     }
 }
 
 impl<W: Worker> Drop for Waiting<'_, W> {
     fn drop(&mut self) {
         if !self.done {
-            self.shared.cancel_wait(self.id, &mut self.rx);
+            self.shared.cancel_wait(self.id);
         }
     }
 }

@@ -268,14 +268,14 @@ impl<W: Worker> Shared<W> {
             return Ok(Acquired::Now(granted));
         }
         if let Some(i) = Self::unawaited_starting(st) {
-            let (id, rx) = st.waiters.push(Some(i));
+            let id = st.waiters.push(Some(i));
             Self::set_awaited(st, i, Some(id));
-            return Ok(Acquired::Wait(id, rx));
+            return Ok(Acquired::Wait(id));
         }
         if let Some(i) = self.startable_slot(st) {
-            let (id, rx) = st.waiters.push(Some(i));
+            let id = st.waiters.push(Some(i));
             self.start_slot(st, i, Some(id));
-            return Ok(Acquired::Wait(id, rx));
+            return Ok(Acquired::Wait(id));
         }
         if !queue {
             return Ok(Acquired::WouldQueue);
@@ -295,9 +295,9 @@ impl<W: Worker> Shared<W> {
                 }
             }
         }
-        let (id, rx) = st.waiters.push(None);
+        let id = st.waiters.push(None);
         self.hurry_closing(st);
-        Ok(Acquired::Wait(id, rx))
+        Ok(Acquired::Wait(id))
     }
 
     /// SPEC S4 `auto_grow_threshold`: when idle workers drop to the
@@ -411,11 +411,7 @@ impl<W: Worker> Shared<W> {
 
     /// A waiting job gave up (dropped or timed out): forget it, and hand back
     /// a worker that was granted to it meanwhile.
-    pub(crate) fn cancel_wait(
-        &self,
-        id: u64,
-        rx: &mut tokio::sync::oneshot::Receiver<crate::dispatch::Grant<W>>,
-    ) {
+    pub(crate) fn cancel_wait(&self, id: u64) {
         let _rt = self.enter_runtime();
         let mut later = Later::new();
         {
@@ -424,7 +420,7 @@ impl<W: Worker> Shared<W> {
                 if let Some(b) = w.bound {
                     Self::set_awaited(&mut st, b, None);
                 }
-            } else if let Ok(Ok(g)) = rx.try_recv() {
+            } else if let Some(Ok(g)) = st.waiters.take_grant(id) {
                 self.release_locked(
                     &mut st,
                     g.slot,
@@ -495,7 +491,7 @@ impl<W: Worker> Shared<W> {
     /// becomes idle goes to the oldest waiting job first).
     fn grant_oldest(&self, st: &mut State<W>, mut g: Granted<W>, now: Option<Instant>) {
         g.at = now;
-        let Some(waiter) = st.waiters.take_oldest() else {
+        let Some((id, waiter)) = st.waiters.take_oldest() else {
             unreachable!("grant_oldest with no waiter");
         };
         if let Some(b) = waiter.bound {
@@ -503,22 +499,7 @@ impl<W: Worker> Shared<W> {
                 Self::set_awaited(st, b, None);
             }
         }
-        if let Err(Ok(g)) = waiter.send(Ok(g)) {
-            // Cannot happen (receivers are dropped only after removal under
-            // the lock), but a worker is never lost: put it back.
-            let mut later = Later::new();
-            self.release_locked(
-                st,
-                g.slot,
-                g.worker,
-                &g.cell,
-                Outcome::Unused,
-                Duration::ZERO,
-                Instant::now(),
-                &mut later,
-            );
-            drop(later);
-        }
+        st.waiters.grant(id, waiter, Ok(g));
     }
 
     /// A lease comes back.
@@ -909,9 +890,7 @@ impl<W: Worker> Shared<W> {
             unreachable!()
         };
         if let Some(id) = awaited_by {
-            if let Some(w) = st.waiters.remove(id) {
-                let _ = w.send(Err(Error::warmup(i, message, source)));
-            }
+            st.waiters.fail(id, Error::warmup(i, message, source));
         }
         st.slots.slots[i].early_exits += 1;
         match cell {
@@ -969,9 +948,7 @@ impl<W: Worker> Shared<W> {
                         message: message.clone(),
                     });
                     if let Some(id) = awaited_by {
-                        if let Some(w) = st.waiters.remove(id) {
-                            let _ = w.send(Err(Error::warmup(i, message, None)));
-                        }
+                        st.waiters.fail(id, Error::warmup(i, message, None));
                     }
                     st.slots.slots[i].early_exits += 1;
                     self.schedule_refill(&mut st, i);
@@ -1555,9 +1532,7 @@ impl<W: Worker> Shared<W> {
             first = !st.closed;
             if first {
                 st.closed = true;
-                for w in st.waiters.drain() {
-                    let _ = w.send(Err(Error::Closed));
-                }
+                st.waiters.close();
                 if let Some((_, h)) = st.sizing_wake.take() {
                     h.abort();
                 }
@@ -1658,9 +1633,7 @@ impl<W: Worker> Shared<W> {
         {
             let mut st = self.lock();
             st.closed = true;
-            for w in st.waiters.drain() {
-                let _ = w.send(Err(Error::Closed));
-            }
+            st.waiters.close();
             if let Some((_, h)) = st.sizing_wake.take() {
                 h.abort();
             }
@@ -1754,10 +1727,8 @@ impl<W> Drop for StateGuard<'_, W> {
 pub(crate) enum Acquired<W> {
     WouldQueue,
     Now(Granted<W>),
-    Wait(
-        u64,
-        tokio::sync::oneshot::Receiver<crate::dispatch::Grant<W>>,
-    ),
+    /// It waits, under this id.
+    Wait(u64),
 }
 
 /// The warm-up, on a task of the pool (ADR 0003).
