@@ -13,7 +13,7 @@
 # 5. samples the server's resident memory all along: it must stay under
 #    RSS_LIMIT_MB and must not grow from round to round;
 # 6. sends SIGTERM: the server must exit 0 and no worker process (by pid and
-#    by process group) may remain.
+#    by process group) may remain; its log may show no panic.
 #
 # Usage: bench/load.sh            (environment: KENNEL_LOAD_ROUNDS, _COUNT,
 #                                  _CONCURRENCY, _WRK_SECONDS, _RSS_LIMIT_MB)
@@ -192,6 +192,9 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 [ -z "$left" ] || die "worker processes left after SIGTERM:$left"
+
+# No panic anywhere in the server, also in tasks the runtime caught.
+if grep -q "panicked" "$dir/stderr"; then die "the server panicked: $(grep -m1 -A2 panicked "$dir/stderr")"; fi
 
 nworkers=$(echo $workers | tr ' ' '\n' | sort -u | wc -l)
 printf '\nload.sh: passed\n'

@@ -430,10 +430,10 @@ async fn a_line_far_over_the_default_limit_is_refused_with_bounded_memory() {
             peak
         }
     });
-    // 64 MiB on one line, against the default limit of 16 MiB.
+    // 20 MiB on one line, against the default limit of 16 MiB.
     let err = within(
         "the huge reply",
-        w.request(&json!({"op": "oversized", "bytes": 64 << 20})),
+        w.request(&json!({"op": "oversized", "bytes": 20 << 20})),
     )
     .await
     .expect_err("over the limit");
