@@ -2,8 +2,12 @@
 # Runs every benchmark of docs/BENCHMARKS.md in one go and writes its tables
 # (between the bench:begin and bench:end markers) from this run's results.
 #
-#   bench/run.sh           the full run (about 15 minutes)
-#   bench/run.sh --quick   shorter measurements, for a look (about 5 minutes)
+#   bench/run.sh           the full run (about 15 minutes a round)
+#   bench/run.sh --quick   shorter measurements (about 6 minutes a round)
+#
+# KENNEL_BENCH_ROUNDS (default 1) repeats the whole set: the tables then
+# show the median over the rounds of each figure, and of each ratio taken
+# within a round, which holds up better on a machine shared with other work.
 #
 # Not part of .ci/run: it takes too long, and its figures mean something only
 # on a quiet machine. Run it by hand, with nothing else running.
@@ -12,6 +16,7 @@ cd "$(dirname "$0")/.."
 
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
+ROUNDS=${KENNEL_BENCH_ROUNDS:-1}
 
 logs=target/bench-logs
 rm -rf "$logs" && mkdir -p "$logs"
@@ -34,7 +39,8 @@ cargo bench -p kennel-bench --bench lend${criterion_args:+ -- ${criterion_args[*
 cargo bench -p kennel-bench --bench process${criterion_args:+ -- ${criterion_args[*]}}
 cargo bench -p kennel-bench --bench memory${criterion_args:+ -- ${criterion_args[*]}}
 KENNEL_HTTP_SECONDS=$http_seconds bench/http.sh
-# or all of it, and these tables: bench/run.sh$( [ "$QUICK" = 1 ] && echo " --quick" )
+# or all of it, and these tables ($ROUNDS round(s), medians over the rounds):
+KENNEL_BENCH_ROUNDS=$ROUNDS bench/run.sh$( [ "$QUICK" = 1 ] && echo " --quick" )
 EOF
 sed -i '/^$/d' "$logs/commands.txt"
 
@@ -42,14 +48,22 @@ echo "== building"
 cargo build --release --quiet -p kennel-process --example echo_worker
 cargo bench -p kennel-bench --no-run --quiet 2>/dev/null || cargo bench -p kennel-bench --no-run
 
-for bench in lend process memory; do
-    echo "== cargo bench -p kennel-bench --bench $bench"
-    cargo bench -p kennel-bench --bench "$bench" -- "${criterion_args[@]}" 2>&1 | tee "$logs/$bench.log" \
-        | grep -E '^(lend|echo|cpu|stats|memory)|time:|thrpt:' || true
+for round in $(seq "$ROUNDS"); do
+    out="$logs/round-$round"
+    mkdir -p "$out"
+    for bench in lend process memory; do
+        echo "== round $round/$ROUNDS: cargo bench -p kennel-bench --bench $bench"
+        cargo bench -p kennel-bench --bench "$bench" -- "${criterion_args[@]}" > "$out/$bench.log" 2>&1
+        grep -E '^(lend|echo|cpu|stats|memory)|time:' "$out/$bench.log" || true
+    done
+    echo "== round $round/$ROUNDS: bench/http.sh"
+    KENNEL_HTTP_SECONDS=$http_seconds bench/http.sh 2>&1 | tee "$out/http.log"
+    # Keep this round's medians before the next round overwrites them.
+    for group in lend_return lend_cancel echo cpu stats; do
+        (cd target/criterion && find "$group" -path '*/new/*' \( -name estimates.json -o -name benchmark.json \) \
+            -exec install -D {} "../../$out/criterion/{}" \;)
+    done
 done
-
-echo "== bench/http.sh"
-KENNEL_HTTP_SECONDS=$http_seconds bench/http.sh 2>&1 | tee "$logs/http.log"
 
 echo "== docs/BENCHMARKS.md"
 python3 bench/tables.py "$logs"

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Writes the tables of docs/BENCHMARKS.md from one run of bench/run.sh.
 
-Reads the medians criterion saved under target/criterion, and the lines the
-memory bench and bench/http.sh printed (in the run's log directory), and
-replaces what stands between the markers
+Reads, for each round of the run (LOGDIR/round-N), the medians criterion
+saved and the lines the memory bench and bench/http.sh printed. Each figure
+shown is the median over the rounds; each ratio is taken within a round,
+then the median over the rounds. It replaces what stands between the markers
 
     <!-- bench:begin -->  ...  <!-- bench:end -->
 
@@ -18,32 +19,52 @@ import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-CRITERION = ROOT / "target" / "criterion"
+ROUNDS = []
 DOC = ROOT / "docs" / "BENCHMARKS.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 
-def median_ns(*parts):
-    """The median time of one criterion measurement, in ns."""
-    path = CRITERION.joinpath(*parts, "new", "estimates.json")
+def middle(values):
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def median_ns_in(rnd, *parts):
+    """The median time of one criterion measurement in one round, in ns."""
+    path = rnd.joinpath("criterion", *parts, "new", "estimates.json")
     return json.loads(path.read_text())["median"]["point_estimate"]
 
 
 def per_iter(*parts):
     """Criterion's throughput element count for this measurement."""
-    path = CRITERION.joinpath(*parts, "new", "benchmark.json")
+    path = ROUNDS[0].joinpath("criterion", *parts, "new", "benchmark.json")
     throughput = json.loads(path.read_text()).get("throughput") or {}
     return throughput.get("Elements", 1)
 
 
+def median_ns(*parts):
+    return middle([median_ns_in(r, *parts) for r in ROUNDS])
+
+
 def rate(*parts):
-    """Elements per second, in millions."""
+    """Elements per second, in millions (median over the rounds)."""
     return per_iter(*parts) / median_ns(*parts) * 1e3
 
 
 def us_per(*parts):
-    """Microseconds per element."""
+    """Microseconds per element (median over the rounds)."""
     return median_ns(*parts) / per_iter(*parts) / 1e3
+
+
+def ratio(num, den, inverse=False):
+    """num / den of times within each round, median over the rounds; for
+    rates (inverse) den / num."""
+    rs = []
+    for r in ROUNDS:
+        a, b = median_ns_in(r, *num), median_ns_in(r, *den)
+        rs.append(b / a if inverse else a / b)
+    return middle(rs)
 
 
 def mark(ok):
@@ -58,7 +79,7 @@ def lend_table(group, shapes):
     for shape in shapes:
         key = shape.replace("/", "_")
         r = {p: rate(group, p, key) for p in ("kennel", "deadpool", "bb8", "floor")}
-        d, b, f = r["kennel"] / r["deadpool"], r["kennel"] / r["bb8"], r["kennel"] / r["floor"]
+        d, b, f = (ratio((group, "kennel", key), (group, p, key), inverse=True) for p in ("deadpool", "bb8", "floor"))
         rows.append(
             f"| {shape} | {r['kennel']:.2f} | {r['deadpool']:.2f} | {r['bb8']:.2f} | {r['floor']:.2f} "
             f"| {d:.2f} ({mark(d >= 1.5)}) | {b:.2f} ({mark(b >= 1.0)}) | {f:.2f} |"
@@ -66,10 +87,9 @@ def lend_table(group, shapes):
     return rows
 
 
-def lines(logdir, name, prefix):
-    path = pathlib.Path(logdir) / name
+def lines(rnd, name, prefix):
     out = {}
-    for line in path.read_text().splitlines():
+    for line in (rnd / name).read_text().splitlines():
         if line.startswith(prefix):
             key, _, rest = line.partition(": ")
             out[key] = rest
@@ -78,12 +98,14 @@ def lines(logdir, name, prefix):
 
 def main():
     logdir = pathlib.Path(sys.argv[1])
+    ROUNDS.extend(sorted(logdir.glob("round-*")))
     machine = (logdir / "machine.txt").read_text().strip()
     commands = (logdir / "commands.txt").read_text().strip()
     out = [BEGIN, "", "<!-- Written by bench/tables.py from one run of bench/run.sh; edits here are overwritten. -->", "",
            machine, "", "Reproduce (nothing else should run meanwhile):", "", "```sh", commands, "```", ""]
 
     cycles = per_iter("lend_return", "kennel", "1_1")
+    out += [f"Rounds: {len(ROUNDS)}. Figures are medians over the rounds; ratios are taken within each round, then the median over the rounds.", ""]
     out += ["### Lend + return", "",
             "Millions of lend+return cycles per second (median of criterion's samples; "
             f"each sample is {cycles:,} cycles split over the tasks). Higher is better.", ""]
@@ -95,13 +117,14 @@ def main():
     out += lend_table("lend_cancel", ["2/8", "8/32", "16/32"])
 
     echo = {p: us_per("echo", p) for p in ("kennel", "coprocess", "floor")}
-    ratio = echo["kennel"] / echo["floor"]
+    er = ratio(("echo", "kennel"), ("echo", "floor"))
+    cr = ratio(("echo", "coprocess"), ("echo", "floor"))
     out += ["", "### Coprocess echo", "",
             "One echo job to the Rust echo worker, one after the other; microseconds per job "
             "(median). Lower is better.", "",
             "| kennel pool + Coprocess | Coprocess alone | floor: bare pipe with tokio | kennel / floor (target ≤ 1.3) | Coprocess alone / floor |",
             "| ---: | ---: | ---: | ---: | ---: |",
-            f"| {echo['kennel']:.1f} | {echo['coprocess']:.1f} | {echo['floor']:.1f} | {ratio:.2f} ({mark(ratio <= 1.3)}) | {echo['coprocess'] / echo['floor']:.2f} |"]
+            f"| {echo['kennel']:.1f} | {echo['coprocess']:.1f} | {echo['floor']:.1f} | {er:.2f} ({mark(er <= 1.3)}) | {cr:.2f} |"]
 
     out += ["", "### A small CPU job off the runtime", "",
             "Sum of the square roots of 0..1000 (about 1 µs of work), sent from 1 or 8 tasks at "
@@ -111,22 +134,28 @@ def main():
             "| ---: | ---: | ---: | ---: | ---: | ---: |"]
     for tasks in ("1", "8"):
         c = {p: us_per("cpu", p, tasks) for p in ("kennel", "spawn_blocking", "rayon")}
-        r = c["kennel"] / c["spawn_blocking"]
+        r = ratio(("cpu", "kennel", tasks), ("cpu", "spawn_blocking", tasks))
+        rr = ratio(("cpu", "kennel", tasks), ("cpu", "rayon", tasks))
         out.append(f"| {tasks} | {c['kennel']:.1f} | {c['spawn_blocking']:.1f} | {c['rayon']:.1f} "
-                   f"| {r:.2f} ({mark(r <= 1.0)}) | {c['kennel'] / c['rayon']:.2f} |")
+                   f"| {r:.2f} ({mark(r <= 1.0)}) | {rr:.2f} |")
 
-    mem = lines(logdir, "memory.log", "memory/")
-    bytes_of = {k: int(re.match(r"(\d+)", v).group(1)) for k, v in mem.items()}
+    bytes_of = {}
+    for key in ("memory/future", "memory/task"):
+        bytes_of[key] = int(middle([int(re.match(r"(\d+)", lines(r, "memory.log", "memory/")[key]).group(1)) for r in ROUNDS]))
     s10, s1000 = median_ns("stats", "10"), median_ns("stats", "1000")
+    sr = ratio(("stats", "1000"), ("stats", "10"))
     out += ["", "### Memory and stats", "",
             "| figure | value | target |", "| --- | ---: | --- |",
             f"| bytes per waiting job: the `lend()` future (boxed) and the pool's share, 100,000 waiting | {bytes_of['memory/future']} | ≤ 640 ({mark(bytes_of['memory/future'] <= 640)}) |",
             f"| bytes per waiting job as a spawned tokio task, 100,000 waiting | {bytes_of['memory/task']} | (tokio's task adds its own) |",
             f"| `stats()` with 10 workers, ns | {s10:.1f} | |",
-            f"| `stats()` with 1,000 workers, ns | {s1000:.1f} | independent of workers: ratio {s1000 / s10:.2f} ({mark(s1000 / s10 <= 1.5)}) |"]
+            f"| `stats()` with 1,000 workers, ns | {s1000:.1f} | independent of workers: ratio {sr:.2f} ({mark(sr <= 1.5)}) |"]
 
-    http = lines(logdir, "http.log", "http/")
-    fields = {k: dict(kv.split("=") for kv in v.split()) for k, v in http.items()}
+    per_round = []
+    for r in ROUNDS:
+        http = lines(r, "http.log", "http/")
+        per_round.append({k: dict(kv.split("=") for kv in v.split()) for k, v in http.items()})
+    fields = {k: {f: str(middle([float(p[k][f]) for p in per_round])) for f in per_round[0][k]} for k in per_round[0]}
     direct = echo["kennel"]
     c1 = fields["http/c1"]
     out += ["", "### HTTP: `kennel serve` on loopback", "",
@@ -135,9 +164,9 @@ def main():
             "| connections | requests/s | p50 µs | p99 µs | non-2xx |", "| ---: | ---: | ---: | ---: | ---: |"]
     for c in ("c1", "c32"):
         f = fields[f"http/{c}"]
-        out.append(f"| {c[1:]} | {float(f['rps']):.0f} | {f['p50_us']} | {f['p99_us']} | {f['non2xx']} |")
+        out.append(f"| {c[1:]} | {float(f['rps']):.0f} | {float(f['p50_us']):.0f} | {float(f['p99_us']):.0f} | {float(f['non2xx']):.0f} |")
     overhead = float(c1["p50_us"]) - direct
-    out += ["", f"The server's own overhead at one connection: p50 {c1['p50_us']} µs through HTTP "
+    out += ["", f"The server's own overhead at one connection: p50 {float(c1['p50_us']):.0f} µs through HTTP "
             f"against {direct:.1f} µs for the same job through the pool directly (the echo bench), "
             f"so about **{overhead:.0f} µs** per request for loopback TCP, HTTP, routing and JSON "
             "(wrk's side included).", "", END]
