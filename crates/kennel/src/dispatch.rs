@@ -63,6 +63,10 @@ pub(crate) struct Waiters<W> {
     len: usize,
     next_id: u64,
     unbound: usize,
+    /// Jobs handed something under the lock, woken once it is released
+    /// (`take_wakes`), so that a woken job never finds the lock still held.
+    wake_one: Option<Waker>,
+    wake_more: Vec<Waker>,
 }
 
 #[derive(Debug)]
@@ -79,6 +83,8 @@ impl<W> Waiters<W> {
             len: 0,
             next_id: 0,
             unbound: 0,
+            wake_one: None,
+            wake_more: Vec::new(),
         }
     }
 
@@ -93,6 +99,18 @@ impl<W> Waiters<W> {
     /// Jobs queued by rule 4 (not bound to a starting worker).
     pub(crate) fn unbound(&self) -> usize {
         self.unbound
+    }
+
+    /// Sets the waker of job `id`, just pushed, so that it need not be
+    /// polled again to be woken.
+    pub(crate) fn set_waker(&mut self, id: u64, waker: &Waker) {
+        let at = match self.queue.back() {
+            Some(e) if e.id == id => Some(self.queue.len() - 1),
+            _ => self.find(id),
+        };
+        if let Some(w) = at.and_then(|at| self.queue[at].waiter.as_mut()) {
+            w.waker = Some(waker.clone());
+        }
     }
 
     /// Adds a job at the back; returns its id.
@@ -140,12 +158,23 @@ impl<W> Waiters<W> {
     }
 
     /// Hands job `id`, just removed from the queue as `waiter`, its worker
-    /// or its error, and wakes it.
+    /// or its error; it is woken when the lock is released.
     pub(crate) fn grant(&mut self, id: u64, waiter: Waiter, grant: Grant<W>) {
         self.granted.push((id, grant));
         if let Some(waker) = waiter.waker {
-            waker.wake();
+            if self.wake_one.is_none() {
+                self.wake_one = Some(waker);
+            } else {
+                self.wake_more.push(waker);
+            }
         }
+    }
+
+    /// The jobs to wake now that they were handed something (none in most
+    /// lock sessions: no allocation then).
+    pub(crate) fn take_wakes(&mut self) -> Option<(Waker, Vec<Waker>)> {
+        let one = self.wake_one.take()?;
+        Some((one, std::mem::take(&mut self.wake_more)))
     }
 
     /// Removes job `id` from the queue, if it waits there, and hands it an

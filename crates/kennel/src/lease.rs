@@ -25,7 +25,8 @@ pub struct Lease<W: Worker> {
     pub(crate) slot: usize,
     pub(crate) worker: Option<W>,
     pub(crate) cell: Arc<WorkerCell>,
-    pub(crate) since: Instant,
+    /// When the job got the worker, if the pool times jobs (ADR 0011).
+    pub(crate) since: Option<Instant>,
     /// Set by `run` while the job runs: a drop now is an abort.
     pub(crate) in_flight: bool,
     /// Whether the time held counts as a job's time (mean job time, sizing).
@@ -33,7 +34,7 @@ pub struct Lease<W: Worker> {
 }
 
 impl<W: Worker> Lease<W> {
-    pub(crate) fn new(shared: Arc<Shared<W>>, granted: Granted<W>, since: Instant) -> Self {
+    pub(crate) fn new(shared: Arc<Shared<W>>, granted: Granted<W>, since: Option<Instant>) -> Self {
         Self {
             shared,
             slot: granted.slot,

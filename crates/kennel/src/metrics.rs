@@ -23,6 +23,10 @@ const RETIRE_REASONS: [RetireReason; 7] = [
 ];
 
 pub(crate) struct PoolMetrics {
+    /// Whether a recorder was there when the pool was built. Without one
+    /// the handles do nothing, and the pool does not read the clock to
+    /// time jobs for them (ADR 0011).
+    pub(crate) on: bool,
     jobs: Counter,
     rejected_full: Counter,
     rejected_wait: Counter,
@@ -56,7 +60,11 @@ impl PoolMetrics {
     pub(crate) fn new(pool: &str) -> Self {
         let p = pool.to_owned();
         let state = |s: &'static str| gauge!("kennel_workers", "pool" => p.clone(), "state" => s);
+        // The no-op recorder `metrics` falls back to has no size; a recorder
+        // that keeps what it records has.
+        let on = metrics::with_recorder(|r| std::mem::size_of_val(r) != 0);
         Self {
+            on,
             jobs: counter!("kennel_jobs_total", "pool" => p.clone()),
             rejected_full: counter!("kennel_jobs_rejected_total", "pool" => p.clone(), "reason" => RejectReason::QueueFull.as_str()),
             rejected_wait: counter!("kennel_jobs_rejected_total", "pool" => p.clone(), "reason" => RejectReason::QueueWait.as_str()),
@@ -106,10 +114,12 @@ impl PoolMetrics {
         }
     }
 
-    /// A job got a worker after waiting this long.
-    pub(crate) fn lent(&self, waited: Duration) {
+    /// A job got a worker after waiting this long (if the pool timed it).
+    pub(crate) fn lent(&self, waited: Option<Duration>) {
         self.jobs.increment(1);
-        self.wait_seconds.record(waited.as_secs_f64());
+        if let Some(waited) = waited {
+            self.wait_seconds.record(waited.as_secs_f64());
+        }
     }
 
     /// A job gave its worker back after holding it this long.

@@ -2,9 +2,11 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::sync::broadcast;
+use tokio::time::Instant;
 
 use crate::builder::PoolBuilder;
 use crate::dispatch::Granted;
@@ -211,23 +213,25 @@ impl<W: Worker> Pool<W> {
 
     async fn lend_queued(&self, queue: bool) -> Result<Option<Lease<W>>, Error> {
         let shared = self.shared();
-        let asked = tokio::time::Instant::now();
-        let acquired = {
-            let mut st = shared.lock();
-            shared.acquire(&mut st, queue)
-        }?;
-        let (granted, since, waited) = match acquired {
-            Acquired::Now(g) => (g, asked, Duration::ZERO),
-            Acquired::WouldQueue => return Ok(None),
-            Acquired::Wait(id) => {
-                let mut waiting = Waiting {
-                    shared,
-                    id,
-                    done: false,
+        let mut lending = Lending {
+            shared,
+            queue,
+            id: None,
+            timing: false,
+            asked: None,
+        };
+        let (granted, since, waited) = match std::future::poll_fn(|cx| lending.poll(cx)).await? {
+            None => return Ok(None),
+            Some(granted) => {
+                let since = lending
+                    .timing
+                    .then(|| granted.at.unwrap_or_else(Instant::now));
+                let waited = match (since, lending.asked) {
+                    (Some(since), Some(asked)) => Some(since.saturating_duration_since(asked)),
+                    (Some(_), None) => Some(Duration::ZERO),
+                    _ => None,
                 };
-                let granted = waiting.recv().await?;
-                let since = granted.at.unwrap_or_else(tokio::time::Instant::now);
-                (granted, since, since.saturating_duration_since(asked))
+                (granted, since, waited)
             }
         };
         shared.metrics.lent(waited);
@@ -338,7 +342,7 @@ impl<W: Worker> Pool<W> {
             let Some(granted) = self.shared().take_slot(slot) else {
                 continue;
             };
-            let mut lease = Lease::new(self.shared().clone(), granted, tokio::time::Instant::now());
+            let mut lease = Lease::new(self.shared().clone(), granted, None);
             lease.timed = false;
             lease.in_flight = true;
             let r = f(&mut lease).await;
@@ -378,26 +382,50 @@ impl<W: Worker> Pool<W> {
     }
 }
 
-/// A job waiting for a worker; dropping it leaves the queue (cancel safety).
-struct Waiting<'a, W: Worker> {
+/// A job asking for a worker: it asks on its first poll and, when it has to
+/// wait, leaves its waker in the queue under the same lock. Dropping it
+/// while it waits leaves the queue (cancel safety).
+struct Lending<'a, W: Worker> {
     shared: &'a Shared<W>,
-    id: u64,
-    done: bool,
+    queue: bool,
+    /// Its place in the queue while it waits.
+    id: Option<u64>,
+    /// Whether the pool times jobs (read under the lock at the first poll).
+    timing: bool,
+    /// When it began to wait, if the pool times jobs.
+    asked: Option<Instant>,
 }
 
-impl<W: Worker> Waiting<'_, W> {
-    async fn recv(&mut self) -> Result<Granted<W>, Error> {
-        let grant =
-            std::future::poll_fn(|cx| self.shared.lock().waiters.poll_grant(self.id, cx)).await;
-        self.done = true;
-        grant
+impl<W: Worker> Lending<'_, W> {
+    /// `Ready(Ok(None))`: it would have to queue and may not.
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Granted<W>>, Error>> {
+        let mut st = self.shared.lock();
+        if let Some(id) = self.id {
+            let grant = std::task::ready!(st.waiters.poll_grant(id, cx));
+            self.id = None;
+            return Poll::Ready(grant.map(Some));
+        }
+        self.timing = st.timing;
+        match self.shared.acquire(&mut st, self.queue)? {
+            Acquired::Now(granted) => Poll::Ready(Ok(Some(granted))),
+            Acquired::WouldQueue => Poll::Ready(Ok(None)),
+            Acquired::Wait(id) => {
+                st.waiters.set_waker(id, cx.waker());
+                drop(st);
+                self.id = Some(id);
+                if self.timing {
+                    self.asked = Some(Instant::now());
+                }
+                Poll::Pending
+            }
+        }
     }
 }
 
-impl<W: Worker> Drop for Waiting<'_, W> {
+impl<W: Worker> Drop for Lending<'_, W> {
     fn drop(&mut self) {
-        if !self.done {
-            self.shared.cancel_wait(self.id);
+        if let Some(id) = self.id {
+            self.shared.cancel_wait(id);
         }
     }
 }

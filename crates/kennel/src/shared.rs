@@ -22,7 +22,7 @@ use crate::eviction::{Eviction, IdleWorker};
 use crate::metrics::{PoolMetrics, Published};
 use crate::reconfig::{Action, Reconfig};
 use crate::sizing::{Sizing, SizingDecision, SizingInput, SizingView};
-use crate::slot::{EndReason, SlotState, Slots, WorkerCell};
+use crate::slot::{EndReason, Now, SlotState, Slots, WorkerCell};
 use crate::startup::{SlotPhase, Starts, Startup};
 use crate::stats::Stats;
 use crate::worker::{BoxError, Exit, Exited, Killer, Worker};
@@ -74,6 +74,8 @@ pub(crate) struct State<W> {
     sizing: Box<dyn Sizing>,
     /// Whether the sizing hears of finished jobs (its plan says).
     sizing_jobs: bool,
+    /// Whether jobs are timed: something reads their times (ADR 0011).
+    pub(crate) timing: bool,
     eviction: Arc<dyn Eviction>,
     pub(crate) closed: bool,
     ever_ready: bool,
@@ -136,7 +138,7 @@ impl<W: Worker> Shared<W> {
     ) -> Arc<Self> {
         let (events, first) = broadcast::channel(event_capacity.max(1));
         let metrics = PoolMetrics::new(&name);
-        Arc::new_cyclic(|me| Self {
+        let shared = Arc::new_cyclic(|me| Self {
             name,
             factory,
             state: Mutex::new(State {
@@ -146,6 +148,7 @@ impl<W: Worker> Shared<W> {
                 startup,
                 sizing,
                 sizing_jobs,
+                timing: false,
                 eviction,
                 closed: false,
                 ever_ready: false,
@@ -162,7 +165,19 @@ impl<W: Worker> Shared<W> {
             me: me.clone(),
             rt: tokio::runtime::Handle::current(),
             metrics,
-        })
+        });
+        {
+            let mut st = shared.lock();
+            shared.retime(&mut st);
+        }
+        shared
+    }
+
+    /// Times jobs only when something reads their times: the metrics, the
+    /// mean job time behind `max_queue_wait`, a sizing that learns from
+    /// jobs (ADR 0011).
+    fn retime(&self, st: &mut State<W>) {
+        st.timing = self.metrics.on || st.opts.max_queue_wait.is_some() || st.sizing_jobs;
     }
 
     /// Enters the pool's runtime when called from outside any runtime (a
@@ -184,7 +199,7 @@ impl<W: Worker> Shared<W> {
     /// changed are set to the counts, so every change of state is published.
     pub(crate) fn lock(&self) -> StateGuard<'_, W> {
         StateGuard {
-            guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
+            guard: Some(self.state.lock().unwrap_or_else(|e| e.into_inner())),
             metrics: &self.metrics,
         }
     }
@@ -427,8 +442,8 @@ impl<W: Worker> Shared<W> {
                     g.worker,
                     &g.cell,
                     Outcome::Unused,
-                    Duration::ZERO,
-                    Instant::now(),
+                    None,
+                    &mut Now::unread(),
                     &mut later,
                 );
             }
@@ -509,18 +524,20 @@ impl<W: Worker> Shared<W> {
         worker: W,
         cell: &Arc<WorkerCell>,
         outcome: Outcome,
-        since: Instant,
+        since: Option<Instant>,
     ) {
         // A lease may be dropped on a thread outside the runtime: read the
         // pool's clock and spawn on the pool's runtime all the same.
         let _rt = self.enter_runtime();
-        let now = Instant::now();
-        let held = now.saturating_duration_since(since);
+        let mut now = Now::unread();
+        let held = since.map(|since| now.get().saturating_duration_since(since));
         let mut later = Later::new();
         {
             let mut st = self.lock();
-            self.release_locked(&mut st, slot, worker, cell, outcome, held, now, &mut later);
-            self.pump_at(&mut st, Some(now));
+            self.release_locked(
+                &mut st, slot, worker, cell, outcome, held, &mut now, &mut later,
+            );
+            self.pump_at(&mut st, now.read());
         }
         drop(later);
     }
@@ -533,8 +550,8 @@ impl<W: Worker> Shared<W> {
         worker: W,
         cell: &Arc<WorkerCell>,
         outcome: Outcome,
-        held: Duration,
-        now: Instant,
+        held: Option<Duration>,
+        now: &mut Now,
         later: &mut Later<W>,
     ) {
         let ours = match &st.slots.slots[i].state {
@@ -551,7 +568,7 @@ impl<W: Worker> Shared<W> {
             later.push(worker);
             return;
         }
-        if outcome == Outcome::Returned && !cell.is_dead() {
+        if let (Outcome::Returned, Some(held), false) = (outcome, held, cell.is_dead()) {
             self.metrics.job_done(held);
             let took = held.as_secs_f64();
             st.ewma = Some(match st.ewma {
@@ -560,7 +577,7 @@ impl<W: Worker> Shared<W> {
             });
             if st.sizing_jobs {
                 let decision = {
-                    let view = Self::view_at(st, now);
+                    let view = Self::view_at(st, now.get());
                     st.sizing
                         .observe(&view, SizingInput::JobDone { took: held })
                 };
@@ -602,7 +619,7 @@ impl<W: Worker> Shared<W> {
             );
             return;
         }
-        if !matches!(outcome, Outcome::Retire(_)) && cell.expired(now) {
+        if !matches!(outcome, Outcome::Retire(_)) && cell.expired_by(now) {
             // Never cut short; replaced when it comes back.
             self.emit(Event::Retired {
                 slot: i,
@@ -636,11 +653,11 @@ impl<W: Worker> Shared<W> {
     /// A ready worker is free in slot `i`, whose state is `Lent` and holds
     /// its cell: close it, keep it, give it to the oldest job, or make it
     /// idle.
-    fn place(&self, st: &mut State<W>, i: usize, worker: W, now: Instant) {
+    fn place(&self, st: &mut State<W>, i: usize, worker: W, now: &mut Now) {
         let SlotState::Lent { cell } = &st.slots.slots[i].state else {
             unreachable!("slot {i} is placed from a state other than lent");
         };
-        let (expired, started) = (cell.expired(now), cell.started);
+        let (expired, started) = (cell.expired_by(now), cell.started);
         let lent_cell = |st: &State<W>| st.slots.slots[i].cell().cloned().expect("lent");
         if st.closed {
             let cell = lent_cell(st);
@@ -659,7 +676,7 @@ impl<W: Worker> Shared<W> {
                     cell,
                     at: None,
                 },
-                Some(now),
+                now.read(),
             );
             return;
         }
@@ -696,10 +713,12 @@ impl<W: Worker> Shared<W> {
             );
             return;
         }
-        let timer = if i < st.slots.size {
-            self.arm_eviction(st, i, now, started)
-        } else {
-            None
+        // Without an eviction that may evict, nothing reads when it
+        // turned idle: the clock is not read for it.
+        let since = st.eviction.may_evict().then(|| now.get());
+        let timer = match since {
+            Some(since) if i < st.slots.size => self.arm_eviction(st, i, since, started),
+            _ => None,
         };
         st.slots.update(i, |old| {
             let SlotState::Lent { cell } = old else {
@@ -707,7 +726,7 @@ impl<W: Worker> Shared<W> {
             };
             let idle = SlotState::Idle {
                 worker,
-                since: now,
+                since,
                 cell,
                 timer,
             };
@@ -860,7 +879,7 @@ impl<W: Worker> Shared<W> {
             // Through Lent so that `place` sees one starting point: it gives
             // the worker to the oldest job, or keeps it idle.
             st.slots.set(i, SlotState::Lent { cell });
-            self.place(&mut st, i, worker, Instant::now());
+            self.place(&mut st, i, worker, &mut Now::unread());
             self.kick_startup(&mut st);
             self.pump(&mut st);
         }
@@ -1165,7 +1184,7 @@ impl<W: Worker> Shared<W> {
         let slot = &st.slots.slots[i];
         let is_this_idle = slot.generation == generation
             && i < st.slots.size
-            && matches!(&slot.state, SlotState::Idle { since: s, .. } if *s == since);
+            && matches!(&slot.state, SlotState::Idle { since: s, .. } if *s == Some(since));
         if !is_this_idle || st.closed {
             return;
         }
@@ -1187,7 +1206,7 @@ impl<W: Worker> Shared<W> {
                 since, timer: t, ..
             } = &mut st.slots.slots[i].state
             {
-                *since = now;
+                *since = Some(now);
                 *t = timer;
             }
             return;
@@ -1328,7 +1347,7 @@ impl<W: Worker> Shared<W> {
                         };
                         (SlotState::Lent { cell }, worker)
                     });
-                    self.place(st, i, worker, Instant::now());
+                    self.place(st, i, worker, &mut Now::unread());
                 }
             }
         }
@@ -1392,9 +1411,19 @@ impl<W: Worker> Shared<W> {
             let mut count = 0;
             for i in 0..st.slots.size {
                 if let SlotState::Idle { since, cell, .. } = &st.slots.slots[i].state {
-                    let (since, started) = (*since, cell.started);
-                    let timer = self.arm_eviction(&st, i, since, started);
-                    if let SlotState::Idle { timer: t, .. } = &mut st.slots.slots[i].state {
+                    // A worker that turned idle under an eviction that never
+                    // evicts has no time of its own: it counts from now.
+                    let (since, started) = (since.unwrap_or_else(Instant::now), cell.started);
+                    let timer = st
+                        .eviction
+                        .may_evict()
+                        .then(|| self.arm_eviction(&st, i, since, started))
+                        .flatten();
+                    if let SlotState::Idle {
+                        timer: t, since: s, ..
+                    } = &mut st.slots.slots[i].state
+                    {
+                        *s = Some(since);
                         if let Some(old) = std::mem::replace(t, timer) {
                             old.abort();
                         }
@@ -1444,6 +1473,7 @@ impl<W: Worker> Shared<W> {
             };
             self.apply_sizing(&mut st, decision);
         }
+        self.retime(&mut st);
         self.kick_startup(&mut st);
         self.pump(&mut st);
         for i in 0..st.slots.slots.len() {
@@ -1687,39 +1717,51 @@ impl<W: Worker> Shared<W> {
     }
 }
 
-/// The locked state; publishes the gauges that changed when dropped.
+/// The locked state. When dropped it publishes the gauges that changed,
+/// releases the lock, and then wakes the jobs handed a worker meanwhile.
 pub(crate) struct StateGuard<'a, W> {
-    guard: MutexGuard<'a, State<W>>,
+    /// `None` only inside `drop`.
+    guard: Option<MutexGuard<'a, State<W>>>,
     metrics: &'a PoolMetrics,
 }
 
 impl<W> std::ops::Deref for StateGuard<'_, W> {
     type Target = State<W>;
     fn deref(&self) -> &State<W> {
-        &self.guard
+        self.guard.as_ref().expect("held until dropped")
     }
 }
 
 impl<W> std::ops::DerefMut for StateGuard<'_, W> {
     fn deref_mut(&mut self) -> &mut State<W> {
-        &mut self.guard
+        self.guard.as_mut().expect("held until dropped")
     }
 }
 
 impl<W> Drop for StateGuard<'_, W> {
     fn drop(&mut self) {
-        let st = &mut *self.guard;
+        let Some(mut guard) = self.guard.take() else {
+            return;
+        };
+        let st = &mut *guard;
         let changes = st.slots.take_changes();
         let waiting = st.waiters.len();
-        if changes.is_empty() && waiting == st.published.waiting {
-            return;
+        if !changes.is_empty() || waiting != st.published.waiting {
+            self.metrics.publish(
+                changes,
+                &st.slots.counts,
+                (waiting, st.slots.capacity(), st.slots.size),
+                &mut st.published,
+            );
         }
-        self.metrics.publish(
-            changes,
-            &st.slots.counts,
-            (waiting, st.slots.capacity(), st.slots.size),
-            &mut st.published,
-        );
+        let wakes = st.waiters.take_wakes();
+        drop(guard);
+        if let Some((one, more)) = wakes {
+            one.wake();
+            for waker in more {
+                waker.wake();
+            }
+        }
     }
 }
 

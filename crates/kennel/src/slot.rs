@@ -67,9 +67,10 @@ impl WorkerCell {
         self.notify.notify_waiters();
     }
 
-    /// Whether the worker has outlived its lifetime at `now`.
-    pub(crate) fn expired(&self, now: Instant) -> bool {
-        self.deadline.is_some_and(|d| now >= d)
+    /// Whether the worker has outlived its lifetime now; reads the clock
+    /// only for a worker that has a lifetime.
+    pub(crate) fn expired_by(&self, now: &mut Now) -> bool {
+        self.deadline.is_some_and(|d| now.get() >= d)
     }
 
     pub(crate) fn stop_timer(&self) {
@@ -98,6 +99,28 @@ impl WorkerCell {
     }
 }
 
+/// The time now, read from the pool's clock at most once and only if asked
+/// for: a lend and return that needs no time reads no clock (ADR 0011).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Now(Option<Instant>);
+
+impl Now {
+    /// Not read yet.
+    pub(crate) fn unread() -> Self {
+        Self(None)
+    }
+
+    /// The time now, read on the first call.
+    pub(crate) fn get(&mut self) -> Instant {
+        *self.0.get_or_insert_with(Instant::now)
+    }
+
+    /// The time, if it was read.
+    pub(crate) fn read(&self) -> Option<Instant> {
+        self.0
+    }
+}
+
 /// The state of one slot; each variant carries its data.
 #[derive(Debug)]
 pub(crate) enum SlotState<W> {
@@ -114,7 +137,9 @@ pub(crate) enum SlotState<W> {
     /// A ready worker that no job holds.
     Idle {
         worker: W,
-        since: Instant,
+        /// When it turned idle; not read (`None`) when the pool's eviction
+        /// never evicts.
+        since: Option<Instant>,
         cell: Arc<WorkerCell>,
         /// The eviction timer, when one runs.
         timer: Option<AbortHandle>,

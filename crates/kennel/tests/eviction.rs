@@ -396,3 +396,21 @@ async fn an_eviction_emits_worker_evicted() {
     let names: Vec<_> = drain(&mut events).iter().map(Event::name).collect();
     assert_eq!(names, ["worker:evicted"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_idle_before_eviction_was_turned_on_counts_from_the_change() {
+    // Under `NoEviction` the pool does not read the clock when a worker
+    // turns idle (ADR 0011), so an eviction set later counts from the change.
+    let farm = Farm::new();
+    let pool = parallel(&farm, 1, NoEviction);
+    settle().await;
+    drop(pool.lend().await.unwrap()); // idle since t = 0
+    let id = farm.in_slot(0).unwrap();
+    advance(secs(20)).await;
+    pool.reconfigure(kennel::Reconfig::new().eviction(idle_timeout(secs(30))))
+        .unwrap();
+    advance(ms(29_999)).await; // t = 49.999
+    assert!(!farm.has_exited(id), "counted from the change at t = 20");
+    advance(ms(1)).await;
+    assert!(farm.has_exited(id), "evicted at 20 + 30 s");
+}

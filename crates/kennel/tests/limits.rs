@@ -224,6 +224,38 @@ async fn the_projected_wait_uses_the_mean_of_observed_job_times() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn max_queue_wait_turned_on_later_learns_job_times_from_then_on() {
+    // A pool that needs no job times does not read the clock for them
+    // (ADR 0011); setting `max_queue_wait` by reconfiguration starts timing.
+    let farm = Farm::new();
+    let pool = one(&farm).max_waiting(100).build().unwrap();
+    pool.reconfigure(kennel::Reconfig::new().max_queue_wait(Some(secs(3))))
+        .unwrap();
+    // Jobs of 1 s: with one worker, two jobs ahead still fit in 3 s.
+    pool.run(async |w: &mut Fake| w.work(secs(1)).await)
+        .await
+        .unwrap();
+    let held = pool.lend().await.unwrap();
+    let mut queued = Vec::new();
+    for _ in 0..3 {
+        let p = pool.clone();
+        queued.push(tokio::spawn(async move { p.lend().await.map(|_| ()) }));
+        settle().await;
+    }
+    assert_eq!(pool.stats().waiting, 3, "(2 + 1) / 1 × 1 s = 3 s fits");
+    assert!(matches!(
+        pool.lend_timeout(secs(100)).await,
+        Err(Error::Rejected {
+            reason: RejectReason::QueueWait
+        })
+    ));
+    drop(held);
+    for q in queued {
+        q.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn options_out_of_range_are_refused_naming_the_option() {
     let farm = Farm::new();
     for (builder, option) in [

@@ -927,7 +927,15 @@ async fn reconfiguring_timeouts_and_limits_says_so_and_applies_to_the_next_job()
 #[tokio::test(start_paused = true)]
 async fn reconfiguring_the_eviction_reschedules_timers_from_when_each_member_turned_idle() {
     let farm = Farm::new();
-    let pool = eager(&farm, "pg", 2);
+    // As pooler, which always culls: the pool starts with an eviction (a
+    // long one) and is reconfigured to a shorter one.
+    let pool = Pool::builder(farm.factory())
+        .name("pg")
+        .startup(Parallel)
+        .sizing(Fixed(2))
+        .eviction(IdleTimeout::new(secs(3600)).unwrap())
+        .build()
+        .unwrap();
     settle().await;
     let a = pool.lend().await.unwrap();
     let b = pool.lend().await.unwrap();

@@ -60,6 +60,13 @@ pub trait Eviction: Send + Sync + fmt::Debug + 'static {
     /// The wait before `worker` is evicted, or `None` to keep it.
     fn idle(&self, worker: IdleWorker) -> Option<EvictAfter>;
 
+    /// Whether this eviction may ever let a worker go. When it says no
+    /// ([`NoEviction`]), the pool neither asks [`idle`](Eviction::idle) nor
+    /// reads the clock when a worker turns idle. Default: yes.
+    fn may_evict(&self) -> bool {
+        true
+    }
+
     /// The eviction never lets the running workers drop below this many.
     fn floor(&self) -> usize {
         0

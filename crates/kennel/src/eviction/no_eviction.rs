@@ -8,4 +8,8 @@ impl Eviction for NoEviction {
     fn idle(&self, _worker: IdleWorker) -> Option<EvictAfter> {
         None
     }
+
+    fn may_evict(&self) -> bool {
+        false
+    }
 }
