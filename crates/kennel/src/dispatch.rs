@@ -1,7 +1,7 @@
 //! Which worker a job gets, and the one FIFO of waiting jobs (SPEC S2, ADR 0004).
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use std::task::{Context, Poll, Waker};
 
@@ -51,13 +51,15 @@ pub(crate) struct Waiter {
 /// of shifting the ones behind it; holes at either end are dropped at once,
 /// and the queue is compacted when holes outnumber the jobs.
 ///
-/// A job that leaves the queue with a worker (or an error) finds it in
-/// `granted` when it is next polled, under the pool's lock: no channel per
-/// job. A job dropped before that hands its worker back (`take_grant`).
+/// A job that leaves the queue with a worker (or an error) finds it in the
+/// pool's [`Mailbox`] when it is next polled: no channel per job. What is
+/// granted in a lock session waits in `granted` and moves to the mailbox
+/// before the lock is released. A job dropped before it took its grant hands
+/// the worker back.
 #[derive(Debug)]
 pub(crate) struct Waiters<W> {
     queue: VecDeque<Entry>,
-    /// What jobs that left the queue were handed and have not taken yet.
+    /// What jobs that left the queue were handed in this lock session.
     granted: Vec<(u64, Grant<W>)>,
     /// Jobs waiting (entries that hold a waiter).
     len: usize,
@@ -67,6 +69,32 @@ pub(crate) struct Waiters<W> {
     /// (`take_wakes`), so that a woken job never finds the lock still held.
     wake_one: Option<Waker>,
     wake_more: Vec<Waker>,
+}
+
+/// What jobs that left the queue were handed and have not taken yet, under
+/// a lock of its own: a woken job takes its worker without the pool's lock.
+/// Filled only under the pool's lock (pool lock, then this one).
+#[derive(Debug)]
+pub(crate) struct Mailbox<W>(Mutex<Vec<(u64, Grant<W>)>>);
+
+impl<W> Mailbox<W> {
+    pub(crate) fn new() -> Self {
+        Self(Mutex::new(Vec::new()))
+    }
+
+    fn put(&self, granted: &mut Vec<(u64, Grant<W>)>) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .append(granted);
+    }
+
+    /// Takes what job `id` was handed, if anything.
+    pub(crate) fn take(&self, id: u64) -> Option<Grant<W>> {
+        let mut granted = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let at = granted.iter().position(|(i, _)| *i == id)?;
+        Some(granted.swap_remove(at).1)
+    }
 }
 
 #[derive(Debug)]
@@ -170,9 +198,13 @@ impl<W> Waiters<W> {
         }
     }
 
-    /// The jobs to wake now that they were handed something (none in most
-    /// lock sessions: no allocation then).
-    pub(crate) fn take_wakes(&mut self) -> Option<(Waker, Vec<Waker>)> {
+    /// Moves what was granted in this lock session to the mailbox and
+    /// returns the jobs to wake once the lock is released (none in most lock
+    /// sessions: no allocation then).
+    pub(crate) fn deliver(&mut self, mailbox: &Mailbox<W>) -> Option<(Waker, Vec<Waker>)> {
+        if !self.granted.is_empty() {
+            mailbox.put(&mut self.granted);
+        }
         let one = self.wake_one.take()?;
         Some((one, std::mem::take(&mut self.wake_more)))
     }
@@ -185,13 +217,10 @@ impl<W> Waiters<W> {
         }
     }
 
-    /// What job `id` was handed, or `Pending` (its waker kept) while it
-    /// waits. A job in neither place was dropped from the pool's sight: it
-    /// reads as closed.
-    pub(crate) fn poll_grant(&mut self, id: u64, cx: &mut Context<'_>) -> Poll<Grant<W>> {
-        if let Some(grant) = self.take_grant(id) {
-            return Poll::Ready(grant);
-        }
+    /// `Pending` (its waker kept) while job `id` waits; a job that neither
+    /// waits nor finds a grant in the mailbox was dropped from the pool's
+    /// sight: it reads as closed.
+    pub(crate) fn poll_waiting(&mut self, id: u64, cx: &mut Context<'_>) -> Poll<Grant<W>> {
         let waiter = self.find(id).and_then(|at| self.queue[at].waiter.as_mut());
         match waiter {
             Some(w) => {
@@ -203,12 +232,6 @@ impl<W> Waiters<W> {
             }
             None => Poll::Ready(Err(Error::Closed)),
         }
-    }
-
-    /// Takes what job `id` was handed, if anything.
-    pub(crate) fn take_grant(&mut self, id: u64) -> Option<Grant<W>> {
-        let at = self.granted.iter().position(|(i, _)| *i == id)?;
-        Some(self.granted.swap_remove(at).1)
     }
 
     /// Drops the holes at both ends, and all of them once they outnumber
@@ -290,9 +313,11 @@ mod tests {
         assert_eq!(w.oldest_unbound(), Some(ids[4]));
         w.close();
         assert!(w.is_empty());
-        assert!(matches!(w.take_grant(ids[3]), Some(Err(Error::Closed))));
-        assert!(matches!(w.take_grant(ids[4]), Some(Err(Error::Closed))));
-        assert!(w.take_grant(ids[4]).is_none());
+        let mailbox = Mailbox::new();
+        assert!(w.deliver(&mailbox).is_none(), "no waker was set");
+        assert!(matches!(mailbox.take(ids[3]), Some(Err(Error::Closed))));
+        assert!(matches!(mailbox.take(ids[4]), Some(Err(Error::Closed))));
+        assert!(mailbox.take(ids[4]).is_none());
     }
 
     #[test]

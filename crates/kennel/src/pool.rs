@@ -399,12 +399,24 @@ struct Lending<'a, W: Worker> {
 impl<W: Worker> Lending<'_, W> {
     /// `Ready(Ok(None))`: it would have to queue and may not.
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Granted<W>>, Error>> {
-        let mut st = self.shared.lock();
         if let Some(id) = self.id {
-            let grant = std::task::ready!(st.waiters.poll_grant(id, cx));
+            // Woken: the grant is in the mailbox, no need for the pool's lock.
+            let grant = match self.shared.mailbox.take(id) {
+                Some(grant) => grant,
+                None => {
+                    // Not woken for a grant (or the grant came meanwhile):
+                    // look again under the pool's lock, which grants take.
+                    let mut st = self.shared.lock();
+                    match self.shared.mailbox.take(id) {
+                        Some(grant) => grant,
+                        None => std::task::ready!(st.waiters.poll_waiting(id, cx)),
+                    }
+                }
+            };
             self.id = None;
             return Poll::Ready(grant.map(Some));
         }
+        let mut st = self.shared.lock();
         self.timing = st.timing;
         match self.shared.acquire(&mut st, self.queue)? {
             Acquired::Now(granted) => Poll::Ready(Ok(Some(granted))),

@@ -7,7 +7,9 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
+
+use parking_lot::MutexGuard;
 use std::time::Duration;
 
 use tokio::sync::{Notify, broadcast};
@@ -15,7 +17,7 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use crate::backoff;
-use crate::dispatch::{Dispatch, Granted, Waiters};
+use crate::dispatch::{Dispatch, Granted, Mailbox, Waiters};
 use crate::error::{Error, RejectReason};
 use crate::event::{Event, RetireReason};
 use crate::eviction::{Eviction, IdleWorker};
@@ -95,7 +97,9 @@ pub(crate) struct State<W> {
 pub(crate) struct Shared<W> {
     pub(crate) name: Arc<str>,
     factory: FactoryFn<W>,
-    state: Mutex<State<W>>,
+    state: parking_lot::Mutex<State<W>>,
+    /// What waiting jobs were handed (ADR 0005).
+    pub(crate) mailbox: Mailbox<W>,
     events: broadcast::Sender<Event>,
     /// Subscribed at build, so the first subscriber sees the build's events.
     first_events: Mutex<Option<broadcast::Receiver<Event>>>,
@@ -141,7 +145,7 @@ impl<W: Worker> Shared<W> {
         let shared = Arc::new_cyclic(|me| Self {
             name,
             factory,
-            state: Mutex::new(State {
+            state: parking_lot::Mutex::new(State {
                 slots: Slots::new(capacity, size),
                 waiters: Waiters::new(),
                 opts,
@@ -159,6 +163,7 @@ impl<W: Worker> Shared<W> {
                 kept_limit: usize::MAX,
                 published: Published::none(),
             }),
+            mailbox: Mailbox::new(),
             events,
             first_events: Mutex::new(Some(first)),
             ended: Notify::new(),
@@ -199,8 +204,9 @@ impl<W: Worker> Shared<W> {
     /// changed are set to the counts, so every change of state is published.
     pub(crate) fn lock(&self) -> StateGuard<'_, W> {
         StateGuard {
-            guard: Some(self.state.lock().unwrap_or_else(|e| e.into_inner())),
+            guard: Some(self.state.lock()),
             metrics: &self.metrics,
+            mailbox: &self.mailbox,
         }
     }
 
@@ -399,6 +405,9 @@ impl<W: Worker> Shared<W> {
     }
 
     fn unawaited_starting(st: &State<W>) -> Option<usize> {
+        if st.slots.counts.starting == 0 {
+            return None;
+        }
         st.slots.slots[..st.slots.size].iter().position(|s| {
             matches!(
                 s.state,
@@ -411,6 +420,11 @@ impl<W: Worker> Shared<W> {
     }
 
     fn startable_slot(&self, st: &mut State<W>) -> Option<usize> {
+        let c = &st.slots.counts;
+        if c.idle + c.lent >= st.slots.size {
+            // Every running slot holds a ready worker (a busy pool's case).
+            return None;
+        }
         let i = st.slots.slots[..st.slots.size]
             .iter()
             .position(|s| s.is_empty())?;
@@ -435,7 +449,7 @@ impl<W: Worker> Shared<W> {
                 if let Some(b) = w.bound {
                     Self::set_awaited(&mut st, b, None);
                 }
-            } else if let Some(Ok(g)) = st.waiters.take_grant(id) {
+            } else if let Some(Ok(g)) = self.mailbox.take(id) {
                 self.release_locked(
                     &mut st,
                     g.slot,
@@ -490,6 +504,9 @@ impl<W: Worker> Shared<W> {
     /// pool is closing gracefully (evicted, expired): a job never waits for a
     /// graceful close, so kill it; its slot empties when the exit is seen.
     fn hurry_closing(&self, st: &mut State<W>) {
+        if st.slots.counts.closing == 0 {
+            return;
+        }
         for s in &st.slots.slots[..st.slots.size] {
             if let SlotState::Closing {
                 cell,
@@ -1723,6 +1740,7 @@ pub(crate) struct StateGuard<'a, W> {
     /// `None` only inside `drop`.
     guard: Option<MutexGuard<'a, State<W>>>,
     metrics: &'a PoolMetrics,
+    mailbox: &'a Mailbox<W>,
 }
 
 impl<W> std::ops::Deref for StateGuard<'_, W> {
@@ -1746,7 +1764,8 @@ impl<W> Drop for StateGuard<'_, W> {
         let st = &mut *guard;
         let changes = st.slots.take_changes();
         let waiting = st.waiters.len();
-        if !changes.is_empty() || waiting != st.published.waiting {
+        // Without a recorder every gauge is a no-op: nothing to publish.
+        if self.metrics.on && (!changes.is_empty() || waiting != st.published.waiting) {
             self.metrics.publish(
                 changes,
                 &st.slots.counts,
@@ -1754,7 +1773,7 @@ impl<W> Drop for StateGuard<'_, W> {
                 &mut st.published,
             );
         }
-        let wakes = st.waiters.take_wakes();
+        let wakes = st.waiters.deliver(self.mailbox);
         drop(guard);
         if let Some((one, more)) = wakes {
             one.wake();
