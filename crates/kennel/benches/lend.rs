@@ -2,7 +2,8 @@
 //! and a floor made of a tokio `Semaphore` and a `Mutex<Vec>`, in one run.
 //!
 //! - `lend_return/{peer}/{size}/{tasks}`: `tasks` tasks lend and return at
-//!   once, over and over, from a pool of `size` workers.
+//!   once, over and over, from a pool of `size` workers. `kennel` is a pool
+//!   as built by default; `kennel-timed` times its jobs (ADR 0011).
 //! - `lend_cancel/{peer}/{size}/{tasks}`: each job holds its worker across
 //!   one yield, so jobs wait for workers, and every fourth lend is dropped
 //!   while it waits (when it has not got a worker by its second poll).
@@ -133,8 +134,11 @@ fn runtime() -> Runtime {
         .unwrap()
 }
 
-fn kennel_pool(size: usize) -> Pool<Noop> {
-    Pool::builder(|_| async {
+/// A kennel pool as built by default: it times no job (ADR 0011). With
+/// `timed`, a `max_queue_wait` makes it time every job (two clock reads per
+/// cycle), as a metrics recorder or a learning sizing would.
+fn kennel_pool(size: usize, timed: bool) -> Pool<Noop> {
+    let builder = Pool::builder(|_| async {
         let (signal, exited) = ExitSignal::new();
         Ok::<_, kennel::BoxError>(Noop {
             signal,
@@ -143,9 +147,13 @@ fn kennel_pool(size: usize) -> Pool<Noop> {
     })
     .startup(Parallel)
     .sizing(Fixed(size))
-    .max_waiting(1 << 20)
-    .build()
-    .unwrap()
+    .max_waiting(1 << 20);
+    let builder = if timed {
+        builder.max_queue_wait(Duration::from_secs(3600))
+    } else {
+        builder
+    };
+    builder.build().unwrap()
 }
 
 fn deadpool_pool(size: usize) -> deadpool::managed::Pool<DeadpoolManager> {
@@ -250,24 +258,26 @@ fn bench(c: &mut Criterion, name: &str, shapes: &[(usize, usize)], cancel: bool)
     group.throughput(criterion::Throughput::Elements(cycles() as u64));
     for &(size, tasks) in shapes {
         let shape = format!("{size}/{tasks}");
-        let pool = rt.block_on(async {
-            let pool = kennel_pool(size);
-            // Let every worker warm up before measuring.
-            while pool.stats().idle < size {
-                tokio::task::yield_now().await;
-            }
-            pool
-        });
-        measure(
-            &mut group,
-            &rt,
-            BenchmarkId::new("kennel", &shape),
-            &pool,
-            tasks,
-            move |pool: Pool<Noop>, n| async move {
-                cycle(async { pool.lend().await.unwrap() }, cancel, n).await;
-            },
-        );
+        for (peer, timed) in [("kennel", false), ("kennel-timed", true)] {
+            let pool = rt.block_on(async {
+                let pool = kennel_pool(size, timed);
+                // Let every worker warm up before measuring.
+                while pool.stats().idle < size {
+                    tokio::task::yield_now().await;
+                }
+                pool
+            });
+            measure(
+                &mut group,
+                &rt,
+                BenchmarkId::new(peer, &shape),
+                &pool,
+                tasks,
+                move |pool: Pool<Noop>, n| async move {
+                    cycle(async { pool.lend().await.unwrap() }, cancel, n).await;
+                },
+            );
+        }
         measure(
             &mut group,
             &rt,
