@@ -34,6 +34,9 @@ type Job<S> = Box<dyn FnOnce(&mut S) -> Result<(), String> + Send + 'static>;
 ///   [`ThreadError::Crashed`], the state is dropped, the thread ends and
 ///   [`exited`](Self::exited) resolves with [`ExitStatus::Panicked`]. A pool
 ///   replaces the worker.
+/// - After each job the thread looks for the next one for up to 50 µs,
+///   yielding its core between looks, before it sleeps: a caller that keeps
+///   it busy does not pay a thread wake-up per job.
 ///
 /// # A thread cannot be killed
 ///

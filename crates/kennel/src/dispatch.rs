@@ -160,7 +160,12 @@ impl<W> Waiters<W> {
         self.queue.binary_search_by_key(&id, |e| e.id).ok()
     }
 
-    /// Removes a job (granted, failed or gone); returns it if it was there.
+    /// Removes a job that gives up waiting; returns it if it was there.
+    ///
+    /// Every other way out of the queue hands the job a grant (`grant`,
+    /// `fail`, `close`): a waiting job that finds no grant in the mailbox is
+    /// still in the queue with its waker, which lets it skip the pool's lock
+    /// when polled for another reason.
     pub(crate) fn remove(&mut self, id: u64) -> Option<Waiter> {
         let at = self.find(id)?;
         let w = self.queue[at].waiter.take()?;

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::sync::broadcast;
@@ -219,6 +219,7 @@ impl<W: Worker> Pool<W> {
             id: None,
             timing: false,
             asked: None,
+            waker: None,
         };
         let (granted, since, waited) = match std::future::poll_fn(|cx| lending.poll(cx)).await? {
             None => return Ok(None),
@@ -394,6 +395,8 @@ struct Lending<'a, W: Worker> {
     timing: bool,
     /// When it began to wait, if the pool times jobs.
     asked: Option<Instant>,
+    /// The waker it left in the queue.
+    waker: Option<Waker>,
 }
 
 impl<W: Worker> Lending<'_, W> {
@@ -403,13 +406,25 @@ impl<W: Worker> Lending<'_, W> {
             // Woken: the grant is in the mailbox, no need for the pool's lock.
             let grant = match self.shared.mailbox.take(id) {
                 Some(grant) => grant,
+                // Polled for another reason, by the same task: a job leaves
+                // the queue only with a grant, which reaches the mailbox and
+                // then wakes the waker it left. Nothing to do.
+                None if self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) => {
+                    return Poll::Pending;
+                }
                 None => {
-                    // Not woken for a grant (or the grant came meanwhile):
-                    // look again under the pool's lock, which grants take.
+                    // A new waker: leave it in the queue, under the pool's
+                    // lock, unless the grant came meanwhile.
                     let mut st = self.shared.lock();
                     match self.shared.mailbox.take(id) {
                         Some(grant) => grant,
-                        None => std::task::ready!(st.waiters.poll_waiting(id, cx)),
+                        None => {
+                            let polled = st.waiters.poll_waiting(id, cx);
+                            if polled.is_pending() {
+                                self.waker = Some(cx.waker().clone());
+                            }
+                            std::task::ready!(polled)
+                        }
                     }
                 }
             };
@@ -424,6 +439,7 @@ impl<W: Worker> Lending<'_, W> {
             Acquired::Wait(id) => {
                 st.waiters.set_waker(id, cx.waker());
                 drop(st);
+                self.waker = Some(cx.waker().clone());
                 self.id = Some(id);
                 if self.timing {
                     self.asked = Some(Instant::now());

@@ -623,32 +623,12 @@ impl<W: Worker> Shared<W> {
         }
         if !matches!(outcome, Outcome::Retire(_)) && i >= st.slots.capacity() {
             // Its slot was removed by a reconfiguration.
-            self.emit(Event::Retired {
-                slot: i,
-                reason: RetireReason::Reconfigured,
-            });
-            self.close_worker(
-                st,
-                i,
-                worker,
-                cell.clone(),
-                EndReason::Retired(RetireReason::Reconfigured),
-            );
+            self.retire_worker(st, i, worker, cell.clone(), RetireReason::Reconfigured);
             return;
         }
         if !matches!(outcome, Outcome::Retire(_)) && cell.expired_by(now) {
             // Never cut short; replaced when it comes back.
-            self.emit(Event::Retired {
-                slot: i,
-                reason: RetireReason::Lifetime,
-            });
-            self.close_worker(
-                st,
-                i,
-                worker,
-                cell.clone(),
-                EndReason::Retired(RetireReason::Lifetime),
-            );
+            self.retire_worker(st, i, worker, cell.clone(), RetireReason::Lifetime);
             return;
         }
         if let Outcome::Retire(reason) = outcome {
@@ -700,34 +680,14 @@ impl<W: Worker> Shared<W> {
         if expired {
             // Its lifetime ended while it warmed up or worked, and no job waits
             // for it: close it and start a fresh one.
-            self.emit(Event::Retired {
-                slot: i,
-                reason: RetireReason::Lifetime,
-            });
             let cell = lent_cell(st);
-            self.close_worker(
-                st,
-                i,
-                worker,
-                cell,
-                EndReason::Retired(RetireReason::Lifetime),
-            );
+            self.retire_worker(st, i, worker, cell, RetireReason::Lifetime);
             return;
         }
         if i >= st.slots.size && i >= st.kept_limit {
             // Memory ran short: do not keep it.
-            self.emit(Event::Retired {
-                slot: i,
-                reason: RetireReason::Memory,
-            });
             let cell = lent_cell(st);
-            self.close_worker(
-                st,
-                i,
-                worker,
-                cell,
-                EndReason::Retired(RetireReason::Memory),
-            );
+            self.retire_worker(st, i, worker, cell, RetireReason::Memory);
             return;
         }
         // Without an eviction that may evict, nothing reads when it
@@ -841,6 +801,12 @@ impl<W: Worker> Shared<W> {
         {
             return;
         }
+        self.retire_idle(&mut st, i, RetireReason::Lifetime);
+    }
+
+    /// Retires the idle worker of slot `i`: stops its eviction timer, says
+    /// why, and closes it gracefully.
+    fn retire_idle(&self, st: &mut State<W>, i: usize, reason: RetireReason) {
         let SlotState::Idle {
             worker,
             cell,
@@ -848,22 +814,26 @@ impl<W: Worker> Shared<W> {
             ..
         } = st.slots.set(i, SlotState::Empty)
         else {
-            unreachable!("checked idle above")
+            unreachable!("slot {i} is retired as idle but is not");
         };
         if let Some(t) = timer {
             t.abort();
         }
-        self.emit(Event::Retired {
-            slot: i,
-            reason: RetireReason::Lifetime,
-        });
-        self.close_worker(
-            &mut st,
-            i,
-            worker,
-            cell,
-            EndReason::Retired(RetireReason::Lifetime),
-        );
+        self.retire_worker(st, i, worker, cell, reason);
+    }
+
+    /// Retires a worker taken out of slot `i`: says why and closes it
+    /// gracefully.
+    fn retire_worker(
+        &self,
+        st: &mut State<W>,
+        i: usize,
+        worker: W,
+        cell: Arc<WorkerCell>,
+        reason: RetireReason,
+    ) {
+        self.emit(Event::Retired { slot: i, reason });
+        self.close_worker(st, i, worker, cell, EndReason::Retired(reason));
     }
 
     fn on_ready(&self, i: usize, generation: u64, worker: W, warmup: Duration) {
@@ -1286,29 +1256,7 @@ impl<W: Worker> Shared<W> {
             st.kept_limit = limit.max(st.slots.size);
             for i in st.kept_limit..st.slots.slots.len() {
                 if matches!(st.slots.slots[i].state, SlotState::Idle { .. }) {
-                    let SlotState::Idle {
-                        worker,
-                        cell,
-                        timer,
-                        ..
-                    } = st.slots.set(i, SlotState::Empty)
-                    else {
-                        unreachable!("matched idle")
-                    };
-                    if let Some(t) = timer {
-                        t.abort();
-                    }
-                    self.emit(Event::Retired {
-                        slot: i,
-                        reason: RetireReason::Memory,
-                    });
-                    self.close_worker(
-                        st,
-                        i,
-                        worker,
-                        cell,
-                        EndReason::Retired(RetireReason::Memory),
-                    );
+                    self.retire_idle(st, i, RetireReason::Memory);
                 }
             }
         }
@@ -1511,29 +1459,7 @@ impl<W: Worker> Shared<W> {
             SlotState::Empty | SlotState::Closing { .. } => false,
             SlotState::Lent { .. } => true,
             SlotState::Idle { .. } => {
-                let SlotState::Idle {
-                    worker,
-                    cell,
-                    timer,
-                    ..
-                } = st.slots.set(i, SlotState::Empty)
-                else {
-                    unreachable!("matched idle")
-                };
-                if let Some(t) = timer {
-                    t.abort();
-                }
-                self.emit(Event::Retired {
-                    slot: i,
-                    reason: RetireReason::Reconfigured,
-                });
-                self.close_worker(
-                    st,
-                    i,
-                    worker,
-                    cell,
-                    EndReason::Retired(RetireReason::Reconfigured),
-                );
+                self.retire_idle(st, i, RetireReason::Reconfigured);
                 true
             }
             SlotState::Starting { .. } => {
