@@ -85,6 +85,8 @@ pub(crate) struct State<W> {
     /// Mean job time (EWMA), in seconds.
     ewma: Option<f64>,
     sizing_wake: Option<(Instant, AbortHandle)>,
+    /// The next look at a start the sizing refused while jobs wait.
+    start_retry: Option<AbortHandle>,
     /// Draws the lifetime jitter of each worker.
     rng: rand::rngs::StdRng,
     /// Slots at or above this keep no worker (after a memory-forced shrink).
@@ -125,6 +127,10 @@ type Later<W> = Vec<W>;
 
 const EWMA_ALPHA: f64 = 0.2;
 
+/// How soon the pool looks again at a start its sizing refused (memory was
+/// short) while jobs wait for it.
+const START_RETRY: Duration = Duration::from_secs(1);
+
 impl<W: Worker> Shared<W> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
@@ -159,6 +165,7 @@ impl<W: Worker> Shared<W> {
                 rr_next: 0,
                 ewma: None,
                 sizing_wake: None,
+                start_retry: None,
                 rng,
                 kept_limit: usize::MAX,
                 published: Published::none(),
@@ -317,6 +324,7 @@ impl<W: Worker> Shared<W> {
             }
         }
         let id = st.waiters.push(None);
+        self.retry_refused_start(st);
         self.hurry_closing(st);
         Ok(Acquired::Wait(id))
     }
@@ -495,9 +503,36 @@ impl<W: Worker> Shared<W> {
                 self.start_slot(st, i, Some(id));
                 continue;
             }
+            self.retry_refused_start(st);
             self.hurry_closing(st);
             return;
         }
+    }
+
+    /// Jobs wait while a running slot is empty: the sizing refused to start
+    /// a worker there (memory is short). Memory may free without any worker
+    /// of this pool returning or ending, so look again in a second.
+    fn retry_refused_start(&self, st: &mut State<W>) {
+        if st.start_retry.is_some() || st.closed || st.waiters.unbound() == 0 {
+            return;
+        }
+        let c = &st.slots.counts;
+        if c.idle + c.lent >= st.slots.size
+            || !st.slots.slots[..st.slots.size].iter().any(|s| s.is_empty())
+        {
+            return;
+        }
+        let me = self.me.clone();
+        let at = Instant::now() + START_RETRY;
+        let task = self.rt.spawn(async move {
+            tokio::time::sleep_until(at).await;
+            if let Some(shared) = me.upgrade() {
+                let mut st = shared.lock();
+                st.start_retry = None;
+                shared.pump(&mut st);
+            }
+        });
+        st.start_retry = Some(task.abort_handle());
     }
 
     /// A job waits and the only free room is a running slot whose worker the
@@ -1507,6 +1542,9 @@ impl<W: Worker> Shared<W> {
                 st.closed = true;
                 st.waiters.close();
                 if let Some((_, h)) = st.sizing_wake.take() {
+                    h.abort();
+                }
+                if let Some(h) = st.start_retry.take() {
                     h.abort();
                 }
                 for i in 0..st.slots.slots.len() {

@@ -193,6 +193,34 @@ async fn a_new_worker_starts_only_while_its_memory_is_free() {
     assert_eq!(farm.made(), 2);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_job_refused_a_start_for_memory_gets_one_within_a_second_of_memory_freeing() {
+    let farm = Farm::new();
+    let computer = TestComputer::new(2, 4 * GIB);
+    let pool = Pool::builder(farm.factory())
+        .startup(OnDemand)
+        .sizing(resources(2 * GIB, &computer))
+        .build()
+        .unwrap();
+    let first = pool.lend().await.unwrap();
+    computer.set_memory(2 * GIB - 1);
+    let p = pool.clone();
+    let second = tokio::spawn(async move { p.lend().await.map(|l| (l.slot(), l.id)) });
+    // In steps, as a real clock runs: the pool looks again every second.
+    for _ in 0..21 {
+        advance(ms(500)).await;
+    }
+    assert_eq!(farm.made(), 1, "no worker started without its memory");
+
+    // The memory frees while the first worker is still lent: no worker of
+    // the pool returns or ends, yet the job gets a new worker.
+    computer.set_memory(4 * GIB);
+    let got = within(secs(1), second).await.unwrap().unwrap();
+    assert_eq!(got, (1, 1), "a second worker, in slot 1");
+    assert_eq!(pool.stats().lent, 1, "the first is still lent");
+    drop(first);
+}
+
 /// Seed Z's example (SPEC S7): the test computer's free memory is what the
 /// pool's workers may hold in all. Free 8 GiB, then 2.5 GiB, with 2 GiB per
 /// worker: 1 worker runs.
