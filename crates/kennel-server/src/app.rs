@@ -187,7 +187,9 @@ async fn pool_job(
 ) -> Result<Json<Value>, ApiError> {
     let pool = pool_named(&state, &name)?;
     let request = json_body(body, state.body_limit())?;
-    run_job(Target::Pool(pool), request).await
+    run_job(Target::Pool(pool.clone()), request)
+        .await
+        .map_err(|e| e.retry_after_projected(pool.projected_wait()))
 }
 
 async fn group_job(

@@ -72,6 +72,8 @@ pub enum ApiError {
     Rejected {
         /// Why.
         reason: RejectReason,
+        /// The `Retry-After` to send, in seconds.
+        retry_after: u64,
     },
     /// No pool of the group could lend a worker at once.
     NoMembers {
@@ -82,6 +84,8 @@ pub enum ApiError {
     LendTimeout {
         /// The wait.
         after: Duration,
+        /// The `Retry-After` to send, in seconds.
+        retry_after: u64,
     },
     /// The pool is closed or closing.
     Closed,
@@ -118,8 +122,11 @@ pub enum ApiError {
 }
 
 /// The `Retry-After` the service sends with a 503 for a rejected job, in
-/// seconds.
+/// seconds, when the pool knows no job time yet (and for a group).
 pub const RETRY_AFTER_SECS: u64 = 1;
+
+/// The longest `Retry-After` the service sends, in seconds.
+pub const MAX_RETRY_AFTER_SECS: u64 = 60;
 
 impl ApiError {
     /// The stable kind string, the `error` field of the body.
@@ -187,13 +194,13 @@ impl ApiError {
             Self::TooLarge { limit } => {
                 format!("the body is over the {limit}-byte limit")
             }
-            Self::Rejected { reason } => {
+            Self::Rejected { reason, .. } => {
                 format!("job rejected: {reason} ({})", reason.as_str())
             }
             Self::NoMembers { group } => {
                 format!("no pool in group `{group}` can lend a worker now")
             }
-            Self::LendTimeout { after } => format!("no worker was free within {after:?}"),
+            Self::LendTimeout { after, .. } => format!("no worker was free within {after:?}"),
             Self::Closed => "pool is closed".into(),
             Self::Timeout { after } => format!(
                 "job exceeded its {} timeout",
@@ -207,11 +214,32 @@ impl ApiError {
         }
     }
 
-    fn retry_after(&self) -> bool {
-        matches!(
-            self,
-            Self::Rejected { .. } | Self::NoMembers { .. } | Self::LendTimeout { .. }
-        )
+    /// The `Retry-After` this answer carries, in seconds.
+    fn retry_after(&self) -> Option<u64> {
+        match self {
+            Self::Rejected { retry_after, .. } | Self::LendTimeout { retry_after, .. } => {
+                Some(*retry_after)
+            }
+            Self::NoMembers { .. } => Some(RETRY_AFTER_SECS),
+            _ => None,
+        }
+    }
+
+    /// Sets the `Retry-After` of a rejection or a lend timeout to the pool's
+    /// projected wait ([`kennel::Pool::projected_wait`]), rounded up to whole
+    /// seconds, within 1 and [`MAX_RETRY_AFTER_SECS`]; with no projection it
+    /// stays [`RETRY_AFTER_SECS`].
+    #[must_use]
+    pub fn retry_after_projected(mut self, wait: Option<Duration>) -> Self {
+        if let (
+            Self::Rejected { retry_after, .. } | Self::LendTimeout { retry_after, .. },
+            Some(wait),
+        ) = (&mut self, wait)
+        {
+            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            *retry_after = secs.clamp(1, MAX_RETRY_AFTER_SECS);
+        }
+        self
     }
 }
 
@@ -232,14 +260,14 @@ impl IntoResponse for ApiError {
             tracing::debug!(target: "kennel_server", kind = self.kind(), message = %self.message(), "job failed");
         }
         let mut body = json!({ "error": self.kind(), "message": self.message() });
-        if let Self::Rejected { reason } = &self {
+        if let Self::Rejected { reason, .. } = &self {
             body["reason"] = reason.as_str().into();
         }
         let mut response = (status, Json(body)).into_response();
-        if self.retry_after() {
+        if let Some(secs) = self.retry_after() {
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         if matches!(self, Self::Unauthorized) {
             response
@@ -253,8 +281,14 @@ impl IntoResponse for ApiError {
 impl From<kennel::Error> for ApiError {
     fn from(e: kennel::Error) -> Self {
         match e {
-            kennel::Error::Rejected { reason } => Self::Rejected { reason },
-            kennel::Error::LendTimeout { after } => Self::LendTimeout { after },
+            kennel::Error::Rejected { reason } => Self::Rejected {
+                reason,
+                retry_after: RETRY_AFTER_SECS,
+            },
+            kennel::Error::LendTimeout { after } => Self::LendTimeout {
+                after,
+                retry_after: RETRY_AFTER_SECS,
+            },
             kennel::Error::Timeout { after } => Self::Timeout { after },
             kennel::Error::WarmupFailed { message, .. } => Self::WarmupFailed { message },
             kennel::Error::Crashed { exit } => Self::Crashed {

@@ -36,5 +36,5 @@ mod state;
 
 pub use crate::app::{app, json_body};
 pub use crate::config::{Config, ConfigError, PoolConfig, ServerConfig};
-pub use crate::error::{ApiError, RETRY_AFTER_SECS};
+pub use crate::error::{ApiError, MAX_RETRY_AFTER_SECS, RETRY_AFTER_SECS};
 pub use crate::state::{AppState, AppStateBuilder, EVENT_BUFFER, PoolEvent, StartError};

@@ -143,6 +143,16 @@ impl<W: Worker> Pool<W> {
         self.shared().stats()
     }
 
+    /// How long a job that joined the queue now would wait for a worker, as
+    /// `max_queue_wait` projects it: (jobs waiting + 1) / running slots ×
+    /// the mean time of the jobs seen so far. `None` while no job time is
+    /// known: before the first job comes back, or when the pool does not
+    /// time jobs (no metrics recorder, `max_queue_wait` or learning sizing;
+    /// ADR 0011). A service can send it as `Retry-After`.
+    pub fn projected_wait(&self) -> Option<Duration> {
+        self.shared().projected_wait()
+    }
+
     /// A stream of the pool's events. A subscriber that falls behind misses
     /// the oldest events (it gets `RecvError::Lagged`); it never slows the pool.
     ///

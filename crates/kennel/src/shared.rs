@@ -312,21 +312,32 @@ impl<W: Worker> Shared<W> {
             return Err(self.reject(RejectReason::QueueFull));
         }
         if let Some(limit) = st.opts.max_queue_wait {
-            if let Some(mean) = st
+            // Before any job time is known, the job timeout stands in.
+            let mean = st
                 .ewma
-                .or_else(|| st.opts.job_timeout.map(|d| d.as_secs_f64()))
-            {
-                let running = st.slots.size.max(1) as f64;
-                let projected = (st.waiters.len() as f64 + 1.0) / running * mean;
-                if projected > limit.as_secs_f64() {
-                    return Err(self.reject(RejectReason::QueueWait));
-                }
+                .or_else(|| st.opts.job_timeout.map(|d| d.as_secs_f64()));
+            if mean.is_some_and(|mean| Self::projected(st, mean) > limit.as_secs_f64()) {
+                return Err(self.reject(RejectReason::QueueWait));
             }
         }
         let id = st.waiters.push(None);
         self.retry_refused_start(st);
         self.hurry_closing(st);
         Ok(Acquired::Wait(id))
+    }
+
+    /// The wait of a job that joined the queue now, in seconds, with jobs
+    /// that take `mean` seconds: (waiting + 1) / running slots × `mean`.
+    fn projected(st: &State<W>, mean: f64) -> f64 {
+        let running = st.slots.size.max(1) as f64;
+        (st.waiters.len() as f64 + 1.0) / running * mean
+    }
+
+    /// As [`Pool::projected_wait`](crate::Pool::projected_wait).
+    pub(crate) fn projected_wait(&self) -> Option<Duration> {
+        let st = self.lock();
+        let mean = st.ewma?;
+        Duration::try_from_secs_f64(Self::projected(&st, mean)).ok()
     }
 
     /// SPEC S4 `auto_grow_threshold`: when idle workers drop to the

@@ -256,6 +256,41 @@ async fn max_queue_wait_turned_on_later_learns_job_times_from_then_on() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn projected_wait_is_the_queue_over_the_running_slots_times_the_mean_job_time() {
+    let farm = Farm::new();
+    let untimed = one(&farm).build().unwrap();
+    untimed
+        .run(async |w: &mut Fake| w.work(secs(2)).await)
+        .await
+        .unwrap();
+    assert_eq!(untimed.projected_wait(), None, "a pool that times no job");
+
+    let pool = one(&farm)
+        .max_queue_wait(secs(3600))
+        .max_waiting(10)
+        .build()
+        .unwrap();
+    settle().await;
+    assert_eq!(pool.projected_wait(), None, "no job time known yet");
+    pool.run(async |w: &mut Fake| w.work(secs(2)).await)
+        .await
+        .unwrap();
+    assert_eq!(pool.projected_wait(), Some(secs(2)), "(0 + 1) / 1 × 2 s");
+    let held = pool.lend().await.unwrap();
+    let mut queued = Vec::new();
+    for _ in 0..2 {
+        let p = pool.clone();
+        queued.push(tokio::spawn(async move { p.lend().await.map(|_| ()) }));
+        settle().await;
+    }
+    assert_eq!(pool.projected_wait(), Some(secs(6)), "(2 + 1) / 1 × 2 s");
+    drop(held);
+    for q in queued {
+        q.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn options_out_of_range_are_refused_naming_the_option() {
     let farm = Farm::new();
     for (builder, option) in [
