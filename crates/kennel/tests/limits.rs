@@ -10,6 +10,21 @@ fn one(farm: &Farm) -> kennel::PoolBuilder<Fake> {
         .sizing(Fixed(1))
 }
 
+/// Queues `n` jobs behind the held worker, one after the other, and returns
+/// their tasks.
+async fn queue_jobs(
+    pool: &Pool<Fake>,
+    n: usize,
+) -> Vec<tokio::task::JoinHandle<Result<(), Error>>> {
+    let mut queued = Vec::new();
+    for _ in 0..n {
+        let p = pool.clone();
+        queued.push(tokio::spawn(async move { p.lend().await.map(|_| ()) }));
+        settle().await;
+    }
+    queued
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_job_past_its_timeout_fails_and_its_worker_is_killed_and_replaced() {
     let farm = Farm::new();
@@ -200,12 +215,7 @@ async fn the_projected_wait_uses_the_mean_of_observed_job_times() {
             .unwrap();
     }
     let held = pool.lend().await.unwrap();
-    let mut queued = Vec::new();
-    for _ in 0..14 {
-        let p = pool.clone();
-        queued.push(tokio::spawn(async move { p.lend().await.map(|_| ()) }));
-        settle().await;
-    }
+    let mut queued = queue_jobs(&pool, 14).await;
     assert_eq!(pool.stats().waiting, 14);
     // The 15th waits (14 + 1) / 1 × 1 s = 15 s: still allowed; the 16th not.
     let p = pool.clone();
@@ -236,12 +246,7 @@ async fn max_queue_wait_turned_on_later_learns_job_times_from_then_on() {
         .await
         .unwrap();
     let held = pool.lend().await.unwrap();
-    let mut queued = Vec::new();
-    for _ in 0..3 {
-        let p = pool.clone();
-        queued.push(tokio::spawn(async move { p.lend().await.map(|_| ()) }));
-        settle().await;
-    }
+    let queued = queue_jobs(&pool, 3).await;
     assert_eq!(pool.stats().waiting, 3, "(2 + 1) / 1 × 1 s = 3 s fits");
     assert!(matches!(
         pool.lend_timeout(secs(100)).await,
@@ -277,12 +282,7 @@ async fn projected_wait_is_the_queue_over_the_running_slots_times_the_mean_job_t
         .unwrap();
     assert_eq!(pool.projected_wait(), Some(secs(2)), "(0 + 1) / 1 × 2 s");
     let held = pool.lend().await.unwrap();
-    let mut queued = Vec::new();
-    for _ in 0..2 {
-        let p = pool.clone();
-        queued.push(tokio::spawn(async move { p.lend().await.map(|_| ()) }));
-        settle().await;
-    }
+    let queued = queue_jobs(&pool, 2).await;
     assert_eq!(pool.projected_wait(), Some(secs(6)), "(2 + 1) / 1 × 2 s");
     drop(held);
     for q in queued {
