@@ -1,7 +1,7 @@
 //! Which worker a job gets, and the one FIFO of waiting jobs (SPEC S2, ADR 0004).
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use std::task::{Context, Poll, Waker};
 
@@ -66,7 +66,7 @@ pub(crate) struct Waiters<W> {
     next_id: u64,
     unbound: usize,
     /// Jobs handed something under the lock, woken once it is released
-    /// (`take_wakes`), so that a woken job never finds the lock still held.
+    /// (`deliver`), so that a woken job never finds the lock still held.
     wake_one: Option<Waker>,
     wake_more: Vec<Waker>,
 }
@@ -75,23 +75,20 @@ pub(crate) struct Waiters<W> {
 /// a lock of its own: a woken job takes its worker without the pool's lock.
 /// Filled only under the pool's lock (pool lock, then this one).
 #[derive(Debug)]
-pub(crate) struct Mailbox<W>(Mutex<Vec<(u64, Grant<W>)>>);
+pub(crate) struct Mailbox<W>(parking_lot::Mutex<Vec<(u64, Grant<W>)>>);
 
 impl<W> Mailbox<W> {
     pub(crate) fn new() -> Self {
-        Self(Mutex::new(Vec::new()))
+        Self(parking_lot::Mutex::new(Vec::new()))
     }
 
     fn put(&self, granted: &mut Vec<(u64, Grant<W>)>) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .append(granted);
+        self.0.lock().append(granted);
     }
 
     /// Takes what job `id` was handed, if anything.
     pub(crate) fn take(&self, id: u64) -> Option<Grant<W>> {
-        let mut granted = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut granted = self.0.lock();
         let at = granted.iter().position(|(i, _)| *i == id)?;
         Some(granted.swap_remove(at).1)
     }
