@@ -1036,18 +1036,7 @@ impl<W: Worker> Shared<W> {
                         },
                     );
                     if !st.closed {
-                        self.emit(Event::Crashed {
-                            slot: i,
-                            exit: exit.clone(),
-                        });
-                        self.emit(Event::Exited {
-                            slot: i,
-                            exit,
-                            early,
-                        });
-                        self.count_exit(&mut st, i, early);
-                        st.slots.slots[i].replacing = true;
-                        self.schedule_refill(&mut st, i);
+                        self.crashed(&mut st, i, exit, early);
                     }
                 }
                 SlotState::Closing { reason, .. } => {
@@ -1080,18 +1069,7 @@ impl<W: Worker> Shared<W> {
                         EndReason::SelfExit => {
                             // It ended while its job held it: a crash, though
                             // the job gave it back before the exit was seen.
-                            self.emit(Event::Crashed {
-                                slot: i,
-                                exit: exit.clone(),
-                            });
-                            self.emit(Event::Exited {
-                                slot: i,
-                                exit,
-                                early,
-                            });
-                            self.count_exit(&mut st, i, early);
-                            st.slots.slots[i].replacing = true;
-                            self.schedule_refill(&mut st, i);
+                            self.crashed(&mut st, i, exit, early);
                         }
                     }
                     self.after_empty(&mut st, i);
@@ -1100,6 +1078,23 @@ impl<W: Worker> Shared<W> {
         }
         drop(later);
         self.ended.notify_waiters();
+    }
+
+    /// The worker of slot `i` ended while a job held it: report the crash
+    /// and the exit, and replace it after its back-off.
+    fn crashed(&self, st: &mut State<W>, i: usize, exit: Exit, early: bool) {
+        self.emit(Event::Crashed {
+            slot: i,
+            exit: exit.clone(),
+        });
+        self.emit(Event::Exited {
+            slot: i,
+            exit,
+            early,
+        });
+        self.count_exit(st, i, early);
+        st.slots.slots[i].replacing = true;
+        self.schedule_refill(st, i);
     }
 
     fn count_exit(&self, st: &mut State<W>, i: usize, early: bool) {
