@@ -101,11 +101,40 @@ fn alive(pid: u32) -> bool {
     }
 }
 
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+/// Waits for a child process to exit, at most `LIMIT`: the wait blocks on
+/// a thread of its own, and this one on the answer.
+fn exit_of(child: &mut Child) -> std::process::ExitStatus {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let _ = tx.send(child.wait());
+        });
+        match rx.recv_timeout(LIMIT) {
+            Ok(status) => status.unwrap(),
+            Err(_) => {
+                // Unblock the waiting thread before failing.
+                let _ = kill(Pid::from_raw(i32::try_from(pid).unwrap()), Signal::SIGKILL);
+                panic!("process {pid} did not exit within {LIMIT:?}")
+            }
+        }
+    })
+}
+
+/// Asks the server for the demo pool's stats until `lent` is `n`.
+///
+/// Whether a job got a worker is seen nowhere but in the stats, and the
+/// server is a real process on a real clock: this asks again, a bounded
+/// number of times, each request paced by the one before (no sleep).
+fn wait_lent(addr: SocketAddr, n: u64) {
     let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < LIMIT, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
+    loop {
+        let (_, _, body) = http(addr, "GET", "/pools/demo/stats", None);
+        if json_of(&body)["lent"] == n {
+            return;
+        }
+        assert!(start.elapsed() < LIMIT, "lent never reached {n}: {body}");
+        std::thread::yield_now();
     }
 }
 
@@ -299,11 +328,11 @@ sizing = {{ kind = "fixed", workers = 1 }}
     }
     assert!(seen.contains("\"pool\":\"demo\""), "{seen}");
 
-    // Every worker process is a descendant of the server.
-    wait_until("the demo pool to be idle again", || {
-        let (_, _, body) = http(addr, "GET", "/pools/demo/stats", None);
-        json_of(&body)["idle"] == 2
-    });
+    // Every worker process is a descendant of the server. The pool sends
+    // `worker:ready` in the same step that makes the new worker idle, so the
+    // pool is idle again now.
+    let (_, _, body) = http(addr, "GET", "/pools/demo/stats", None);
+    assert_eq!(json_of(&body)["idle"], 2, "{body}");
     let children = descendants(server_pid);
     for p in worker_pids.iter().filter(|&&p| alive(p)) {
         assert!(
@@ -323,10 +352,7 @@ sizing = {{ kind = "fixed", workers = 1 }}
             Some(&json!({"sleep_ms": 700})),
         )
     });
-    wait_until("the slow job to get a worker", || {
-        let (_, _, body) = http(addr, "GET", "/pools/demo/stats", None);
-        json_of(&body)["lent"] == 1
-    });
+    wait_lent(addr, 1);
     kill(
         Pid::from_raw(i32::try_from(server_pid).unwrap()),
         Signal::SIGTERM,
@@ -338,21 +364,15 @@ sizing = {{ kind = "fixed", workers = 1 }}
     // The event stream ends, the server exits cleanly, and no worker remains.
     let mut rest = Vec::new();
     let _ = events.read_to_end(&mut rest);
-    let start = Instant::now();
-    let exit = loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            start.elapsed() < LIMIT,
-            "the server did not stop after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let exit = exit_of(&mut server.child);
     assert!(exit.success(), "{exit:?}");
-    wait_until("every worker process to end", || {
-        worker_pids.iter().all(|&p| !alive(p))
-    });
+    // The server exits only once its pools closed, and a pool closes once
+    // every worker has ended: none may be left now.
+    let left: Vec<u32> = worker_pids.iter().copied().filter(|&p| alive(p)).collect();
+    assert!(
+        left.is_empty(),
+        "workers left after the server exited: {left:?}"
+    );
     assert!(
         TcpStream::connect(addr).is_err(),
         "still accepting after shutdown"
