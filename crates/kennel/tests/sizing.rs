@@ -14,6 +14,15 @@ fn resources(per_worker: u64, computer: &TestComputer) -> Resources {
     Resources::new(per_worker, computer.clone())
 }
 
+/// An on-demand pool of workers of 2 GiB each, sized by `Resources`.
+fn on_demand_2gib(farm: &Farm, computer: &TestComputer) -> Pool<Fake> {
+    Pool::builder(farm.factory())
+        .startup(OnDemand)
+        .sizing(resources(2 * GIB, computer))
+        .build()
+        .unwrap()
+}
+
 #[tokio::test(start_paused = true)]
 async fn fixed_zero_is_a_build_error_naming_sizing() {
     let farm = Farm::new();
@@ -163,11 +172,7 @@ async fn memory_per_worker_zero_is_a_build_error() {
 async fn a_new_worker_starts_only_while_its_memory_is_free() {
     let farm = Farm::new();
     let computer = TestComputer::new(2, 4 * GIB);
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(resources(2 * GIB, &computer))
-        .build()
-        .unwrap();
+    let pool = on_demand_2gib(&farm, &computer);
     assert_eq!(pool.stats().capacity, 2);
     let first = pool.lend().await.unwrap();
     assert_eq!(farm.made(), 1);
@@ -197,11 +202,7 @@ async fn a_new_worker_starts_only_while_its_memory_is_free() {
 async fn a_job_refused_a_start_for_memory_gets_one_within_a_second_of_memory_freeing() {
     let farm = Farm::new();
     let computer = TestComputer::new(2, 4 * GIB);
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(resources(2 * GIB, &computer))
-        .build()
-        .unwrap();
+    let pool = on_demand_2gib(&farm, &computer);
     let first = pool.lend().await.unwrap();
     computer.set_memory(2 * GIB - 1);
     let p = pool.clone();
@@ -228,11 +229,7 @@ async fn a_job_refused_a_start_for_memory_gets_one_within_a_second_of_memory_fre
 async fn the_test_computers_free_memory_is_a_budget_for_all_the_pools_workers() {
     let farm = Farm::new();
     let computer = TestComputer::new(4, 8 * GIB);
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(resources(2 * GIB, &computer))
-        .build()
-        .unwrap();
+    let pool = on_demand_2gib(&farm, &computer);
     assert_eq!(pool.stats().capacity, 4);
     let first = pool.lend().await.unwrap();
     computer.set_memory(5 * GIB / 2);
@@ -269,11 +266,7 @@ async fn an_eager_startup_starts_a_worker_only_while_its_memory_is_free() {
 async fn the_first_worker_always_starts_even_when_memory_is_short() {
     let farm = Farm::new();
     let computer = TestComputer::new(2, 4 * GIB);
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(resources(2 * GIB, &computer))
-        .build()
-        .unwrap();
+    let pool = on_demand_2gib(&farm, &computer);
     computer.set_memory(0);
     assert_eq!(pool.run(async |w: &mut Fake| w.id).await.unwrap(), 0);
 }
