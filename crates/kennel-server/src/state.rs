@@ -142,6 +142,13 @@ impl AppState {
     /// The first pool that cannot be built; the pools built before it are
     /// closed.
     ///
+    /// # Cancel safety
+    ///
+    /// Building and adding a pool does not wait, so the only await is the
+    /// closing after an error, and every pool is closing as soon as that
+    /// starts ([`Registry::close_all`](kennel::Registry::close_all)):
+    /// dropping the future then only stops waiting for their workers to end.
+    ///
     /// # Panics
     ///
     /// When called outside a tokio runtime.
