@@ -29,8 +29,6 @@ pub struct Lease<W: Worker> {
     pub(crate) since: Option<Instant>,
     /// Set by `run` while the job runs: a drop now is an abort.
     pub(crate) in_flight: bool,
-    /// Whether the time held counts as a job's time (mean job time, sizing).
-    pub(crate) timed: bool,
 }
 
 impl<W: Worker> Lease<W> {
@@ -42,7 +40,6 @@ impl<W: Worker> Lease<W> {
             cell: granted.cell,
             since,
             in_flight: false,
-            timed: true,
         }
     }
 
@@ -98,10 +95,8 @@ impl<W: Worker> Drop for Lease<W> {
             Outcome::Retire(RetireReason::Panicked)
         } else if self.in_flight {
             Outcome::Retire(RetireReason::Aborted)
-        } else if self.timed {
-            Outcome::Returned
         } else {
-            Outcome::Unused
+            Outcome::Returned
         };
         self.give_back(outcome);
     }

@@ -354,7 +354,6 @@ impl<W: Worker> Pool<W> {
                 continue;
             };
             let mut lease = Lease::new(self.shared().clone(), granted, None);
-            lease.timed = false;
             lease.in_flight = true;
             let r = f(&mut lease).await;
             lease.in_flight = false;

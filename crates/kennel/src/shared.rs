@@ -60,10 +60,10 @@ pub(crate) struct Options {
 /// How a lease comes back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
-    /// The job ended; the worker is fine.
+    /// The worker is fine: the job ended, or never used it (a job dropped
+    /// after it was handed the worker, `for_each_idle`). Only a lease that
+    /// carries its lend time counts as a timed job.
     Returned,
-    /// The worker was granted but never used (the waiting job was dropped).
-    Unused,
     /// The pool ends the worker.
     Retire(RetireReason),
 }
@@ -474,7 +474,7 @@ impl<W: Worker> Shared<W> {
                     g.slot,
                     g.worker,
                     &g.cell,
-                    Outcome::Unused,
+                    Outcome::Returned,
                     None,
                     &mut Now::unread(),
                     &mut later,
