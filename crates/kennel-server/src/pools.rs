@@ -65,6 +65,8 @@ pub fn build_pool(pool: &PoolConfig, self_exe: &Path) -> Result<Pool<Coprocess>,
 }
 
 fn configure<W: kennel::Worker>(mut b: PoolBuilder<W>, pool: &PoolConfig) -> PoolBuilder<W> {
+    // The service exports every pool's metrics at /metrics.
+    b = b.metrics(true);
     b = match pool.startup {
         StartupKind::OnDemand => b.startup(OnDemand),
         StartupKind::Parallel => b.startup(Parallel),

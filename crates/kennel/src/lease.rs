@@ -1,4 +1,5 @@
-//! The `Lease` guard: exclusive use of one worker (SPEC S2, P's take/return).
+//! The `Lease` guard: exclusive use of one worker (pooler's take/return),
+//! and the in-flight guard that makes a dropped job an abort.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -7,8 +8,8 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use crate::dispatch::Granted;
+use crate::engine::{Engine, Outcome};
 use crate::event::RetireReason;
-use crate::shared::{Outcome, Shared};
 use crate::slot::WorkerCell;
 use crate::worker::Worker;
 
@@ -21,25 +22,22 @@ use crate::worker::Worker;
 ///   does for a crashed consumer: its state is unknown.
 #[must_use = "dropping a lease returns its worker at once"]
 pub struct Lease<W: Worker> {
-    pub(crate) shared: Arc<Shared<W>>,
+    pub(crate) engine: Arc<Engine<W>>,
     pub(crate) slot: usize,
-    pub(crate) worker: Option<W>,
+    worker: Option<W>,
     pub(crate) cell: Arc<WorkerCell>,
     /// When the job got the worker, if the pool times jobs (ADR 0011).
-    pub(crate) since: Option<Instant>,
-    /// Set by `run` while the job runs: a drop now is an abort.
-    pub(crate) in_flight: bool,
+    since: Option<Instant>,
 }
 
 impl<W: Worker> Lease<W> {
-    pub(crate) fn new(shared: Arc<Shared<W>>, granted: Granted<W>, since: Option<Instant>) -> Self {
+    pub(crate) fn new(engine: Arc<Engine<W>>, granted: Granted<W>, since: Option<Instant>) -> Self {
         Self {
-            shared,
+            engine,
             slot: granted.slot,
             worker: Some(granted.worker),
             cell: granted.cell,
             since,
-            in_flight: false,
         }
     }
 
@@ -55,8 +53,8 @@ impl<W: Worker> Lease<W> {
 
     /// Retires the worker: the pool kills it and starts a replacement, with
     /// no back-off.
-    pub fn fail(mut self) {
-        self.give_back(Outcome::Retire(RetireReason::Failed));
+    pub fn fail(self) {
+        self.retire(RetireReason::Failed);
     }
 
     pub(crate) fn retire(mut self, reason: RetireReason) {
@@ -65,7 +63,7 @@ impl<W: Worker> Lease<W> {
 
     fn give_back(&mut self, outcome: Outcome) {
         if let Some(worker) = self.worker.take() {
-            self.shared
+            self.engine
                 .release(self.slot, worker, &self.cell, outcome, self.since);
         }
     }
@@ -93,8 +91,6 @@ impl<W: Worker> Drop for Lease<W> {
     fn drop(&mut self) {
         let outcome = if std::thread::panicking() {
             Outcome::Retire(RetireReason::Panicked)
-        } else if self.in_flight {
-            Outcome::Retire(RetireReason::Aborted)
         } else {
             Outcome::Returned
         };
@@ -105,8 +101,58 @@ impl<W: Worker> Drop for Lease<W> {
 impl<W: Worker> fmt::Debug for Lease<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lease")
-            .field("pool", &self.shared.name)
+            .field("pool", &self.engine.name)
             .field("slot", &self.slot)
             .finish_non_exhaustive()
+    }
+}
+
+/// A lease whose job is running: dropped before [`disarm`](Self::disarm)
+/// (the job's future was dropped mid-job), it retires the worker as
+/// aborted, since its state is unknown.
+#[must_use = "dropping the guard aborts the job"]
+pub(crate) struct InFlight<W: Worker>(Option<Lease<W>>);
+
+impl<W: Worker> InFlight<W> {
+    pub(crate) fn new(lease: Lease<W>) -> Self {
+        Self(Some(lease))
+    }
+
+    /// The job ended: the lease again, whose drop returns the worker.
+    pub(crate) fn disarm(mut self) -> Lease<W> {
+        self.0.take().expect("armed until disarmed")
+    }
+}
+
+impl<W: Worker> Deref for InFlight<W> {
+    type Target = W;
+
+    fn deref(&self) -> &W {
+        self.0.as_ref().expect("armed until disarmed")
+    }
+}
+
+impl<W: Worker> DerefMut for InFlight<W> {
+    fn deref_mut(&mut self) -> &mut W {
+        self.0.as_mut().expect("armed until disarmed")
+    }
+}
+
+impl<W: Worker> Drop for InFlight<W> {
+    fn drop(&mut self) {
+        if let Some(lease) = self.0.take() {
+            let reason = if std::thread::panicking() {
+                RetireReason::Panicked
+            } else {
+                RetireReason::Aborted
+            };
+            lease.retire(reason);
+        }
+    }
+}
+
+impl<W: Worker> fmt::Debug for InFlight<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("InFlight").field(&self.0).finish()
     }
 }

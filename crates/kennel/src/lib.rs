@@ -15,20 +15,23 @@ mod backoff;
 mod builder;
 mod computer;
 mod dispatch;
+mod engine;
 mod error;
 mod event;
 mod eviction;
 mod lease;
 mod metrics;
+mod options;
 mod pool;
 mod reconfig;
 mod registry;
-mod shared;
+mod run;
 mod sizing;
 mod slot;
 mod startup;
 mod stats;
 mod system_computer;
+mod timer;
 mod worker;
 
 pub use crate::builder::PoolBuilder;
@@ -40,10 +43,11 @@ pub use crate::eviction::{
     EvictAfter, Eviction, IdleTimeout, IdleWorker, MAX_IDLE_TIMEOUT, NoEviction,
 };
 pub use crate::lease::Lease;
-pub use crate::pool::{Pool, RunOptions};
+pub use crate::options::{MAX_DURATION, MAX_WAITING, Options};
+pub use crate::pool::Pool;
 pub use crate::reconfig::{Action, Reconfig};
 pub use crate::registry::{Group, PoolEntry, Registry};
-pub use crate::shared::SlotInfo;
+pub use crate::run::{JobError, RunOptions};
 pub use crate::sizing::{
     Fixed, Gradient, HillClimbing, Resources, SizePlan, Sizing, SizingDecision, SizingInput,
     SizingStep, SizingView, Verdict,
@@ -52,4 +56,4 @@ pub use crate::startup::{
     LeaderFirst, OnDemand, OrderedReady, Parallel, SlotPhase, Starts, Startup,
 };
 pub use crate::stats::Stats;
-pub use crate::worker::{BoxError, Exit, ExitSignal, ExitStatus, Exited, Killer, Worker};
+pub use crate::worker::{BoxError, Exit, ExitSignal, ExitStatus, Exited, Killer, SlotInfo, Worker};

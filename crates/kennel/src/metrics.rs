@@ -1,4 +1,4 @@
-//! Metrics through the `metrics` facade, labelled by pool (SPEC S8).
+//! Metrics through the `metrics` facade, labelled by pool.
 //!
 //! Handles are made once when the pool is built, so recording costs an
 //! atomic operation (nothing when no recorder is installed). The names and
@@ -10,7 +10,7 @@ use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
 use crate::error::RejectReason;
 use crate::event::{Event, RetireReason};
-use crate::slot::{Changes, Counts};
+use crate::stats::Stats;
 
 const RETIRE_REASONS: [RetireReason; 7] = [
     RetireReason::Failed,
@@ -23,10 +23,6 @@ const RETIRE_REASONS: [RetireReason; 7] = [
 ];
 
 pub(crate) struct PoolMetrics {
-    /// Whether a recorder was there when the pool was built. Without one
-    /// the handles do nothing, and the pool does not read the clock to
-    /// time jobs for them (ADR 0011).
-    pub(crate) on: bool,
     jobs: Counter,
     rejected_full: Counter,
     rejected_wait: Counter,
@@ -57,14 +53,15 @@ impl std::fmt::Debug for PoolMetrics {
 }
 
 impl PoolMetrics {
-    pub(crate) fn new(pool: &str) -> Self {
+    /// The pool's handles, made once; with `on` false every handle does
+    /// nothing (the builder's `metrics(false)`, the default).
+    pub(crate) fn new(pool: &str, on: bool) -> Self {
+        if !on {
+            return Self::off();
+        }
         let p = pool.to_owned();
         let state = |s: &'static str| gauge!("kennel_workers", "pool" => p.clone(), "state" => s);
-        // The no-op recorder `metrics` falls back to has no size; a recorder
-        // that keeps what it records has.
-        let on = metrics::with_recorder(|r| std::mem::size_of_val(r) != 0);
         Self {
-            on,
             jobs: counter!("kennel_jobs_total", "pool" => p.clone()),
             rejected_full: counter!("kennel_jobs_rejected_total", "pool" => p.clone(), "reason" => RejectReason::QueueFull.as_str()),
             rejected_wait: counter!("kennel_jobs_rejected_total", "pool" => p.clone(), "reason" => RejectReason::QueueWait.as_str()),
@@ -127,56 +124,80 @@ impl PoolMetrics {
         self.job_seconds.record(held.as_secs_f64());
     }
 
-    /// Sets the gauges whose numbers changed (`changes`, and the queue
-    /// length against what `last` published).
-    pub(crate) fn publish(
-        &self,
-        changes: Changes,
-        counts: &Counts,
-        (waiting, capacity, size): (usize, usize, usize),
-        last: &mut Published,
-    ) {
-        if changes.starting() {
-            self.starting.set(counts.starting as f64);
-        }
-        if changes.idle() {
-            self.idle.set(counts.idle as f64);
-        }
-        if changes.lent() {
-            self.lent.set((counts.lent + counts.lent_above) as f64);
-        }
-        if changes.kept() {
-            self.kept.set(counts.kept as f64);
-        }
-        if changes.capacity() {
-            self.capacity.set(capacity as f64);
-        }
-        if changes.size() {
-            self.size.set(size as f64);
-        }
-        if waiting != last.waiting {
-            last.waiting = waiting;
-            self.waiting.set(waiting as f64);
-            if waiting > last.high_water {
-                last.high_water = waiting;
-                self.queue_high_water.set(waiting as f64);
+    /// Sets the gauges whose numbers differ from what `last` shows.
+    pub(crate) fn publish(&self, now: &Stats, last: &mut Published) {
+        let Some(was) = last.stats.replace(*now) else {
+            for (gauge, n) in [
+                (&self.starting, now.starting),
+                (&self.idle, now.idle),
+                (&self.lent, now.lent),
+                (&self.kept, now.kept),
+                (&self.waiting, now.waiting),
+                (&self.capacity, now.capacity),
+                (&self.size, now.size),
+            ] {
+                gauge.set(n as f64);
             }
+            return;
+        };
+        for (gauge, n, before) in [
+            (&self.starting, now.starting, was.starting),
+            (&self.idle, now.idle, was.idle),
+            (&self.lent, now.lent, was.lent),
+            (&self.kept, now.kept, was.kept),
+            (&self.waiting, now.waiting, was.waiting),
+            (&self.capacity, now.capacity, was.capacity),
+            (&self.size, now.size, was.size),
+        ] {
+            if n != before {
+                gauge.set(n as f64);
+            }
+        }
+        if now.waiting > last.high_water {
+            last.high_water = now.waiting;
+            self.queue_high_water.set(now.waiting as f64);
+        }
+    }
+
+    fn off() -> Self {
+        Self {
+            jobs: Counter::noop(),
+            rejected_full: Counter::noop(),
+            rejected_wait: Counter::noop(),
+            retired: RETIRE_REASONS.map(|_| Counter::noop()),
+            started: Counter::noop(),
+            evicted: Counter::noop(),
+            exited: Counter::noop(),
+            crashed: Counter::noop(),
+            timed_out: Counter::noop(),
+            warmup_failed: Counter::noop(),
+            warmup_seconds: Histogram::noop(),
+            job_seconds: Histogram::noop(),
+            wait_seconds: Histogram::noop(),
+            queue_high_water: Gauge::noop(),
+            starting: Gauge::noop(),
+            idle: Gauge::noop(),
+            lent: Gauge::noop(),
+            kept: Gauge::noop(),
+            waiting: Gauge::noop(),
+            capacity: Gauge::noop(),
+            size: Gauge::noop(),
         }
     }
 }
 
-/// What the queue gauges last showed, kept under the pool's lock.
+/// What the gauges last showed, kept under the pool's lock.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Published {
-    pub(crate) waiting: usize,
+    stats: Option<Stats>,
     high_water: usize,
 }
 
 impl Published {
-    /// Nothing published yet: the first publish sets the queue gauge.
+    /// Nothing published yet: the first publish sets every gauge.
     pub(crate) fn none() -> Self {
         Self {
-            waiting: usize::MAX,
+            stats: None,
             high_water: 0,
         }
     }

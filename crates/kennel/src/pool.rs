@@ -2,20 +2,21 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use crate::builder::PoolBuilder;
-use crate::dispatch::Granted;
+use crate::dispatch::Lending;
+use crate::engine::Engine;
 use crate::error::Error;
-use crate::event::{Event, RetireReason};
-use crate::lease::Lease;
-use crate::shared::{Acquired, Shared, SlotInfo};
+use crate::event::Event;
+use crate::lease::{InFlight, Lease};
+use crate::options::Options;
+use crate::run::{JobError, RunOptions, run_lease};
 use crate::stats::Stats;
-use crate::worker::{BoxError, Worker};
+use crate::worker::{BoxError, SlotInfo, Worker};
 
 /// A pool of workers of type `W`. Cheap to clone: clones share the pool.
 ///
@@ -51,12 +52,12 @@ pub struct Pool<W: Worker> {
 }
 
 struct Handle<W: Worker> {
-    shared: Arc<Shared<W>>,
+    engine: Arc<Engine<W>>,
 }
 
 impl<W: Worker> Drop for Handle<W> {
     fn drop(&mut self) {
-        self.shared.kill_all();
+        self.engine.kill_all();
     }
 }
 
@@ -71,40 +72,9 @@ impl<W: Worker> Clone for Pool<W> {
 impl<W: Worker> fmt::Debug for Pool<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pool")
-            .field("name", &self.handle.shared.name)
+            .field("name", &self.handle.engine.name)
             .field("stats", &self.stats())
             .finish()
-    }
-}
-
-/// Per-call limits for [`Pool::run_with`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[must_use]
-pub struct RunOptions {
-    lend_timeout: Option<Duration>,
-    job_timeout: Option<Option<Duration>>,
-}
-
-impl RunOptions {
-    /// No per-call limits: the pool's defaults apply.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Waits at most `d` for a worker.
-    pub fn lend_timeout(mut self, d: Duration) -> Self {
-        self.lend_timeout = Some(d);
-        self
-    }
-
-    pub(crate) fn job_timeout_override(&self) -> Option<Option<Duration>> {
-        self.job_timeout
-    }
-
-    /// Overrides the pool's `job_timeout` for this call (`None`: no limit).
-    pub fn job_timeout(mut self, d: Option<Duration>) -> Self {
-        self.job_timeout = Some(d);
-        self
     }
 }
 
@@ -123,24 +93,24 @@ impl<W: Worker> Pool<W> {
         }))
     }
 
-    pub(crate) fn from_shared(shared: Arc<Shared<W>>) -> Self {
+    pub(crate) fn from_engine(engine: Arc<Engine<W>>) -> Self {
         Self {
-            handle: Arc::new(Handle { shared }),
+            handle: Arc::new(Handle { engine }),
         }
     }
 
-    fn shared(&self) -> &Arc<Shared<W>> {
-        &self.handle.shared
+    fn engine(&self) -> &Arc<Engine<W>> {
+        &self.handle.engine
     }
 
     /// The pool's name.
     pub fn name(&self) -> &str {
-        &self.shared().name
+        &self.engine().name
     }
 
     /// One consistent snapshot of the pool's counts.
     pub fn stats(&self) -> Stats {
-        self.shared().stats()
+        self.engine().stats()
     }
 
     /// How long a job that joined the queue now would wait for a worker, as
@@ -150,7 +120,7 @@ impl<W: Worker> Pool<W> {
     /// time jobs (no metrics recorder, `max_queue_wait` or learning sizing;
     /// ADR 0011). A service can send it as `Retry-After`.
     pub fn projected_wait(&self) -> Option<Duration> {
-        self.shared().projected_wait()
+        self.engine().projected_wait()
     }
 
     /// A stream of the pool's events. A subscriber that falls behind misses
@@ -160,11 +130,11 @@ impl<W: Worker> Pool<W> {
     /// workers starting, a capacity warning); later calls get the events
     /// from then on.
     pub fn events(&self) -> broadcast::Receiver<Event> {
-        self.shared().subscribe()
+        self.engine().subscribe()
     }
 
     /// Lends a worker: an idle one, a starting one, a new one, or the next
-    /// one freed, in that order (SPEC S2).
+    /// one freed, in that order.
     ///
     /// # Errors
     ///
@@ -222,15 +192,8 @@ impl<W: Worker> Pool<W> {
     }
 
     async fn lend_queued(&self, queue: bool) -> Result<Option<Lease<W>>, Error> {
-        let shared = self.shared();
-        let mut lending = Lending {
-            shared,
-            queue,
-            id: None,
-            timing: false,
-            asked: None,
-            waker: None,
-        };
+        let engine = self.engine();
+        let mut lending = Lending::new(engine, queue);
         let (granted, since, waited) = match std::future::poll_fn(|cx| lending.poll(cx)).await? {
             None => return Ok(None),
             Some(granted) => {
@@ -245,8 +208,8 @@ impl<W: Worker> Pool<W> {
                 (granted, since, waited)
             }
         };
-        shared.metrics.lent(waited);
-        Ok(Some(Lease::new(shared.clone(), granted, since)))
+        engine.metrics.lent(waited);
+        Ok(Some(Lease::new(engine.clone(), granted, since)))
     }
 
     /// Lends a worker to `job` and returns what the job returns.
@@ -313,7 +276,35 @@ impl<W: Worker> Pool<W> {
         run_lease(lease, options.job_timeout, job).await
     }
 
-    /// Closes the pool (SPEC S14): refuses new jobs with [`Error::Closed`],
+    /// As [`run`](Pool::run), for a job that returns a `Result`: one `?`
+    /// gives the job's value, and the error says whether the pool or the
+    /// job failed.
+    ///
+    /// ```
+    /// # async fn demo(pool: kennel::Pool<impl kennel::Worker>) -> Result<(), Box<dyn std::error::Error>> {
+    /// let n: u32 = pool.try_run(async |_w| "42".parse::<u32>()).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`JobError::Pool`] with the pool's error as [`run`](Pool::run) has
+    /// it; [`JobError::Job`] with the job's own error.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`run`](Pool::run).
+    pub async fn try_run<T, E>(
+        &self,
+        job: impl AsyncFnOnce(&mut W) -> Result<T, E>,
+    ) -> Result<T, JobError<E>> {
+        self.run(job)
+            .await
+            .map_err(JobError::Pool)?
+            .map_err(JobError::Job)
+    }
+
+    /// Closes the pool: refuses new jobs with [`Error::Closed`],
     /// fails waiting jobs with `Closed`, closes idle and kept workers, lets
     /// lent jobs finish up to the close grace and then kills their workers,
     /// and resolves when every worker has ended.
@@ -330,7 +321,7 @@ impl<W: Worker> Pool<W> {
     /// its workers keep closing.
     pub async fn close(&self) {
         self.begin_close();
-        self.shared().wait_ended().await;
+        self.engine().wait_ended().await;
     }
 
     /// Runs `f` on every idle worker, each lent exclusively in turn, and
@@ -349,20 +340,20 @@ impl<W: Worker> Pool<W> {
     /// [`run`](Pool::run) does; workers not reached yet stay untouched.
     pub async fn for_each_idle<R>(&self, mut f: impl AsyncFnMut(&mut W) -> R) -> Vec<(usize, R)> {
         let mut out = Vec::new();
-        for slot in self.shared().idle_slots() {
-            let Some(granted) = self.shared().take_slot(slot) else {
+        let idle = self.engine().lock().idle_slots();
+        for slot in idle {
+            let Some(granted) = self.engine().act(|st, _| st.take_slot(slot)) else {
                 continue;
             };
-            let mut lease = Lease::new(self.shared().clone(), granted, None);
-            lease.in_flight = true;
-            let r = f(&mut lease).await;
-            lease.in_flight = false;
+            let mut job = InFlight::new(Lease::new(self.engine().clone(), granted, None));
+            let r = f(&mut job).await;
+            drop(job.disarm());
             out.push((slot, r));
         }
         out
     }
 
-    /// Changes a live pool: sizing, eviction, limits, timeouts (SPEC S12).
+    /// Changes a live pool: sizing, eviction, limits, timeouts.
     /// Workers are started or ended as needed and timers set again; the
     /// result says what was done.
     ///
@@ -378,150 +369,21 @@ impl<W: Worker> Pool<W> {
                 "a pool alone has no group (allowed: change it through the Registry that holds the pool)",
             )));
         }
-        self.shared().reconfigure(change)
+        self.engine().reconfigure(change)
     }
 
     /// Starts closing without waiting (the first half of [`close`](Pool::close)).
     pub(crate) fn begin_close(&self) {
-        self.shared().begin_close();
+        self.engine().begin_close();
+    }
+
+    /// The options the pool enforces now.
+    pub fn options(&self) -> Options {
+        self.engine().options()
     }
 
     /// Whether [`close`](Pool::close) was called.
     pub fn is_closed(&self) -> bool {
-        self.shared().is_closed()
-    }
-}
-
-/// A job asking for a worker: it asks on its first poll and, when it has to
-/// wait, leaves its waker in the queue under the same lock. Dropping it
-/// while it waits leaves the queue (cancel safety).
-struct Lending<'a, W: Worker> {
-    shared: &'a Shared<W>,
-    queue: bool,
-    /// Its place in the queue while it waits.
-    id: Option<u64>,
-    /// Whether the pool times jobs (read under the lock at the first poll).
-    timing: bool,
-    /// When it began to wait, if the pool times jobs.
-    asked: Option<Instant>,
-    /// The waker it left in the queue.
-    waker: Option<Waker>,
-}
-
-impl<W: Worker> Lending<'_, W> {
-    /// `Ready(Ok(None))`: it would have to queue and may not.
-    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Granted<W>>, Error>> {
-        if let Some(id) = self.id {
-            // Woken: the grant is in the mailbox, no need for the pool's lock.
-            let grant = match self.shared.mailbox.take(id) {
-                Some(grant) => grant,
-                // Polled for another reason, by the same task: a job leaves
-                // the queue only with a grant, which reaches the mailbox and
-                // then wakes the waker it left. Nothing to do.
-                None if self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) => {
-                    return Poll::Pending;
-                }
-                None => {
-                    // A new waker: leave it in the queue, under the pool's
-                    // lock, unless the grant came meanwhile.
-                    let mut st = self.shared.lock();
-                    match self.shared.mailbox.take(id) {
-                        Some(grant) => grant,
-                        None => {
-                            let polled = st.waiters.poll_waiting(id, cx);
-                            if polled.is_pending() {
-                                self.waker = Some(cx.waker().clone());
-                            }
-                            std::task::ready!(polled)
-                        }
-                    }
-                }
-            };
-            self.id = None;
-            return Poll::Ready(grant.map(Some));
-        }
-        let mut st = self.shared.lock();
-        self.timing = st.timing;
-        match self.shared.acquire(&mut st, self.queue)? {
-            Acquired::Now(granted) => Poll::Ready(Ok(Some(granted))),
-            Acquired::WouldQueue => Poll::Ready(Ok(None)),
-            Acquired::Wait(id) => {
-                st.waiters.set_waker(id, cx.waker());
-                drop(st);
-                self.waker = Some(cx.waker().clone());
-                self.id = Some(id);
-                if self.timing {
-                    self.asked = Some(Instant::now());
-                }
-                Poll::Pending
-            }
-        }
-    }
-}
-
-impl<W: Worker> Drop for Lending<'_, W> {
-    fn drop(&mut self) {
-        if let Some(id) = self.id {
-            self.shared.cancel_wait(id);
-        }
-    }
-}
-
-/// Runs `job` on a lent worker: the job timeout applies, the worker's end
-/// fails the job as crashed, and a drop mid-job kills the worker.
-pub(crate) async fn run_lease<W: Worker, R>(
-    mut lease: Lease<W>,
-    job_timeout: Option<Option<Duration>>,
-    job: impl AsyncFnOnce(&mut W) -> R,
-) -> Result<R, Error> {
-    let limit = match job_timeout {
-        Some(limit) => limit,
-        None => lease.shared.default_job_timeout(),
-    };
-    lease.in_flight = true;
-    let cell = lease.cell.clone();
-    enum End<R> {
-        Done(R),
-        TimedOut(Duration),
-        Died,
-    }
-    let end = {
-        let fut = job(&mut lease);
-        let died = cell.died();
-        match limit {
-            Some(d) => tokio::select! {
-                biased;
-                r = tokio::time::timeout(d, fut) => r.map_or(End::TimedOut(d), End::Done),
-                () = died => End::Died,
-            },
-            None => tokio::select! {
-                biased;
-                r = fut => End::Done(r),
-                () = died => End::Died,
-            },
-        }
-    };
-    match end {
-        End::Done(r) => {
-            lease.in_flight = false;
-            drop(lease);
-            Ok(r)
-        }
-        End::TimedOut(after) => {
-            lease.shared.timed_out(lease.slot, after);
-            lease.in_flight = false;
-            lease.retire(RetireReason::Timeout);
-            Err(Error::Timeout { after })
-        }
-        End::Died => {
-            lease.in_flight = false;
-            let shared = lease.shared.clone();
-            drop(lease);
-            if shared.is_closed() {
-                Err(Error::Closed)
-            } else {
-                Err(Error::Crashed { exit: cell.exit() })
-            }
-        }
+        self.engine().is_closed()
     }
 }

@@ -1,13 +1,16 @@
-//! Changing a live pool (SPEC S12, pooler's `pool_reconfigure`).
+//! Changing a live pool (pooler's `pool_reconfigure`).
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::dispatch::Dispatch;
 use crate::eviction::Eviction;
+use crate::options::Options;
 use crate::sizing::Sizing;
 
-/// What to change in a live pool; what is not set stays.
+/// What to change in a live pool; what is not set stays. A patch of the
+/// pool's [`Options`], with a new sizing or eviction.
 ///
 /// The worker factory and the pool's name cannot change: they are not here.
 ///
@@ -24,30 +27,19 @@ use crate::sizing::Sizing;
 pub struct Reconfig {
     pub(crate) sizing: Option<Box<dyn Sizing>>,
     pub(crate) eviction: Option<Arc<dyn Eviction>>,
-    pub(crate) job_timeout: Option<Option<Duration>>,
-    pub(crate) warmup_timeout: Option<Option<Duration>>,
-    pub(crate) max_waiting: Option<usize>,
-    pub(crate) max_queue_wait: Option<Option<Duration>>,
-    pub(crate) max_lifetime: Option<Option<Duration>>,
-    pub(crate) max_lifetime_jitter: Option<Duration>,
-    pub(crate) auto_grow_threshold: Option<Option<usize>>,
-    pub(crate) close_grace: Option<Duration>,
+    edits: Vec<(&'static str, Edit)>,
     pub(crate) group: Option<Option<String>>,
 }
 
+type Edit = Box<dyn FnOnce(&mut Options) + Send>;
+
 impl fmt::Debug for Reconfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let edits: Vec<&str> = self.edits.iter().map(|(name, _)| *name).collect();
         f.debug_struct("Reconfig")
             .field("sizing", &self.sizing)
             .field("eviction", &self.eviction)
-            .field("job_timeout", &self.job_timeout)
-            .field("warmup_timeout", &self.warmup_timeout)
-            .field("max_waiting", &self.max_waiting)
-            .field("max_queue_wait", &self.max_queue_wait)
-            .field("max_lifetime", &self.max_lifetime)
-            .field("max_lifetime_jitter", &self.max_lifetime_jitter)
-            .field("auto_grow_threshold", &self.auto_grow_threshold)
-            .field("close_grace", &self.close_grace)
+            .field("options", &edits)
             .field("group", &self.group)
             .finish()
     }
@@ -57,6 +49,29 @@ impl Reconfig {
     /// Changes nothing yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    fn edit(
+        mut self,
+        name: &'static str,
+        edit: impl FnOnce(&mut Options) + Send + 'static,
+    ) -> Self {
+        self.edits.push((name, Box::new(edit)));
+        self
+    }
+
+    /// The options with this patch applied (validated by the caller).
+    pub(crate) fn patch(&mut self, options: &Options) -> Options {
+        let mut patched = options.clone();
+        for (_, edit) in self.edits.drain(..) {
+            edit(&mut patched);
+        }
+        patched
+    }
+
+    /// Every option at once: the pool takes `options` whole.
+    pub fn options(self, options: Options) -> Self {
+        self.edit("options", move |o| *o = options)
     }
 
     /// A new sizing: its plan gives the new capacity and size. Slots above a
@@ -75,52 +90,55 @@ impl Reconfig {
     }
 
     /// A new `job_timeout` (`None`: no limit), for jobs that start from now.
-    pub fn job_timeout(mut self, d: Option<Duration>) -> Self {
-        self.job_timeout = Some(d);
-        self
+    pub fn job_timeout(self, d: Option<Duration>) -> Self {
+        self.edit("job_timeout", move |o| o.job_timeout = d)
     }
 
     /// A new `warmup_timeout` (`None`: no limit), for warm-ups that start
     /// from now.
-    pub fn warmup_timeout(mut self, d: Option<Duration>) -> Self {
-        self.warmup_timeout = Some(d);
-        self
+    pub fn warmup_timeout(self, d: Option<Duration>) -> Self {
+        self.edit("warmup_timeout", move |o| o.warmup_timeout = d)
     }
 
-    /// A new `max_waiting`. Jobs already queued stay queued.
-    pub fn max_waiting(mut self, n: usize) -> Self {
-        self.max_waiting = Some(n);
-        self
+    /// A new `max_waiting`. When it is lower than the jobs already queued,
+    /// the youngest of them are turned away with `QueueFull`, as pooler
+    /// does.
+    pub fn max_waiting(self, n: usize) -> Self {
+        self.edit("max_waiting", move |o| o.max_waiting = Some(n))
     }
 
     /// A new `max_queue_wait` (`None`: no projected-wait rejection).
-    pub fn max_queue_wait(mut self, d: Option<Duration>) -> Self {
-        self.max_queue_wait = Some(d);
-        self
+    pub fn max_queue_wait(self, d: Option<Duration>) -> Self {
+        self.edit("max_queue_wait", move |o| o.max_queue_wait = d)
     }
 
-    /// A new `max_lifetime` (`None`: no limit), for workers that start from now.
-    pub fn max_lifetime(mut self, d: Option<Duration>) -> Self {
-        self.max_lifetime = Some(d);
-        self
+    /// A new `max_lifetime` (`None`: no limit). The deadlines of live
+    /// workers move with it: each expires at its start plus the new
+    /// lifetime; an idle one that is past it is replaced at once, a lent one
+    /// when it comes back.
+    pub fn max_lifetime(self, d: Option<Duration>) -> Self {
+        self.edit("max_lifetime", move |o| o.max_lifetime = d)
     }
 
-    /// A new `max_lifetime_jitter`, below the lifetime.
-    pub fn max_lifetime_jitter(mut self, j: Duration) -> Self {
-        self.max_lifetime_jitter = Some(j);
-        self
+    /// A new `max_lifetime_jitter`, below the lifetime; live workers draw
+    /// their jitter again.
+    pub fn max_lifetime_jitter(self, j: Duration) -> Self {
+        self.edit("max_lifetime_jitter", move |o| o.max_lifetime_jitter = j)
     }
 
     /// A new `auto_grow_threshold` (`None`: off).
-    pub fn auto_grow_threshold(mut self, n: Option<usize>) -> Self {
-        self.auto_grow_threshold = Some(n);
-        self
+    pub fn auto_grow_threshold(self, n: Option<usize>) -> Self {
+        self.edit("auto_grow_threshold", move |o| o.auto_grow_threshold = n)
     }
 
     /// A new close grace.
-    pub fn close_grace(mut self, d: Duration) -> Self {
-        self.close_grace = Some(d);
-        self
+    pub fn close_grace(self, d: Duration) -> Self {
+        self.edit("close_grace", move |o| o.close_grace = d)
+    }
+
+    /// A new dispatch, for the jobs from now.
+    pub fn dispatch(self, dispatch: Dispatch) -> Self {
+        self.edit("dispatch", move |o| o.dispatch = dispatch)
     }
 
     /// Moves the pool to another group (`None`: no group). Only a
@@ -165,6 +183,18 @@ pub enum Action {
         /// How many.
         count: usize,
     },
+    /// The lifetimes of this many live workers were set again (a new
+    /// `max_lifetime` or jitter).
+    LifetimesRescheduled {
+        /// How many.
+        count: usize,
+    },
+    /// This many queued jobs were turned away with `QueueFull`: a lower
+    /// `max_waiting` left no room for them.
+    JobsRejected {
+        /// How many.
+        count: usize,
+    },
     /// An option took a new value.
     OptionChanged {
         /// The option's name.
@@ -189,6 +219,10 @@ impl fmt::Display for Action {
             Self::TimersRescheduled { count } => {
                 write!(f, "rescheduled {count} eviction timer(s)")
             }
+            Self::LifetimesRescheduled { count } => {
+                write!(f, "rescheduled {count} worker lifetime(s)")
+            }
+            Self::JobsRejected { count } => write!(f, "turned away {count} queued job(s)"),
             Self::OptionChanged { option } => write!(f, "set {option}"),
             Self::GroupChanged { from, to } => write!(
                 f,

@@ -8,8 +8,9 @@ use rand::Rng;
 
 use crate::error::Error;
 use crate::lease::Lease;
-use crate::pool::{Pool, RunOptions, run_lease};
+use crate::pool::Pool;
 use crate::reconfig::{Action, Reconfig};
+use crate::run::{RunOptions, run_lease};
 use crate::stats::Stats;
 use crate::worker::Worker;
 

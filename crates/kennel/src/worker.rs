@@ -12,6 +12,26 @@ use tokio::time::Instant;
 /// A boxed error as a worker reports it (a failed warm-up, for example).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// What the factory gets: which pool and which slot the worker is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SlotInfo {
+    /// The pool's name.
+    pub pool: Arc<str>,
+    /// The slot the worker will live in.
+    pub slot: usize,
+}
+
+impl SlotInfo {
+    /// The slot `slot` of the pool `pool`.
+    pub fn new(pool: impl Into<Arc<str>>, slot: usize) -> Self {
+        Self {
+            pool: pool.into(),
+            slot,
+        }
+    }
+}
+
 /// A long-lived thing that does one job at a time.
 ///
 /// The pool owns each worker. It calls [`exited`](Worker::exited) and

@@ -47,6 +47,7 @@ async fn metrics_count_jobs_rejections_retirements_and_times_by_pool() {
             .startup(Parallel)
             .sizing(Fixed(1))
             .max_waiting(1)
+            .metrics(true)
             .build()
             .unwrap()
     });

@@ -1,44 +1,15 @@
-//! Which worker a job gets, and the one FIFO of waiting jobs (SPEC S2, ADR 0004).
+//! The one FIFO of waiting jobs (ADR 0004).
 
 use std::collections::VecDeque;
-use std::sync::Arc;
-
 use std::task::{Context, Poll, Waker};
 
-use tokio::time::Instant;
-
+use super::{Grant, Mailbox};
 use crate::error::Error;
-use crate::slot::WorkerCell;
-
-/// Which idle worker a job takes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Dispatch {
-    /// The idle worker in the lowest running slot, so that jobs run one at a
-    /// time use one worker and the others can be evicted (the default).
-    #[default]
-    LowestSlot,
-    /// The next idle slot after the last one lent, to spread wear.
-    RoundRobin,
-}
-
-/// A worker handed to a waiting job.
-#[derive(Debug)]
-pub(crate) struct Granted<W> {
-    pub(crate) slot: usize,
-    pub(crate) worker: W,
-    pub(crate) cell: Arc<WorkerCell>,
-    /// When a waiting job was handed the worker, if the pool had read the
-    /// clock then (the job reads it itself otherwise).
-    pub(crate) at: Option<Instant>,
-}
-
-pub(crate) type Grant<W> = Result<Granted<W>, Error>;
 
 /// A waiting job: what it waits for, and how to wake it.
 #[derive(Debug)]
 pub(crate) struct Waiter {
-    /// The starting slot this job waits for (SPEC S2 rules 2 and 3).
+    /// The starting slot this job waits for (lending rules 2 and 3).
     pub(crate) bound: Option<usize>,
     /// Set when the job was polled and found nothing yet.
     waker: Option<Waker>,
@@ -69,29 +40,6 @@ pub(crate) struct Waiters<W> {
     /// (`deliver`), so that a woken job never finds the lock still held.
     wake_one: Option<Waker>,
     wake_more: Vec<Waker>,
-}
-
-/// What jobs that left the queue were handed and have not taken yet, under
-/// a lock of its own: a woken job takes its worker without the pool's lock.
-/// Filled only under the pool's lock (pool lock, then this one).
-#[derive(Debug)]
-pub(crate) struct Mailbox<W>(parking_lot::Mutex<Vec<(u64, Grant<W>)>>);
-
-impl<W> Mailbox<W> {
-    pub(crate) fn new() -> Self {
-        Self(parking_lot::Mutex::new(Vec::new()))
-    }
-
-    fn put(&self, granted: &mut Vec<(u64, Grant<W>)>) {
-        self.0.lock().append(granted);
-    }
-
-    /// Takes what job `id` was handed, if anything.
-    pub(crate) fn take(&self, id: u64) -> Option<Grant<W>> {
-        let mut granted = self.0.lock();
-        let at = granted.iter().position(|(i, _)| *i == id)?;
-        Some(granted.swap_remove(at).1)
-    }
 }
 
 #[derive(Debug)]
@@ -264,6 +212,18 @@ impl<W> Waiters<W> {
         self.waiting()
             .find(|(_, w)| w.bound.is_none())
             .map(|(id, _)| id)
+    }
+
+    /// The youngest job not bound to a starting worker.
+    pub(crate) fn youngest_unbound(&self) -> Option<u64> {
+        if self.unbound == 0 {
+            return None;
+        }
+        self.queue
+            .iter()
+            .rev()
+            .find(|e| e.waiter.as_ref().is_some_and(|w| w.bound.is_none()))
+            .map(|e| e.id)
     }
 
     pub(crate) fn set_bound(&mut self, id: u64, bound: Option<usize>) {

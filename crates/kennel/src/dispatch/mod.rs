@@ -1,0 +1,141 @@
+//! Which worker a job gets: the one lending order, the FIFO of waiting jobs
+//! and the future a job waits in (ADR 0004).
+//!
+//! The order (as `@zukhruf/pool` lends): (1) an idle worker in a running
+//! slot, the lowest slot first (or the next after the last one lent, with
+//! [`Dispatch::RoundRobin`]); (2) a worker that is starting and not already
+//! awaited by an earlier job; (3) a new worker started now in the lowest
+//! empty running slot; (4) wait in the queue. A worker that becomes idle
+//! goes to the oldest waiting job first. [`choose`] is that order, for a
+//! new job and for a freed worker alike.
+
+mod lending;
+mod mailbox;
+mod queue;
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+pub(crate) use lending::Lending;
+pub(crate) use mailbox::Mailbox;
+pub(crate) use queue::Waiters;
+
+use crate::error::Error;
+use crate::slot::{SlotState, Slots, WorkerCell};
+
+/// Which idle worker a job takes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
+#[non_exhaustive]
+pub enum Dispatch {
+    /// The idle worker in the lowest running slot, so that jobs run one at a
+    /// time use one worker and the others can be evicted (the default).
+    #[default]
+    LowestSlot,
+    /// The next idle slot after the last one lent, to spread wear.
+    RoundRobin,
+}
+
+/// A worker handed to a job.
+#[derive(Debug)]
+pub(crate) struct Granted<W> {
+    pub(crate) slot: usize,
+    pub(crate) worker: W,
+    pub(crate) cell: Arc<WorkerCell>,
+    /// When a waiting job was handed the worker, if the pool had read the
+    /// clock then (the job reads it itself otherwise).
+    pub(crate) at: Option<Instant>,
+}
+
+pub(crate) type Grant<W> = Result<Granted<W>, Error>;
+
+/// What a job gets, by the lending order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Choice {
+    /// The idle worker of this running slot.
+    Idle(usize),
+    /// The worker starting in this slot, which no job awaits yet.
+    Starting(usize),
+    /// A new worker, to start in this empty running slot.
+    Start(usize),
+    /// Nothing now: wait.
+    Queue,
+}
+
+/// Where the round robin goes on from.
+#[derive(Debug, Default)]
+pub(crate) struct Order {
+    next: usize,
+}
+
+impl Order {
+    /// The lending order for a job. With `new_worker` false only an idle
+    /// worker counts (the job is already bound to a starting one);
+    /// `may_start` asks the sizing whether a new worker may start now.
+    pub(crate) fn choose<W>(
+        &mut self,
+        slots: &Slots<W>,
+        dispatch: Dispatch,
+        new_worker: bool,
+        may_start: impl FnOnce() -> bool,
+    ) -> Choice {
+        let size = slots.size();
+        let idle = match dispatch {
+            Dispatch::LowestSlot => slots.first_idle_in(0, size),
+            Dispatch::RoundRobin => {
+                let from = self.next.min(size);
+                let i = slots
+                    .first_idle_in(from, size)
+                    .or_else(|| slots.first_idle_in(0, from));
+                if let Some(i) = i {
+                    self.next = i + 1;
+                }
+                i
+            }
+        };
+        if let Some(i) = idle {
+            return Choice::Idle(i);
+        }
+        if !new_worker {
+            return Choice::Queue;
+        }
+        if let Some(i) = unawaited_starting(slots) {
+            return Choice::Starting(i);
+        }
+        match startable(slots) {
+            Some(i) if may_start() => Choice::Start(i),
+            _ => Choice::Queue,
+        }
+    }
+}
+
+/// The lowest running slot whose worker is starting for no job.
+fn unawaited_starting<W>(slots: &Slots<W>) -> Option<usize> {
+    if slots.counts().starting == 0 {
+        return None;
+    }
+    slots.states(slots.size()).position(|s| {
+        matches!(
+            s,
+            SlotState::Starting {
+                awaited_by: None,
+                ..
+            }
+        )
+    })
+}
+
+/// The lowest empty running slot, if the running slots are not all full.
+pub(crate) fn startable<W>(slots: &Slots<W>) -> Option<usize> {
+    let c = slots.counts();
+    if c.idle + c.lent >= slots.size() {
+        // Every running slot holds a ready worker (a busy pool's case).
+        return None;
+    }
+    slots.states(slots.size()).position(SlotState::is_empty)
+}

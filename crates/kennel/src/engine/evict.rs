@@ -1,0 +1,80 @@
+//! Eviction: an idle worker whose eviction came due goes, unless the
+//! eviction's floor keeps it.
+
+use tokio::time::Instant;
+
+use super::effects::Effects;
+use super::state::State;
+use crate::event::Event;
+use crate::slot::{EndReason, SlotState, transitions as t};
+use crate::worker::Worker;
+
+impl<W: Worker> State<W> {
+    /// The eviction of the worker that turned idle in slot `i` at `since`
+    /// is due.
+    pub(crate) fn on_evict(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        generation: u64,
+        since: Instant,
+    ) {
+        let is_this_idle = self.slots.generation(i) == generation
+            && i < self.slots.size()
+            && matches!(self.slots.state(i), SlotState::Idle { since: s, .. } if *s == Some(since));
+        if !is_this_idle || self.closed {
+            return;
+        }
+        let up = self
+            .slots
+            .states(self.slots.size())
+            .filter(|s| {
+                matches!(
+                    s,
+                    SlotState::Starting { .. } | SlotState::Idle { .. } | SlotState::Lent { .. }
+                )
+            })
+            .count();
+        if up <= self.eviction.floor() {
+            // At the floor: keep it, and let a new idle period begin.
+            let now = Instant::now();
+            let started = self.slots.state(i).cell().map_or(now, |c| c.started);
+            let evict = self.arm_eviction(fx, i, now, started);
+            self.slots.apply(i, |s| t::rearm(s, Some(now), evict));
+            return;
+        }
+        if let Some(closing) = self
+            .slots
+            .apply(i, |s| t::close_idle(s, EndReason::Evicted))
+        {
+            fx.emit(Event::Evicted {
+                slot: i,
+                idle_for: since.elapsed(),
+            });
+            fx.closes.push(closing);
+        }
+    }
+
+    /// Sets the eviction timers of the idle running workers again (a new
+    /// eviction); a worker that turned idle when nothing read the time
+    /// counts from now. Returns how many.
+    pub(crate) fn rearm_evictions(&mut self, fx: &mut Effects<W>) -> usize {
+        let mut count = 0;
+        for i in 0..self.slots.size() {
+            let (since, started) = match self.slots.state(i) {
+                SlotState::Idle { since, live, .. } => {
+                    (since.unwrap_or_else(Instant::now), live.cell.started)
+                }
+                _ => continue,
+            };
+            let evict = if self.eviction.may_evict() {
+                self.arm_eviction(fx, i, since, started)
+            } else {
+                None
+            };
+            self.slots.apply(i, |s| t::rearm(s, Some(since), evict));
+            count += 1;
+        }
+        count
+    }
+}

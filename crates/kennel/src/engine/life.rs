@@ -1,0 +1,399 @@
+//! A worker's life: start, ready, failed warm-up, exit, back-off, lifetime
+//! and retirement.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::effects::{Effects, Wake, Warmup};
+use super::state::State;
+use crate::backoff;
+use crate::error::Error;
+use crate::event::{Event, RetireReason};
+use crate::slot::{EndReason, Life, Live, Now, Rest, SlotState, WorkerCell, transitions as t};
+use crate::startup::{SlotPhase, Starts};
+use crate::timer::Timer;
+use crate::worker::{BoxError, Exit, Exited, Killer, Worker};
+
+impl<W: Worker> State<W> {
+    /// Starts a worker in the empty slot `i`, for the job `awaited_by`.
+    pub(crate) fn start_slot(&mut self, fx: &mut Effects<W>, i: usize, awaited_by: Option<u64>) {
+        let (warmup, token) = Timer::new();
+        let Some(respawn) = self.slots.apply(i, |s| t::start(s, awaited_by, warmup)) else {
+            return;
+        };
+        let (generation, _) = self.slots.slot_mut(i);
+        *generation += 1;
+        fx.warmups.push(Warmup {
+            slot: i,
+            generation: *generation,
+            limit: self.opts.warmup_timeout,
+            token,
+        });
+        fx.emit(Event::Starting { slot: i });
+        if respawn {
+            fx.emit(Event::Respawned { slot: i });
+        }
+    }
+
+    /// The factory made the worker of slot `i`: keep its kill switch, set
+    /// its lifetime and watch its exit. False when the slot moved on.
+    pub(crate) fn register(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        generation: u64,
+        killer: Killer,
+        exited: Exited,
+        started: Instant,
+    ) -> bool {
+        if self.slots.generation(i) != generation {
+            return false;
+        }
+        let life = self.lifetime(fx, i, started);
+        let live = Live {
+            cell: Arc::new(WorkerCell::new(killer, started)),
+            life,
+        };
+        if self.slots.apply(i, |s| t::register(s, live)).is_none() {
+            return false;
+        }
+        fx.watches.push((i, generation, exited));
+        true
+    }
+
+    /// The lifetime of a worker of slot `i` that started at `started`, by
+    /// `max_lifetime` with a jitter drawn for it, and its timer.
+    pub(crate) fn lifetime(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        started: Instant,
+    ) -> Option<Life> {
+        let life = self.opts.max_lifetime?;
+        let j = self.opts.max_lifetime_jitter.as_secs_f64();
+        let jitter = if j == 0.0 {
+            0.0
+        } else {
+            use rand::Rng;
+            self.rng.random_range(-j..=j)
+        };
+        // The jitter is below the lifetime (checked by `Options::validate`).
+        let deadline = started + Duration::from_secs_f64((life.as_secs_f64() + jitter).max(0.001));
+        let wake = Wake::Lifetime {
+            slot: i,
+            generation: self.slots.generation(i),
+        };
+        Some(Life {
+            deadline,
+            timer: fx.wake_at(deadline, wake),
+        })
+    }
+
+    /// The worker of slot `i` is ready.
+    pub(crate) fn on_ready(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        generation: u64,
+        worker: W,
+        warmup: Duration,
+    ) {
+        let warmed = (self.slots.generation(i) == generation)
+            .then(|| self.slots.apply(i, t::warm))
+            .flatten();
+        let Some(awaited_by) = warmed else {
+            fx.kill(worker.killer());
+            fx.drops.push(worker);
+            return;
+        };
+        self.ever_ready = true;
+        fx.emit(Event::Ready { slot: i, warmup });
+        if let Some(id) = awaited_by {
+            // Its job still waits; it may get this worker or an older
+            // job may. Either way it is no longer bound to this slot.
+            self.waiters.set_bound(id, None);
+        }
+        self.place(fx, i, worker, &mut Now::unread());
+        self.kick_startup(fx);
+        self.pump(fx, None);
+    }
+
+    /// The warm-up of slot `i` failed or timed out.
+    pub(crate) fn on_warmup_failed(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        generation: u64,
+        message: String,
+        source: Option<BoxError>,
+    ) {
+        if self.slots.generation(i) != generation {
+            return;
+        }
+        let Some(aborted) = self
+            .slots
+            .apply(i, |s| t::abort_start(s, EndReason::WarmupFailed))
+        else {
+            return;
+        };
+        fx.emit(Event::WarmupFailed {
+            slot: i,
+            message: message.clone(),
+        });
+        if let Some(id) = aborted.awaited_by {
+            self.waiters.fail(id, Error::warmup(i, message, source));
+        }
+        *self.slots.slot_mut(i).1 += 1;
+        match aborted.killer {
+            // The slot is closing: the back-off starts when the exit is seen.
+            Some(killer) => fx.kill(killer),
+            None => {
+                self.schedule_refill(fx, i);
+                self.after_empty(fx);
+            }
+        }
+        self.pump(fx, None);
+    }
+
+    /// The worker of slot `i` ended.
+    pub(crate) fn on_exit(&mut self, fx: &mut Effects<W>, i: usize, generation: u64, exit: Exit) {
+        if self.slots.generation(i) != generation {
+            return;
+        }
+        let Some(cell) = self.slots.state(i).cell().cloned() else {
+            return;
+        };
+        cell.set_dead(exit.clone());
+        fx.holders.push(cell.clone());
+        fx.ended = true;
+        let early = cell.started.elapsed() < backoff::EARLY_EXIT;
+        if matches!(self.slots.state(i), SlotState::Lent { .. }) {
+            // The job learns it through the cell; the slot empties when the
+            // lease comes back. Meanwhile the worker is in no count: it
+            // has ended.
+            self.slots.apply(i, t::lent_gone);
+            if !self.closed {
+                self.crashed(fx, i, exit, early);
+            }
+            return;
+        }
+        let Some(ended) = self.slots.apply(i, t::exit_seen) else {
+            return;
+        };
+        match ended {
+            t::Ended::Starting { awaited_by } => {
+                fx.emit(Event::Exited {
+                    slot: i,
+                    exit: exit.clone(),
+                    early: true,
+                });
+                let message = format!("worker {} during its warm-up", exit.status);
+                fx.emit(Event::WarmupFailed {
+                    slot: i,
+                    message: message.clone(),
+                });
+                if let Some(id) = awaited_by {
+                    self.waiters.fail(id, Error::warmup(i, message, None));
+                }
+                *self.slots.slot_mut(i).1 += 1;
+                self.schedule_refill(fx, i);
+            }
+            t::Ended::Idle(worker) => {
+                fx.emit(Event::Exited {
+                    slot: i,
+                    exit,
+                    early,
+                });
+                fx.drops.push(worker);
+                self.count_exit(i, early);
+                self.schedule_refill(fx, i);
+            }
+            t::Ended::Closing(reason) => self.closed_exit(fx, i, reason, exit, early),
+        }
+        self.after_empty(fx);
+    }
+
+    /// The exit of a worker the pool was ending is seen.
+    fn closed_exit(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        reason: EndReason,
+        exit: Exit,
+        early: bool,
+    ) {
+        match reason {
+            EndReason::Evicted | EndReason::Retired(_) if !early => {
+                // It ran long enough: the slot is healthy.
+                *self.slots.slot_mut(i).1 = 0;
+            }
+            _ => {}
+        }
+        match reason {
+            EndReason::Retired(reason) => {
+                // A failed or expired worker is replaced whatever the startup
+                // (pooler's `fail`, the lifetime rule); eager startups
+                // replace the others too.
+                let always = matches!(reason, RetireReason::Failed | RetireReason::Lifetime);
+                if always && i < self.slots.size() && !self.closed {
+                    self.start_slot(fx, i, None);
+                }
+            }
+            EndReason::WarmupFailed => self.schedule_refill(fx, i),
+            // It ended while its job held it: a crash, though the job gave
+            // it back before the exit was seen.
+            EndReason::Crashed => self.crashed(fx, i, exit, early),
+            EndReason::Evicted | EndReason::PoolClosed => {}
+        }
+    }
+
+    /// The worker of slot `i` ended while a job held it: report the crash
+    /// and the exit, and replace it after its back-off.
+    fn crashed(&mut self, fx: &mut Effects<W>, i: usize, exit: Exit, early: bool) {
+        fx.emit(Event::Crashed {
+            slot: i,
+            exit: exit.clone(),
+        });
+        fx.emit(Event::Exited {
+            slot: i,
+            exit,
+            early,
+        });
+        self.count_exit(i, early);
+        self.schedule_refill(fx, i);
+    }
+
+    fn count_exit(&mut self, i: usize, early: bool) {
+        let (_, early_exits) = self.slots.slot_mut(i);
+        *early_exits = if early { *early_exits + 1 } else { 0 };
+    }
+
+    /// For eager startups: start slot `i` again after its back-off.
+    pub(crate) fn schedule_refill(&mut self, fx: &mut Effects<W>, i: usize) {
+        if self.closed || !self.startup.is_eager() {
+            return;
+        }
+        self.slots.apply(i, t::end_backoff);
+        let early_exits = *self.slots.slot_mut(i).1;
+        let delay = backoff::delay(early_exits);
+        if delay.is_zero() {
+            return;
+        }
+        let wake = Wake::Backoff {
+            slot: i,
+            generation: self.slots.generation(i),
+        };
+        let timer = fx.wake_at(Instant::now() + delay, wake);
+        self.slots.apply(i, |s| t::back_off(s, timer));
+        fx.emit(Event::Backoff {
+            slot: i,
+            delay,
+            early_exits,
+        });
+    }
+
+    /// The back-off of slot `i` ended.
+    pub(crate) fn on_backoff_done(&mut self, fx: &mut Effects<W>, i: usize, generation: u64) {
+        if self.slots.generation(i) != generation {
+            return;
+        }
+        self.slots.apply(i, t::end_backoff);
+        self.kick_startup(fx);
+    }
+
+    /// A slot became empty: let the startup refill and the jobs take it.
+    pub(crate) fn after_empty(&mut self, fx: &mut Effects<W>) {
+        self.kick_startup(fx);
+        self.pump(fx, None);
+    }
+
+    /// Asks the startup which running slots to fill now.
+    pub(crate) fn kick_startup(&mut self, fx: &mut Effects<W>) {
+        if self.closed || !self.startup.is_eager() {
+            return;
+        }
+        let size = self.slots.size();
+        let phases: Vec<SlotPhase> = self
+            .slots
+            .states(size)
+            .map(|s| match s {
+                SlotState::Empty {
+                    rest: Rest::Wanted, ..
+                } => SlotPhase::Wanted,
+                SlotState::Empty { .. } => SlotPhase::Resting,
+                SlotState::Starting { .. } => SlotPhase::Starting,
+                _ => SlotPhase::Up,
+            })
+            .collect();
+        let wanted: Vec<usize> = match self.startup.next(&phases, self.ever_ready) {
+            Starts::None => Vec::new(),
+            Starts::One(i) if phases.get(i) == Some(&SlotPhase::Wanted) => vec![i],
+            Starts::One(_) => Vec::new(),
+            Starts::AllWanted => (0..size)
+                .filter(|&i| phases[i] == SlotPhase::Wanted)
+                .collect(),
+        };
+        for i in wanted {
+            if !self.sizing.may_start(&self.view()) {
+                break;
+            }
+            self.start_slot(fx, i, None);
+        }
+    }
+
+    /// A worker outlived its lifetime: close it if idle; a lent one is
+    /// replaced when it comes back, never cut short.
+    pub(crate) fn on_lifetime(&mut self, fx: &mut Effects<W>, i: usize, generation: u64) {
+        let expired = match self.slots.state(i) {
+            SlotState::Idle { live, .. } => live.expired_by(&mut Now::unread()),
+            _ => false,
+        };
+        if self.slots.generation(i) == generation && !self.closed && expired {
+            self.retire_idle(fx, i, RetireReason::Lifetime);
+        }
+    }
+
+    /// Retires the idle worker of slot `i`: says why and closes it
+    /// gracefully. False when the slot holds no idle worker.
+    pub(crate) fn retire_idle(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        reason: RetireReason,
+    ) -> bool {
+        let Some(closing) = self
+            .slots
+            .apply(i, |s| t::close_idle(s, EndReason::Retired(reason)))
+        else {
+            return false;
+        };
+        fx.emit(Event::Retired { slot: i, reason });
+        fx.closes.push(closing);
+        true
+    }
+
+    /// Retires the lent worker of slot `i` that came back: says why and
+    /// closes it gracefully.
+    pub(crate) fn retire_lent(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        worker: W,
+        reason: RetireReason,
+    ) {
+        let cell = self.slots.state(i).cell().cloned();
+        match (
+            self.slots
+                .apply(i, |s| t::end_lent(s, EndReason::Retired(reason))),
+            cell,
+        ) {
+            (Some(()), Some(cell)) => {
+                fx.emit(Event::Retired { slot: i, reason });
+                fx.closes.push((worker, cell.killer.clone()));
+            }
+            _ => fx.drops.push(worker),
+        }
+    }
+}

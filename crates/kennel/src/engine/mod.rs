@@ -1,0 +1,321 @@
+//! The engine behind a pool: a core that decides and a shell that acts
+//! (ADR 0013).
+//!
+//! The core is [`State`]: the pool's state under one lock, and its handlers
+//! (in `lend.rs`, `life.rs`, `evict.rs`, `resize.rs`, `reconfigure.rs`,
+//! `close.rs`), plain functions of the locked state and their input that
+//! change the state through the slot transitions and return what must
+//! happen as [`Effects`]: spawn a warm-up, arm a timer, emit an event,
+//! close or kill a worker, wake a job. The shell, [`Engine::act`], takes
+//! the lock, calls a handler, releases the lock, then carries the effects
+//! out. Nothing is spawned, killed, closed or emitted under the lock.
+
+mod close;
+mod effects;
+mod evict;
+mod guard;
+mod lend;
+mod life;
+mod reconfigure;
+mod resize;
+mod state;
+mod tasks;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::{Notify, broadcast};
+use tokio::time::Instant;
+
+pub(crate) use effects::{Effects, Wake};
+pub(crate) use guard::StateGuard;
+pub(crate) use lend::{Acquired, Outcome, Returned};
+pub(crate) use state::{Parts, State};
+
+use crate::dispatch::Mailbox;
+use crate::error::Error;
+use crate::event::Event;
+use crate::metrics::PoolMetrics;
+use crate::reconfig::{Action, Reconfig};
+use crate::slot::{Now, WorkerCell};
+use crate::stats::Stats;
+use crate::worker::{BoxError, SlotInfo, Worker};
+
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+pub(crate) type FactoryFn<W> =
+    Arc<dyn Fn(SlotInfo) -> BoxFuture<Result<W, BoxError>> + Send + Sync>;
+
+/// The engine: shared by the pool handles, leases and tasks.
+pub(crate) struct Engine<W> {
+    pub(crate) name: Arc<str>,
+    factory: FactoryFn<W>,
+    state: parking_lot::Mutex<State<W>>,
+    /// What waiting jobs were handed (ADR 0005).
+    pub(crate) mailbox: Mailbox<W>,
+    events: broadcast::Sender<Event>,
+    /// Subscribed at build, so the first subscriber sees the build's events.
+    first_events: Mutex<Option<broadcast::Receiver<Event>>>,
+    ended: Notify,
+    me: Weak<Self>,
+    pub(crate) metrics: PoolMetrics,
+    /// The runtime the pool was built on: its tasks run there, also when a
+    /// lease is dropped on a thread outside the runtime.
+    rt: tokio::runtime::Handle,
+}
+
+impl<W> std::fmt::Debug for Engine<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: Worker> Engine<W> {
+    /// Builds the engine (inside a tokio runtime) and starts what the
+    /// startup and sizing start.
+    pub(crate) fn start(
+        parts: Parts,
+        factory: FactoryFn<W>,
+        event_capacity: usize,
+        warning: Option<String>,
+    ) -> Arc<Self> {
+        let (events, first) = broadcast::channel(event_capacity.max(1));
+        let metrics = PoolMetrics::new(&parts.name, parts.metrics);
+        let engine = Arc::new_cyclic(|me| Self {
+            name: parts.name.clone(),
+            factory,
+            state: parking_lot::Mutex::new(State::new(parts)),
+            mailbox: Mailbox::new(),
+            events,
+            first_events: Mutex::new(Some(first)),
+            ended: Notify::new(),
+            me: me.clone(),
+            rt: tokio::runtime::Handle::current(),
+            metrics,
+        });
+        engine.act(|st, fx| {
+            if let Some(message) = warning {
+                fx.emit(Event::Warning { message });
+            }
+            st.wake_sizing(fx);
+            st.kick_startup(fx);
+        });
+        engine
+    }
+
+    /// Locks the state. When the guard drops, the metric gauges that
+    /// changed are set, and jobs handed a worker are woken.
+    pub(crate) fn lock(&self) -> StateGuard<'_, W> {
+        StateGuard {
+            guard: Some(self.state.lock()),
+            metrics: &self.metrics,
+            mailbox: &self.mailbox,
+        }
+    }
+
+    /// The shell: runs a handler under the lock, then carries out what it
+    /// decided, after the lock is released.
+    pub(crate) fn act<R>(&self, handler: impl FnOnce(&mut State<W>, &mut Effects<W>) -> R) -> R {
+        // From outside any runtime (a lease dropped on a plain thread), the
+        // handler reads the pool's clock and the effects spawn on its
+        // runtime all the same.
+        let _rt = self.enter_runtime();
+        let mut fx = Effects::default();
+        let r = handler(&mut self.lock(), &mut fx);
+        if !fx.is_empty() {
+            self.carry_out(fx);
+        }
+        r
+    }
+
+    fn enter_runtime(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
+        // A task runs inside its runtime. Asking for the task id reads a
+        // thread-local; asking for the handle would clone it (an atomic
+        // increment on a counter every thread of the runtime shares).
+        if tokio::task::try_id().is_some() {
+            return None;
+        }
+        tokio::runtime::Handle::try_current()
+            .is_err()
+            .then(|| self.rt.enter())
+    }
+
+    fn carry_out(&self, fx: Effects<W>) {
+        let Effects {
+            events,
+            kills,
+            closes,
+            drops,
+            warmups,
+            watches,
+            wakes,
+            holders,
+            ended,
+            job_done,
+        } = fx;
+        if let Some(held) = job_done {
+            self.metrics.job_done(held);
+        }
+        for event in events {
+            self.emit(event);
+        }
+        for killer in kills {
+            killer.kill();
+        }
+        drop(drops);
+        for cell in holders {
+            cell.wake_holder();
+        }
+        for (worker, killer) in closes {
+            self.rt.spawn(async move {
+                worker.close().await;
+                // A worker whose close resolved has ended; make sure of it.
+                killer.kill();
+            });
+        }
+        for w in warmups {
+            let info = SlotInfo::new(self.name.clone(), w.slot);
+            self.rt.spawn(tasks::warm_up(self.me.clone(), w, info));
+        }
+        for (slot, generation, exited) in watches {
+            self.rt
+                .spawn(tasks::watch_exit(self.me.clone(), slot, generation, exited));
+        }
+        for arm in wakes {
+            self.rt.spawn(tasks::wake(self.me.clone(), arm));
+        }
+        if ended {
+            self.ended.notify_waiters();
+        }
+    }
+
+    fn emit(&self, event: Event) {
+        event.trace(&self.name);
+        self.metrics.event(&event);
+        // No subscriber, or only slow ones: a broadcast never blocks the pool.
+        let _ = self.events.send(event);
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Event> {
+        let first = self
+            .first_events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        first.unwrap_or_else(|| self.events.subscribe())
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        self.lock().stats()
+    }
+
+    pub(crate) fn projected_wait(&self) -> Option<Duration> {
+        self.lock().projected_wait()
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    pub(crate) fn default_job_timeout(&self) -> Option<Duration> {
+        self.lock().opts.job_timeout
+    }
+
+    pub(crate) fn options(&self) -> crate::Options {
+        self.lock().opts.clone()
+    }
+
+    pub(crate) fn timed_out(&self, slot: usize, after: Duration) {
+        self.emit(Event::TimedOut { slot, after });
+    }
+
+    /// A waiting job gave up: see [`State::cancel_wait`].
+    pub(crate) fn cancel_wait(&self, id: u64) {
+        self.act(|st, fx| st.cancel_wait(fx, id, &self.mailbox));
+    }
+
+    /// A lease comes back.
+    pub(crate) fn release(
+        &self,
+        slot: usize,
+        worker: W,
+        cell: &Arc<WorkerCell>,
+        outcome: Outcome,
+        since: Option<Instant>,
+    ) {
+        self.act(|st, fx| {
+            let mut now = Now::unread();
+            let held = since.map(|since| now.get().saturating_duration_since(since));
+            let back = Returned {
+                slot,
+                worker,
+                cell,
+                outcome,
+                held,
+            };
+            st.release(fx, back, &mut now);
+            st.pump(fx, now.read());
+        });
+    }
+
+    pub(crate) fn reconfigure(&self, r: Reconfig) -> Result<Vec<Action>, Error> {
+        self.act(|st, fx| st.reconfigure(fx, r))
+    }
+
+    /// Starts closing; false when the pool was closed already.
+    pub(crate) fn begin_close(&self) -> bool {
+        self.act(State::begin_close)
+    }
+
+    /// The last pool handle is gone without a close: kill every worker now.
+    pub(crate) fn kill_all(&self) {
+        self.act(State::kill_all);
+    }
+
+    /// Waits until every worker has ended; kills lent ones after the grace.
+    pub(crate) async fn wait_ended(&self) {
+        let grace = self.lock().opts.close_grace;
+        let deadline = Instant::now() + grace;
+        let mut killed = false;
+        loop {
+            let notified = self.ended.notified();
+            if self.lock().all_ended() {
+                return;
+            }
+            if killed {
+                notified.await;
+            } else {
+                tokio::select! {
+                    () = notified => {}
+                    () = tokio::time::sleep_until(deadline) => {
+                        killed = true;
+                        self.act(|st, fx| st.kill_lent(fx));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<W: Worker> State<W> {
+    /// A timer of the pool fired.
+    pub(crate) fn on_wake(&mut self, fx: &mut Effects<W>, wake: Wake) {
+        match wake {
+            Wake::Lifetime { slot, generation } => self.on_lifetime(fx, slot, generation),
+            Wake::Backoff { slot, generation } => self.on_backoff_done(fx, slot, generation),
+            Wake::Evict {
+                slot,
+                generation,
+                since,
+            } => self.on_evict(fx, slot, generation, since),
+            Wake::Sizing => self.on_sizing_wake(fx),
+            Wake::StartRetry => {
+                self.start_retry = None;
+                self.pump(fx, None);
+            }
+        }
+    }
+}

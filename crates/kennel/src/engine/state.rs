@@ -1,0 +1,155 @@
+//! The pool's state under its one lock (ADR 0005).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::dispatch::{Order, Waiters};
+use crate::eviction::Eviction;
+use crate::metrics::Published;
+use crate::options::Options;
+use crate::sizing::{Sizing, SizingView};
+use crate::slot::Slots;
+use crate::startup::Startup;
+use crate::stats::Stats;
+use crate::timer::Timer;
+
+/// Everything the handlers decide on. Never held across `.await`; nothing
+/// is spawned, killed, closed or emitted while it is held: the handlers
+/// (methods of `State`, in the files beside this one) return those as
+/// [`Effects`](super::effects::Effects).
+#[derive(Debug)]
+pub(crate) struct State<W> {
+    pub(crate) slots: Slots<W>,
+    pub(crate) waiters: Waiters<W>,
+    pub(crate) opts: Options,
+    pub(crate) startup: Arc<dyn Startup>,
+    pub(crate) sizing: Box<dyn Sizing>,
+    /// Whether the sizing hears of finished jobs (its plan says).
+    pub(crate) sizing_jobs: bool,
+    pub(crate) eviction: Arc<dyn Eviction>,
+    /// Whether the metrics were switched on when the pool was built.
+    pub(crate) metrics: bool,
+    /// Whether jobs are timed: something reads their times (ADR 0011).
+    pub(crate) timing: bool,
+    pub(crate) closed: bool,
+    pub(crate) ever_ready: bool,
+    pub(crate) order: Order,
+    /// Mean job time (EWMA), in seconds.
+    pub(crate) ewma: Option<f64>,
+    pub(crate) sizing_wake: Option<Timer>,
+    /// The next look at a start the sizing refused while jobs wait.
+    pub(crate) start_retry: Option<Timer>,
+    /// Draws the lifetime jitter of each worker.
+    pub(crate) rng: rand::rngs::StdRng,
+    /// Slots at or above this keep no worker (after a memory-forced shrink).
+    pub(crate) kept_limit: usize,
+    /// What the gauges show now.
+    pub(crate) published: Published,
+}
+
+/// What a pool is built from.
+#[derive(Debug)]
+pub(crate) struct Parts {
+    pub(crate) name: Arc<str>,
+    pub(crate) capacity: usize,
+    pub(crate) size: usize,
+    pub(crate) sizing_jobs: bool,
+    pub(crate) opts: Options,
+    pub(crate) startup: Arc<dyn Startup>,
+    pub(crate) sizing: Box<dyn Sizing>,
+    pub(crate) eviction: Arc<dyn Eviction>,
+    pub(crate) metrics: bool,
+    pub(crate) rng: rand::rngs::StdRng,
+}
+
+const EWMA_ALPHA: f64 = 0.2;
+
+impl<W> State<W> {
+    pub(crate) fn new(p: Parts) -> Self {
+        let mut st = Self {
+            slots: Slots::new(p.capacity, p.size),
+            waiters: Waiters::new(),
+            opts: p.opts,
+            startup: p.startup,
+            sizing: p.sizing,
+            sizing_jobs: p.sizing_jobs,
+            eviction: p.eviction,
+            metrics: p.metrics,
+            timing: false,
+            closed: false,
+            ever_ready: false,
+            order: Order::default(),
+            ewma: None,
+            sizing_wake: None,
+            start_retry: None,
+            rng: p.rng,
+            kept_limit: usize::MAX,
+            published: Published::none(),
+        };
+        st.retime();
+        st
+    }
+
+    /// Times jobs only when something reads their times: the metrics, the
+    /// mean job time behind `max_queue_wait`, a sizing that learns from
+    /// jobs (ADR 0011).
+    pub(crate) fn retime(&mut self) {
+        self.timing = self.metrics || self.opts.max_queue_wait.is_some() || self.sizing_jobs;
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let c = self.slots.counts();
+        Stats {
+            starting: c.starting,
+            idle: c.idle,
+            lent: c.lent + c.lent_above,
+            waiting: self.waiters.len(),
+            capacity: self.slots.capacity(),
+            size: self.slots.size(),
+            kept: c.kept,
+        }
+    }
+
+    pub(crate) fn view(&self) -> SizingView {
+        self.view_at(Instant::now())
+    }
+
+    pub(crate) fn view_at(&self, now: Instant) -> SizingView {
+        view_of(&self.slots, &self.waiters, now)
+    }
+
+    /// The wait of a job that joined the queue now, in seconds, with jobs
+    /// that take `mean` seconds: (waiting + 1) / running slots × `mean`.
+    pub(crate) fn projected(&self, mean: f64) -> f64 {
+        let running = self.slots.size().max(1) as f64;
+        (self.waiters.len() as f64 + 1.0) / running * mean
+    }
+
+    /// As [`Pool::projected_wait`](crate::Pool::projected_wait).
+    pub(crate) fn projected_wait(&self) -> Option<Duration> {
+        Duration::try_from_secs_f64(self.projected(self.ewma?)).ok()
+    }
+
+    /// A job held its worker for `took` seconds.
+    pub(crate) fn observe_job(&mut self, took: f64) {
+        self.ewma = Some(match self.ewma {
+            Some(m) => m + EWMA_ALPHA * (took - m),
+            None => took,
+        });
+    }
+}
+
+/// What the sizing sees of the pool at `now`.
+pub(crate) fn view_of<W>(slots: &Slots<W>, waiters: &Waiters<W>, now: Instant) -> SizingView {
+    let c = slots.counts();
+    SizingView {
+        now,
+        size: slots.size(),
+        capacity: slots.capacity(),
+        waiting: waiters.len(),
+        all_ready: c.idle + c.lent == slots.size(),
+        alive: slots.alive(),
+    }
+}

@@ -1,0 +1,239 @@
+//! [`Options`]: the limits and timeouts a pool enforces, declared once.
+//!
+//! The builder holds one, a [`Reconfig`](crate::Reconfig) patches it, and the
+//! service reads it from its TOML file (with the `serde` feature: durations
+//! in humane form, `"30s"`, `"5m"`). [`Options::validate`] is the one place
+//! where their ranges are checked.
+
+use std::time::Duration;
+
+use crate::dispatch::Dispatch;
+use crate::error::BuildError;
+
+/// The longest time limit a pool takes (2,147,483,647 ms, about 24.8 days),
+/// for every timer: a limit read from a config cannot overflow a timer, and
+/// configurations port from pools that keep the same bound.
+pub const MAX_DURATION: Duration = Duration::from_millis(2_147_483_647);
+
+/// The most jobs `max_waiting` may let wait.
+pub const MAX_WAITING: usize = 1_000_000;
+
+/// How many waiting jobs each worker of the capacity allows when
+/// `max_waiting` is not set.
+pub(crate) const WAITING_PER_WORKER: usize = 8;
+
+/// The limits and timeouts of a pool; each can change on a live pool.
+///
+/// ```
+/// use std::time::Duration;
+/// use kennel::Options;
+///
+/// let mut options = Options::default();
+/// options.job_timeout = Some(Duration::from_secs(30));
+/// options.validate()?;
+/// options.job_timeout = Some(Duration::ZERO);
+/// let err = options.validate().unwrap_err();
+/// assert_eq!(err.option, "job_timeout");
+/// # Ok::<(), kennel::BuildError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
+#[non_exhaustive]
+pub struct Options {
+    /// The longest a job may hold its worker; past it the job fails with
+    /// `Timeout` and the worker is killed. `None`: no limit (the default).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub job_timeout: Option<Duration>,
+    /// The longest a warm-up may take; past it the worker is killed and the
+    /// job waiting for it fails with `WarmupFailed`. `None`: no limit.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub warmup_timeout: Option<Duration>,
+    /// The most jobs queued for a worker; one more is rejected at once with
+    /// `QueueFull`. 0 means no queue. `None`: 8 × the capacity.
+    pub max_waiting: Option<usize>,
+    /// Rejects at once, with `QueueWait`, a job whose projected wait is
+    /// above this. `None`: off.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub max_queue_wait: Option<Duration>,
+    /// How long `close` lets lent jobs finish before it kills their workers
+    /// (default 30 s).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub close_grace: Duration,
+    /// Which idle worker a job takes.
+    pub dispatch: Dispatch,
+    /// Closes and replaces a worker older than this (pooler's and HikariCP's
+    /// `max_lifetime`): an idle one at once, a lent one when it comes back.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub max_lifetime: Option<Duration>,
+    /// Moves each worker's lifetime by a random amount in `[-j, +j]`, so
+    /// workers do not all end together. Below `max_lifetime`.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub max_lifetime_jitter: Duration,
+    /// When the idle workers drop to this many, one more running slot starts
+    /// ahead of demand (pooler's `auto_grow_threshold`). `None`: off.
+    pub auto_grow_threshold: Option<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            job_timeout: None,
+            warmup_timeout: None,
+            max_waiting: None,
+            max_queue_wait: None,
+            close_grace: Duration::from_secs(30),
+            dispatch: Dispatch::LowestSlot,
+            max_lifetime: None,
+            max_lifetime_jitter: Duration::ZERO,
+            auto_grow_threshold: None,
+        }
+    }
+}
+
+impl Options {
+    /// Checks every value against its range.
+    ///
+    /// # Errors
+    ///
+    /// A [`BuildError`] naming the first option out of range and what is
+    /// allowed.
+    pub fn validate(&self) -> Result<(), BuildError> {
+        for (option, value) in [
+            ("job_timeout", self.job_timeout),
+            ("warmup_timeout", self.warmup_timeout),
+            ("max_queue_wait", self.max_queue_wait),
+            ("max_lifetime", self.max_lifetime),
+        ] {
+            if let Some(d) = value {
+                check_limit(option, d)?;
+            }
+        }
+        if self.close_grace > MAX_DURATION {
+            return Err(BuildError::new(
+                "close_grace",
+                format!(
+                    "{:?} is out of range (allowed: at most {} ms)",
+                    self.close_grace,
+                    MAX_DURATION.as_millis()
+                ),
+            ));
+        }
+        if let Some(n) = self.max_waiting.filter(|&n| n > MAX_WAITING) {
+            return Err(BuildError::new(
+                "max_waiting",
+                format!("{n} is out of range (allowed: 0 to {MAX_WAITING})"),
+            ));
+        }
+        let jitter = self.max_lifetime_jitter;
+        match self.max_lifetime {
+            Some(life) if jitter >= life => Err(BuildError::new(
+                "max_lifetime_jitter",
+                format!(
+                    "{jitter:?} is not below max_lifetime {life:?} (allowed: 0 up to below max_lifetime)"
+                ),
+            )),
+            None if !jitter.is_zero() => Err(BuildError::new(
+                "max_lifetime_jitter",
+                format!("{jitter:?} without max_lifetime (allowed: 0 when no max_lifetime is set)"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The bound on waiting jobs for a pool of `capacity`.
+    pub(crate) fn waiting_bound(&self, capacity: usize) -> usize {
+        self.max_waiting
+            .unwrap_or_else(|| capacity.saturating_mul(WAITING_PER_WORKER))
+    }
+
+    /// The names of the options whose values differ in `other`.
+    pub(crate) fn changed(&self, other: &Self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        let mut differs = |name, differs: bool| {
+            if differs {
+                names.push(name);
+            }
+        };
+        differs("job_timeout", self.job_timeout != other.job_timeout);
+        differs(
+            "warmup_timeout",
+            self.warmup_timeout != other.warmup_timeout,
+        );
+        differs("max_waiting", self.max_waiting != other.max_waiting);
+        differs(
+            "max_queue_wait",
+            self.max_queue_wait != other.max_queue_wait,
+        );
+        differs("close_grace", self.close_grace != other.close_grace);
+        differs("dispatch", self.dispatch != other.dispatch);
+        differs("max_lifetime", self.max_lifetime != other.max_lifetime);
+        differs(
+            "max_lifetime_jitter",
+            self.max_lifetime_jitter != other.max_lifetime_jitter,
+        );
+        differs(
+            "auto_grow_threshold",
+            self.auto_grow_threshold != other.auto_grow_threshold,
+        );
+        names
+    }
+}
+
+/// A time limit in `(0, MAX_DURATION]`.
+pub(crate) fn check_limit(option: &'static str, d: Duration) -> Result<(), BuildError> {
+    if d.is_zero() || d > MAX_DURATION {
+        return Err(BuildError::new(
+            option,
+            format!(
+                "{d:?} is out of range (allowed: above 0 and at most {} ms)",
+                MAX_DURATION.as_millis()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_out_of_range_value_names_its_option() {
+        type Case = (&'static str, fn(&mut Options));
+        let cases: [Case; 6] = [
+            ("job_timeout", |o| o.job_timeout = Some(Duration::ZERO)),
+            ("warmup_timeout", |o| {
+                o.warmup_timeout = Some(MAX_DURATION + Duration::from_millis(1));
+            }),
+            ("max_queue_wait", |o| {
+                o.max_queue_wait = Some(Duration::ZERO)
+            }),
+            ("close_grace", |o| o.close_grace = Duration::MAX),
+            ("max_waiting", |o| o.max_waiting = Some(MAX_WAITING + 1)),
+            ("max_lifetime_jitter", |o| {
+                o.max_lifetime = Some(Duration::from_secs(1));
+                o.max_lifetime_jitter = Duration::from_secs(1);
+            }),
+        ];
+        for (name, set) in cases {
+            let mut o = Options::default();
+            set(&mut o);
+            assert_eq!(o.validate().unwrap_err().option, name);
+        }
+        assert!(Options::default().validate().is_ok());
+    }
+
+    #[test]
+    fn changed_lists_what_differs() {
+        let a = Options::default();
+        let mut b = a.clone();
+        b.max_waiting = Some(3);
+        b.dispatch = Dispatch::RoundRobin;
+        assert_eq!(a.changed(&b), ["max_waiting", "dispatch"]);
+        assert!(a.changed(&a).is_empty());
+    }
+}

@@ -1,0 +1,110 @@
+//! Running a job on a lent worker: its time limit, its worker's end, and
+//! the errors of a job that returns a `Result`.
+
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::event::RetireReason;
+use crate::lease::{InFlight, Lease};
+use crate::worker::Worker;
+
+/// Per-call limits for [`Pool::run_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[must_use]
+pub struct RunOptions {
+    pub(crate) lend_timeout: Option<Duration>,
+    pub(crate) job_timeout: Option<Option<Duration>>,
+}
+
+impl RunOptions {
+    /// No per-call limits: the pool's defaults apply.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Waits at most `d` for a worker.
+    pub fn lend_timeout(mut self, d: Duration) -> Self {
+        self.lend_timeout = Some(d);
+        self
+    }
+
+    pub(crate) fn job_timeout_override(&self) -> Option<Option<Duration>> {
+        self.job_timeout
+    }
+
+    /// Overrides the pool's `job_timeout` for this call (`None`: no limit).
+    pub fn job_timeout(mut self, d: Option<Duration>) -> Self {
+        self.job_timeout = Some(d);
+        self
+    }
+}
+
+/// The error of [`Pool::try_run`](crate::Pool::try_run): the pool's, or
+/// the job's own.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError<E> {
+    /// The job did not get a worker, or lost it.
+    #[error(transparent)]
+    Pool(Error),
+    /// The job ran and returned this error.
+    #[error("the job failed: {0}")]
+    Job(E),
+}
+
+/// Runs `job` on a lent worker: the job timeout applies, the worker's end
+/// fails the job as crashed, and a drop mid-job kills the worker.
+pub(crate) async fn run_lease<W: Worker, R>(
+    lease: Lease<W>,
+    job_timeout: Option<Option<Duration>>,
+    job: impl AsyncFnOnce(&mut W) -> R,
+) -> Result<R, Error> {
+    let limit = match job_timeout {
+        Some(limit) => limit,
+        None => lease.engine.default_job_timeout(),
+    };
+    let cell = lease.cell.clone();
+    let mut job_guard = InFlight::new(lease);
+    enum End<R> {
+        Done(R),
+        TimedOut(Duration),
+        Died,
+    }
+    let end = {
+        let fut = job(&mut job_guard);
+        let died = cell.died();
+        match limit {
+            Some(d) => tokio::select! {
+                biased;
+                r = tokio::time::timeout(d, fut) => r.map_or(End::TimedOut(d), End::Done),
+                () = died => End::Died,
+            },
+            None => tokio::select! {
+                biased;
+                r = fut => End::Done(r),
+                () = died => End::Died,
+            },
+        }
+    };
+    match end {
+        End::Done(r) => {
+            drop(job_guard.disarm());
+            Ok(r)
+        }
+        End::TimedOut(after) => {
+            let lease = job_guard.disarm();
+            lease.engine.timed_out(lease.slot, after);
+            lease.retire(RetireReason::Timeout);
+            Err(Error::Timeout { after })
+        }
+        End::Died => {
+            let lease = job_guard.disarm();
+            let engine = lease.engine.clone();
+            drop(lease);
+            if engine.is_closed() {
+                Err(Error::Closed)
+            } else {
+                Err(Error::Crashed { exit: cell.exit() })
+            }
+        }
+    }
+}

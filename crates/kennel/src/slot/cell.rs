@@ -1,0 +1,87 @@
+//! What the pool and a lease both know of one live worker.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::worker::{Exit, Killer};
+
+/// The kill switch of a worker and whether it has ended, shared by its slot
+/// and the lease that holds it, so that a job learns of its worker's end
+/// without the pool's lock.
+#[derive(Debug)]
+pub(crate) struct WorkerCell {
+    pub(crate) killer: Killer,
+    pub(crate) started: Instant,
+    dead: AtomicBool,
+    exit: Mutex<Option<Exit>>,
+    notify: Notify,
+}
+
+impl WorkerCell {
+    pub(crate) fn new(killer: Killer, started: Instant) -> Self {
+        Self {
+            killer,
+            started,
+            dead: AtomicBool::new(false),
+            exit: Mutex::new(None),
+            notify: Notify::new(),
+        }
+    }
+
+    /// Records that the worker ended (under the pool's lock); the job that
+    /// holds it learns it from [`wake_holder`](Self::wake_holder), called
+    /// once the lock is released.
+    pub(crate) fn set_dead(&self, exit: Exit) {
+        *self.exit.lock().unwrap_or_else(|e| e.into_inner()) = Some(exit);
+        self.dead.store(true, Ordering::Release);
+    }
+
+    /// Wakes a job that waits in [`died`](Self::died).
+    pub(crate) fn wake_holder(&self) {
+        self.notify.notify_waiters();
+    }
+
+    pub(crate) fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn exit(&self) -> Option<Exit> {
+        self.exit.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Resolves once the worker has ended.
+    pub(crate) async fn died(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.is_dead() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The time now, read from the pool's clock at most once and only if asked
+/// for: a lend and return that needs no time reads no clock (ADR 0011).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Now(Option<Instant>);
+
+impl Now {
+    /// Not read yet.
+    pub(crate) fn unread() -> Self {
+        Self(None)
+    }
+
+    /// The time now, read on the first call.
+    pub(crate) fn get(&mut self) -> Instant {
+        *self.0.get_or_insert_with(Instant::now)
+    }
+
+    /// The time, if it was read.
+    pub(crate) fn read(self) -> Option<Instant> {
+        self.0
+    }
+}

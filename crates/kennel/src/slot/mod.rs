@@ -1,0 +1,205 @@
+//! Slots and their states.
+//!
+//! A slot is a numbered place `0..capacity` that holds at most one worker.
+//! Slots `0..size` are *running*; the others hold *kept* workers or nothing.
+//! A slot's state is one enum whose variants carry what belongs to them;
+//! it changes only through the typed transitions of
+//! [`transitions`](self::transitions), which take the state by value and
+//! give back the next one, and [`Slots::apply`], which keeps the counts.
+//!
+//! # Invariants
+//!
+//! 1. A slot holds at most one worker, so the pool never runs more workers
+//!    than its capacity: a new worker starts only in an `Empty` slot, and a
+//!    slot becomes `Empty` only after its worker has ended (its exit was
+//!    seen), or before a worker was made at all.
+//! 2. A worker is in exactly one place: the slot (`Idle`), a lease (`Lent`,
+//!    `LentGone`), the warm-up task (`Starting`) or its close task
+//!    (`Closing`). So no worker is lent twice.
+//! 3. `Counts` always equals what a walk over the slots would count: every
+//!    state change goes through [`Slots::apply`], which moves one unit from
+//!    the old state's count to the new one's.
+//! 4. A report from a task (warm-up done, exit seen, timer fired) names the
+//!    slot and the worker's generation; a report whose generation is not the
+//!    slot's current one is stale and changes nothing.
+//! 5. Only running slots hold jobs' workers: idle workers in slots at or above
+//!    `size` are *kept*, never lent and never evicted.
+//! 6. A timer belongs to the state that armed it (an idle worker's eviction,
+//!    an empty slot's back-off, a live worker's lifetime, a warm-up): a
+//!    transition out of that state drops it, which cancels it.
+
+mod cell;
+mod counts;
+mod slots;
+pub(crate) mod transitions;
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+pub(crate) use cell::{Now, WorkerCell};
+#[cfg(test)]
+pub(crate) use counts::Kind;
+pub(crate) use slots::Slots;
+
+use crate::event::RetireReason;
+use crate::timer::Timer;
+
+/// The state of one slot; each variant carries its data.
+#[derive(Debug)]
+pub(crate) enum SlotState<W> {
+    /// No worker.
+    Empty {
+        /// Whether an eager startup may fill it now.
+        rest: Rest,
+        /// The next worker here replaces one that crashed or was retired.
+        respawn: bool,
+    },
+    /// A worker is being made or warms up, on a task of the pool; dropping
+    /// `warmup` cancels that task.
+    Starting {
+        /// The waiter (by id) that this worker is meant for.
+        awaited_by: Option<u64>,
+        /// Set once the factory returned the worker.
+        live: Option<Live>,
+        warmup: Timer,
+    },
+    /// A ready worker that no job holds.
+    Idle {
+        worker: W,
+        live: Live,
+        /// When it turned idle; not read (`None`) when the pool's eviction
+        /// never evicts.
+        since: Option<Instant>,
+        /// The eviction timer, when one runs: held, and cancelled by its drop.
+        #[allow(dead_code)]
+        evict: Option<Timer>,
+    },
+    /// A job holds the worker through a lease.
+    Lent { live: Live },
+    /// A job holds the worker, which has ended (its exit was seen); the
+    /// slot waits for the lease to come back. Carries the back-off that
+    /// the exit scheduled.
+    LentGone {
+        cell: Arc<WorkerCell>,
+        backoff: Option<Timer>,
+    },
+    /// The pool ends the worker (close or kill) and waits for its exit.
+    Closing {
+        cell: Arc<WorkerCell>,
+        reason: EndReason,
+    },
+}
+
+impl<W> SlotState<W> {
+    /// A slot that never held a worker.
+    pub(crate) fn new() -> Self {
+        Self::Empty {
+            rest: Rest::Wanted,
+            respawn: false,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        matches!(self, Self::Empty { .. })
+    }
+
+    pub(crate) fn is_idle(&self) -> bool {
+        matches!(self, Self::Idle { .. })
+    }
+
+    /// The worker's cell, once the factory made the worker.
+    pub(crate) fn cell(&self) -> Option<&Arc<WorkerCell>> {
+        match self {
+            Self::Empty { .. } => None,
+            Self::Starting { live, .. } => live.as_ref().map(|l| &l.cell),
+            Self::Idle { live, .. } | Self::Lent { live } => Some(&live.cell),
+            Self::LentGone { cell, .. } | Self::Closing { cell, .. } => Some(cell),
+        }
+    }
+
+    /// The live worker's lifetime, where the state holds one.
+    pub(crate) fn live_mut(&mut self) -> Option<&mut Live> {
+        match self {
+            Self::Starting { live, .. } => live.as_mut(),
+            Self::Idle { live, .. } | Self::Lent { live } => Some(live),
+            _ => None,
+        }
+    }
+}
+
+/// Why an empty slot is empty, for the eager startups.
+#[derive(Debug)]
+pub(crate) enum Rest {
+    /// It may start now.
+    Wanted,
+    /// Its worker exited early: it starts again when the timer fires (held,
+    /// and cancelled by its drop).
+    BackOff(#[allow(dead_code)] Timer),
+    /// An eviction let its worker go: it starts only for a job.
+    Evicted,
+}
+
+/// What the pool knows of a worker it has made: its cell, and its lifetime
+/// when `max_lifetime` is set.
+#[derive(Debug)]
+pub(crate) struct Live {
+    pub(crate) cell: Arc<WorkerCell>,
+    pub(crate) life: Option<Life>,
+}
+
+impl Live {
+    /// Whether the worker has outlived its lifetime now; reads the clock
+    /// only for a worker that has a lifetime.
+    pub(crate) fn expired_by(&self, now: &mut Now) -> bool {
+        self.life.as_ref().is_some_and(|l| now.get() >= l.deadline)
+    }
+}
+
+/// When a worker has outlived its `max_lifetime` (with its jitter), and the
+/// timer that closes it then if it is idle.
+#[derive(Debug)]
+pub(crate) struct Life {
+    pub(crate) deadline: Instant,
+    /// Held, and cancelled by its drop.
+    #[allow(dead_code)]
+    pub(crate) timer: Timer,
+}
+
+/// Why the pool ends a worker itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EndReason {
+    /// An eviction let it go.
+    Evicted,
+    /// Retired: a job failed it, aborted, timed out, panicked; lifetime;
+    /// reconfiguration; memory.
+    Retired(RetireReason),
+    /// Its warm-up failed or timed out.
+    WarmupFailed,
+    /// The pool closes.
+    PoolClosed,
+    /// It ended on its own while lent, and the lease came back before its
+    /// exit was seen.
+    Crashed,
+}
+
+/// One slot.
+#[derive(Debug)]
+pub(crate) struct Slot<W> {
+    pub(crate) state: SlotState<W>,
+    /// Bumped for every new worker; reports with another number are stale.
+    pub(crate) generation: u64,
+    /// Early exits in a row: the back-off count, kept across the slot's
+    /// workers until one runs long enough.
+    pub(crate) early_exits: u32,
+}
+
+impl<W> Slot<W> {
+    fn new() -> Self {
+        Self {
+            state: SlotState::new(),
+            generation: 0,
+            early_exits: 0,
+        }
+    }
+}

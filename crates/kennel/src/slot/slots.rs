@@ -1,0 +1,170 @@
+//! All slots, their counts and the set of idle running slots.
+
+use super::counts::{Counts, Kind, SlotSet};
+use super::{Slot, SlotState};
+
+/// The slots of a pool. Every change of a slot's state goes through
+/// [`apply`](Slots::apply), which keeps the counts (invariant 3).
+#[derive(Debug)]
+pub(crate) struct Slots<W> {
+    /// Every slot ever made; those at or above `capacity` only drain (after a
+    /// reconfiguration lowered the capacity).
+    slots: Vec<Slot<W>>,
+    capacity: usize,
+    size: usize,
+    counts: Counts,
+    idle: SlotSet,
+}
+
+impl<W> Slots<W> {
+    pub(crate) fn new(capacity: usize, size: usize) -> Self {
+        Self {
+            slots: (0..capacity).map(|_| Slot::new()).collect(),
+            capacity,
+            size,
+            counts: Counts::default(),
+            idle: SlotSet::with_capacity(capacity),
+        }
+    }
+
+    /// The most workers the pool may run now.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// How many slots run now.
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
+    pub(crate) fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    /// Every slot ever made (running, kept, draining).
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub(crate) fn state(&self, i: usize) -> &SlotState<W> {
+        &self.slots[i].state
+    }
+
+    /// The slot's number and back-off count, which no transition moves.
+    pub(crate) fn slot_mut(&mut self, i: usize) -> (&mut u64, &mut u32) {
+        let s = &mut self.slots[i];
+        (&mut s.generation, &mut s.early_exits)
+    }
+
+    pub(crate) fn generation(&self, i: usize) -> u64 {
+        self.slots[i].generation
+    }
+
+    /// The slots `0..n` with their states.
+    pub(crate) fn states(&self, n: usize) -> impl Iterator<Item = &SlotState<W>> {
+        self.slots[..n.min(self.slots.len())]
+            .iter()
+            .map(|s| &s.state)
+    }
+
+    /// The lowest idle running slot in `from..to`.
+    pub(crate) fn first_idle_in(&self, from: usize, to: usize) -> Option<usize> {
+        self.idle.first_in(from, to.min(self.size))
+    }
+
+    /// Changes slot `i` by the transition `f`, which takes the state by value
+    /// and gives back the next one and what it moved out, or the same state
+    /// when it does not apply (`None` then). The only way a state changes.
+    #[inline]
+    pub(crate) fn apply<R>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(SlotState<W>) -> Result<(SlotState<W>, R), SlotState<W>>,
+    ) -> Option<R> {
+        let state = &mut self.slots[i].state;
+        let old = std::mem::replace(state, SlotState::new());
+        let old_kind = Kind::of(i, self.size, &old);
+        match f(old) {
+            Ok((new, r)) => {
+                let new_kind = Kind::of(i, self.size, &new);
+                *state = new;
+                if old_kind != new_kind {
+                    self.count(old_kind, i, false);
+                    self.count(new_kind, i, true);
+                }
+                Some(r)
+            }
+            Err(old) => {
+                *state = old;
+                None
+            }
+        }
+    }
+
+    /// Changes the data of slot `i`'s state in place where the kind stays
+    /// (an idle worker's eviction timer, a live worker's lifetime).
+    pub(crate) fn edit<R>(&mut self, i: usize, f: impl FnOnce(&mut SlotState<W>) -> R) -> R {
+        let before = Kind::of(i, self.size, &self.slots[i].state);
+        let r = f(&mut self.slots[i].state);
+        debug_assert_eq!(before, Kind::of(i, self.size, &self.slots[i].state));
+        r
+    }
+
+    #[inline]
+    fn count(&mut self, kind: Kind, i: usize, add: bool) {
+        if kind == Kind::Idle {
+            if add {
+                self.idle.insert(i);
+            } else {
+                self.idle.remove(i);
+            }
+        }
+        if let Some(n) = self.counts.of(kind) {
+            if add {
+                *n += 1;
+            } else {
+                *n -= 1;
+            }
+        }
+    }
+
+    /// Recounts every slot around a change of the bounds `f` makes.
+    fn rebound(&mut self, range: std::ops::Range<usize>, f: impl FnOnce(&mut Self)) {
+        for i in range.clone() {
+            let k = Kind::of(i, self.size, &self.slots[i].state);
+            self.count(k, i, false);
+        }
+        f(self);
+        for i in range {
+            let k = Kind::of(i, self.size, &self.slots[i].state);
+            self.count(k, i, true);
+        }
+    }
+
+    /// Changes the capacity (a reconfiguration). Slots above it drain: the
+    /// pool ends their workers. The size is held within the new capacity.
+    pub(crate) fn set_capacity(&mut self, capacity: usize) {
+        let capacity = capacity.max(1);
+        while self.slots.len() < capacity {
+            self.slots.push(Slot::new());
+        }
+        self.idle.grow(self.slots.len());
+        self.rebound(0..self.slots.len(), |s| {
+            s.capacity = capacity;
+            s.size = s.size.min(capacity);
+        });
+    }
+
+    /// Changes how many slots run, moving idle workers between idle and kept.
+    pub(crate) fn resize(&mut self, size: usize) {
+        let size = size.clamp(1, self.capacity);
+        let (lo, hi) = (self.size.min(size), self.size.max(size));
+        self.rebound(lo..hi, |s| s.size = size);
+    }
+
+    /// Workers alive (made and not yet seen to end) or being made.
+    pub(crate) fn alive(&self) -> usize {
+        let c = &self.counts;
+        c.starting + c.idle + c.kept + c.lent + c.lent_above + c.closing
+    }
+}

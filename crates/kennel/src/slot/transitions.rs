@@ -1,0 +1,457 @@
+//! The slot state machine's transitions: each takes the state by value and
+//! gives back the next state and what moved out of the old one, or the
+//! state unchanged (`Err`) when it does not apply. [`Slots::apply`] runs
+//! them and keeps the counts; nothing else changes a slot's kind.
+//!
+//! ```text
+//!            start                 warm                  to_idle
+//!   Empty ─────────▶ Starting ─────────▶ Lent ◀────────▶ Idle
+//!     ▲                 │ abort_start      │  lend_idle    │ close_idle
+//!     │                 ▼                  ▼ end_lent      ▼
+//!     │              Closing ◀─────────────┴───────────────┘
+//!     │ exit_seen       │                  │ lent_gone
+//!     └─────────────────┘              LentGone ── return_gone ──▶ Empty
+//! ```
+//!
+//! [`Slots::apply`]: super::Slots::apply
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::{EndReason, Live, Rest, SlotState, WorkerCell};
+use crate::timer::Timer;
+use crate::worker::Killer;
+
+type Step<W, R> = Result<(SlotState<W>, R), SlotState<W>>;
+
+/// Empty → Starting: a worker is being made for this slot. Gives whether it
+/// replaces one that crashed or was retired. A back-off is dropped: a job
+/// that needs the slot never waits for it.
+pub(crate) fn start<W>(s: SlotState<W>, awaited_by: Option<u64>, warmup: Timer) -> Step<W, bool> {
+    match s {
+        SlotState::Empty { respawn, .. } => Ok((
+            SlotState::Starting {
+                awaited_by,
+                live: None,
+                warmup,
+            },
+            respawn,
+        )),
+        other => Err(other),
+    }
+}
+
+/// Starting → Starting: the job the worker is meant for.
+pub(crate) fn await_by<W>(s: SlotState<W>, id: Option<u64>) -> Step<W, ()> {
+    match s {
+        SlotState::Starting { live, warmup, .. } => Ok((
+            SlotState::Starting {
+                awaited_by: id,
+                live,
+                warmup,
+            },
+            (),
+        )),
+        other => Err(other),
+    }
+}
+
+/// Starting → Starting: the factory made the worker; the slot keeps its
+/// cell (and lifetime) from now on.
+pub(crate) fn register<W>(s: SlotState<W>, live: Live) -> Step<W, ()> {
+    match s {
+        SlotState::Starting {
+            awaited_by,
+            live: None,
+            warmup,
+        } => Ok((
+            SlotState::Starting {
+                awaited_by,
+                live: Some(live),
+                warmup,
+            },
+            (),
+        )),
+        other => Err(other),
+    }
+}
+
+/// Starting → Lent: the worker is ready; it passes through `Lent` to be
+/// placed (given to the oldest job, or made idle). Gives the job it was
+/// meant for.
+pub(crate) fn warm<W>(s: SlotState<W>) -> Step<W, Option<u64>> {
+    match s {
+        SlotState::Starting {
+            awaited_by,
+            live: Some(live),
+            ..
+        } => Ok((SlotState::Lent { live }, awaited_by)),
+        other => Err(other),
+    }
+}
+
+/// What a start that is given up leaves.
+#[derive(Debug)]
+pub(crate) struct Aborted {
+    /// The job the worker was meant for.
+    pub(crate) awaited_by: Option<u64>,
+    /// The worker's kill switch, when the factory had made it.
+    pub(crate) killer: Option<Killer>,
+}
+
+/// Starting → Closing (the worker was made: it must be seen to end) or
+/// Empty (it was not). Its warm-up task is cancelled.
+pub(crate) fn abort_start<W>(s: SlotState<W>, reason: EndReason) -> Step<W, Aborted> {
+    match s {
+        SlotState::Starting {
+            awaited_by, live, ..
+        } => {
+            let killer = live.as_ref().map(|l| l.cell.killer.clone());
+            let next = match live {
+                Some(live) => SlotState::Closing {
+                    cell: live.cell,
+                    reason,
+                },
+                None => SlotState::new(),
+            };
+            Ok((next, Aborted { awaited_by, killer }))
+        }
+        other => Err(other),
+    }
+}
+
+/// Idle → Lent: a job takes the worker; the slot keeps its cell. The
+/// eviction timer is cancelled.
+pub(crate) fn lend_idle<W>(s: SlotState<W>) -> Step<W, (W, Arc<WorkerCell>)> {
+    match s {
+        SlotState::Idle { worker, live, .. } => {
+            let cell = live.cell.clone();
+            Ok((SlotState::Lent { live }, (worker, cell)))
+        }
+        other => Err(other),
+    }
+}
+
+/// Idle → Closing: the pool ends the idle worker; gives the worker to close
+/// and its kill switch.
+pub(crate) fn close_idle<W>(s: SlotState<W>, reason: EndReason) -> Step<W, (W, Killer)> {
+    match s {
+        SlotState::Idle { worker, live, .. } => {
+            let killer = live.cell.killer.clone();
+            Ok((
+                SlotState::Closing {
+                    cell: live.cell,
+                    reason,
+                },
+                (worker, killer),
+            ))
+        }
+        other => Err(other),
+    }
+}
+
+/// Idle → Idle: a new idle period and eviction timer (`since` `None`:
+/// the same period; `evict` `None`: no eviction runs, as in a kept slot).
+pub(crate) fn rearm<W>(
+    s: SlotState<W>,
+    since: Option<Instant>,
+    evict: Option<Timer>,
+) -> Step<W, ()> {
+    match s {
+        SlotState::Idle {
+            worker,
+            live,
+            since: was,
+            ..
+        } => Ok((
+            SlotState::Idle {
+                worker,
+                live,
+                since: since.or(was),
+                evict,
+            },
+            (),
+        )),
+        other => Err(other),
+    }
+}
+
+/// Lent → Idle: the worker came back and no job waits for it. Takes the
+/// worker out of `worker`, which it leaves there when the slot is not lent.
+pub(crate) fn to_idle<W>(
+    s: SlotState<W>,
+    worker: &mut Option<W>,
+    since: Option<Instant>,
+    evict: Option<Timer>,
+) -> Step<W, ()> {
+    match (s, worker.take()) {
+        (SlotState::Lent { live }, Some(worker)) => Ok((
+            SlotState::Idle {
+                worker,
+                live,
+                since,
+                evict,
+            },
+            (),
+        )),
+        (other, w) => {
+            *worker = w;
+            Err(other)
+        }
+    }
+}
+
+/// Lent → Closing: the pool ends the worker that came back (retired), or
+/// waits for the exit of one that ended under its job (`Crashed`).
+pub(crate) fn end_lent<W>(s: SlotState<W>, reason: EndReason) -> Step<W, ()> {
+    match s {
+        SlotState::Lent { live } => Ok((
+            SlotState::Closing {
+                cell: live.cell,
+                reason,
+            },
+            (),
+        )),
+        other => Err(other),
+    }
+}
+
+/// Lent → LentGone: the worker's exit was seen while a job holds it.
+pub(crate) fn lent_gone<W>(s: SlotState<W>) -> Step<W, ()> {
+    match s {
+        SlotState::Lent { live } => Ok((
+            SlotState::LentGone {
+                cell: live.cell,
+                backoff: None,
+            },
+            (),
+        )),
+        other => Err(other),
+    }
+}
+
+/// LentGone → Empty: the lease of an ended worker came back; the next
+/// worker replaces it, after the back-off its exit scheduled.
+pub(crate) fn return_gone<W>(s: SlotState<W>) -> Step<W, ()> {
+    match s {
+        SlotState::LentGone { backoff, .. } => Ok((
+            SlotState::Empty {
+                rest: backoff.map_or(Rest::Wanted, Rest::BackOff),
+                respawn: true,
+            },
+            (),
+        )),
+        other => Err(other),
+    }
+}
+
+/// What was in a slot whose worker's exit was seen.
+#[derive(Debug)]
+pub(crate) enum Ended<W> {
+    /// It was warming up, for this job.
+    Starting { awaited_by: Option<u64> },
+    /// It was idle.
+    Idle(W),
+    /// The pool was ending it.
+    Closing(EndReason),
+}
+
+/// Starting, Idle or Closing → Empty: the worker's exit was seen. A worker
+/// let go by an eviction leaves the slot to jobs; one retired or crashed
+/// is replaced by the next.
+pub(crate) fn exit_seen<W>(s: SlotState<W>) -> Step<W, Ended<W>> {
+    let (rest, respawn, ended) = match s {
+        SlotState::Starting { awaited_by, .. } => {
+            (Rest::Wanted, false, Ended::Starting { awaited_by })
+        }
+        SlotState::Idle { worker, .. } => (Rest::Wanted, false, Ended::Idle(worker)),
+        SlotState::Closing { reason, .. } => match reason {
+            EndReason::Evicted => (Rest::Evicted, false, Ended::Closing(reason)),
+            EndReason::Retired(_) | EndReason::Crashed => {
+                (Rest::Wanted, true, Ended::Closing(reason))
+            }
+            EndReason::WarmupFailed | EndReason::PoolClosed => {
+                (Rest::Wanted, false, Ended::Closing(reason))
+            }
+        },
+        other => return Err(other),
+    };
+    Ok((SlotState::Empty { rest, respawn }, ended))
+}
+
+/// Empty or LentGone: an eager startup starts the slot again when `timer`
+/// fires.
+pub(crate) fn back_off<W>(s: SlotState<W>, timer: Timer) -> Step<W, ()> {
+    match s {
+        SlotState::Empty { respawn, .. } => Ok((
+            SlotState::Empty {
+                rest: Rest::BackOff(timer),
+                respawn,
+            },
+            (),
+        )),
+        SlotState::LentGone { cell, .. } => Ok((
+            SlotState::LentGone {
+                cell,
+                backoff: Some(timer),
+            },
+            (),
+        )),
+        other => Err(other),
+    }
+}
+
+/// Empty or LentGone: the back-off is over or called off (its timer is
+/// dropped).
+pub(crate) fn end_backoff<W>(s: SlotState<W>) -> Step<W, ()> {
+    match s {
+        SlotState::Empty {
+            rest: Rest::BackOff(_),
+            respawn,
+        } => Ok((
+            SlotState::Empty {
+                rest: Rest::Wanted,
+                respawn,
+            },
+            (),
+        )),
+        SlotState::LentGone {
+            cell,
+            backoff: Some(_),
+        } => Ok((
+            SlotState::LentGone {
+                cell,
+                backoff: None,
+            },
+            (),
+        )),
+        other => Err(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::slot::{Kind, Slots};
+    use crate::worker::Killer;
+
+    fn live() -> Live {
+        Live {
+            cell: Arc::new(WorkerCell::new(Killer::new(|| {}), Instant::now())),
+            life: None,
+        }
+    }
+
+    fn slots() -> Slots<&'static str> {
+        Slots::new(2, 2)
+    }
+
+    #[test]
+    fn a_worker_goes_from_empty_to_idle_and_back_with_the_counts() {
+        let mut s = slots();
+        let (warmup, token) = Timer::new();
+        assert_eq!(s.apply(0, |x| start(x, Some(7), warmup)), Some(false));
+        assert_eq!(s.counts().starting, 1);
+        assert!(s.apply(0, |x| register(x, live())).is_some());
+        assert!(s.apply(0, |x| register(x, live())).is_none(), "once");
+        assert_eq!(s.apply(0, warm), Some(Some(7)));
+        assert!(token.is_cancelled(), "the warm-up's task is done with");
+        assert_eq!((s.counts().starting, s.counts().lent), (0, 1));
+        s.apply(0, |x| to_idle(x, &mut Some("w"), None, None));
+        assert_eq!((s.counts().lent, s.counts().idle), (0, 1));
+        assert_eq!(s.first_idle_in(0, 2), Some(0));
+        let (worker, _) = s.apply(0, lend_idle).expect("idle");
+        assert_eq!(worker, "w");
+        assert_eq!(s.first_idle_in(0, 2), None);
+        assert!(s.apply(0, lend_idle).is_none(), "not idle: unchanged");
+        assert_eq!(s.counts().lent, 1);
+    }
+
+    #[test]
+    fn an_idle_worker_that_exits_leaves_an_empty_slot() {
+        let mut s = slots();
+        let (warmup, _) = Timer::new();
+        s.apply(1, |x| start(x, None, warmup));
+        s.apply(1, |x| register(x, live()));
+        s.apply(1, warm);
+        let (evict, token) = Timer::new();
+        s.apply(1, |x| {
+            to_idle(x, &mut Some("w"), Some(Instant::now()), Some(evict))
+        });
+        let ended = s.apply(1, exit_seen).expect("idle");
+        assert!(matches!(ended, Ended::Idle("w")));
+        assert!(token.is_cancelled(), "its eviction timer went with it");
+        assert_eq!(s.alive(), 0);
+        assert!(s.state(1).is_empty());
+    }
+
+    #[test]
+    fn a_retired_worker_is_replaced_and_an_evicted_one_rests() {
+        for (reason, respawn, rests) in [
+            (EndReason::Retired(crate::RetireReason::Failed), true, false),
+            (EndReason::Evicted, false, true),
+        ] {
+            let mut s = slots();
+            let (warmup, _) = Timer::new();
+            s.apply(0, |x| start(x, None, warmup));
+            s.apply(0, |x| register(x, live()));
+            s.apply(0, warm);
+            s.apply(0, |x| end_lent(x, reason));
+            assert_eq!(s.counts().closing, 1);
+            s.apply(0, exit_seen);
+            match s.state(0) {
+                SlotState::Empty { rest, respawn: r } => {
+                    assert_eq!(*r, respawn);
+                    assert_eq!(matches!(rest, Rest::Evicted), rests);
+                }
+                other => panic!("not empty: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_back_off_carried_by_an_ended_lent_worker_reaches_the_empty_slot() {
+        let mut s = slots();
+        let (warmup, _) = Timer::new();
+        s.apply(0, |x| start(x, None, warmup));
+        s.apply(0, |x| register(x, live()));
+        s.apply(0, warm);
+        s.apply(0, lent_gone);
+        assert_eq!(Kind::of(0, 2, s.state(0)), Kind::Closing);
+        let (timer, token) = Timer::new();
+        s.apply(0, |x| back_off(x, timer));
+        s.apply(0, return_gone);
+        assert!(matches!(
+            s.state(0),
+            SlotState::Empty {
+                rest: Rest::BackOff(_),
+                respawn: true
+            }
+        ));
+        let (warmup, _) = Timer::new();
+        assert_eq!(s.apply(0, |x| start(x, None, warmup)), Some(true));
+        assert!(token.is_cancelled(), "a job's start ends the back-off");
+    }
+
+    #[test]
+    fn an_aborted_start_closes_a_made_worker_and_empties_an_unmade_one() {
+        let mut s = slots();
+        let (warmup, token) = Timer::new();
+        s.apply(0, |x| start(x, Some(1), warmup));
+        let a = s
+            .apply(0, |x| abort_start(x, EndReason::PoolClosed))
+            .expect("starting");
+        assert!(a.killer.is_none() && a.awaited_by == Some(1));
+        assert!(token.is_cancelled());
+        assert!(s.state(0).is_empty());
+        let (warmup, _) = Timer::new();
+        s.apply(0, |x| start(x, None, warmup));
+        s.apply(0, |x| register(x, live()));
+        let a = s
+            .apply(0, |x| abort_start(x, EndReason::PoolClosed))
+            .expect("starting");
+        assert!(a.killer.is_some());
+        assert_eq!(s.counts().closing, 1);
+    }
+}
