@@ -1,8 +1,8 @@
-//! The pool's rules (SPEC S3, S5, S10, S14) with real child processes: an
-//! aborted job and a timed-out job kill their worker process, a worker with a
-//! broken stream is replaced, a crash loop backs off, and closing or dropping
-//! the pool leaves no process behind. Last, a timed-out `ThreadWorker` is
-//! abandoned and replaced.
+//! The pool's rules (abort, time limits, back-off, close) with real child
+//! processes: an aborted job and a timed-out job kill their worker process, a
+//! worker with a broken stream is replaced, a crash loop backs off, and closing
+//! or dropping the pool leaves no process behind. Last, a timed-out
+//! `ThreadWorker` is abandoned and replaced.
 //!
 //! Real processes need real time, so these tests run on the real clock with
 //! short, bounded waits.

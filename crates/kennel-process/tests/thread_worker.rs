@@ -1,5 +1,5 @@
-//! `ThreadWorker` (SPEC S11): state built once on its own thread, CPU work
-//! off the runtime, a panic is a crash, a kill abandons the thread.
+//! `ThreadWorker`: state built once on its own thread, CPU work off the
+//! runtime, a panic is a crash, a kill abandons the thread.
 
 use std::rc::Rc;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! SPEC S3: abort by drop.
+//! Abort by drop: a job whose future is dropped gives its worker up.
 mod support;
 
 use kennel::{Event, Fixed, OnDemand, Parallel, Pool, RetireReason};
@@ -111,7 +111,8 @@ async fn a_job_that_joins_a_warm_up_after_an_abort_gets_that_worker() {
     advance(secs(4)).await;
     first.abort();
     settle().await;
-    // The starting worker is no longer awaited: a new job takes it (rule 2)
+    // The starting worker is no longer awaited: a new job takes it (rule 2 of
+    // docs/concepts/lending.md)
     // rather than starting slot 1.
     let p = pool.clone();
     let second = tokio::spawn(async move { p.run(async |w: &mut Fake| w.slot).await });

@@ -1,4 +1,4 @@
-//! SPEC S5: replacing a worker that exits, with a back-off.
+//! Replacing a worker that exits, with a back-off.
 mod support;
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! SPEC S14: closing a pool, and dropping it without closing.
+//! Closing a pool, and dropping it without closing.
 mod support;
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! SPEC S6: evictions let idle workers go.
+//! Evictions let idle workers go.
 mod support;
 
 use std::sync::{Arc, Mutex};

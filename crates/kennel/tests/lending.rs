@@ -1,4 +1,4 @@
-//! SPEC S2: lending, the dispatch order, leases.
+//! Lending, the dispatch order, leases.
 mod support;
 
 use kennel::{Dispatch, Fixed, OnDemand, Parallel, Pool};

@@ -1,4 +1,4 @@
-//! SPEC S2 and S3: time limits, bounded waiting, projected wait, options.
+//! Time limits, bounded waiting, projected wait, options.
 mod support;
 
 use kennel::{Error, Event, Fixed, Parallel, Pool, RejectReason, RunOptions};

@@ -1,4 +1,4 @@
-//! SPEC S8: metrics through the `metrics` facade, labelled by pool.
+//! Metrics through the `metrics` facade, labelled by pool.
 mod support;
 
 use kennel::{Error, Fixed, Parallel, Pool};

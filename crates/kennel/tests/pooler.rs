@@ -1,7 +1,7 @@
-//! pooler's own scenarios (seed P), ported to kennel: take and return,
-//! `fail`, crashed members and consumers, init and max counts, culling,
-//! queueing, auto-grow, named pools and groups, reconfiguration, lifetime
-//! and `call_free_members` (SPEC S2, S4, S5, S6, S12).
+//! pooler's own scenarios (its eunit suite), ported to kennel: take and
+//! return, `fail`, crashed members and consumers, init and max counts,
+//! culling, queueing, auto-grow, named pools and groups, reconfiguration,
+//! lifetime and `call_free_members`.
 mod support;
 
 use std::sync::{Arc, Mutex};

@@ -1,4 +1,4 @@
-//! SPEC S7 machinery: a sizing that changes the running size. Fewer keeps
+//! The sizing machinery: a sizing that changes the running size. Fewer keeps
 //! workers alive (kept); more uses a kept worker first. A scripted sizing
 //! stands in for the learning ones.
 mod support;

@@ -1,5 +1,5 @@
-//! SPEC S7 (capacity and the fixed and resource sizings) and S9 (the
-//! computer a test controls).
+//! The capacity, the fixed and resource sizings, and the computer a test
+//! controls.
 mod support;
 
 use kennel::{
@@ -222,7 +222,7 @@ async fn a_job_refused_a_start_for_memory_gets_one_within_a_second_of_memory_fre
     drop(first);
 }
 
-/// Seed Z's example (SPEC S7): the test computer's free memory is what the
+/// `@zukhruf/pool`'s example: the test computer's free memory is what the
 /// pool's workers may hold in all. Free 8 GiB, then 2.5 GiB, with 2 GiB per
 /// worker: 1 worker runs.
 #[tokio::test(start_paused = true)]

@@ -1,4 +1,4 @@
-//! SPEC S4: when workers start.
+//! When workers start.
 mod support;
 
 use kennel::{Fixed, LeaderFirst, OnDemand, OrderedReady, Parallel, Pool, Startup};

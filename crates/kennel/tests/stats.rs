@@ -1,4 +1,4 @@
-//! SPEC S8: `stats()`, one consistent snapshot of the pool's counts, and the
+//! `stats()`, one consistent snapshot of the pool's counts, and the
 //! health rule.
 mod support;
 
