@@ -6,18 +6,17 @@ mod support;
 use kennel::{
     Action, Event, Fixed, IdleTimeout, OnDemand, Parallel, Pool, Reconfig, Registry, RetireReason,
 };
-use support::{Ending, Endings, Fake, Farm, Watched, advance, drain, ms, secs, settle};
+use support::{
+    Ending, Endings, Farm, Watched, advance, drain, fixed, ms, on_demand, secs, settle,
+    spawn_run_id,
+};
 
 /// An exited worker is in no count of `stats()`, also one that exits while a
 /// `lend()` lease still holds it.
 #[tokio::test(start_paused = true)]
 async fn a_worker_that_exits_while_lent_leaves_the_lent_count() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(Fixed(1))
-        .build()
-        .unwrap();
+    let pool = on_demand(&farm, 1);
     let lease = pool.lend().await.unwrap();
     farm.exit(lease.id);
     settle().await;
@@ -58,9 +57,7 @@ async fn a_job_does_not_wait_for_an_evicted_worker_to_finish_closing() {
 #[tokio::test(start_paused = true)]
 async fn the_kill_at_the_end_of_the_close_grace_is_not_a_crash() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(1))
+    let pool = fixed(&farm, Parallel, 1)
         .close_grace(secs(1))
         .build()
         .unwrap();
@@ -114,9 +111,7 @@ async fn raising_the_count_lists_the_members_it_started() {
 #[tokio::test(start_paused = true)]
 async fn a_member_whose_lifetime_ends_during_its_warm_up_is_replaced_once_idle() {
     let farm = Farm::with_warmup(secs(70));
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(1))
+    let pool = fixed(&farm, Parallel, 1)
         .max_lifetime(secs(60))
         .build()
         .unwrap();
@@ -134,14 +129,11 @@ async fn a_member_whose_lifetime_ends_during_its_warm_up_is_replaced_once_idle()
 #[tokio::test(start_paused = true)]
 async fn a_job_waiting_for_an_expired_warm_worker_still_gets_it() {
     let farm = Farm::with_warmup(secs(70));
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(1))
+    let pool = fixed(&farm, Parallel, 1)
         .max_lifetime(secs(60))
         .build()
         .unwrap();
-    let p = pool.clone();
-    let job = tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await });
+    let job = spawn_run_id(&pool);
     advance(secs(70)).await;
     assert_eq!(job.await.unwrap().unwrap(), 0);
     settle().await;
