@@ -105,7 +105,7 @@ async fn a_take_queues_up_to_max_waiting_and_gives_up_after_its_timeout() {
 
 /// An on-demand pool with two idle members out of four.
 async fn two_idle_of_four(farm: &Farm, threshold: Option<usize>) -> Pool<Fake> {
-    let mut builder = fixed(&farm, OnDemand, 4);
+    let mut builder = fixed(farm, OnDemand, 4);
     if let Some(n) = threshold {
         builder = builder.auto_grow_threshold(n);
     }
