@@ -14,7 +14,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{assert_group_ends, assert_process_ends, fixture, within};
+use common::{assert_group_ends, assert_process_ends, fixture, spin, within};
 use kennel::{Error, Event, Fixed, OnDemand, Parallel, Pool, SlotInfo};
 use kennel_process::{Coprocess, CoprocessSpec, ProcessError};
 use serde_json::json;
@@ -319,14 +319,6 @@ async fn dropping_the_pool_kills_every_worker_process() {
     for pid in pids {
         assert_process_ends(pid).await;
         assert_group_ends(pid).await;
-    }
-}
-
-/// Keeps the CPU busy for `duration` without sleeping.
-fn spin(duration: Duration) {
-    let started = Instant::now();
-    while started.elapsed() < duration {
-        std::hint::spin_loop();
     }
 }
 
