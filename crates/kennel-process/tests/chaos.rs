@@ -1,7 +1,6 @@
-//! The chaos soak (SPEC S2–S6, S8, S10, S14): thousands of jobs through
-//! pools of real worker processes that misbehave at random, under each
-//! startup, with an idle-timeout eviction and, in half the scenarios, the
-//! learning sizing `HillClimbing`.
+//! The chaos soak: thousands of jobs through pools of real worker processes
+//! that misbehave at random, under each startup, with an idle-timeout eviction
+//! and, in half the scenarios, the learning sizing `HillClimbing`.
 //!
 //! Faults, drawn from seeded generators:
 //!
@@ -77,7 +76,7 @@ const JOB_DEADLINE: Duration = Duration::from_secs(30);
 /// `close()` must be done within this.
 const CLOSE_DEADLINE: Duration = Duration::from_secs(30);
 
-/// The back-off after `n` early exits in a row (SPEC S5).
+/// The back-off after `n` early exits in a row: 1, 2, 4 … 60 s.
 fn backoff(n: u32) -> Duration {
     Duration::from_secs(1u64 << (n.clamp(1, 7) - 1)).min(Duration::from_secs(60))
 }

@@ -1,4 +1,4 @@
-//! The JSON-lines protocol of a `Coprocess` (SPEC S10), with real child
+//! The JSON-lines protocol of a `Coprocess` (docs/PROTOCOL.md), with real child
 //! processes: replies, error replies, bad output, crashes and cancellation.
 
 #![cfg(target_os = "linux")]

@@ -1,6 +1,6 @@
-//! How a `Coprocess` ends (SPEC S10): kill, close (stdin EOF, SIGTERM,
-//! SIGKILL), drop, and its own exit. After each, no process of its group is
-//! left: the worker and a grandchild it started are checked by pid.
+//! How a `Coprocess` ends: kill, close (stdin EOF, SIGTERM, SIGKILL), drop, and
+//! its own exit. After each, no process of its group is left: the worker and a
+//! grandchild it started are checked by pid.
 
 #![cfg(target_os = "linux")]
 

@@ -1,8 +1,8 @@
-//! Hostile worker output (SPEC S10): whatever bytes a worker writes on
-//! stdout — invalid UTF-8, NULs, huge lines, partial lines, lines dripped a
-//! byte at a time, error lines with odd messages — a `Coprocess` answers
-//! with the reply, a worker error, or a clear `Protocol` / `Crashed` error,
-//! never a panic; a broken worker is killed and, in a pool, replaced.
+//! Hostile worker output: whatever bytes a worker writes on stdout — invalid
+//! UTF-8, NULs, huge lines, partial lines, lines dripped a byte at a time,
+//! error lines with odd messages — a `Coprocess` answers with the reply, a
+//! worker error, or a clear `Protocol` / `Crashed` error, never a panic; a
+//! broken worker is killed and, in a pool, replaced.
 //!
 //! The property tests compare each answer with a small reference reading of
 //! the protocol (docs/PROTOCOL.md): split on `\n`, drop one `\r`, skip blank

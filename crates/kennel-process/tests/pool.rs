@@ -1,8 +1,8 @@
-//! The pool's rules (SPEC S3, S5, S10, S14) with real child processes: an
-//! aborted job and a timed-out job kill their worker process, a worker with a
-//! broken stream is replaced, a crash loop backs off, and closing or dropping
-//! the pool leaves no process behind. Last, a timed-out `ThreadWorker` is
-//! abandoned and replaced.
+//! The pool's rules (abort, time limits, back-off, close) with real child
+//! processes: an aborted job and a timed-out job kill their worker process, a
+//! worker with a broken stream is replaced, a crash loop backs off, and closing
+//! or dropping the pool leaves no process behind. Last, a timed-out
+//! `ThreadWorker` is abandoned and replaced.
 //!
 //! Real processes need real time, so these tests run on the real clock with
 //! short, bounded waits.
@@ -14,7 +14,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{assert_group_ends, assert_process_ends, fixture, within};
+use common::{assert_group_ends, assert_process_ends, fixture, spin, within};
 use kennel::{Error, Event, Fixed, OnDemand, Parallel, Pool, SlotInfo};
 use kennel_process::{Coprocess, CoprocessSpec, ProcessError};
 use serde_json::json;
@@ -319,14 +319,6 @@ async fn dropping_the_pool_kills_every_worker_process() {
     for pid in pids {
         assert_process_ends(pid).await;
         assert_group_ends(pid).await;
-    }
-}
-
-/// Keeps the CPU busy for `duration` without sleeping.
-fn spin(duration: Duration) {
-    let started = Instant::now();
-    while started.elapsed() < duration {
-        std::hint::spin_loop();
     }
 }
 

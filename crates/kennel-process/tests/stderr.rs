@@ -1,5 +1,4 @@
-//! A worker's stderr lines go to `tracing` with the pool name and slot
-//! (SPEC S10).
+//! A worker's stderr lines go to `tracing` with the pool name and slot.
 
 #![cfg(target_os = "linux")]
 

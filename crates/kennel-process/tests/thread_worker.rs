@@ -1,32 +1,16 @@
-//! `ThreadWorker` (SPEC S11): state built once on its own thread, CPU work
-//! off the runtime, a panic is a crash, a kill abandons the thread.
+//! `ThreadWorker`: state built once on its own thread, CPU work off the
+//! runtime, a panic is a crash, a kill abandons the thread.
+
+mod common;
 
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::{eventually, spin, within};
 use kennel::{ExitStatus, Worker};
 use kennel_process::{ThreadError, ThreadWorker};
-
-/// How long a test waits for a thread before it fails.
-const DEADLINE: Duration = Duration::from_secs(10);
-
-async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(DEADLINE, future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
-
-/// Keeps the CPU busy for `duration` without sleeping.
-fn spin(duration: Duration) -> u64 {
-    let started = Instant::now();
-    let mut n = 0u64;
-    while started.elapsed() < duration {
-        n = std::hint::black_box(n.wrapping_add(1));
-    }
-    n
-}
 
 #[tokio::test]
 async fn the_state_is_built_once_on_the_workers_own_thread() {
@@ -192,7 +176,10 @@ async fn a_panicking_job_is_crashed_and_the_worker_exits_panicked() {
         ExitStatus::Panicked("index out of bounds: 7".into())
     );
     let dropped_flag = Arc::clone(&dropped);
-    common_eventually(move || dropped_flag.load(Ordering::SeqCst)).await;
+    eventually("the state is dropped", move || {
+        dropped_flag.load(Ordering::SeqCst)
+    })
+    .await;
 
     let err = within("next job", worker.run(|_: &mut State| 1))
         .await
@@ -350,14 +337,4 @@ async fn ran_for_is_measured_on_the_tokio_clock() {
     let exit = worker.exited().await;
     assert_eq!(exit.status, ExitStatus::Killed);
     assert!(exit.ran_for >= Duration::from_secs(600), "{exit:?}");
-}
-
-/// Polls `condition` every 5 ms, for at most [`DEADLINE`].
-async fn common_eventually(mut condition: impl FnMut() -> bool) {
-    within("condition", async {
-        while !condition() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
 }

@@ -1,6 +1,6 @@
-//! Router tests: every endpoint and every error mapping of SPEC S13, through
-//! `tower::ServiceExt::oneshot`, with real worker processes (the `kennel`
-//! binary's built-in demo worker, and small shell workers for protocol
+//! Router tests: every endpoint and every error mapping of docs/SERVICE.md,
+//! through `tower::ServiceExt::oneshot`, with real worker processes (the
+//! `kennel` binary's built-in demo worker, and small shell workers for protocol
 //! errors).
 
 use std::path::Path;

@@ -1,9 +1,9 @@
-//! Hostile input to the service (SPEC S13): arbitrary TOML to the config
-//! parser and arbitrary bytes to the routes never panic and are answered
-//! with a clear error (a `ConfigError` naming the file; a 4xx with a JSON
-//! body `{"error", "message"}`); a body over the limit is 413; a slow body,
-//! stalled connections and a header flood do not stop other requests nor
-//! hold a worker; a request without the right bearer token is 401.
+//! Hostile input to the service: arbitrary TOML to the config parser and
+//! arbitrary bytes to the routes never panic and are answered with a clear
+//! error (a `ConfigError` naming the file; a 4xx with a JSON body `{"error",
+//! "message"}`); a body over the limit is 413; a slow body, stalled
+//! connections and a header flood do not stop other requests nor hold a
+//! worker; a request without the right bearer token is 401.
 //!
 //! The jobs go to a pool of `cat` (started with no ready line), which
 //! echoes each request line: any JSON body comes back as it was sent.

@@ -1,17 +1,15 @@
-//! SPEC S3: abort by drop.
+//! Abort by drop: a job whose future is dropped gives its worker up.
 mod support;
 
-use kennel::{Event, Fixed, OnDemand, Parallel, Pool, RetireReason};
-use support::{Fake, Farm, advance, drain, secs, settle};
+use kennel::{Event, Fixed, Pool, RetireReason};
+use support::{
+    Fake, Farm, advance, drain, on_demand, parallel, secs, settle, spawn_run_id, spawn_run_slot,
+};
 
 #[tokio::test(start_paused = true)]
 async fn an_aborted_job_kills_its_worker() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(1))
-        .build()
-        .unwrap();
+    let pool = parallel(&farm, 1);
     let mut events = pool.events();
     let p = pool.clone();
     let job = tokio::spawn(async move { p.run(async |w: &mut Fake| w.work(secs(60)).await).await });
@@ -63,8 +61,7 @@ async fn an_aborted_job_in_the_queue_leaves_the_queue() {
         .build()
         .unwrap();
     let held = pool.lend().await.unwrap();
-    let p = pool.clone();
-    let queued = tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await });
+    let queued = spawn_run_id(&pool);
     settle().await;
     assert_eq!(pool.stats().waiting, 1);
     queued.abort();
@@ -78,13 +75,8 @@ async fn an_aborted_job_in_the_queue_leaves_the_queue() {
 #[tokio::test(start_paused = true)]
 async fn an_aborted_job_whose_worker_warms_up_leaves_the_warm_up_for_the_next_job() {
     let farm = Farm::with_warmup(secs(10));
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(Fixed(1))
-        .build()
-        .unwrap();
-    let p = pool.clone();
-    let job = tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await });
+    let pool = on_demand(&farm, 1);
+    let job = spawn_run_id(&pool);
     advance(secs(4)).await;
     assert_eq!(pool.stats().starting, 1);
     job.abort();
@@ -101,20 +93,14 @@ async fn an_aborted_job_whose_worker_warms_up_leaves_the_warm_up_for_the_next_jo
 #[tokio::test(start_paused = true)]
 async fn a_job_that_joins_a_warm_up_after_an_abort_gets_that_worker() {
     let farm = Farm::with_warmup(secs(10));
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(Fixed(2))
-        .build()
-        .unwrap();
-    let p = pool.clone();
-    let first = tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await });
+    let pool = on_demand(&farm, 2);
+    let first = spawn_run_id(&pool);
     advance(secs(4)).await;
     first.abort();
     settle().await;
-    // The starting worker is no longer awaited: a new job takes it (rule 2)
-    // rather than starting slot 1.
-    let p = pool.clone();
-    let second = tokio::spawn(async move { p.run(async |w: &mut Fake| w.slot).await });
+    // The starting worker is no longer awaited: a new job takes it rather
+    // than starting slot 1 (rule 2 of docs/concepts/lending.md).
+    let second = spawn_run_slot(&pool);
     settle().await;
     assert_eq!(farm.made(), 1);
     advance(secs(6)).await;

@@ -1,34 +1,18 @@
-//! SPEC S5: replacing a worker that exits, with a back-off.
+//! Replacing a worker that exits, with a back-off.
 mod support;
 
 use std::time::Duration;
 
-use kennel::{Error, Event, Fixed, IdleTimeout, OnDemand, Parallel, Pool};
-use support::{Fake, Farm, Warmup, advance, drain, ms, secs, settle};
-
-fn eager(farm: &Farm) -> Pool<Fake> {
-    Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(1))
-        .build()
-        .unwrap()
-}
-
-/// Waits (on the paused clock) until worker `id` has been made.
-async fn until_made(farm: &Farm, id: usize) {
-    for _ in 0..10_000 {
-        if farm.made() > id {
-            return;
-        }
-        advance(ms(100)).await;
-    }
-    panic!("worker {id} was never made");
-}
+use kennel::{Error, Event, Fixed, IdleTimeout, Parallel, Pool};
+use support::{
+    Fake, Farm, Warmup, advance, drain, fixed, ms, on_demand, parallel, secs, settle, spawn_run_id,
+    until_made,
+};
 
 #[tokio::test(start_paused = true)]
 async fn back_off_delays_are_1_2_4_seconds_and_so_on_up_to_60() {
     let farm = Farm::new();
-    let _pool = eager(&farm);
+    let _pool = parallel(&farm, 1);
     let mut gaps = Vec::new();
     until_made(&farm, 0).await;
     for id in 0..9 {
@@ -43,7 +27,7 @@ async fn back_off_delays_are_1_2_4_seconds_and_so_on_up_to_60() {
 #[tokio::test(start_paused = true)]
 async fn each_back_off_is_an_event_with_its_delay() {
     let farm = Farm::new();
-    let pool = eager(&farm);
+    let pool = parallel(&farm, 1);
     let mut events = pool.events();
     for id in 0..3 {
         until_made(&farm, id).await;
@@ -64,7 +48,7 @@ async fn each_back_off_is_an_event_with_its_delay() {
 #[tokio::test(start_paused = true)]
 async fn a_worker_that_ran_ten_minutes_ends_the_back_off() {
     let farm = Farm::new();
-    let _pool = eager(&farm);
+    let _pool = parallel(&farm, 1);
     for id in 0..3 {
         until_made(&farm, id).await;
         settle().await;
@@ -86,7 +70,7 @@ async fn a_worker_that_ran_ten_minutes_ends_the_back_off() {
 #[tokio::test(start_paused = true)]
 async fn a_job_never_waits_for_a_back_off() {
     let farm = Farm::new();
-    let pool = eager(&farm);
+    let pool = parallel(&farm, 1);
     for id in 0..8 {
         until_made(&farm, id).await;
         settle().await;
@@ -104,16 +88,10 @@ async fn a_job_never_waits_for_a_back_off() {
 async fn a_warm_up_failure_fails_only_the_job_waiting_for_it() {
     let farm = Farm::new();
     farm.plan([Warmup::Fails(secs(1))]);
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(Fixed(1))
-        .build()
-        .unwrap();
-    let p = pool.clone();
-    let first = tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await });
+    let pool = on_demand(&farm, 1);
+    let first = spawn_run_id(&pool);
     settle().await;
-    let p = pool.clone();
-    let second = tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await });
+    let second = spawn_run_id(&pool);
     settle().await;
     assert_eq!(pool.stats().waiting, 2);
     advance(secs(1)).await;
@@ -129,9 +107,8 @@ async fn a_warm_up_failure_fails_only_the_job_waiting_for_it() {
 async fn an_eager_slot_restarts_after_the_back_off_when_a_warm_up_fails() {
     let farm = Farm::new();
     farm.plan([Warmup::Fails(secs(1))]);
-    let pool = eager(&farm);
-    let p = pool.clone();
-    let job = tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await });
+    let pool = parallel(&farm, 1);
+    let job = spawn_run_id(&pool);
     advance(secs(1)).await;
     assert!(matches!(
         job.await.unwrap(),
@@ -163,9 +140,7 @@ async fn a_factory_error_is_a_warm_up_failure() {
 #[tokio::test(start_paused = true)]
 async fn workers_the_pool_ends_itself_start_no_back_off() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(1))
+    let pool = fixed(&farm, Parallel, 1)
         .job_timeout(secs(1))
         .build()
         .unwrap();
@@ -190,9 +165,7 @@ async fn workers_the_pool_ends_itself_start_no_back_off() {
 #[tokio::test(start_paused = true)]
 async fn an_evicted_worker_is_not_replaced_and_starts_no_back_off() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(1))
+    let pool = fixed(&farm, Parallel, 1)
         .eviction(IdleTimeout::new(secs(30)).unwrap())
         .build()
         .unwrap();
@@ -209,7 +182,7 @@ async fn an_evicted_worker_is_not_replaced_and_starts_no_back_off() {
 #[tokio::test(start_paused = true)]
 async fn a_worker_the_pool_retires_after_ten_minutes_also_ends_the_back_off() {
     let farm = Farm::new();
-    let pool = eager(&farm);
+    let pool = parallel(&farm, 1);
     for id in 0..3 {
         until_made(&farm, id).await;
         settle().await;

@@ -1,5 +1,5 @@
 //! The cancellation matrix: drop a job's future at every phase, under every
-//! startup, and check the pool's invariants (SPEC S2, S3, S14).
+//! startup, and check the pool's invariants (lending, abort, close).
 mod support;
 
 use std::collections::HashSet;

@@ -1,21 +1,14 @@
-//! SPEC S14: closing a pool, and dropping it without closing.
+//! Closing a pool, and dropping it without closing.
 mod support;
 
 use std::time::Duration;
 
-use kennel::{Error, Fixed, OnDemand, Parallel, Pool};
+use kennel::{Error, Fixed, Parallel, Pool};
 use support::{
-    Ending, Endings, Fake, Farm, Steer, Warmup, Watched, advance, ms, names, secs, settle, within,
+    Ending, Endings, Fake, Farm, Steer, Warmup, Watched, advance, fixed, ms, names, on_demand,
+    parallel, secs, settle, spawn_close, within,
 };
 use tokio::time::Instant;
-
-fn parallel(farm: &Farm, n: usize) -> Pool<Fake> {
-    Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(n))
-        .build()
-        .unwrap()
-}
 
 /// A pool of `n` watched workers, started at once, whose close takes
 /// `close_takes`, with a close grace of `grace`.
@@ -71,11 +64,7 @@ async fn close_refuses_new_jobs_with_closed() {
 async fn close_fails_waiting_jobs_with_closed() {
     let farm = Farm::new();
     farm.plan([Warmup::Takes(Duration::ZERO), Warmup::Hangs]);
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(Fixed(2))
-        .build()
-        .unwrap();
+    let pool = on_demand(&farm, 2);
     let held = pool.lend().await.unwrap();
     // One job waits for the worker that warms up in slot 1, two queue.
     let mut jobs = Vec::new();
@@ -89,8 +78,7 @@ async fn close_fails_waiting_jobs_with_closed() {
     let s = pool.stats();
     assert_eq!((s.waiting, s.starting, s.lent), (3, 1, 1));
 
-    let p = pool.clone();
-    let close = tokio::spawn(async move { p.close().await });
+    let close = spawn_close(&pool);
     settle().await;
     for j in jobs {
         let r = within(DAY, j).await.unwrap();
@@ -152,8 +140,7 @@ async fn close_lets_lent_jobs_finish_within_the_grace_and_resolves_after_they_re
     settle().await;
     assert_eq!(pool.stats().lent, 1);
 
-    let p = pool.clone();
-    let close = tokio::spawn(async move { p.close().await });
+    let close = spawn_close(&pool);
     advance(secs(3) - ms(1)).await;
     assert!(!close.is_finished(), "the job has not returned yet");
     assert!(!job.is_finished());
@@ -185,8 +172,7 @@ async fn close_kills_lent_workers_after_the_grace_and_the_job_fails_with_closed(
     });
     settle().await;
 
-    let p = pool.clone();
-    let close = tokio::spawn(async move { p.close().await });
+    let close = spawn_close(&pool);
     advance(secs(5) - ms(1)).await;
     assert!(!close.is_finished());
     assert!(!farm.has_exited(0), "the grace is not over");
@@ -203,9 +189,7 @@ async fn close_kills_lent_workers_after_the_grace_and_the_job_fails_with_closed(
 #[tokio::test(start_paused = true)]
 async fn a_lease_held_past_the_grace_loses_its_worker() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(1))
+    let pool = fixed(&farm, Parallel, 1)
         .close_grace(secs(2))
         .build()
         .unwrap();

@@ -1,23 +1,22 @@
 //! Rules at the edges of a worker's life: ending while lent, closing while
 //! a job waits, lifetimes that end during a warm-up, slots removed by a
-//! reconfiguration (SPEC S5, S6, S8, S12, S14).
+//! reconfiguration.
 mod support;
 
 use kennel::{
     Action, Event, Fixed, IdleTimeout, OnDemand, Parallel, Pool, Reconfig, Registry, RetireReason,
 };
-use support::{Ending, Endings, Fake, Farm, Watched, advance, drain, ms, secs, settle};
+use support::{
+    Ending, Endings, Farm, Watched, advance, drain, fixed, ms, on_demand, secs, settle,
+    spawn_run_id,
+};
 
-/// SPEC S8: "Exited workers ... are in no count", also one that exits while
-/// a `lend()` lease still holds it.
+/// An exited worker is in no count of `stats()`, also one that exits while a
+/// `lend()` lease still holds it.
 #[tokio::test(start_paused = true)]
 async fn a_worker_that_exits_while_lent_leaves_the_lent_count() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(Fixed(1))
-        .build()
-        .unwrap();
+    let pool = on_demand(&farm, 1);
     let lease = pool.lend().await.unwrap();
     farm.exit(lease.id);
     settle().await;
@@ -25,10 +24,10 @@ async fn a_worker_that_exits_while_lent_leaves_the_lent_count() {
     assert_eq!(pool.stats().lent, 0, "{:?}", pool.stats());
 }
 
-/// SPEC S6 "The next job that needs an evicted slot starts a new worker": a
-/// job never waits for an evicted worker's graceful close (a Coprocess closes
-/// with a grace); the pool kills it so the slot frees at once, and the pool
-/// stays healthy (S8).
+/// The next job that needs an evicted slot starts a new worker: a job never
+/// waits for an evicted worker's graceful close (a Coprocess closes with a
+/// grace); the pool kills it so the slot frees at once, and the pool stays
+/// healthy.
 #[tokio::test(start_paused = true)]
 async fn a_job_does_not_wait_for_an_evicted_worker_to_finish_closing() {
     let farm = Farm::new();
@@ -53,14 +52,12 @@ async fn a_job_does_not_wait_for_an_evicted_worker_to_finish_closing() {
     );
 }
 
-/// SPEC S8 events: `worker:crashed` is a worker that ended on its own while
-/// a job held it; close's own kill after the grace is not one.
+/// `worker:crashed` is a worker that ended on its own while a job held it;
+/// close's own kill after the grace is not one.
 #[tokio::test(start_paused = true)]
 async fn the_kill_at_the_end_of_the_close_grace_is_not_a_crash() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(1))
+    let pool = fixed(&farm, Parallel, 1)
         .close_grace(secs(1))
         .build()
         .unwrap();
@@ -72,7 +69,7 @@ async fn the_kill_at_the_end_of_the_close_grace_is_not_a_crash() {
     assert!(!names.contains(&"worker:crashed"), "{names:?}");
 }
 
-/// SPEC S12 "returns the list of actions it took": raising Fixed(2) to
+/// A reconfiguration returns the list of actions it took: raising Fixed(2) to
 /// Fixed(4) under Parallel starts slots 2 and 3, and the list says so.
 #[tokio::test(start_paused = true)]
 async fn raising_the_count_lists_the_members_it_started() {
@@ -108,15 +105,13 @@ async fn raising_the_count_lists_the_members_it_started() {
     );
 }
 
-/// SPEC S5 "a worker older than its lifetime is closed while idle and
-/// replaced": one whose lifetime ends during its warm-up, with no job
-/// waiting, is closed as soon as it is ready.
+/// A worker older than its lifetime is closed while idle and replaced: one
+/// whose lifetime ends during its warm-up, with no job waiting, is closed as
+/// soon as it is ready.
 #[tokio::test(start_paused = true)]
 async fn a_member_whose_lifetime_ends_during_its_warm_up_is_replaced_once_idle() {
     let farm = Farm::with_warmup(secs(70));
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(1))
+    let pool = fixed(&farm, Parallel, 1)
         .max_lifetime(secs(60))
         .build()
         .unwrap();
@@ -134,14 +129,11 @@ async fn a_member_whose_lifetime_ends_during_its_warm_up_is_replaced_once_idle()
 #[tokio::test(start_paused = true)]
 async fn a_job_waiting_for_an_expired_warm_worker_still_gets_it() {
     let farm = Farm::with_warmup(secs(70));
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(1))
+    let pool = fixed(&farm, Parallel, 1)
         .max_lifetime(secs(60))
         .build()
         .unwrap();
-    let p = pool.clone();
-    let job = tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await });
+    let job = spawn_run_id(&pool);
     advance(secs(70)).await;
     assert_eq!(job.await.unwrap().unwrap(), 0);
     settle().await;

@@ -1,42 +1,34 @@
-//! SPEC S6: evictions let idle workers go.
+//! Evictions let idle workers go.
 mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kennel::{
-    Event, EvictAfter, Eviction, Fixed, IdleTimeout, IdleWorker, MAX_IDLE_TIMEOUT, NoEviction,
-    OnDemand, Parallel, Pool,
+    Event, EvictAfter, Eviction, IdleTimeout, IdleWorker, MAX_IDLE_TIMEOUT, NoEviction, OnDemand,
+    Parallel, Pool,
 };
-use support::{Fake, Farm, Steer, advance, drain, ms, secs, settle};
+use support::{Fake, Farm, Steer, advance, drain, fixed, ms, parallel, secs, settle};
 use tokio::time::Instant;
 
 fn idle_timeout(after: Duration) -> IdleTimeout {
     IdleTimeout::new(after).unwrap()
 }
 
-fn on_demand(farm: &Farm, n: usize, eviction: impl Eviction) -> Pool<Fake> {
-    Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(Fixed(n))
-        .eviction(eviction)
-        .build()
-        .unwrap()
+/// [`support::on_demand`] with `eviction`.
+fn on_demand_evicting(farm: &Farm, n: usize, eviction: impl Eviction) -> Pool<Fake> {
+    fixed(farm, OnDemand, n).eviction(eviction).build().unwrap()
 }
 
-fn parallel(farm: &Farm, n: usize, eviction: impl Eviction) -> Pool<Fake> {
-    Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(n))
-        .eviction(eviction)
-        .build()
-        .unwrap()
+/// [`support::parallel`] with `eviction`.
+fn parallel_evicting(farm: &Farm, n: usize, eviction: impl Eviction) -> Pool<Fake> {
+    fixed(farm, Parallel, n).eviction(eviction).build().unwrap()
 }
 
 #[tokio::test(start_paused = true)]
 async fn idle_timeout_evicts_a_worker_idle_for_after_and_not_before() {
     let farm = Farm::new();
-    let pool = on_demand(&farm, 1, idle_timeout(secs(30)));
+    let pool = on_demand_evicting(&farm, 1, idle_timeout(secs(30)));
     let lease = pool.lend().await.unwrap();
     let id = lease.id;
     drop(lease);
@@ -56,7 +48,7 @@ async fn idle_timeout_evicts_a_worker_idle_for_after_and_not_before() {
 #[tokio::test(start_paused = true)]
 async fn a_job_that_takes_the_worker_first_keeps_it_and_a_new_after_starts_when_it_ends() {
     let farm = Farm::new();
-    let pool = on_demand(&farm, 1, idle_timeout(secs(10)));
+    let pool = on_demand_evicting(&farm, 1, idle_timeout(secs(10)));
     drop(pool.lend().await.unwrap());
     settle().await;
 
@@ -83,7 +75,7 @@ async fn a_job_that_takes_the_worker_first_keeps_it_and_a_new_after_starts_when_
 #[tokio::test(start_paused = true)]
 async fn a_short_job_in_the_middle_of_an_idle_period_restarts_it() {
     let farm = Farm::new();
-    let pool = on_demand(&farm, 1, idle_timeout(secs(10)));
+    let pool = on_demand_evicting(&farm, 1, idle_timeout(secs(10)));
     drop(pool.lend().await.unwrap());
     advance(secs(6)).await;
     let lease = pool.lend().await.unwrap();
@@ -100,7 +92,7 @@ async fn a_short_job_in_the_middle_of_an_idle_period_restarts_it() {
 #[tokio::test(start_paused = true)]
 async fn keep_is_a_floor_the_eviction_never_goes_below() {
     let farm = Farm::new();
-    let pool = parallel(&farm, 4, idle_timeout(secs(1)).keep(2));
+    let pool = parallel_evicting(&farm, 4, idle_timeout(secs(1)).keep(2));
     settle().await;
     assert_eq!(pool.stats().idle, 4);
 
@@ -120,7 +112,7 @@ async fn keep_is_a_floor_the_eviction_never_goes_below() {
 #[tokio::test(start_paused = true)]
 async fn keep_counts_lent_workers_toward_the_floor() {
     let farm = Farm::new();
-    let pool = parallel(&farm, 3, idle_timeout(secs(1)).keep(2));
+    let pool = parallel_evicting(&farm, 3, idle_timeout(secs(1)).keep(2));
     settle().await;
     let lease = pool.lend().await.unwrap();
     assert_eq!(lease.slot(), 0);
@@ -144,7 +136,7 @@ async fn keep_counts_lent_workers_toward_the_floor() {
 #[tokio::test(start_paused = true)]
 async fn the_next_job_that_needs_an_evicted_slot_starts_a_new_worker() {
     let farm = Farm::new();
-    let pool = on_demand(&farm, 1, idle_timeout(secs(1)));
+    let pool = on_demand_evicting(&farm, 1, idle_timeout(secs(1)));
     let first = pool.run(async |w: &mut Fake| w.id).await.unwrap();
     advance(secs(1)).await;
     assert!(farm.has_exited(first));
@@ -158,7 +150,7 @@ async fn the_next_job_that_needs_an_evicted_slot_starts_a_new_worker() {
 #[tokio::test(start_paused = true)]
 async fn an_eager_startup_does_not_refill_an_evicted_slot_by_itself() {
     let farm = Farm::new();
-    let pool = parallel(&farm, 2, idle_timeout(secs(1)));
+    let pool = parallel_evicting(&farm, 2, idle_timeout(secs(1)));
     settle().await;
     assert_eq!(farm.made(), 2);
 
@@ -182,7 +174,7 @@ async fn an_eager_startup_does_not_refill_an_evicted_slot_by_itself() {
 #[tokio::test(start_paused = true)]
 async fn no_eviction_keeps_idle_workers_until_the_pool_closes() {
     let farm = Farm::new();
-    let pool = parallel(&farm, 3, NoEviction);
+    let pool = parallel_evicting(&farm, 3, NoEviction);
     settle().await;
     for _ in 0..48 {
         advance(secs(3600)).await;
@@ -196,11 +188,7 @@ async fn no_eviction_keeps_idle_workers_until_the_pool_closes() {
 #[tokio::test(start_paused = true)]
 async fn the_default_eviction_is_none() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(2))
-        .build()
-        .unwrap();
+    let pool = parallel(&farm, 2);
     settle().await;
     advance(secs(30 * 24 * 3600)).await;
     assert_eq!(farm.alive(), 2);
@@ -241,7 +229,7 @@ fn idle_timeout_takes_exactly_2147483647_ms_and_the_smallest_value() {
 #[tokio::test(start_paused = true)]
 async fn the_longest_idle_timeout_evicts_after_about_25_days() {
     let farm = Farm::new();
-    let pool = on_demand(&farm, 1, IdleTimeout::new(MAX_IDLE_TIMEOUT).unwrap());
+    let pool = on_demand_evicting(&farm, 1, IdleTimeout::new(MAX_IDLE_TIMEOUT).unwrap());
     drop(pool.lend().await.unwrap());
     advance(MAX_IDLE_TIMEOUT - ms(1)).await;
     assert_eq!(farm.alive(), 1);
@@ -270,7 +258,7 @@ impl Eviction for SpareTheFirst {
 async fn a_custom_eviction_decides_per_worker_on_the_pools_clock() {
     let farm = Farm::new();
     let eviction = SpareTheFirst::default();
-    let pool = parallel(&farm, 3, eviction.clone());
+    let pool = parallel_evicting(&farm, 3, eviction.clone());
     settle().await;
     assert_eq!(pool.stats().idle, 3);
 
@@ -291,7 +279,7 @@ async fn a_custom_eviction_decides_per_worker_on_the_pools_clock() {
 async fn a_custom_eviction_is_asked_each_time_a_worker_turns_idle() {
     let farm = Farm::new();
     let eviction = SpareTheFirst::default();
-    let pool = on_demand(&farm, 2, eviction.clone());
+    let pool = on_demand_evicting(&farm, 2, eviction.clone());
     let t0 = Instant::now();
     let a = pool.lend().await.unwrap();
     let b = pool.lend().await.unwrap();
@@ -375,7 +363,7 @@ async fn only_workers_in_running_slots_are_evicted() {
 #[tokio::test(start_paused = true)]
 async fn an_eviction_emits_worker_evicted() {
     let farm = Farm::new();
-    let pool = parallel(&farm, 2, idle_timeout(secs(7)));
+    let pool = parallel_evicting(&farm, 2, idle_timeout(secs(7)));
     let mut events = pool.events();
     settle().await;
     let lease = pool.lend().await.unwrap();
@@ -402,7 +390,7 @@ async fn a_worker_idle_before_eviction_was_turned_on_counts_from_the_change() {
     // Under `NoEviction` the pool does not read the clock when a worker
     // turns idle (ADR 0011), so an eviction set later counts from the change.
     let farm = Farm::new();
-    let pool = parallel(&farm, 1, NoEviction);
+    let pool = parallel_evicting(&farm, 1, NoEviction);
     settle().await;
     drop(pool.lend().await.unwrap()); // idle since t = 0
     let id = farm.in_slot(0).unwrap();

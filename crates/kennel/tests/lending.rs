@@ -1,21 +1,16 @@
-//! SPEC S2: lending, the dispatch order, leases.
+//! Lending, the dispatch order, leases.
 mod support;
 
-use kennel::{Dispatch, Fixed, OnDemand, Parallel, Pool};
-use support::{Fake, Farm, advance, ms, secs, settle};
-
-fn pool(farm: &Farm, n: usize) -> Pool<Fake> {
-    Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(n))
-        .build()
-        .unwrap()
-}
+use kennel::{Dispatch, Fixed, Parallel, Pool};
+use support::{
+    Fake, Farm, advance, fixed, hold, ms, on_demand, parallel, secs, settle, spawn_lend_slot,
+    spawn_run_id,
+};
 
 #[tokio::test(start_paused = true)]
 async fn run_lends_a_worker_and_returns_the_jobs_result() {
     let farm = Farm::new();
-    let pool = pool(&farm, 2);
+    let pool = parallel(&farm, 2);
     let got = pool
         .run(async |w: &mut Fake| w.work(ms(10)).await)
         .await
@@ -27,7 +22,7 @@ async fn run_lends_a_worker_and_returns_the_jobs_result() {
 #[tokio::test(start_paused = true)]
 async fn a_job_takes_the_lowest_idle_slot() {
     let farm = Farm::new();
-    let pool = pool(&farm, 3);
+    let pool = parallel(&farm, 3);
     settle().await;
     assert_eq!(pool.stats().idle, 3);
     let a = pool.lend().await.unwrap();
@@ -41,7 +36,7 @@ async fn a_job_takes_the_lowest_idle_slot() {
 #[tokio::test(start_paused = true)]
 async fn jobs_run_one_at_a_time_reuse_one_worker() {
     let farm = Farm::new();
-    let pool = pool(&farm, 4);
+    let pool = parallel(&farm, 4);
     for _ in 0..10 {
         let id = pool
             .run(async |w: &mut Fake| w.work(ms(5)).await)
@@ -49,24 +44,14 @@ async fn jobs_run_one_at_a_time_reuse_one_worker() {
             .unwrap();
         assert_eq!(id, farm.in_slot(0).unwrap());
     }
-    let used: Vec<u64> = {
-        let mut v = Vec::new();
-        for _ in 0..4 {
-            v.push(pool.lend().await.unwrap());
-        }
-        v.iter().map(|l| l.jobs).collect()
-    };
+    let used: Vec<u64> = hold(&pool, 4).await.iter().map(|l| l.jobs).collect();
     assert_eq!(used, [10, 0, 0, 0]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_job_takes_a_starting_worker_not_awaited_before_starting_a_new_one() {
     let farm = Farm::with_warmup(secs(5));
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(3))
-        .build()
-        .unwrap();
+    let pool = parallel(&farm, 3);
     settle().await;
     assert_eq!(farm.made(), 3, "parallel starts all three");
     // Three jobs take the three starting workers; none starts a new worker.
@@ -91,19 +76,13 @@ async fn a_job_takes_a_starting_worker_not_awaited_before_starting_a_new_one() {
 #[tokio::test(start_paused = true)]
 async fn a_job_starts_a_new_worker_in_the_lowest_empty_running_slot() {
     let farm = Farm::with_warmup(secs(1));
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(Fixed(3))
-        .build()
-        .unwrap();
+    let pool = on_demand(&farm, 3);
     settle().await;
     assert_eq!(farm.made(), 0, "on demand starts nothing");
-    let p = pool.clone();
-    let first = tokio::spawn(async move { p.lend().await.map(|l| l.slot()) });
+    let first = spawn_lend_slot(&pool);
     settle().await;
     assert_eq!(farm.started_slots(), [0]);
-    let p = pool.clone();
-    let second = tokio::spawn(async move { p.lend().await.map(|l| l.slot()) });
+    let second = spawn_lend_slot(&pool);
     settle().await;
     assert_eq!(
         farm.started_slots(),
@@ -118,7 +97,7 @@ async fn a_job_starts_a_new_worker_in_the_lowest_empty_running_slot() {
 #[tokio::test(start_paused = true)]
 async fn a_job_waits_in_a_fifo_queue_when_every_worker_is_busy() {
     let farm = Farm::new();
-    let pool = pool(&farm, 1);
+    let pool = parallel(&farm, 1);
     let held = pool.lend().await.unwrap();
     let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut jobs = Vec::new();
@@ -145,11 +124,7 @@ async fn a_job_waits_in_a_fifo_queue_when_every_worker_is_busy() {
 #[tokio::test(start_paused = true)]
 async fn a_worker_that_becomes_idle_goes_to_the_oldest_waiting_job() {
     let farm = Farm::with_warmup(secs(10));
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(Fixed(2))
-        .build()
-        .unwrap();
+    let pool = on_demand(&farm, 2);
     let held = pool.lend().await.unwrap();
     assert_eq!(held.slot(), 0);
     // Slot 1 warms up for the first job; a second job queues behind it.
@@ -174,9 +149,7 @@ async fn a_worker_that_becomes_idle_goes_to_the_oldest_waiting_job() {
 #[tokio::test(start_paused = true)]
 async fn round_robin_takes_the_next_idle_slot_after_the_last_one_lent() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(3))
+    let pool = fixed(&farm, Parallel, 3)
         .dispatch(Dispatch::RoundRobin)
         .build()
         .unwrap();
@@ -192,7 +165,7 @@ async fn round_robin_takes_the_next_idle_slot_after_the_last_one_lent() {
 #[tokio::test(start_paused = true)]
 async fn dropping_a_lease_returns_its_worker() {
     let farm = Farm::new();
-    let pool = pool(&farm, 1);
+    let pool = parallel(&farm, 1);
     let lease = pool.lend().await.unwrap();
     let id = lease.id;
     assert_eq!(pool.stats().lent, 1);
@@ -205,7 +178,7 @@ async fn dropping_a_lease_returns_its_worker() {
 #[tokio::test(start_paused = true)]
 async fn a_failed_lease_retires_its_worker_and_it_is_replaced() {
     let farm = Farm::new();
-    let pool = pool(&farm, 1);
+    let pool = parallel(&farm, 1);
     let mut events = pool.events();
     let lease = pool.lend().await.unwrap();
     let id = lease.id;
@@ -222,7 +195,7 @@ async fn a_failed_lease_retires_its_worker_and_it_is_replaced() {
 #[tokio::test(start_paused = true)]
 async fn a_lease_dropped_while_its_thread_panics_retires_the_worker() {
     let farm = Farm::new();
-    let pool = pool(&farm, 1);
+    let pool = parallel(&farm, 1);
     let p = pool.clone();
     let job = tokio::spawn(async move {
         let _lease = p.lend().await.unwrap();
@@ -238,7 +211,7 @@ async fn a_lease_dropped_while_its_thread_panics_retires_the_worker() {
 #[tokio::test(start_paused = true)]
 async fn a_job_that_panics_inside_run_retires_its_worker() {
     let farm = Farm::new();
-    let pool = pool(&farm, 1);
+    let pool = parallel(&farm, 1);
     let p = pool.clone();
     let job = tokio::spawn(async move {
         p.run(async |_w: &mut Fake| -> () { panic!("job bug") })
@@ -253,7 +226,7 @@ async fn a_job_that_panics_inside_run_retires_its_worker() {
 #[tokio::test(start_paused = true)]
 async fn a_worker_that_exits_mid_job_fails_the_job_as_crashed() {
     let farm = Farm::new();
-    let pool = pool(&farm, 1);
+    let pool = parallel(&farm, 1);
     let f = farm.clone();
     let err = pool
         .run(async |w: &mut Fake| {
@@ -287,10 +260,9 @@ async fn a_lease_dropped_on_a_thread_outside_the_runtime_returns_its_worker() {
 #[tokio::test(start_paused = true)]
 async fn a_worker_that_ended_as_its_job_returned_is_never_lent_again() {
     let farm = Farm::new();
-    let pool = pool(&farm, 1);
+    let pool = parallel(&farm, 1);
     let held = pool.lend().await.unwrap();
-    let p = pool.clone();
-    let next = tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await });
+    let next = spawn_run_id(&pool);
     settle().await;
     assert_eq!(pool.stats().waiting, 1);
     // The worker ends just as its job gives it back, before the pool's

@@ -1,14 +1,8 @@
-//! SPEC S2 and S3: time limits, bounded waiting, projected wait, options.
+//! Time limits, bounded waiting, projected wait, options.
 mod support;
 
 use kennel::{Error, Event, Fixed, Parallel, Pool, RejectReason, RunOptions};
-use support::{Fake, Farm, Warmup, drain, ms, secs, settle};
-
-fn one(farm: &Farm) -> kennel::PoolBuilder<Fake> {
-    Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(1))
-}
+use support::{Fake, Farm, Warmup, drain, fixed, ms, parallel, secs, settle, spawn_lend_slot};
 
 /// Queues `n` jobs behind the held worker, one after the other, and returns
 /// their tasks.
@@ -28,7 +22,10 @@ async fn queue_jobs(
 #[tokio::test(start_paused = true)]
 async fn a_job_past_its_timeout_fails_and_its_worker_is_killed_and_replaced() {
     let farm = Farm::new();
-    let pool = one(&farm).job_timeout(secs(1)).build().unwrap();
+    let pool = fixed(&farm, Parallel, 1)
+        .job_timeout(secs(1))
+        .build()
+        .unwrap();
     let mut events = pool.events();
     let started = tokio::time::Instant::now();
     let err = pool
@@ -52,7 +49,10 @@ async fn a_job_past_its_timeout_fails_and_its_worker_is_killed_and_replaced() {
 #[tokio::test(start_paused = true)]
 async fn a_per_call_job_timeout_overrides_the_pools() {
     let farm = Farm::new();
-    let pool = one(&farm).job_timeout(secs(1)).build().unwrap();
+    let pool = fixed(&farm, Parallel, 1)
+        .job_timeout(secs(1))
+        .build()
+        .unwrap();
     let longer = RunOptions::new().job_timeout(Some(secs(3)));
     let got = pool
         .run_with(longer, async |w: &mut Fake| w.work(secs(2)).await)
@@ -91,7 +91,7 @@ async fn a_warm_up_past_its_limit_fails_the_waiting_job_and_kills_the_worker() {
 #[tokio::test(start_paused = true)]
 async fn a_job_beyond_max_waiting_is_rejected_at_once_as_queue_full() {
     let farm = Farm::new();
-    let pool = one(&farm).max_waiting(2).build().unwrap();
+    let pool = fixed(&farm, Parallel, 1).max_waiting(2).build().unwrap();
     let mut events = pool.events();
     let held = pool.lend().await.unwrap();
     let mut queued = Vec::new();
@@ -125,11 +125,7 @@ async fn a_job_beyond_max_waiting_is_rejected_at_once_as_queue_full() {
 #[tokio::test(start_paused = true)]
 async fn max_waiting_defaults_to_eight_times_the_capacity() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(2))
-        .build()
-        .unwrap();
+    let pool = parallel(&farm, 2);
     settle().await;
     let _a = pool.lend().await.unwrap();
     let _b = pool.lend().await.unwrap();
@@ -151,7 +147,7 @@ async fn max_waiting_defaults_to_eight_times_the_capacity() {
 #[tokio::test(start_paused = true)]
 async fn lend_timeout_gives_up_after_its_wait_and_leaves_the_queue() {
     let farm = Farm::new();
-    let pool = one(&farm).build().unwrap();
+    let pool = fixed(&farm, Parallel, 1).build().unwrap();
     let held = pool.lend().await.unwrap();
     let started = tokio::time::Instant::now();
     let err = pool.lend_timeout(secs(2)).await.unwrap_err();
@@ -177,15 +173,14 @@ async fn a_job_whose_projected_wait_is_too_long_is_rejected_as_queue_wait() {
     let farm = Farm::new();
     // Before any job is timed, the job time is taken as job_timeout (10 s):
     // one job ahead → 2 × 10 s = 20 s > 15 s.
-    let pool = one(&farm)
+    let pool = fixed(&farm, Parallel, 1)
         .job_timeout(secs(10))
         .max_queue_wait(secs(15))
         .build()
         .unwrap();
     settle().await;
     let held = pool.lend().await.unwrap();
-    let p = pool.clone();
-    let first = tokio::spawn(async move { p.lend().await.map(|l| l.slot()) });
+    let first = spawn_lend_slot(&pool);
     settle().await;
     let err = pool.lend().await.unwrap_err();
     assert!(matches!(
@@ -202,7 +197,7 @@ async fn a_job_whose_projected_wait_is_too_long_is_rejected_as_queue_wait() {
 #[tokio::test(start_paused = true)]
 async fn the_projected_wait_uses_the_mean_of_observed_job_times() {
     let farm = Farm::new();
-    let pool = one(&farm)
+    let pool = fixed(&farm, Parallel, 1)
         .job_timeout(secs(10))
         .max_queue_wait(secs(15))
         .max_waiting(100)
@@ -238,7 +233,7 @@ async fn max_queue_wait_turned_on_later_learns_job_times_from_then_on() {
     // A pool that needs no job times does not read the clock for them
     // (ADR 0011); setting `max_queue_wait` by reconfiguration starts timing.
     let farm = Farm::new();
-    let pool = one(&farm).max_waiting(100).build().unwrap();
+    let pool = fixed(&farm, Parallel, 1).max_waiting(100).build().unwrap();
     pool.reconfigure(kennel::Reconfig::new().max_queue_wait(Some(secs(3))))
         .unwrap();
     // Jobs of 1 s: with one worker, two jobs ahead still fit in 3 s.
@@ -263,14 +258,14 @@ async fn max_queue_wait_turned_on_later_learns_job_times_from_then_on() {
 #[tokio::test(start_paused = true)]
 async fn projected_wait_is_the_queue_over_the_running_slots_times_the_mean_job_time() {
     let farm = Farm::new();
-    let untimed = one(&farm).build().unwrap();
+    let untimed = fixed(&farm, Parallel, 1).build().unwrap();
     untimed
         .run(async |w: &mut Fake| w.work(secs(2)).await)
         .await
         .unwrap();
     assert_eq!(untimed.projected_wait(), None, "a pool that times no job");
 
-    let pool = one(&farm)
+    let pool = fixed(&farm, Parallel, 1)
         .max_queue_wait(secs(3600))
         .max_waiting(10)
         .build()
@@ -294,13 +289,28 @@ async fn projected_wait_is_the_queue_over_the_running_slots_times_the_mean_job_t
 async fn options_out_of_range_are_refused_naming_the_option() {
     let farm = Farm::new();
     for (builder, option) in [
-        (one(&farm).job_timeout(secs(0)), "job_timeout"),
-        (one(&farm).warmup_timeout(secs(0)), "warmup_timeout"),
-        (one(&farm).max_queue_wait(secs(0)), "max_queue_wait"),
-        (one(&farm).job_timeout(secs(3_000_000)), "job_timeout"),
-        (one(&farm).name(""), "name"),
-        (one(&farm).event_capacity(0), "event_capacity"),
-        (one(&farm).sizing(Fixed(0)), "sizing"),
+        (
+            fixed(&farm, Parallel, 1).job_timeout(secs(0)),
+            "job_timeout",
+        ),
+        (
+            fixed(&farm, Parallel, 1).warmup_timeout(secs(0)),
+            "warmup_timeout",
+        ),
+        (
+            fixed(&farm, Parallel, 1).max_queue_wait(secs(0)),
+            "max_queue_wait",
+        ),
+        (
+            fixed(&farm, Parallel, 1).job_timeout(secs(3_000_000)),
+            "job_timeout",
+        ),
+        (fixed(&farm, Parallel, 1).name(""), "name"),
+        (
+            fixed(&farm, Parallel, 1).event_capacity(0),
+            "event_capacity",
+        ),
+        (fixed(&farm, Parallel, 1).sizing(Fixed(0)), "sizing"),
     ] {
         let err = builder.build().unwrap_err();
         assert_eq!(err.option, option);

@@ -1,10 +1,10 @@
-//! SPEC S8: metrics through the `metrics` facade, labelled by pool.
+//! Metrics through the `metrics` facade, labelled by pool.
 mod support;
 
 use kennel::{Error, Fixed, Parallel, Pool};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::{CompositeKey, MetricKind};
-use support::{Fake, Farm, secs, settle};
+use support::{Fake, Farm, secs, settle, spawn_run_id};
 
 /// The value of a metric with these labels (besides `pool`), if recorded.
 fn find<'a>(
@@ -59,8 +59,7 @@ async fn metrics_count_jobs_rejections_retirements_and_times_by_pool() {
     }
     // One held, one queued, one rejected.
     let held = pool.lend().await.unwrap();
-    let p = pool.clone();
-    let queued = tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await });
+    let queued = spawn_run_id(&pool);
     settle().await;
     assert!(matches!(pool.lend().await, Err(Error::Rejected { .. })));
     held.fail();

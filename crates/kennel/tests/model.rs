@@ -1,20 +1,20 @@
-//! A model-based property test of the pool (SPEC S2–S6, S8, S12): random
-//! sequences of lends, runs, returns, `fail`s, aborts at each phase (a job
-//! dropped while it waits in the queue, while it waits for a warm-up, while
-//! it runs), warm-ups that finish or fail, workers that exit on their own
-//! (warming up, idle, lent), clock advances (back-offs, evictions, workers
-//! that pass ten minutes) and reconfigurations of the size, under each
-//! startup, on the paused clock.
+//! A model-based property test of the pool: random sequences of lends, runs,
+//! returns, `fail`s, aborts at each phase (a job dropped while it waits in the
+//! queue, while it waits for a warm-up, while it runs), warm-ups that finish or
+//! fail, workers that exit on their own (warming up, idle, lent), clock
+//! advances (back-offs, evictions, workers that pass ten minutes) and
+//! reconfigurations of the size, under each startup, on the paused clock.
 //!
 //! After every step the real pool is compared with a small reference model
-//! written from SPEC's rules: which slot each job gets (lowest idle slot,
-//! then a starting worker nobody awaits, then a new worker in the lowest
-//! empty slot, then the FIFO queue), which job a freed worker goes to (the
-//! oldest waiting one), which jobs are rejected or fail their warm-up,
-//! which slots start and back off, and every count of `stats()`. Checked
-//! also: each slot holds at most one live worker, so the live workers never
-//! exceed the capacity (plus lent ones draining above a lowered capacity);
-//! no worker is lent to two jobs; after `close()` no worker is alive.
+//! written from the pool's documented rules (docs/concepts): which slot each
+//! job gets (lowest idle slot, then a starting worker nobody awaits, then a new
+//! worker in the lowest empty slot, then the FIFO queue), which job a freed
+//! worker goes to (the oldest waiting one), which jobs are rejected or fail
+//! their warm-up, which slots start and back off, and every count of `stats()`.
+//! Checked also: each slot holds at most one live worker, so the live workers
+//! never exceed the capacity (plus lent ones draining above a lowered
+//! capacity); no worker is lent to two jobs; after `close()` no worker is
+//! alive.
 //!
 //! Warm-ups are gated: a worker is ready only when the test says so, so the
 //! order of events is the test's, not the scheduler's. A clock advance stops
@@ -46,7 +46,7 @@ use tokio::task::JoinHandle;
 
 type JobId = u32;
 
-/// A worker that ran this long is not an early exit (SPEC S5).
+/// A worker that ran this long (ten minutes) is not an early exit.
 const EARLY_MS: u64 = 600_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,7 +238,7 @@ impl Model {
         };
     }
 
-    /// The startup fills running slots (SPEC S4).
+    /// An eager startup fills running slots.
     fn kick_startup(&mut self) {
         if !self.startup.is_eager() {
             return;

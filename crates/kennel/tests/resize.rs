@@ -1,4 +1,4 @@
-//! SPEC S7 machinery: a sizing that changes the running size. Fewer keeps
+//! The sizing machinery: a sizing that changes the running size. Fewer keeps
 //! workers alive (kept); more uses a kept worker first. A scripted sizing
 //! stands in for the learning ones.
 mod support;
@@ -9,7 +9,7 @@ use kennel::{
     BuildError, Event, Parallel, Pool, SizePlan, Sizing, SizingDecision, SizingInput, SizingStep,
     SizingView, Verdict,
 };
-use support::{Fake, Farm, advance, drain, secs, settle};
+use support::{Fake, Farm, advance, drain, secs, settle, spawn_lend_slot};
 use tokio::time::Instant;
 
 /// Runs the sizes a test sets, checked at each wake-up (every second).
@@ -77,8 +77,7 @@ async fn a_smaller_size_keeps_the_workers_alive_as_kept() {
     let a = pool.lend().await.unwrap();
     let b = pool.lend().await.unwrap();
     assert_eq!((a.slot(), b.slot()), (0, 1));
-    let p = pool.clone();
-    let third = tokio::spawn(async move { p.lend().await.map(|l| l.slot()) });
+    let third = spawn_lend_slot(&pool);
     settle().await;
     assert_eq!(pool.stats().waiting, 1, "a kept worker is never lent");
     drop(a);

@@ -1,12 +1,14 @@
-//! SPEC S7 (capacity and the fixed and resource sizings) and S9 (the
-//! computer a test controls).
+//! The capacity, the fixed and resource sizings, and the computer a test
+//! controls.
 mod support;
 
 use kennel::{
     Error, Event, Fixed, IdleTimeout, OnDemand, OrderedReady, Parallel, Pool, Resources, Sizing,
     TestComputer,
 };
-use support::{Fake, Farm, advance, drain, ms, secs, settle, within};
+use support::{
+    Fake, Farm, advance, drain, fixed, ms, parallel, secs, settle, spawn_lend_id, within,
+};
 
 const GIB: u64 = 1 << 30;
 
@@ -40,11 +42,7 @@ async fn fixed_zero_is_a_build_error_naming_sizing() {
 async fn fixed_n_gives_capacity_and_size_n() {
     for n in [1, 3, 16] {
         let farm = Farm::new();
-        let pool = Pool::builder(farm.factory())
-            .startup(Parallel)
-            .sizing(Fixed(n))
-            .build()
-            .unwrap();
+        let pool = parallel(&farm, n);
         settle().await;
         let s = pool.stats();
         assert_eq!((s.capacity, s.size, s.idle), (n, n, n));
@@ -222,7 +220,7 @@ async fn a_job_refused_a_start_for_memory_gets_one_within_a_second_of_memory_fre
     drop(first);
 }
 
-/// Seed Z's example (SPEC S7): the test computer's free memory is what the
+/// `@zukhruf/pool`'s example: the test computer's free memory is what the
 /// pool's workers may hold in all. Free 8 GiB, then 2.5 GiB, with 2 GiB per
 /// worker: 1 worker runs.
 #[tokio::test(start_paused = true)]
@@ -233,8 +231,7 @@ async fn the_test_computers_free_memory_is_a_budget_for_all_the_pools_workers() 
     assert_eq!(pool.stats().capacity, 4);
     let first = pool.lend().await.unwrap();
     computer.set_memory(5 * GIB / 2);
-    let p = pool.clone();
-    let second = tokio::spawn(async move { p.lend().await.map(|l| l.id) });
+    let second = spawn_lend_id(&pool);
     advance(secs(60)).await;
     assert_eq!(farm.made(), 1, "2.5 GiB holds one worker of 2 GiB, not two");
     assert_eq!(pool.stats().waiting, 1);
@@ -314,12 +311,7 @@ async fn burst(farm: &Farm, pool: &Pool<Fake>, jobs: usize, capacity: usize) -> 
 #[tokio::test(start_paused = true)]
 async fn the_pool_never_runs_more_workers_than_its_capacity_under_a_burst() {
     let farm = Farm::with_warmup(ms(150));
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(Fixed(4))
-        .max_waiting(100)
-        .build()
-        .unwrap();
+    let pool = fixed(&farm, OnDemand, 4).max_waiting(100).build().unwrap();
     let most = burst(&farm, &pool, 100, 4).await;
     assert_eq!(most, 4, "the burst used every slot");
     assert_eq!(farm.made(), 4);

@@ -1,6 +1,6 @@
-//! SPEC S7: the learning sizings, HillClimbing and Gradient, on a simulated
-//! workload whose best size is known (see `support_sim`), under paused time
-//! and seeded randomness.
+//! The learning sizings, HillClimbing and Gradient, on a simulated workload
+//! whose best size is known (see `support_sim`), under paused time and seeded
+//! randomness.
 mod support;
 mod support_sim;
 
@@ -188,11 +188,11 @@ async fn gradient_follows_its_limit_when_the_curve_moves() {
     assert_settled(&record, mins(27), 5..=5);
 }
 
-/// Seed Z's plain test computer: 4 CPUs and 8 GiB free, 2 GiB per worker
-/// (capacity 4); free memory drops to 2.5 GiB: 1 worker runs, within one
-/// window, and the workers that no longer fit are closed to free their
-/// memory. The pool's own workers hold memory of the 8 GiB, so a new worker
-/// never starts while they would not fit.
+/// `@zukhruf/pool`'s plain test computer: 4 CPUs and 8 GiB free, 2 GiB per
+/// worker (capacity 4); free memory drops to 2.5 GiB: 1 worker runs, within one
+/// window, and the workers that no longer fit are closed to free their memory.
+/// The pool's own workers hold memory of the 8 GiB, so a new worker never
+/// starts while they would not fit.
 async fn a_memory_drop_cuts_the_running_size(sizing: impl Sizing, computer: &TestComputer) {
     let machine = Machine::new(Curve::cores(6.0), 5);
     let farm = Farm::new();

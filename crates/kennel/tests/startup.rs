@@ -1,21 +1,13 @@
-//! SPEC S4: when workers start.
+//! When workers start.
 mod support;
 
-use kennel::{Fixed, LeaderFirst, OnDemand, OrderedReady, Parallel, Pool, Startup};
-use support::{Fake, Farm, advance, secs, settle};
-
-fn build(farm: &Farm, startup: impl Startup, n: usize) -> Pool<Fake> {
-    Pool::builder(farm.factory())
-        .startup(startup)
-        .sizing(Fixed(n))
-        .build()
-        .unwrap()
-}
+use kennel::{LeaderFirst, OnDemand, OrderedReady, Parallel, Pool};
+use support::{Fake, Farm, advance, pool_of, secs, settle, spawn_run_slot};
 
 #[tokio::test(start_paused = true)]
 async fn on_demand_starts_a_worker_only_when_a_job_needs_one() {
     let farm = Farm::with_warmup(secs(2));
-    let pool = build(&farm, OnDemand, 3);
+    let pool = pool_of(&farm, OnDemand, 3);
     advance(secs(60)).await;
     assert_eq!(farm.made(), 0);
     assert_eq!(pool.stats().starting, 0);
@@ -26,7 +18,7 @@ async fn on_demand_starts_a_worker_only_when_a_job_needs_one() {
 #[tokio::test(start_paused = true)]
 async fn parallel_starts_every_running_slot_together_when_built() {
     let farm = Farm::with_warmup(secs(2));
-    let pool = build(&farm, Parallel, 3);
+    let pool = pool_of(&farm, Parallel, 3);
     settle().await;
     assert_eq!(farm.started_slots(), [0, 1, 2]);
     assert_eq!(pool.stats().starting, 3);
@@ -37,7 +29,7 @@ async fn parallel_starts_every_running_slot_together_when_built() {
 #[tokio::test(start_paused = true)]
 async fn ordered_ready_starts_each_slot_after_the_previous_one_is_ready() {
     let farm = Farm::with_warmup(secs(2));
-    let pool = build(&farm, OrderedReady, 3);
+    let pool = pool_of(&farm, OrderedReady, 3);
     settle().await;
     assert_eq!(farm.started_slots(), [0]);
     advance(secs(1)).await;
@@ -58,7 +50,7 @@ async fn ordered_ready_starts_each_slot_after_the_previous_one_is_ready() {
 #[tokio::test(start_paused = true)]
 async fn leader_first_starts_slot_0_alone_then_the_others_together() {
     let farm = Farm::with_warmup(secs(2));
-    let pool = build(&farm, LeaderFirst, 4);
+    let pool = pool_of(&farm, LeaderFirst, 4);
     settle().await;
     assert_eq!(farm.started_slots(), [0]);
     advance(secs(1)).await;
@@ -88,7 +80,7 @@ async fn eager_startups_replace_an_idle_worker_that_exits() {
 #[tokio::test(start_paused = true)]
 async fn on_demand_does_not_replace_an_idle_worker_that_exits() {
     let farm = Farm::new();
-    let pool = build(&farm, OnDemand, 2);
+    let pool = pool_of(&farm, OnDemand, 2);
     pool.run(async |_w: &mut Fake| ()).await.unwrap();
     farm.exit(0);
     advance(secs(120)).await;
@@ -103,11 +95,9 @@ async fn on_demand_does_not_replace_an_idle_worker_that_exits() {
 async fn jobs_start_workers_themselves_whatever_the_startup() {
     // OrderedReady waits for slot 0, but a second job does not wait for it.
     let farm = Farm::with_warmup(secs(5));
-    let pool = build(&farm, OrderedReady, 2);
-    let p = pool.clone();
-    let a = tokio::spawn(async move { p.run(async |w: &mut Fake| w.slot).await });
-    let p = pool.clone();
-    let b = tokio::spawn(async move { p.run(async |w: &mut Fake| w.slot).await });
+    let pool = pool_of(&farm, OrderedReady, 2);
+    let a = spawn_run_slot(&pool);
+    let b = spawn_run_slot(&pool);
     settle().await;
     assert_eq!(farm.started_slots(), [0, 1]);
     advance(secs(5)).await;
@@ -125,7 +115,7 @@ macro_rules! named {
     ($($t:ident),*) => {$(
         impl StartupName for $t {
             fn name(&self) -> &'static str { stringify!($t) }
-            fn build(&self, farm: &Farm, n: usize) -> Pool<Fake> { build(farm, $t, n) }
+            fn build(&self, farm: &Farm, n: usize) -> Pool<Fake> { pool_of(farm, $t, n) }
         }
     )*};
 }

@@ -1,28 +1,15 @@
-//! SPEC S8: `stats()`, one consistent snapshot of the pool's counts, and the
+//! `stats()`, one consistent snapshot of the pool's counts, and the
 //! health rule.
 mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kennel::{Error, Fixed, IdleTimeout, OnDemand, Parallel, Pool, Stats};
-use support::{Fake, Farm, Steer, advance, ms, secs, settle, within};
-
-fn parallel(farm: &Farm, n: usize) -> Pool<Fake> {
-    Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(n))
-        .build()
-        .unwrap()
-}
-
-fn on_demand(farm: &Farm, n: usize) -> Pool<Fake> {
-    Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(Fixed(n))
-        .build()
-        .unwrap()
-}
+use kennel::{Error, IdleTimeout, OnDemand, Parallel, Pool, Stats};
+use support::{
+    Fake, Farm, Steer, advance, fixed, ms, on_demand, parallel, secs, settle, spawn_lend_slot,
+    spawn_run_id, within,
+};
 
 /// (starting, idle, lent, waiting, kept)
 fn counts(s: Stats) -> (usize, usize, usize, usize, usize) {
@@ -108,8 +95,7 @@ async fn a_job_dropped_while_waiting_leaves_the_count() {
     let pool = parallel(&farm, 1);
     settle().await;
     let held = pool.lend().await.unwrap();
-    let p = pool.clone();
-    let job = tokio::spawn(async move { p.lend().await.map(|l| l.slot()) });
+    let job = spawn_lend_slot(&pool);
     settle().await;
     assert_eq!(pool.stats().waiting, 1);
     job.abort();
@@ -195,9 +181,7 @@ async fn an_exited_worker_is_in_no_count() {
 #[tokio::test(start_paused = true)]
 async fn a_pool_whose_workers_were_evicted_shows_zeros_and_is_healthy() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(3))
+    let pool = fixed(&farm, Parallel, 3)
         .eviction(IdleTimeout::new(secs(1)).unwrap())
         .build()
         .unwrap();
@@ -250,8 +234,7 @@ async fn a_job_waiting_while_no_worker_may_start_is_unhealthy() {
         .unwrap();
     assert!(pool.stats().is_healthy());
 
-    let p = pool.clone();
-    let job = tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await });
+    let job = spawn_run_id(&pool);
     advance(secs(60)).await;
     let s = pool.stats();
     assert_eq!(counts(s), (0, 0, 0, 1, 0));
@@ -298,9 +281,7 @@ async fn a_pool_whose_factory_fails_never_leaves_a_job_waiting_for_nothing() {
 async fn one_read_is_consistent_in_a_busy_run() {
     const CAPACITY: usize = 6;
     let farm = Farm::with_warmup(ms(250));
-    let pool = Pool::builder(farm.factory())
-        .startup(OnDemand)
-        .sizing(Fixed(CAPACITY))
+    let pool = fixed(&farm, OnDemand, CAPACITY)
         .eviction(IdleTimeout::new(ms(300)).unwrap())
         .max_waiting(10_000)
         .build()

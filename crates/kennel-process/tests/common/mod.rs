@@ -1,5 +1,5 @@
-//! Helpers shared by the integration tests: start the fixture worker, and
-//! check that processes have really ended.
+//! Helpers shared by the integration tests: start the fixture worker, check
+//! that processes have really ended, bound a wait, keep a CPU busy.
 //!
 //! A process counts as gone when `/proc/<pid>` is absent or the process is a
 //! zombie (dead, only waiting for its parent to reap it: a zombie still
@@ -83,6 +83,17 @@ pub async fn assert_group_ends(pgid: u32) {
         group_members(pgid).is_empty()
     })
     .await;
+}
+
+/// Keeps the CPU busy for `duration` of real time without sleeping, as a job
+/// of CPU work does; returns how many turns it took.
+pub fn spin(duration: Duration) -> u64 {
+    let started = std::time::Instant::now();
+    let mut n = 0u64;
+    while started.elapsed() < duration {
+        n = std::hint::black_box(n.wrapping_add(1));
+    }
+    n
 }
 
 /// Awaits `future` for at most [`PROCESS_DEADLINE`] of real time.

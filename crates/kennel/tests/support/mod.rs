@@ -6,8 +6,12 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kennel::{BoxError, Event, ExitSignal, ExitStatus, Exited, Killer, SlotInfo, Worker};
+use kennel::{
+    BoxError, Error, Event, ExitSignal, ExitStatus, Exited, Fixed, Killer, Lease, OnDemand,
+    Parallel, Pool, PoolBuilder, RetireReason, SlotInfo, Startup, Worker,
+};
 use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// How one fake worker warms up.
@@ -420,4 +424,122 @@ pub async fn within<F: std::future::Future>(d: Duration, fut: F) -> F::Output {
         Ok(out) => out,
         Err(_) => panic!("not done within {d:?}"),
     }
+}
+
+// ----- pools of fake workers -----
+
+/// A builder of a pool of fake workers from `farm`, with `startup` and
+/// `Fixed(n)`: add the options a test needs, then build.
+pub fn fixed(farm: &Farm, startup: impl Startup, n: usize) -> PoolBuilder<Fake> {
+    Pool::builder(farm.factory())
+        .startup(startup)
+        .sizing(Fixed(n))
+}
+
+/// A pool of `n` fake workers from `farm`, with `startup` and `Fixed(n)`.
+pub fn pool_of(farm: &Farm, startup: impl Startup, n: usize) -> Pool<Fake> {
+    fixed(farm, startup, n).build().unwrap()
+}
+
+/// A pool of `n` fake workers that all start when it is built
+/// (`Parallel`, `Fixed(n)`).
+pub fn parallel(farm: &Farm, n: usize) -> Pool<Fake> {
+    pool_of(farm, Parallel, n)
+}
+
+/// A pool of up to `n` fake workers, each started when a job needs one
+/// (`OnDemand`, `Fixed(n)`).
+pub fn on_demand(farm: &Farm, n: usize) -> Pool<Fake> {
+    pool_of(farm, OnDemand, n)
+}
+
+/// [`parallel`], named `name` (for a registry).
+pub fn named_parallel(farm: &Farm, name: &str, n: usize) -> Pool<Fake> {
+    fixed(farm, Parallel, n).name(name).build().unwrap()
+}
+
+/// [`on_demand`], named `name` (for a registry).
+pub fn named_on_demand(farm: &Farm, name: &str, n: usize) -> Pool<Fake> {
+    fixed(farm, OnDemand, n).name(name).build().unwrap()
+}
+
+/// Waits (on the paused clock, in steps of 100 ms) until worker `id` has
+/// been made, and panics if it never is.
+pub async fn until_made(farm: &Farm, id: usize) {
+    for _ in 0..10_000 {
+        if farm.made() > id {
+            return;
+        }
+        advance(ms(100)).await;
+    }
+    panic!("worker {id} was never made");
+}
+
+// ----- jobs -----
+
+/// Holds `n` workers of `pool`, lent one after the other.
+pub async fn hold(pool: &Pool<Fake>, n: usize) -> Vec<Lease<Fake>> {
+    let mut leases = Vec::with_capacity(n);
+    for _ in 0..n {
+        leases.push(pool.lend().await.unwrap());
+    }
+    leases
+}
+
+/// Spawns a job that runs on a worker of `pool` and returns that worker's id.
+pub fn spawn_run_id(pool: &Pool<Fake>) -> JoinHandle<Result<usize, Error>> {
+    let p = pool.clone();
+    tokio::spawn(async move { p.run(async |w: &mut Fake| w.id).await })
+}
+
+/// Spawns a job that runs on a worker of `pool` and returns that worker's
+/// slot.
+pub fn spawn_run_slot(pool: &Pool<Fake>) -> JoinHandle<Result<usize, Error>> {
+    let p = pool.clone();
+    tokio::spawn(async move { p.run(async |w: &mut Fake| w.slot).await })
+}
+
+/// Spawns a job that lends a worker of `pool`, gives it back at once and
+/// returns the slot it was lent from.
+pub fn spawn_lend_slot(pool: &Pool<Fake>) -> JoinHandle<Result<usize, Error>> {
+    let p = pool.clone();
+    tokio::spawn(async move { p.lend().await.map(|l| l.slot()) })
+}
+
+/// Spawns a job that lends a worker of `pool`, gives it back at once and
+/// returns its id.
+pub fn spawn_lend_id(pool: &Pool<Fake>) -> JoinHandle<Result<usize, Error>> {
+    let p = pool.clone();
+    tokio::spawn(async move { p.lend().await.map(|l| l.id) })
+}
+
+/// Spawns a close of `pool`; the task ends when the pool has closed.
+pub fn spawn_close<W: Worker>(pool: &Pool<W>) -> JoinHandle<()> {
+    let p = pool.clone();
+    tokio::spawn(async move { p.close().await })
+}
+
+/// The answer of a call that must not wait (a refusal, never a queue).
+pub async fn at_once<F: std::future::Future>(call: F) -> F::Output {
+    tokio::time::timeout(secs(1), call)
+        .await
+        .expect("answered at once, not queued")
+}
+
+// ----- events -----
+
+/// The `worker:retired` events among `events`: (slot, reason), in order.
+pub fn retired(events: &[Event]) -> Vec<(usize, RetireReason)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Retired { slot, reason } => Some((*slot, *reason)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// How many of `events` are named `name` (as `worker:crashed`).
+pub fn count(events: &[Event], name: &str) -> usize {
+    events.iter().filter(|e| e.name() == name).count()
 }
