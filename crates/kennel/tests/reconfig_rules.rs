@@ -3,26 +3,8 @@
 //! youngest queued jobs above it.
 mod support;
 
-use kennel::{Action, Error, Event, Fixed, Parallel, Pool, Reconfig, RejectReason, RetireReason};
-use support::{Fake, Farm, advance, drain, secs, settle};
-
-fn parallel(farm: &Farm, n: usize) -> Pool<Fake> {
-    Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(n))
-        .build()
-        .unwrap()
-}
-
-fn retired(events: &[Event]) -> Vec<(usize, RetireReason)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Retired { slot, reason } => Some((*slot, *reason)),
-            _ => None,
-        })
-        .collect()
-}
+use kennel::{Action, Error, Event, Parallel, Reconfig, RejectReason, RetireReason};
+use support::{Farm, advance, drain, fixed, parallel, retired, secs, settle};
 
 #[tokio::test(start_paused = true)]
 async fn a_lifetime_added_by_reconfiguration_expires_live_workers_within_it_of_their_start() {
@@ -53,9 +35,7 @@ async fn a_lifetime_added_by_reconfiguration_expires_live_workers_within_it_of_t
 #[tokio::test(start_paused = true)]
 async fn a_lifetime_removed_by_reconfiguration_expires_no_live_worker() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(2))
+    let pool = fixed(&farm, Parallel, 2)
         .max_lifetime(secs(60))
         .build()
         .unwrap();
@@ -72,9 +52,7 @@ async fn a_lifetime_removed_by_reconfiguration_expires_no_live_worker() {
 #[tokio::test(start_paused = true)]
 async fn a_shortened_lifetime_replaces_expired_idle_workers_at_once_and_lent_ones_when_returned() {
     let farm = Farm::new();
-    let pool = Pool::builder(farm.factory())
-        .startup(Parallel)
-        .sizing(Fixed(2))
+    let pool = fixed(&farm, Parallel, 2)
         .max_lifetime(secs(600))
         .build()
         .unwrap();
