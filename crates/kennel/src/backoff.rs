@@ -1,4 +1,4 @@
-//! The back-off before an eager startup refills a slot (SPEC S5).
+//! The back-off before an eager startup refills a slot.
 
 use std::time::Duration;
 

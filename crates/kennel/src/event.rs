@@ -1,4 +1,4 @@
-//! Typed events of the pool (SPEC S8), mirrored to `tracing`.
+//! Typed events of the pool, mirrored to `tracing`.
 
 use std::fmt;
 use std::time::Duration;
@@ -143,7 +143,7 @@ pub enum Event {
 }
 
 impl Event {
-    /// The serialised name, in D's form (`worker:crashed`, `sizing:step`, …).
+    /// The serialised name, in Deserve's form (`worker:crashed`, `sizing:step`, …).
     pub fn name(&self) -> &'static str {
         match self {
             Self::Starting { .. } => "worker:starting",

@@ -10,6 +10,63 @@
 //!
 //! Every wait and measurement uses tokio's clock, so tests run under
 //! `#[tokio::test(start_paused = true)]`.
+//!
+//! # Example
+//!
+//! A worker that is costly to make (here it sums a table once) is made
+//! once per slot and then lent to one job at a time:
+//!
+//! ```
+//! use std::time::Duration;
+//! use kennel::{ExitSignal, Exited, Fixed, IdleTimeout, Killer, Parallel, Pool, Worker};
+//!
+//! struct Model {
+//!     weights: Vec<u64>,
+//!     signal: ExitSignal,
+//!     exited: Option<Exited>,
+//! }
+//!
+//! impl Model {
+//!     async fn load() -> Result<Self, kennel::BoxError> {
+//!         let (signal, exited) = ExitSignal::new();
+//!         let weights = (1..=1_000).collect(); // the costly part
+//!         Ok(Self { weights, signal, exited: Some(exited) })
+//!     }
+//!
+//!     fn infer(&self, x: u64) -> u64 {
+//!         self.weights.iter().map(|w| w * x).sum()
+//!     }
+//! }
+//!
+//! impl Worker for Model {
+//!     fn exited(&mut self) -> Exited {
+//!         self.exited.take().unwrap_or_else(Exited::never)
+//!     }
+//!     fn killer(&self) -> Killer {
+//!         self.signal.killer()
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let pool = Pool::builder(|_slot| Model::load())
+//!     .name("model")
+//!     .startup(Parallel)
+//!     .sizing(Fixed(2))
+//!     .eviction(IdleTimeout::new(Duration::from_secs(300))?.keep(1))
+//!     .job_timeout(Duration::from_secs(30))
+//!     .build()?;
+//!
+//! let y = pool.run(async |m: &mut Model| m.infer(2)).await?;
+//! assert_eq!(y, 1_001_000);
+//!
+//! // A job that returns a `Result`: one `?` for the pool's error and its own.
+//! let n: u64 = pool.try_run(async |m: &mut Model| "7".parse::<u64>().map(|x| m.infer(x))).await?;
+//! assert_eq!(n, 3_503_500);
+//!
+//! pool.close().await; // every worker ends
+//! # Ok(()) }
+//! ```
 
 mod backoff;
 mod builder;

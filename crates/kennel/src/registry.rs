@@ -1,4 +1,4 @@
-//! Named pools and groups (SPEC S12, pooler's pools and groups).
+//! Named pools and groups (pooler's pools and groups).
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -48,7 +48,7 @@ pub enum JobError<E> {
     Pool(Error),
     /// The job ran and returned this error.
     #[error("the job failed: {0}")]
-    Job(E),
+    Job(#[source] E),
 }
 
 /// Runs `job` on a lent worker: the job timeout applies, the worker's end

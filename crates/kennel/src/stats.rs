@@ -1,4 +1,4 @@
-//! One consistent snapshot of a pool's counts (SPEC S8).
+//! One consistent snapshot of a pool's counts.
 
 /// A snapshot of a pool, taken under one lock, so its counts agree.
 ///

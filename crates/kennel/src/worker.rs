@@ -1,4 +1,4 @@
-//! The `Worker` trait (SPEC S1) and the small types a worker hands the pool.
+//! The `Worker` trait and the small types a worker hands the pool.
 
 use std::fmt;
 use std::future::Future;

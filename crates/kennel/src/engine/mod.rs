@@ -17,6 +17,7 @@ mod guard;
 mod lend;
 mod life;
 mod reconfigure;
+mod release;
 mod resize;
 mod state;
 mod tasks;
@@ -31,7 +32,8 @@ use tokio::time::Instant;
 
 pub(crate) use effects::{Effects, Wake};
 pub(crate) use guard::StateGuard;
-pub(crate) use lend::{Acquired, Outcome, Returned};
+pub(crate) use lend::Acquired;
+pub(crate) use release::{Outcome, Returned};
 pub(crate) use state::{Parts, State};
 
 use crate::dispatch::Mailbox;
@@ -319,3 +321,6 @@ impl<W: Worker> State<W> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

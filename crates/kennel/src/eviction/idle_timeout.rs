@@ -3,9 +3,10 @@ use std::time::Duration;
 use super::{EvictAfter, Eviction, IdleWorker};
 use crate::error::BuildError;
 
-/// The longest `after`: 2,147,483,647 ms (about 24.8 days), as seed Z keeps
-/// it so configurations port.
-pub const MAX_IDLE_TIMEOUT: Duration = Duration::from_millis(2_147_483_647);
+/// The longest `after`: the pool's longest time limit,
+/// [`MAX_DURATION`](crate::MAX_DURATION) (as `@zukhruf/pool` keeps it, so
+/// configurations port).
+pub const MAX_IDLE_TIMEOUT: Duration = crate::options::MAX_DURATION;
 
 /// Evicts a worker that stayed idle for `after`.
 ///
@@ -31,7 +32,10 @@ impl IdleTimeout {
         if after.is_zero() || after > MAX_IDLE_TIMEOUT {
             return Err(BuildError::new(
                 "eviction.after",
-                format!("{after:?} is out of range (allowed: above 0 and at most 2147483647 ms)"),
+                format!(
+                    "{after:?} is out of range (allowed: above 0 and at most {} ms)",
+                    MAX_IDLE_TIMEOUT.as_millis()
+                ),
             ));
         }
         Ok(Self { after, keep: 0 })

@@ -1,4 +1,4 @@
-//! When idle workers close (SPEC S6).
+//! When idle workers close.
 
 use std::fmt;
 use std::future::Future;

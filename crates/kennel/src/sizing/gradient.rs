@@ -16,7 +16,7 @@ const DRIFT: f64 = 0.10;
 
 /// Runs 2 workers first, then as many as keep a job's time at most 1.5 × its
 /// time with 2 workers (as Netflix's concurrency-limits Gradient), learning
-/// for as long as the pool runs (SPEC S7).
+/// for as long as the pool runs.
 ///
 /// It steps as [`HillClimbing`](crate::HillClimbing) does — three windows of
 /// at least 20 jobs and 2 seconds, counted only while jobs wait and every

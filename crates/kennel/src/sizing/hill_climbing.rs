@@ -11,7 +11,7 @@ const GAIN: f64 = 0.10;
 
 /// Runs 2 workers first, then as many as each add at least 10% more jobs per
 /// second (as the .NET thread pool does), learning for as long as the pool
-/// runs (SPEC S7).
+/// runs.
 ///
 /// Capacity = `min(cpus, free memory / memory_per_worker)`, at least 1, read
 /// from the computer when the pool is built. Then it takes steps: three

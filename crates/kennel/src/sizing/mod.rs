@@ -1,4 +1,4 @@
-//! How many workers run (SPEC S7).
+//! How many workers run.
 
 use std::fmt;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! When workers start (SPEC S4).
+//! When workers start.
 
 use std::fmt;
 
@@ -42,7 +42,7 @@ pub enum Starts {
 ///
 /// The pool asks when it is built, when a worker turns ready, when a slot
 /// empties and when a back-off ends. Jobs start workers on their own
-/// (SPEC S2 rule 3) whatever the startup says.
+/// (the lending order's third rule) whatever the startup says.
 ///
 /// ```
 /// use kennel::{SlotPhase, Startup, Starts};

@@ -1,0 +1,185 @@
+//! A lease's return: the worker goes back to the pool, to the oldest
+//! waiting job, or away.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::effects::{Effects, Wake, When};
+use super::state::State;
+use crate::dispatch::Granted;
+use crate::event::{Event, RetireReason};
+use crate::eviction::IdleWorker;
+use crate::sizing::SizingInput;
+use crate::slot::{EndReason, Now, SlotState, WorkerCell, transitions as t};
+use crate::timer::Timer;
+use crate::worker::Worker;
+
+/// How a lease comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The worker is fine: the job ended, or never used it (a job dropped
+    /// after it was handed the worker, `for_each_idle`). Only a lease that
+    /// carries its lend time counts as a timed job.
+    Returned,
+    /// The pool ends the worker.
+    Retire(RetireReason),
+}
+
+/// A lease coming back.
+#[derive(Debug)]
+pub(crate) struct Returned<'a, W> {
+    pub(crate) slot: usize,
+    pub(crate) worker: W,
+    pub(crate) cell: &'a Arc<WorkerCell>,
+    pub(crate) outcome: Outcome,
+    /// How long the job held the worker, if the pool times jobs.
+    pub(crate) held: Option<Duration>,
+}
+
+impl<W: Worker> State<W> {
+    /// A lease comes back.
+    pub(crate) fn release(&mut self, fx: &mut Effects<W>, back: Returned<'_, W>, now: &mut Now) {
+        let Returned {
+            slot: i,
+            worker,
+            cell,
+            outcome,
+            held,
+        } = back;
+        let ours = match self.slots.state(i) {
+            SlotState::Lent { live } => Arc::ptr_eq(&live.cell, cell),
+            SlotState::LentGone { cell: c, .. } => Arc::ptr_eq(c, cell),
+            _ => false,
+        };
+        if !ours {
+            // The slot moved on (cannot happen by invariant 2); end the worker.
+            fx.kill(cell.killer.clone());
+            fx.drops.push(worker);
+            return;
+        }
+        if let (Outcome::Returned, Some(held), false) = (outcome, held, cell.is_dead()) {
+            fx.job_done = Some(held);
+            self.observe_job(held.as_secs_f64());
+            if self.sizing_jobs {
+                let view = self.view_at(now.get());
+                let decision = self
+                    .sizing
+                    .observe(&view, SizingInput::JobDone { took: held });
+                self.apply_sizing(fx, decision);
+            }
+        }
+        if cell.is_dead() {
+            // It ended while lent; its exit was handled when seen.
+            fx.drops.push(worker);
+            self.slots.apply(i, t::return_gone);
+            self.after_empty(fx);
+            return;
+        }
+        if !worker.is_alive() {
+            // It ended during the job, and the pool's watcher has not seen
+            // the exit yet: never lend it again; the exit empties the slot.
+            fx.drops.push(worker);
+            self.slots.apply(i, |s| t::end_lent(s, EndReason::Crashed));
+            return;
+        }
+        let retire = match outcome {
+            Outcome::Retire(reason) => {
+                fx.kill(cell.killer.clone());
+                fx.drops.push(worker);
+                self.slots
+                    .apply(i, |s| t::end_lent(s, EndReason::Retired(reason)));
+                fx.emit(Event::Retired { slot: i, reason });
+                return;
+            }
+            // Its slot was removed by a reconfiguration.
+            Outcome::Returned if i >= self.slots.capacity() => Some(RetireReason::Reconfigured),
+            // Never cut short; replaced when it comes back.
+            Outcome::Returned if self.live_expired(i, now) => Some(RetireReason::Lifetime),
+            Outcome::Returned => None,
+        };
+        match retire {
+            Some(reason) => self.retire_lent(fx, i, worker, reason),
+            None => self.place(fx, i, worker, now),
+        }
+    }
+
+    /// A ready worker is free in slot `i`, whose state is `Lent`: close it,
+    /// keep it, give it to the oldest job, or make it idle.
+    pub(crate) fn place(&mut self, fx: &mut Effects<W>, i: usize, worker: W, now: &mut Now) {
+        let SlotState::Lent { live } = self.slots.state(i) else {
+            fx.drops.push(worker);
+            return;
+        };
+        let (expired, cell) = (live.expired_by(now), live.cell.clone());
+        if self.closed {
+            self.slots
+                .apply(i, |s| t::end_lent(s, EndReason::PoolClosed));
+            fx.closes.push((worker, cell.killer.clone()));
+            return;
+        }
+        if !self.waiters.is_empty() && i < self.slots.size() {
+            // It stays lent, now to the oldest job.
+            let g = Granted {
+                slot: i,
+                worker,
+                cell,
+                at: None,
+            };
+            self.grant_oldest(g, now.read());
+            return;
+        }
+        if expired {
+            // Its lifetime ended while it warmed up, and no job waits for
+            // it: close it and start a fresh one.
+            self.retire_lent(fx, i, worker, RetireReason::Lifetime);
+            return;
+        }
+        if i >= self.slots.size() && i >= self.kept_limit {
+            // Memory ran short: do not keep it.
+            self.retire_lent(fx, i, worker, RetireReason::Memory);
+            return;
+        }
+        // Without an eviction that may evict, nothing reads when it
+        // turned idle: the clock is not read for it.
+        let since = self.eviction.may_evict().then(|| now.get());
+        let evict = match since {
+            Some(since) if i < self.slots.size() => self.arm_eviction(fx, i, since, cell.started),
+            _ => None,
+        };
+        let mut worker = Some(worker);
+        self.slots
+            .apply(i, |s| t::to_idle(s, &mut worker, since, evict));
+        fx.drops.extend(worker);
+    }
+
+    /// Whether the live worker of slot `i` has outlived its lifetime.
+    fn live_expired(&self, i: usize, now: &mut Now) -> bool {
+        match self.slots.state(i) {
+            SlotState::Lent { live } => live.expired_by(now),
+            _ => false,
+        }
+    }
+
+    /// Asks the eviction when the idle worker of slot `i` goes.
+    pub(crate) fn arm_eviction(
+        &self,
+        fx: &mut Effects<W>,
+        i: usize,
+        since: Instant,
+        started: Instant,
+    ) -> Option<Timer> {
+        let after = self.eviction.idle(IdleWorker {
+            slot: i,
+            idle_since: since,
+            started,
+        })?;
+        let wake = Wake::Evict {
+            slot: i,
+            generation: self.slots.generation(i),
+            since,
+        };
+        Some(fx.wake_on(When::On(after), wake))
+    }
+}
