@@ -156,6 +156,15 @@ impl<W: Worker> PoolBuilder<W> {
         self
     }
 
+    /// The crash-loop breaker: after `n` failed starts in a row with no
+    /// worker ready between them, jobs fail at once with `Unavailable`
+    /// while trial starts find out when the workers come up again (default
+    /// 5; `None`: never). See [`Options::break_after_failed_starts`].
+    pub fn break_after_failed_starts(mut self, n: Option<u32>) -> Self {
+        self.options.break_after_failed_starts = n;
+        self
+    }
+
     /// Every option at once (what the service reads from its config).
     pub fn options(mut self, options: Options) -> Self {
         self.options = options;

@@ -78,6 +78,17 @@ pub enum Error {
         /// How the worker ended, when the pool knows.
         exit: Option<Exit>,
     },
+    /// The pool's workers keep failing to start (the crash-loop breaker):
+    /// the job was turned away at once instead of starting another.
+    #[error(
+        "the pool is unavailable: its workers keep failing to start (last: {last_failure}); next try in {retry_after:?}"
+    )]
+    Unavailable {
+        /// How long until the pool tries a start again.
+        retry_after: Duration,
+        /// What the last failed start said.
+        last_failure: String,
+    },
     /// The pool is closed (or closing) and takes no jobs.
     #[error("pool is closed")]
     Closed,
@@ -127,6 +138,7 @@ impl Error {
             Self::Timeout { .. } => "timeout",
             Self::WarmupFailed { .. } => "warmup-failed",
             Self::Crashed { .. } => "crashed",
+            Self::Unavailable { .. } => "unavailable",
             Self::Closed => "closed",
             Self::NoSuchPool { .. } => "no-such-pool",
             Self::DuplicatePool { .. } => "duplicate-pool",

@@ -138,6 +138,21 @@ pub enum Event {
         /// What.
         message: String,
     },
+    /// The crash-loop breaker tripped: starts keep failing and no worker is
+    /// ready; jobs fail at once with `Unavailable` (`pool:broken`).
+    Broken {
+        /// Failed starts in a row.
+        failed_starts: u32,
+        /// What the last one said.
+        last_failure: String,
+        /// Until the first trial start.
+        retry_after: Duration,
+    },
+    /// A worker became ready after the pool was broken (`pool:recovered`).
+    Recovered {
+        /// The failed starts before it.
+        failed_starts: u32,
+    },
     /// The pool closed (`pool:closed`).
     Closed,
 }
@@ -159,6 +174,8 @@ impl Event {
             Self::Rejected { .. } => "worker:rejected",
             Self::SizingStep(_) => "sizing:step",
             Self::Warning { .. } => "pool:warning",
+            Self::Broken { .. } => "pool:broken",
+            Self::Recovered { .. } => "pool:recovered",
             Self::Closed => "pool:closed",
         }
     }
@@ -183,7 +200,10 @@ impl Event {
     pub(crate) fn trace(&self, pool: &str) {
         let name = self.name();
         match self {
-            Self::Crashed { .. } | Self::WarmupFailed { .. } | Self::Warning { .. } => {
+            Self::Crashed { .. }
+            | Self::WarmupFailed { .. }
+            | Self::Warning { .. }
+            | Self::Broken { .. } => {
                 tracing::warn!(target: "kennel", pool, event = name, ?self);
             }
             Self::TimedOut { .. } | Self::Rejected { .. } | Self::Backoff { .. } => {

@@ -76,6 +76,15 @@ pub struct Options {
     /// When the idle workers drop to this many, one more running slot starts
     /// ahead of demand (pooler's `auto_grow_threshold`). `None`: off.
     pub auto_grow_threshold: Option<usize>,
+    /// The crash-loop breaker: after this many failed starts in a row (a
+    /// failed or timed-out warm-up, an exit during it) with no worker ready
+    /// between them, the pool is *broken* while no worker is ready: jobs no
+    /// longer start workers of their own but fail at once with
+    /// `Unavailable`, and trial starts, one at a time and 1, 2, 4 … 60 s
+    /// apart, find out when the workers come up again (php-fpm's
+    /// `emergency_restart_threshold`, supervisord's `startretries`).
+    /// Default 5; `None`: never break.
+    pub break_after_failed_starts: Option<u32>,
 }
 
 impl Default for Options {
@@ -90,6 +99,7 @@ impl Default for Options {
             max_lifetime: None,
             max_lifetime_jitter: Duration::ZERO,
             auto_grow_threshold: None,
+            break_after_failed_starts: Some(5),
         }
     }
 }
@@ -178,6 +188,10 @@ impl Options {
         differs(
             "auto_grow_threshold",
             self.auto_grow_threshold != other.auto_grow_threshold,
+        );
+        differs(
+            "break_after_failed_starts",
+            self.break_after_failed_starts != other.break_after_failed_starts,
         );
         names
     }

@@ -131,6 +131,13 @@ impl Reconfig {
         self.edit("auto_grow_threshold", move |o| o.auto_grow_threshold = n)
     }
 
+    /// A new crash-loop breaker threshold (`None`: never break).
+    pub fn break_after_failed_starts(self, n: Option<u32>) -> Self {
+        self.edit("break_after_failed_starts", move |o| {
+            o.break_after_failed_starts = n;
+        })
+    }
+
     /// A new close grace.
     pub fn close_grace(self, d: Duration) -> Self {
         self.edit("close_grace", move |o| o.close_grace = d)

@@ -21,12 +21,19 @@ pub struct Stats {
     pub size: usize,
     /// Idle workers alive in slots the sizing does not run now.
     pub kept: usize,
+    /// Empty running slots whose worker exited early, waiting for their
+    /// back-off to end before an eager startup starts them again.
+    pub backing_off: usize,
+    /// Whether the crash-loop breaker holds the pool: its starts keep
+    /// failing and no worker is ready, so jobs fail at once with
+    /// `Unavailable` (see `Options::break_after_failed_starts`).
+    pub broken: bool,
 }
 
 impl Stats {
-    /// `waiting == 0 || starting + idle + lent > 0`: no job waits without a
-    /// worker on its way.
+    /// Not broken, and `waiting == 0 || starting + idle + lent > 0`: no
+    /// job waits without a worker on its way.
     pub fn is_healthy(&self) -> bool {
-        self.waiting == 0 || self.starting + self.idle + self.lent > 0
+        !self.broken && (self.waiting == 0 || self.starting + self.idle + self.lent > 0)
     }
 }

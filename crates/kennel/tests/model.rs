@@ -663,6 +663,9 @@ impl Model {
                 St::Idle { .. } if self.running(i) => s.idle += 1,
                 St::Idle { .. } => s.kept += 1,
                 St::Lent { .. } => s.lent += 1,
+                St::Empty if self.running(i) && slot.backoff_until.is_some() => {
+                    s.backing_off += 1;
+                }
                 St::Empty | St::Gone { .. } => {}
             }
         }
@@ -1058,6 +1061,9 @@ impl StateMachineTest for PoolTest {
             .name("model")
             .sizing(Fixed(m.capacity))
             .max_waiting(m.max_waiting)
+            // The reference model has no crash-loop breaker; its own tests
+            // (breaker.rs) check it.
+            .break_after_failed_starts(None)
             .close_grace(Duration::from_secs(1));
             let b = match m.evict_after {
                 Some(ms) => b.eviction(IdleTimeout::new(Duration::from_millis(ms)).unwrap()),

@@ -138,4 +138,6 @@ pub(crate) enum Wake {
     Sizing,
     /// Look again at a start the sizing refused while jobs wait.
     StartRetry,
+    /// The crash-loop breaker's back-off ended: time for a trial start.
+    Trial,
 }

@@ -40,7 +40,12 @@ impl<W: Worker> State<W> {
         if self.closed {
             return Err(Error::Closed);
         }
-        match self.choose(true) {
+        let choice = match self.choose(true) {
+            // A tripped breaker starts trials, not workers for each job.
+            Choice::Start(_) if !self.job_may_start() => Choice::Queue,
+            choice => choice,
+        };
+        match choice {
             Choice::Idle(i) => {
                 let granted = self.lend_idle(i);
                 self.auto_grow(fx);
@@ -56,6 +61,7 @@ impl<W: Worker> State<W> {
                 self.start_slot(fx, i, Some(id));
                 Ok(Acquired::Wait(id))
             }
+            Choice::Queue if self.broken() => Err(self.unavailable()),
             Choice::Queue if !queue => Ok(Acquired::WouldQueue),
             Choice::Queue => {
                 if self.waiters.unbound() >= self.opts.waiting_bound(self.slots.capacity()) {
@@ -130,6 +136,9 @@ impl<W: Worker> State<W> {
         let Some(threshold) = self.opts.auto_grow_threshold else {
             return;
         };
+        if self.tripped() {
+            return;
+        }
         let c = self.slots.counts();
         if c.idle + c.starting > threshold {
             return;
@@ -176,12 +185,12 @@ impl<W: Worker> State<W> {
                     self.waiters.set_bound(id, Some(i));
                     self.slots.apply(i, |s| t::await_by(s, Some(id)));
                 }
-                Choice::Start(i) => {
+                Choice::Start(i) if self.job_may_start() => {
                     let id = oldest_unbound(&self.waiters);
                     self.waiters.set_bound(id, Some(i));
                     self.start_slot(fx, i, Some(id));
                 }
-                Choice::Queue => {
+                Choice::Start(_) | Choice::Queue => {
                     if unbound {
                         self.retry_refused_start(fx);
                         self.hurry_closing(fx);

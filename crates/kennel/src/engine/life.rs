@@ -110,6 +110,7 @@ impl<W: Worker> State<W> {
         };
         self.ever_ready = true;
         fx.emit(Event::Ready { slot: i, warmup });
+        self.note_ready(fx);
         if let Some(id) = awaited_by {
             // Its job still waits; it may get this worker or an older
             // job may. Either way it is no longer bound to this slot.
@@ -142,6 +143,7 @@ impl<W: Worker> State<W> {
             slot: i,
             message: message.clone(),
         });
+        self.note_failed_start(fx, &message);
         if let Some(id) = aborted.awaited_by {
             self.waiters.fail(id, Error::warmup(i, message, source));
         }
@@ -194,6 +196,7 @@ impl<W: Worker> State<W> {
                     slot: i,
                     message: message.clone(),
                 });
+                self.note_failed_start(fx, &message);
                 if let Some(id) = awaited_by {
                     self.waiters.fail(id, Error::warmup(i, message, None));
                 }
@@ -336,7 +339,8 @@ impl<W: Worker> State<W> {
                 .collect(),
         };
         for i in wanted {
-            if !self.sizing.may_start(&self.view()) {
+            // A tripped breaker lets one trial start at a time.
+            if !self.may_try_start() || !self.sizing.may_start(&self.view()) {
                 break;
             }
             self.start_slot(fx, i, None);

@@ -10,6 +10,7 @@
 //! the lock, calls a handler, releases the lock, then carries the effects
 //! out. Nothing is spawned, killed, closed or emitted under the lock.
 
+mod breaker;
 mod close;
 mod effects;
 mod evict;
@@ -314,6 +315,7 @@ impl<W: Worker> State<W> {
                 since,
             } => self.on_evict(fx, slot, generation, since),
             Wake::Sizing => self.on_sizing_wake(fx),
+            Wake::Trial => self.on_trial_due(fx),
             Wake::StartRetry => {
                 self.start_retry = None;
                 self.pump(fx, None);

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::breaker::Breaker;
 use crate::dispatch::{Order, Waiters};
 use crate::eviction::Eviction;
 use crate::metrics::Published;
@@ -47,6 +48,7 @@ pub(crate) struct State<W> {
     pub(crate) kept_limit: usize,
     /// What the gauges show now.
     pub(crate) published: Published,
+    pub(crate) breaker: Breaker,
 }
 
 /// What a pool is built from.
@@ -87,6 +89,7 @@ impl<W> State<W> {
             rng: p.rng,
             kept_limit: usize::MAX,
             published: Published::none(),
+            breaker: Breaker::default(),
         };
         st.retime();
         st
@@ -109,6 +112,8 @@ impl<W> State<W> {
             capacity: self.slots.capacity(),
             size: self.slots.size(),
             kept: c.kept,
+            backing_off: c.backing_off,
+            broken: self.breaker.is_tripped(&self.opts) && c.idle + c.lent == 0,
         }
     }
 

@@ -1,6 +1,6 @@
 //! The counts behind `stats()`, and the set of idle running slots.
 
-use super::SlotState;
+use super::{Rest, SlotState};
 
 /// How many slots are in each kind of state; kept by [`Slots`](super::Slots).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -14,12 +14,15 @@ pub(crate) struct Counts {
     pub(crate) lent_above: usize,
     /// Workers the pool ends, and lent ones that have ended.
     pub(crate) closing: usize,
+    /// Empty running slots that wait for their back-off to end.
+    pub(crate) backing_off: usize,
 }
 
 /// Which count a slot's state adds to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Empty,
+    BackingOff,
     Starting,
     Idle,
     Kept,
@@ -33,6 +36,10 @@ impl Kind {
     #[inline]
     pub(crate) fn of<W>(i: usize, size: usize, state: &SlotState<W>) -> Self {
         match state {
+            SlotState::Empty {
+                rest: Rest::BackOff(_),
+                ..
+            } if i < size => Self::BackingOff,
             SlotState::Empty { .. } => Self::Empty,
             SlotState::Starting { .. } => Self::Starting,
             SlotState::Idle { .. } if i < size => Self::Idle,
@@ -49,6 +56,7 @@ impl Counts {
     pub(crate) fn of(&mut self, kind: Kind) -> Option<&mut usize> {
         Some(match kind {
             Kind::Empty => return None,
+            Kind::BackingOff => &mut self.backing_off,
             Kind::Starting => &mut self.starting,
             Kind::Idle => &mut self.idle,
             Kind::Kept => &mut self.kept,

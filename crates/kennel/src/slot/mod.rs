@@ -133,8 +133,8 @@ impl<W> SlotState<W> {
 pub(crate) enum Rest {
     /// It may start now.
     Wanted,
-    /// Its worker exited early: it starts again when the timer fires (held,
-    /// and cancelled by its drop).
+    /// Its worker exited early: it starts again when the back-off's timer
+    /// fires (held, and cancelled by its drop).
     BackOff(#[allow(dead_code)] Timer),
     /// An eviction let its worker go: it starts only for a job.
     Evicted,

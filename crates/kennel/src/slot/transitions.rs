@@ -280,13 +280,13 @@ pub(crate) fn exit_seen<W>(s: SlotState<W>) -> Step<W, Ended<W>> {
     Ok((SlotState::Empty { rest, respawn }, ended))
 }
 
-/// Empty or LentGone: an eager startup starts the slot again when `timer`
-/// fires.
-pub(crate) fn back_off<W>(s: SlotState<W>, timer: Timer) -> Step<W, ()> {
+/// Empty or LentGone: an eager startup starts the slot again when the
+/// back-off ends.
+pub(crate) fn back_off<W>(s: SlotState<W>, backoff: Timer) -> Step<W, ()> {
     match s {
         SlotState::Empty { respawn, .. } => Ok((
             SlotState::Empty {
-                rest: Rest::BackOff(timer),
+                rest: Rest::BackOff(backoff),
                 respawn,
             },
             (),
@@ -294,7 +294,7 @@ pub(crate) fn back_off<W>(s: SlotState<W>, timer: Timer) -> Step<W, ()> {
         SlotState::LentGone { cell, .. } => Ok((
             SlotState::LentGone {
                 cell,
-                backoff: Some(timer),
+                backoff: Some(backoff),
             },
             (),
         )),
