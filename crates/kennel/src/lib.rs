@@ -28,7 +28,6 @@ mod sizing;
 mod slot;
 mod startup;
 mod stats;
-mod system_computer;
 mod worker;
 
 pub use crate::builder::PoolBuilder;
