@@ -1,7 +1,9 @@
 use std::time::Duration;
 
 use super::memory::Memory;
-use super::step::{FIRST_SIZE, Measured, Rule, Stepper, Windows};
+use super::rule::{Measured, Rule};
+use super::step::{FIRST_SIZE, Stepper};
+use super::window::Windows;
 use super::{SizePlan, Sizing, SizingDecision, SizingInput, SizingView, Verdict};
 use crate::computer::Computer;
 use crate::error::BuildError;
@@ -16,7 +18,7 @@ const DRIFT: f64 = 0.10;
 
 /// Runs 2 workers first, then as many as keep a job's time at most 1.5 × its
 /// time with 2 workers (as Netflix's concurrency-limits Gradient), learning
-/// for as long as the pool runs (SPEC S7).
+/// for as long as the pool runs.
 ///
 /// It steps as [`HillClimbing`](crate::HillClimbing) does — three windows of
 /// at least 20 jobs and 2 seconds, counted only while jobs wait and every
@@ -252,7 +254,7 @@ impl Rule for Grade {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sizing::step::Measure;
+    use crate::sizing::window::Measure;
 
     fn step(from: usize, tried: usize, times: [f64; 3]) -> Measured {
         let m = |size, job_time| Measure {

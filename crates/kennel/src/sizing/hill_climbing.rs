@@ -1,7 +1,9 @@
 use std::time::Duration;
 
 use super::memory::Memory;
-use super::step::{Measured, Rule, Stepper, Windows, percent};
+use super::rule::{Measured, Rule, percent};
+use super::step::Stepper;
+use super::window::Windows;
 use super::{SizePlan, Sizing, SizingDecision, SizingInput, SizingView, Verdict};
 use crate::computer::Computer;
 use crate::error::BuildError;
@@ -11,7 +13,7 @@ const GAIN: f64 = 0.10;
 
 /// Runs 2 workers first, then as many as each add at least 10% more jobs per
 /// second (as the .NET thread pool does), learning for as long as the pool
-/// runs (SPEC S7).
+/// runs.
 ///
 /// Capacity = `min(cpus, free memory / memory_per_worker)`, at least 1, read
 /// from the computer when the pool is built. Then it takes steps: three
@@ -148,7 +150,7 @@ impl Rule for Climb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sizing::step::Measure;
+    use crate::sizing::window::Measure;
 
     fn step(from: usize, tried: usize, rates: [f64; 3]) -> Measured {
         let m = |size: usize, rate: f64| Measure {
