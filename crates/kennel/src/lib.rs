@@ -18,6 +18,7 @@ mod dispatch;
 mod error;
 mod event;
 mod eviction;
+mod exit;
 mod lease;
 mod metrics;
 mod pool;
@@ -38,6 +39,7 @@ pub use crate::event::{Event, RetireReason};
 pub use crate::eviction::{
     EvictAfter, Eviction, IdleTimeout, IdleWorker, MAX_IDLE_TIMEOUT, NoEviction,
 };
+pub use crate::exit::ExitSignal;
 pub use crate::lease::Lease;
 pub use crate::pool::{Pool, RunOptions};
 pub use crate::reconfig::{Action, Reconfig};
@@ -51,4 +53,4 @@ pub use crate::startup::{
     LeaderFirst, OnDemand, OrderedReady, Parallel, SlotPhase, Starts, Startup,
 };
 pub use crate::stats::Stats;
-pub use crate::worker::{BoxError, Exit, ExitSignal, ExitStatus, Exited, Killer, Worker};
+pub use crate::worker::{BoxError, Exit, ExitStatus, Exited, Killer, Worker};
