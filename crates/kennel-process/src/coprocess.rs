@@ -6,15 +6,13 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kennel::{BoxError, Exit, ExitStatus, Exited, Killer, Worker};
+use kennel::{BoxError, Exit, ExitSignal, ExitStatus, Exited, Killer, Worker};
 use nix::sys::signal::Signal;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
-use tokio::sync::watch;
-use tokio::time::Instant;
 
 use crate::error::{NO_MESSAGE, ProcessError};
 use crate::group::ProcessGroup;
@@ -105,7 +103,8 @@ pub struct Coprocess {
     group: Arc<ProcessGroup>,
     stdin: Option<ChildStdin>,
     stdout: LineReader<ChildStdout>,
-    exit: watch::Receiver<Option<Exit>>,
+    /// The end, recorded by the task that waits for the child.
+    exit: ExitSignal,
     phase: Phase,
     max_line_bytes: usize,
     close_grace: Duration,
@@ -140,7 +139,8 @@ impl Coprocess {
         if let Some(dir) = &spec.current_dir {
             command.current_dir(dir);
         }
-        let started = Instant::now();
+        // Started now: the exit counts how long the worker ran from here.
+        let (exit, _) = ExitSignal::new();
         let mut child = command.spawn().map_err(|source| ProcessError::Spawn {
             program: program.clone(),
             source,
@@ -159,12 +159,10 @@ impl Coprocess {
             slot: spec.slot,
         };
         let group = Arc::new(ProcessGroup::new(pid));
-        let (exit_tx, exit_rx) = watch::channel(None);
         tokio::spawn(wait_for_exit(
             child,
             Arc::clone(&group),
-            exit_tx,
-            started,
+            exit.clone(),
             label.clone(),
             pid,
         ));
@@ -176,7 +174,7 @@ impl Coprocess {
             group,
             stdin: Some(stdin),
             stdout: LineReader::new(stdout, spec.max_line_bytes, Overflow::Fail),
-            exit: exit_rx,
+            exit,
             phase: match spec.ready {
                 ReadyMode::Line => Phase::Warming,
                 ReadyMode::Immediate => Phase::Idle,
@@ -364,21 +362,12 @@ impl Coprocess {
     /// (a kill because of bad output shows as signal 9). It may be called any
     /// number of times; the future does not borrow the worker.
     pub fn exited(&self) -> Exited {
-        let mut exit = self.exit.clone();
-        Exited::new(async move {
-            match exit.wait_for(Option::is_some).await {
-                Ok(seen) => seen.clone().expect("wait_for returns a value that is Some"),
-                Err(_) => Exit {
-                    status: ExitStatus::Other("the task waiting for the worker was stopped".into()),
-                    ran_for: Duration::ZERO,
-                },
-            }
-        })
+        self.exit.exited()
     }
 
     /// How the worker ended, if it has.
     pub fn try_exited(&self) -> Option<Exit> {
-        self.exit.borrow().clone()
+        self.exit.try_exited()
     }
 
     /// A cheap, cloneable switch that sends SIGKILL to the worker's whole
@@ -564,15 +553,12 @@ impl Coprocess {
 
     /// Waits at most `limit` for the exit; returns its status if it came.
     async fn wait_for_exit(&self, limit: Duration) -> Option<ExitStatus> {
-        let mut exit = self.exit.clone();
-        match tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await {
-            Ok(Ok(seen)) => seen.as_ref().map(|e| e.status.clone()),
-            _ => None,
-        }
+        let exit = tokio::time::timeout(limit, self.exit.exited()).await;
+        exit.ok().map(|exit| exit.status)
     }
 
     fn status_now(&self) -> Option<ExitStatus> {
-        self.exit.borrow().as_ref().map(|e| e.status.clone())
+        self.exit.try_exited().map(|exit| exit.status)
     }
 
     fn crashed_now(&self) -> ProcessError {
@@ -668,15 +654,17 @@ fn error_message(value: &Value) -> String {
 }
 
 /// Owns the child, waits for it, kills what is left of its group and
-/// publishes the exit.
+/// records the exit.
 async fn wait_for_exit(
     mut child: Child,
     group: Arc<ProcessGroup>,
-    exit_tx: watch::Sender<Option<Exit>>,
-    started: Instant,
+    exit: ExitSignal,
     label: Label,
     pid: u32,
 ) {
+    // Stopped before the child was reaped (its runtime shut down): the end
+    // is recorded all the same, so no `exited()` waits for ever.
+    let stopped = ExitOnDrop(exit);
     let waited = child.wait().await;
     group.leader_reaped();
     let status = match waited {
@@ -688,12 +676,23 @@ async fn wait_for_exit(
         },
         Err(err) => ExitStatus::Other(format!("could not wait for the worker: {err}")),
     };
-    let exit = Exit {
-        status,
-        ran_for: started.elapsed(),
-    };
-    tracing::debug!(pool = label.pool.as_deref(), slot = label.slot, pid, status = %exit.status, ran_for = ?exit.ran_for, "worker ended");
-    exit_tx.send_replace(Some(exit));
+    let exit = &stopped.0;
+    exit.exit(status);
+    if let Some(exit) = exit.try_exited() {
+        tracing::debug!(pool = label.pool.as_deref(), slot = label.slot, pid, status = %exit.status, ran_for = ?exit.ran_for, "worker ended");
+    }
+}
+
+/// Records that the task waiting for the worker stopped, unless the worker's
+/// end was recorded first.
+struct ExitOnDrop(ExitSignal);
+
+impl Drop for ExitOnDrop {
+    fn drop(&mut self) {
+        self.0.exit(ExitStatus::Other(
+            "the task waiting for the worker was stopped".into(),
+        ));
+    }
 }
 
 /// Forwards each stderr line of the worker to `tracing`.

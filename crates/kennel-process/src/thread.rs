@@ -6,11 +6,9 @@ use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
-use kennel::{BoxError, Exit, ExitStatus, Exited, Killer, Worker};
-use tokio::sync::{oneshot, watch};
-use tokio::time::Instant;
+use kennel::{BoxError, Exit, ExitSignal, ExitStatus, Exited, Killer, Worker};
+use tokio::sync::oneshot;
 
 use crate::error::ThreadError;
 
@@ -87,8 +85,7 @@ pub struct ThreadWorker<S> {
 /// What the worker and its thread share: the exit, first one wins.
 #[derive(Debug)]
 struct Shared {
-    started: Instant,
-    exit: watch::Sender<Option<Exit>>,
+    exit: ExitSignal,
     /// Set by the thread when its init failed, before it records the exit.
     warmup_failed: OnceLock<String>,
 }
@@ -96,18 +93,11 @@ struct Shared {
 impl Shared {
     /// Records the end; only the first call counts.
     fn exit(&self, status: ExitStatus) {
-        let ran_for = self.started.elapsed();
-        self.exit.send_if_modified(|seen| {
-            if seen.is_some() {
-                return false;
-            }
-            *seen = Some(Exit { status, ran_for });
-            true
-        });
+        self.exit.exit(status);
     }
 
     fn status(&self) -> Option<ExitStatus> {
-        self.exit.borrow().as_ref().map(|e| e.status.clone())
+        self.exit.try_exited().map(|exit| exit.status)
     }
 }
 
@@ -129,10 +119,9 @@ impl<S: 'static> ThreadWorker<S> {
         F: FnOnce() -> Result<S, E> + Send + 'static,
         E: Into<BoxError>,
     {
-        let (exit_tx, _) = watch::channel(None);
+        let (exit, _) = ExitSignal::new();
         let shared = Arc::new(Shared {
-            started: Instant::now(),
-            exit: exit_tx,
+            exit,
             warmup_failed: OnceLock::new(),
         });
         let (jobs_tx, jobs_rx) = mpsc::channel::<Job<S>>();
@@ -246,7 +235,7 @@ impl<S: 'static> ThreadWorker<S> {
             return Err(self.gone());
         }
 
-        let mut exit = self.shared.exit.subscribe();
+        let exited = self.shared.exit.exited();
         tokio::select! {
             biased;
             outcome = result_rx => match outcome {
@@ -254,7 +243,7 @@ impl<S: 'static> ThreadWorker<S> {
                 Ok(Err(message)) => Err(ThreadError::Crashed { message }),
                 Err(_) => Err(self.gone()),
             },
-            _ = exit.wait_for(Option::is_some) => {
+            _ = exited => {
                 match self.shared.status().unwrap_or(ExitStatus::Killed) {
                     // A job panicked: this one, or one sent before it whose
                     // run was dropped. Either way this job gets no answer.
@@ -269,30 +258,18 @@ impl<S: 'static> ThreadWorker<S> {
     /// ended, or it was killed (abandoned). It may be called any number of
     /// times; the future does not borrow the worker.
     pub fn exited(&self) -> Exited {
-        let mut exit = self.shared.exit.subscribe();
-        Exited::new(async move {
-            match exit.wait_for(Option::is_some).await {
-                Ok(seen) => seen.clone().expect("wait_for returns a value that is Some"),
-                // Unreachable: `Shared` owns the sender and `exit` keeps it
-                // alive only through the worker or its thread.
-                Err(_) => Exit {
-                    status: ExitStatus::Other("worker dropped".into()),
-                    ran_for: Duration::ZERO,
-                },
-            }
-        })
+        self.shared.exit.exited()
     }
 
     /// How the worker ended, if it has.
     pub fn try_exited(&self) -> Option<Exit> {
-        self.shared.exit.borrow().clone()
+        self.shared.exit.try_exited()
     }
 
     /// A cheap, cloneable switch that abandons the worker, as
     /// [`kill`](Self::kill) does.
     pub fn killer(&self) -> Killer {
-        let shared = Arc::clone(&self.shared);
-        Killer::new(move || shared.exit(ExitStatus::Killed))
+        self.shared.exit.killer()
     }
 
     /// Abandons the worker: [`exited`](Self::exited) resolves at once with
@@ -441,7 +418,7 @@ impl<S> fmt::Debug for ThreadWorker<S> {
         f.debug_struct("ThreadWorker")
             .field("thread", &self.thread_id)
             .field("ready", &ready)
-            .field("exited", &self.shared.exit.borrow().clone())
+            .field("exited", &self.shared.exit.try_exited())
             .finish_non_exhaustive()
     }
 }
