@@ -1,9 +1,10 @@
-//! [`ThreadWorker`]: a dedicated OS thread that holds state (SPEC S11).
+//! [`ThreadWorker`]: a dedicated OS thread that holds state.
+//!
+//! The worker's handle is here; the job as the thread receives it is in
+//! `job.rs`, and the thread's own loop in `serve.rs`.
 
-use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 
@@ -12,12 +13,14 @@ use tokio::sync::oneshot;
 
 use crate::error::ThreadError;
 
-/// A job as the thread receives it: runs on the state, sends its own result,
-/// and returns the panic message if it panicked.
-type Job<S> = Box<dyn FnOnce(&mut S) -> Result<(), String> + Send + 'static>;
+mod job;
+mod serve;
+
+use job::Job;
+use serve::serve;
 
 /// A worker that is one dedicated OS thread, holding state that it built
-/// itself, and running jobs on it one at a time (SPEC S11).
+/// itself, and running jobs on it one at a time.
 ///
 /// Use it for CPU-bound work that must not block the async runtime: a job
 /// runs on the worker's own thread, and the task that awaits
@@ -211,25 +214,7 @@ impl<S: 'static> ThreadWorker<S> {
         if let Some(status) = self.shared.status() {
             return Err(self.ended(status));
         }
-        let (result_tx, result_rx) = oneshot::channel::<Result<R, String>>();
-        let shared = Arc::clone(&self.shared);
-        let job: Job<S> = Box::new(move |state: &mut S| {
-            match catch_unwind(AssertUnwindSafe(|| job(state))) {
-                Ok(value) => {
-                    // The caller may have gone; then the result is dropped.
-                    let _ = result_tx.send(Ok(value));
-                    Ok(())
-                }
-                Err(payload) => {
-                    let message = panic_message(payload.as_ref());
-                    // The exit first: when the caller sees `Crashed`, the
-                    // worker has already ended.
-                    shared.exit(ExitStatus::Panicked(message.clone()));
-                    let _ = result_tx.send(Err(message.clone()));
-                    Err(message)
-                }
-            }
-        });
+        let (job, result_rx) = job::wrap(job, Arc::clone(&self.shared));
         let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
         if !matches!(sent, Some(Ok(()))) {
             return Err(self.gone());
@@ -321,90 +306,6 @@ impl<S: 'static> ThreadWorker<S> {
             .status()
             .unwrap_or_else(|| ExitStatus::Other("the worker thread ended".into()));
         self.ended(status)
-    }
-}
-
-/// The body of the worker's thread.
-fn serve<S, F, E>(
-    init: F,
-    jobs: &mpsc::Receiver<Job<S>>,
-    ready: oneshot::Sender<Result<(), BoxError>>,
-    shared: &Shared,
-) where
-    F: FnOnce() -> Result<S, E>,
-    E: Into<BoxError>,
-{
-    let mut state = match catch_unwind(AssertUnwindSafe(init)) {
-        Ok(Ok(state)) => state,
-        Ok(Err(err)) => {
-            let err: BoxError = err.into();
-            let message = err.to_string();
-            let _ = shared.warmup_failed.set(message.clone());
-            shared.exit(ExitStatus::Other(format!("warm-up failed: {message}")));
-            let _ = ready.send(Err(err));
-            return;
-        }
-        Err(payload) => {
-            let message = format!("init panicked: {}", panic_message(payload.as_ref()));
-            let _ = shared.warmup_failed.set(message.clone());
-            shared.exit(ExitStatus::Other(format!("warm-up failed: {message}")));
-            let _ = ready.send(Err(message.into()));
-            return;
-        }
-    };
-    let _ = ready.send(Ok(()));
-    // Ends when the worker drops its sender (close, drop), after a panic, or
-    // after the worker was abandoned.
-    while let Some(job) = next_job(jobs) {
-        if shared.status().is_some() {
-            break;
-        }
-        if let Err(message) = job(&mut state) {
-            shared.exit(ExitStatus::Panicked(message));
-            break;
-        }
-        if shared.status().is_some() {
-            break;
-        }
-    }
-    // The state may be half updated after a panic; dropping it must not take
-    // the "finished" signal down with it.
-    if catch_unwind(AssertUnwindSafe(move || drop(state))).is_err() {
-        tracing::warn!("a thread worker's state panicked while it was dropped");
-    }
-    // The channel closed: the worker was closed or dropped. A crash or a kill
-    // recorded before keeps its status.
-    shared.exit(ExitStatus::Closed);
-}
-
-/// How long a worker's thread keeps looking for the next job before it
-/// sleeps: the next job of a busy caller usually comes within a few
-/// microseconds, and finding it awake saves waking the thread (ADR 0012).
-const STAY_AWAKE: std::time::Duration = std::time::Duration::from_micros(50);
-
-/// The next job, or `None` once the worker's sender is gone. Looks for it,
-/// yielding the core to other threads, for [`STAY_AWAKE`] before it sleeps.
-fn next_job<S>(jobs: &mpsc::Receiver<Job<S>>) -> Option<Job<S>> {
-    let since = std::time::Instant::now();
-    loop {
-        match jobs.try_recv() {
-            Ok(job) => return Some(job),
-            Err(mpsc::TryRecvError::Disconnected) => return None,
-            Err(mpsc::TryRecvError::Empty) if since.elapsed() < STAY_AWAKE => {
-                std::thread::yield_now();
-            }
-            Err(mpsc::TryRecvError::Empty) => return jobs.recv().ok(),
-        }
-    }
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(message) = payload.downcast_ref::<&str>() {
-        (*message).to_owned()
-    } else if let Some(message) = payload.downcast_ref::<String>() {
-        message.clone()
-    } else {
-        "the panic carried no message".to_owned()
     }
 }
 
