@@ -1,6 +1,6 @@
 //! Workers for [`kennel`]: a child process that speaks JSON lines
-//! ([`Coprocess`], SPEC S10) and a dedicated OS thread that holds state
-//! ([`ThreadWorker`], SPEC S11). Both implement [`kennel::Worker`], so a pool
+//! ([`Coprocess`]) and a dedicated OS thread that holds state
+//! ([`ThreadWorker`]). Both implement [`kennel::Worker`], so a pool
 //! can lend them; both can also be used on their own.
 //!
 //! # A child process
@@ -25,24 +25,24 @@
 //!
 //! # In a pool
 //!
-//! A pool's factory gets a [`kennel::SlotInfo`]; label the worker with it so
-//! that its stderr lines carry the pool and slot:
+//! [`CoprocessSpec::pool`] builds a pool whose workers are one spec; each
+//! worker is labelled with its pool and slot, so that its stderr lines carry
+//! them, and finds them in `KENNEL_POOL` and `KENNEL_SLOT`. (A factory of
+//! your own gets a [`kennel::SlotInfo`] and can do the same with
+//! [`CoprocessSpec::label`] and [`CoprocessSpec::env`].)
 //!
 //! ```no_run
-//! use kennel::{Fixed, Parallel, Pool, SlotInfo};
+//! use kennel::{Fixed, Parallel};
 //! use kennel_process::{Coprocess, CoprocessSpec};
 //! use serde_json::json;
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-//! let spec = CoprocessSpec::new(["python3", "examples/workers/echo.py"]);
-//! let pool = Pool::builder(move |info: SlotInfo| {
-//!     let spec = spec.clone().label(&*info.pool, info.slot);
-//!     async move { spec.spawn() }
-//! })
-//! .name("echo")
-//! .startup(Parallel)
-//! .sizing(Fixed(2))
-//! .build()?;
+//! let pool = CoprocessSpec::new(["python3", "examples/workers/echo.py"])
+//!     .pool()
+//!     .name("echo")
+//!     .startup(Parallel)
+//!     .sizing(Fixed(2))
+//!     .build()?;
 //!
 //! // The outer `?` is the pool's error (timeout, crash, closed), the inner
 //! // one the worker's (an error reply, bad output).
@@ -75,6 +75,7 @@ mod coprocess;
 mod error;
 mod group;
 mod lines;
+mod pool;
 mod spec;
 mod thread;
 

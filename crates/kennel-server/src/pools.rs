@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use kennel::{
     BuildError, Dispatch, Fixed, Gradient, HillClimbing, IdleTimeout, LeaderFirst, NoEviction,
-    OnDemand, OrderedReady, Parallel, Pool, PoolBuilder, Reconfig, Resources, SlotInfo,
-    SystemComputer,
+    OnDemand, OrderedReady, Parallel, Pool, PoolBuilder, Reconfig, Resources, SystemComputer,
 };
 use kennel_process::{Coprocess, CoprocessSpec, ReadyMode};
 
@@ -51,16 +50,9 @@ pub fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpec {
 ///
 /// When called outside a tokio runtime.
 pub fn build_pool(pool: &PoolConfig, self_exe: &Path) -> Result<Pool<Coprocess>, BuildError> {
-    let spec = coprocess_spec(pool, self_exe);
-    let builder = Pool::builder(move |info: SlotInfo| {
-        let spec = spec
-            .clone()
-            .env("KENNEL_POOL", &*info.pool)
-            .env("KENNEL_SLOT", info.slot.to_string())
-            .label(&*info.pool, info.slot);
-        async move { spec.spawn() }
-    })
-    .name(pool.name.clone());
+    let builder = coprocess_spec(pool, self_exe)
+        .pool()
+        .name(pool.name.clone());
     configure(builder, pool).build()
 }
 

@@ -76,6 +76,7 @@ mod engine;
 mod error;
 mod event;
 mod eviction;
+mod exit;
 mod lease;
 mod metrics;
 mod options;
@@ -87,7 +88,6 @@ mod sizing;
 mod slot;
 mod startup;
 mod stats;
-mod system_computer;
 mod timer;
 mod worker;
 
@@ -99,6 +99,7 @@ pub use crate::event::{Event, RetireReason};
 pub use crate::eviction::{
     EvictAfter, Eviction, IdleTimeout, IdleWorker, MAX_IDLE_TIMEOUT, NoEviction,
 };
+pub use crate::exit::ExitSignal;
 pub use crate::lease::Lease;
 pub use crate::options::{MAX_DURATION, MAX_WAITING, Options};
 pub use crate::pool::Pool;
@@ -113,4 +114,4 @@ pub use crate::startup::{
     LeaderFirst, OnDemand, OrderedReady, Parallel, SlotPhase, Starts, Startup,
 };
 pub use crate::stats::Stats;
-pub use crate::worker::{BoxError, Exit, ExitSignal, ExitStatus, Exited, Killer, SlotInfo, Worker};
+pub use crate::worker::{BoxError, Exit, ExitStatus, Exited, Killer, SlotInfo, Worker};

@@ -1,13 +1,11 @@
-//! The `Worker` trait and the small types a worker hands the pool.
+//! The `Worker` trait and the small types a worker hands the pool; the
+//! [`ExitSignal`](crate::ExitSignal) that makes an [`Exited`] is in `exit.rs`.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-
-use tokio::sync::watch;
-use tokio::time::Instant;
 
 /// A boxed error as a worker reports it (a failed warm-up, for example).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -228,85 +226,5 @@ impl Killer {
 impl fmt::Debug for Killer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Killer(..)")
-    }
-}
-
-/// The sending half of a worker's end, for workers written by hand.
-///
-/// [`ExitSignal::new`] notes the start time and returns the signal and the
-/// [`Exited`] future to hand the pool. The first call to
-/// [`exit`](ExitSignal::exit) wins; later calls do nothing.
-#[derive(Clone)]
-pub struct ExitSignal {
-    inner: Arc<ExitInner>,
-}
-
-struct ExitInner {
-    started: Instant,
-    tx: watch::Sender<Option<Exit>>,
-    done: Mutex<bool>,
-}
-
-impl ExitSignal {
-    /// A new signal, started now, and the future that resolves on its exit.
-    pub fn new() -> (Self, Exited) {
-        let (tx, mut rx) = watch::channel(None);
-        let signal = Self {
-            inner: Arc::new(ExitInner {
-                started: Instant::now(),
-                tx,
-                done: Mutex::new(false),
-            }),
-        };
-        let exited = Exited::new(async move {
-            loop {
-                if let Some(exit) = rx.borrow_and_update().clone() {
-                    return exit;
-                }
-                if rx.changed().await.is_err() {
-                    // Every signal was dropped without an exit: the worker is gone.
-                    return rx.borrow().clone().unwrap_or(Exit {
-                        status: ExitStatus::Other("worker dropped".into()),
-                        ran_for: Duration::ZERO,
-                    });
-                }
-            }
-        });
-        (signal, exited)
-    }
-
-    /// Records that the worker ended with `status`. Only the first call counts.
-    pub fn exit(&self, status: ExitStatus) {
-        let mut done = self.inner.done.lock().unwrap_or_else(|e| e.into_inner());
-        if *done {
-            return;
-        }
-        *done = true;
-        let ran_for = self.inner.started.elapsed();
-        self.inner.tx.send_replace(Some(Exit { status, ran_for }));
-    }
-
-    /// Whether the worker has ended.
-    pub fn has_exited(&self) -> bool {
-        *self.inner.done.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A [`Killer`] that records [`ExitStatus::Killed`].
-    pub fn killer(&self) -> Killer {
-        let signal = self.clone();
-        Killer::new(move || signal.exit(ExitStatus::Killed))
-    }
-
-    /// When the worker started.
-    pub fn started(&self) -> Instant {
-        self.inner.started
-    }
-}
-
-impl fmt::Debug for ExitSignal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ExitSignal")
-            .field("exited", &self.has_exited())
-            .finish()
     }
 }

@@ -1,7 +1,9 @@
 use std::time::Duration;
 
 use super::memory::Memory;
-use super::step::{FIRST_SIZE, Measured, Rule, Stepper, Windows};
+use super::rule::{Measured, Rule};
+use super::step::{FIRST_SIZE, Stepper};
+use super::window::Windows;
 use super::{SizePlan, Sizing, SizingDecision, SizingInput, SizingView, Verdict};
 use crate::computer::Computer;
 use crate::error::BuildError;
@@ -252,7 +254,7 @@ impl Rule for Grade {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sizing::step::Measure;
+    use crate::sizing::window::Measure;
 
     fn step(from: usize, tried: usize, times: [f64; 3]) -> Measured {
         let m = |size, job_time| Measure {

@@ -1,7 +1,9 @@
 use std::time::Duration;
 
 use super::memory::Memory;
-use super::step::{Measured, Rule, Stepper, Windows, percent};
+use super::rule::{Measured, Rule, percent};
+use super::step::Stepper;
+use super::window::Windows;
 use super::{SizePlan, Sizing, SizingDecision, SizingInput, SizingView, Verdict};
 use crate::computer::Computer;
 use crate::error::BuildError;
@@ -148,7 +150,7 @@ impl Rule for Climb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sizing::step::Measure;
+    use crate::sizing::window::Measure;
 
     fn step(from: usize, tried: usize, rates: [f64; 3]) -> Measured {
         let m = |size: usize, rate: f64| Measure {

@@ -11,8 +11,12 @@ mod fixed;
 mod gradient;
 mod hill_climbing;
 mod memory;
+mod pause;
 mod resources;
+mod rule;
 mod step;
+mod verdict;
+mod window;
 
 pub use fixed::Fixed;
 pub use gradient::Gradient;

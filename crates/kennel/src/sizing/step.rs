@@ -1,24 +1,7 @@
-//! The step machinery the learning sizings share (SPEC S7): windows, steps,
-//! the two-step rule for letting a worker go, the pause, and the memory check
-//! after each window.
-//!
-//! # Windows
-//!
-//! A window lasts until it has counted at least `min_jobs` jobs (20) and
-//! `min_time` (2 s) has passed. It counts only while jobs wait and every
-//! running worker is ready (`view.waiting > 0 && view.all_ready`): then every
-//! running worker is busy, so a window at size `n` whose jobs took `t` on
-//! average measured `n / t` jobs per second.
-//!
-//! A job counts in a window only if it started after the window began. After
-//! a change of size, the next window begins once the longest job of the last
-//! window could have ended, so the jobs that ran at the old size are not
-//! measured at the new one.
-//!
-//! A window that is interrupted (the queue empties, or a running worker is not
-//! ready: it warms up, or was replaced) is dropped whole, and a new one starts
-//! when jobs wait again. The windows the step already measured are kept, so
-//! the step goes on where it was. Nothing counts while the queue is empty.
+//! The step machinery the learning sizings share: the [`windows`](super::window)
+//! it measures, the steps made of them, the [`course`](super::verdict) a judged
+//! step sets, the [`pause`](super::pause), and the memory check after each
+//! window.
 //!
 //! # Steps
 //!
@@ -28,13 +11,7 @@
 //! make one. A step up tries one more worker; a step down tries fewer (the rule
 //! says how many). One step up that pays keeps the worker; a worker goes only
 //! after two steps down in a row show that it does not pay, and then only one.
-//! Steps go up while they pay, then down while they do not, and turn after a
-//! step the other way.
-//!
-//! After a step that changes nothing the sizing pauses: 1 window, then twice
-//! as long after each such step in a row, up to 16; each pause lasts a random
-//! 0.5 to 1.5 times that, so pools in other processes do not step together.
-//! A change of size resets the pause.
+//! After a step that changes nothing the sizing pauses.
 //!
 //! # Memory
 //!
@@ -45,103 +22,20 @@
 //! the step it was measuring. A step up is tried only when one more worker
 //! fits.
 
-use std::fmt;
 use std::time::Duration;
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
 
 use super::memory::Memory;
+use super::pause::Pause;
+use super::rule::{Measured, Rule};
+use super::verdict::Course;
+use super::window::{Measure, Window, Windows};
 use super::{SizePlan, SizingDecision, SizingInput, SizingStep, SizingView, Verdict};
 use crate::error::BuildError;
 
-/// Jobs a window counts at least (SPEC S7).
-pub(crate) const MIN_JOBS: u32 = 20;
-/// Time a window lasts at least (SPEC S7).
-pub(crate) const MIN_TIME: Duration = Duration::from_secs(2);
 /// The size a learning sizing starts at.
 pub(crate) const FIRST_SIZE: usize = 2;
-/// The longest pause, in windows.
-pub(crate) const MAX_PAUSE: u32 = 16;
-
-/// How long a window lasts at least.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Windows {
-    pub(crate) min_jobs: u32,
-    pub(crate) min_time: Duration,
-}
-
-impl Default for Windows {
-    fn default() -> Self {
-        Self {
-            min_jobs: MIN_JOBS,
-            min_time: MIN_TIME,
-        }
-    }
-}
-
-/// What one window measured.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Measure {
-    /// The running size during the window.
-    pub(crate) size: usize,
-    /// Jobs counted.
-    pub(crate) jobs: u32,
-    /// Their mean time, in seconds.
-    pub(crate) job_time: f64,
-}
-
-impl Measure {
-    /// Jobs per second while all `size` workers are busy.
-    pub(crate) fn jobs_per_sec(&self) -> f64 {
-        self.size as f64 / self.job_time.max(f64::MIN_POSITIVE)
-    }
-}
-
-/// The three windows of a finished step.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Measured {
-    pub(crate) from: usize,
-    pub(crate) tried: usize,
-    pub(crate) before: Measure,
-    pub(crate) trial: Measure,
-    pub(crate) after: Measure,
-}
-
-impl Measured {
-    pub(crate) fn is_up(&self) -> bool {
-        self.tried > self.from
-    }
-
-    /// The mean job time of the two windows at the current size.
-    pub(crate) fn around(&self) -> f64 {
-        (self.before.job_time + self.after.job_time) / 2.0
-    }
-}
-
-/// What makes HillClimbing and Gradient differ.
-pub(crate) trait Rule: Send + fmt::Debug + 'static {
-    /// The size a step down from `from` tries, if it may go down.
-    fn down(&self, from: usize) -> Option<usize>;
-
-    /// A trial to take before the usual ones (Gradient's probe of the
-    /// 2-worker time), if any.
-    fn first(&self, from: usize) -> Option<usize> {
-        let _ = from;
-        None
-    }
-
-    /// Judges a finished step. For a step up: whether the added worker pays
-    /// ([`Verdict::Pays`] keeps it). For a step down: whether the workers above
-    /// the trial pay ([`Verdict::DoesNotPay`] is a strike against the top one).
-    /// Also returns the figures, in words.
-    fn judge(&mut self, step: &Measured) -> (Verdict, String);
-
-    /// The size moved from `from` to `to`, after `step`, or forced by memory
-    /// (`None`).
-    fn moved(&mut self, from: usize, to: usize, step: Option<&Measured>);
-}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
@@ -155,65 +49,12 @@ enum Phase {
     Pause(f64),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dir {
-    Up,
-    Down,
-}
-
-/// A window being measured.
-#[derive(Debug, Clone, Copy)]
-struct Window {
-    start: Instant,
-    jobs: u32,
-    total: Duration,
-    longest: Duration,
-}
-
-impl Window {
-    fn new(start: Instant) -> Self {
-        Self {
-            start,
-            jobs: 0,
-            total: Duration::ZERO,
-            longest: Duration::ZERO,
-        }
-    }
-
-    /// Counts a job that ended at `now` after `took`, if it started in the
-    /// window.
-    fn add(&mut self, now: Instant, took: Duration) {
-        if now
-            .checked_duration_since(self.start)
-            .is_some_and(|d| d >= took)
-        {
-            self.jobs += 1;
-            self.total += took;
-            self.longest = self.longest.max(took);
-        }
-    }
-
-    fn is_done(&self, now: Instant, jobs: u32, time: Duration) -> bool {
-        self.jobs >= jobs && now >= self.start + time
-    }
-
-    fn measure(&self, size: usize) -> Measure {
-        Measure {
-            size,
-            jobs: self.jobs,
-            job_time: self.total.as_secs_f64() / f64::from(self.jobs.max(1)),
-        }
-    }
-}
-
 /// Windows, steps and pauses for a [`Rule`], with the memory check.
 #[derive(Debug)]
 pub(crate) struct Stepper<R> {
     rule: R,
     memory: Memory,
     windows: Windows,
-    seed: Option<u64>,
-    rng: StdRng,
     capacity: usize,
     /// The size the sizing has (between trials).
     cur: usize,
@@ -226,11 +67,8 @@ pub(crate) struct Stepper<R> {
     /// The longest job of the last window: how long jobs of the old size may
     /// still run after a change.
     last_longest: Duration,
-    dir: Dir,
-    /// Steps down in a row that showed the top worker does not pay.
-    strikes: u32,
-    /// Steps in a row that changed nothing.
-    quiet: u32,
+    course: Course,
+    pause: Pause,
 }
 
 impl<R: Rule> Stepper<R> {
@@ -239,8 +77,6 @@ impl<R: Rule> Stepper<R> {
             rule,
             memory,
             windows: Windows::default(),
-            seed: None,
-            rng: StdRng::seed_from_u64(0),
             capacity: 1,
             cur: 1,
             phase: Phase::Before,
@@ -249,14 +85,13 @@ impl<R: Rule> Stepper<R> {
             window: None,
             not_before: None,
             last_longest: Duration::ZERO,
-            dir: Dir::Up,
-            strikes: 0,
-            quiet: 0,
+            course: Course::default(),
+            pause: Pause::new(),
         }
     }
 
     pub(crate) fn set_seed(&mut self, seed: u64) {
-        self.seed = Some(seed);
+        self.pause.set_seed(seed);
     }
 
     pub(crate) fn set_windows(&mut self, windows: Windows) {
@@ -286,16 +121,14 @@ impl<R: Rule> Stepper<R> {
         self.capacity = plan.capacity;
         self.cur = FIRST_SIZE.min(plan.capacity);
         plan.size = self.cur;
-        self.rng = StdRng::seed_from_u64(self.seed.unwrap_or_else(rand::random));
         self.phase = Phase::Before;
         self.before = None;
         self.trial = None;
         self.window = None;
         self.not_before = None;
         self.last_longest = Duration::ZERO;
-        self.dir = Dir::Up;
-        self.strikes = 0;
-        self.quiet = 0;
+        self.course = Course::default();
+        self.pause.start();
         Ok(plan)
     }
 
@@ -387,8 +220,7 @@ impl<R: Rule> Stepper<R> {
                         // Nothing to try (capacity 1, or 1 running and no
                         // memory for 2): wait as after a step that changed
                         // nothing.
-                        self.quiet = self.quiet.saturating_add(1);
-                        self.pause(now);
+                        self.start_pause(now);
                     }
                 }
             }
@@ -425,67 +257,34 @@ impl<R: Rule> Stepper<R> {
         let fit = self.memory.fit(view.alive).min(self.capacity);
         let up = (self.cur < fit).then_some(self.cur + 1);
         let down = self.rule.down(self.cur);
-        match self.dir {
-            Dir::Up => up.or(down),
-            Dir::Down => down.or(up),
+        if self.course.goes_up() {
+            up.or(down)
+        } else {
+            down.or(up)
         }
     }
 
     fn finish_step(&mut self, step: &Measured, now: Instant, decision: &mut SizingDecision) {
-        let (verdict, figures) = self.rule.judge(step);
-        let to = if step.is_up() {
-            self.strikes = 0;
-            if verdict == Verdict::Pays {
-                self.dir = Dir::Up;
-                step.tried
-            } else {
-                self.dir = Dir::Down;
-                step.from
-            }
-        } else if verdict == Verdict::DoesNotPay {
-            self.dir = Dir::Down;
-            self.strikes += 1;
-            if self.strikes >= 2 {
-                self.strikes = 0;
-                step.from - 1
-            } else {
-                step.from
-            }
-        } else {
-            self.dir = Dir::Up;
-            self.strikes = 0;
-            step.from
-        };
-        let mut figures = figures;
-        if !step.is_up() && verdict == Verdict::DoesNotPay {
-            figures.push_str(if to < step.from {
-                "; the second such step in a row: one worker goes"
-            } else {
-                "; the first such step: one more in a row lets a worker go"
-            });
-        }
+        let (verdict, mut figures) = self.rule.judge(step);
+        let to = self.course.after(step, verdict, &mut figures);
         decision
             .steps
             .push(SizingStep::new(step.from, step.tried, to, verdict, figures));
         if to == step.from {
-            self.quiet = self.quiet.saturating_add(1);
-            self.pause(now);
+            self.start_pause(now);
         } else {
             self.rule.moved(step.from, to, Some(step));
             self.cur = to;
-            self.quiet = 0;
+            self.pause.reset();
             self.phase = Phase::Before;
             self.resize(to, now, decision);
         }
     }
 
-    /// Pauses after a step that changed nothing: `2^(quiet-1)` windows up to
-    /// 16, times a random 0.5 to 1.5.
-    fn pause(&mut self, now: Instant) {
-        let doublings = self.quiet.saturating_sub(1).min(MAX_PAUSE.ilog2());
-        let windows = (1u32 << doublings).min(MAX_PAUSE);
-        let len = f64::from(windows) * self.rng.random_range(0.5..1.5);
-        self.phase = Phase::Pause(len);
+    /// Pauses after a step that changed nothing, as long as the
+    /// [`Pause`] says.
+    fn start_pause(&mut self, now: Instant) {
+        self.phase = Phase::Pause(self.pause.next());
         self.window = Some(Window::new(now));
     }
 
@@ -529,26 +328,18 @@ impl<R: Rule> Stepper<R> {
         self.phase = Phase::Before;
         self.before = None;
         self.trial = None;
-        self.dir = Dir::Up;
-        self.strikes = 0;
-        self.quiet = 0;
+        self.course = Course::default();
+        self.pause.reset();
         self.resize(to, view.now, decision);
         true
     }
-}
-
-/// `part` as a percentage change from `base` (`+12%`, `-3%`).
-pub(crate) fn percent(part: f64, base: f64) -> String {
-    format!(
-        "{:+.0}%",
-        (part / base.max(f64::MIN_POSITIVE) - 1.0) * 100.0
-    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::computer::TestComputer;
+    use crate::sizing::window::MIN_TIME;
 
     const GIB: u64 = 1 << 30;
 
@@ -708,7 +499,7 @@ mod tests {
             drive.run(1, 100);
             if let Phase::Pause(len) = drive.stepper.phase {
                 if last != Some(len) {
-                    pauses.push((drive.stepper.quiet, len));
+                    pauses.push((drive.stepper.pause.quiet(), len));
                     last = Some(len);
                 }
             } else {
@@ -730,7 +521,7 @@ mod tests {
         while drive.stepper.cur == 4 {
             drive.run(1, 100);
         }
-        assert_eq!(drive.stepper.quiet, 0);
+        assert_eq!(drive.stepper.pause.quiet(), 0);
         drive.stepper.rule.0 = drive.stepper.cur;
         while !matches!(drive.stepper.phase, Phase::Pause(_)) {
             drive.run(1, 100);

@@ -1,25 +1,26 @@
-//! [`ThreadWorker`]: a dedicated OS thread that holds state (SPEC S11).
+//! [`ThreadWorker`]: a dedicated OS thread that holds state.
+//!
+//! The worker's handle is here; the job as the thread receives it is in
+//! `job.rs`, and the thread's own loop in `serve.rs`.
 
-use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
-use kennel::{BoxError, Exit, ExitStatus, Exited, Killer, Worker};
-use tokio::sync::{oneshot, watch};
-use tokio::time::Instant;
+use kennel::{BoxError, Exit, ExitSignal, ExitStatus, Exited, Killer, Worker};
+use tokio::sync::oneshot;
 
 use crate::error::ThreadError;
 
-/// A job as the thread receives it: runs on the state, sends its own result,
-/// and returns the panic message if it panicked.
-type Job<S> = Box<dyn FnOnce(&mut S) -> Result<(), String> + Send + 'static>;
+mod job;
+mod serve;
+
+use job::Job;
+use serve::serve;
 
 /// A worker that is one dedicated OS thread, holding state that it built
-/// itself, and running jobs on it one at a time (SPEC S11).
+/// itself, and running jobs on it one at a time.
 ///
 /// Use it for CPU-bound work that must not block the async runtime: a job
 /// runs on the worker's own thread, and the task that awaits
@@ -87,8 +88,7 @@ pub struct ThreadWorker<S> {
 /// What the worker and its thread share: the exit, first one wins.
 #[derive(Debug)]
 struct Shared {
-    started: Instant,
-    exit: watch::Sender<Option<Exit>>,
+    exit: ExitSignal,
     /// Set by the thread when its init failed, before it records the exit.
     warmup_failed: OnceLock<String>,
 }
@@ -96,18 +96,11 @@ struct Shared {
 impl Shared {
     /// Records the end; only the first call counts.
     fn exit(&self, status: ExitStatus) {
-        let ran_for = self.started.elapsed();
-        self.exit.send_if_modified(|seen| {
-            if seen.is_some() {
-                return false;
-            }
-            *seen = Some(Exit { status, ran_for });
-            true
-        });
+        self.exit.exit(status);
     }
 
     fn status(&self) -> Option<ExitStatus> {
-        self.exit.borrow().as_ref().map(|e| e.status.clone())
+        self.exit.try_exited().map(|exit| exit.status)
     }
 }
 
@@ -129,10 +122,9 @@ impl<S: 'static> ThreadWorker<S> {
         F: FnOnce() -> Result<S, E> + Send + 'static,
         E: Into<BoxError>,
     {
-        let (exit_tx, _) = watch::channel(None);
+        let (exit, _) = ExitSignal::new();
         let shared = Arc::new(Shared {
-            started: Instant::now(),
-            exit: exit_tx,
+            exit,
             warmup_failed: OnceLock::new(),
         });
         let (jobs_tx, jobs_rx) = mpsc::channel::<Job<S>>();
@@ -222,31 +214,13 @@ impl<S: 'static> ThreadWorker<S> {
         if let Some(status) = self.shared.status() {
             return Err(self.ended(status));
         }
-        let (result_tx, result_rx) = oneshot::channel::<Result<R, String>>();
-        let shared = Arc::clone(&self.shared);
-        let job: Job<S> = Box::new(move |state: &mut S| {
-            match catch_unwind(AssertUnwindSafe(|| job(state))) {
-                Ok(value) => {
-                    // The caller may have gone; then the result is dropped.
-                    let _ = result_tx.send(Ok(value));
-                    Ok(())
-                }
-                Err(payload) => {
-                    let message = panic_message(payload.as_ref());
-                    // The exit first: when the caller sees `Crashed`, the
-                    // worker has already ended.
-                    shared.exit(ExitStatus::Panicked(message.clone()));
-                    let _ = result_tx.send(Err(message.clone()));
-                    Err(message)
-                }
-            }
-        });
+        let (job, result_rx) = job::wrap(job, Arc::clone(&self.shared));
         let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
         if !matches!(sent, Some(Ok(()))) {
             return Err(self.gone());
         }
 
-        let mut exit = self.shared.exit.subscribe();
+        let exited = self.shared.exit.exited();
         tokio::select! {
             biased;
             outcome = result_rx => match outcome {
@@ -254,7 +228,7 @@ impl<S: 'static> ThreadWorker<S> {
                 Ok(Err(message)) => Err(ThreadError::Crashed { message }),
                 Err(_) => Err(self.gone()),
             },
-            _ = exit.wait_for(Option::is_some) => {
+            _ = exited => {
                 match self.shared.status().unwrap_or(ExitStatus::Killed) {
                     // A job panicked: this one, or one sent before it whose
                     // run was dropped. Either way this job gets no answer.
@@ -269,30 +243,18 @@ impl<S: 'static> ThreadWorker<S> {
     /// ended, or it was killed (abandoned). It may be called any number of
     /// times; the future does not borrow the worker.
     pub fn exited(&self) -> Exited {
-        let mut exit = self.shared.exit.subscribe();
-        Exited::new(async move {
-            match exit.wait_for(Option::is_some).await {
-                Ok(seen) => seen.clone().expect("wait_for returns a value that is Some"),
-                // Unreachable: `Shared` owns the sender and `exit` keeps it
-                // alive only through the worker or its thread.
-                Err(_) => Exit {
-                    status: ExitStatus::Other("worker dropped".into()),
-                    ran_for: Duration::ZERO,
-                },
-            }
-        })
+        self.shared.exit.exited()
     }
 
     /// How the worker ended, if it has.
     pub fn try_exited(&self) -> Option<Exit> {
-        self.shared.exit.borrow().clone()
+        self.shared.exit.try_exited()
     }
 
     /// A cheap, cloneable switch that abandons the worker, as
     /// [`kill`](Self::kill) does.
     pub fn killer(&self) -> Killer {
-        let shared = Arc::clone(&self.shared);
-        Killer::new(move || shared.exit(ExitStatus::Killed))
+        self.shared.exit.killer()
     }
 
     /// Abandons the worker: [`exited`](Self::exited) resolves at once with
@@ -347,90 +309,6 @@ impl<S: 'static> ThreadWorker<S> {
     }
 }
 
-/// The body of the worker's thread.
-fn serve<S, F, E>(
-    init: F,
-    jobs: &mpsc::Receiver<Job<S>>,
-    ready: oneshot::Sender<Result<(), BoxError>>,
-    shared: &Shared,
-) where
-    F: FnOnce() -> Result<S, E>,
-    E: Into<BoxError>,
-{
-    let mut state = match catch_unwind(AssertUnwindSafe(init)) {
-        Ok(Ok(state)) => state,
-        Ok(Err(err)) => {
-            let err: BoxError = err.into();
-            let message = err.to_string();
-            let _ = shared.warmup_failed.set(message.clone());
-            shared.exit(ExitStatus::Other(format!("warm-up failed: {message}")));
-            let _ = ready.send(Err(err));
-            return;
-        }
-        Err(payload) => {
-            let message = format!("init panicked: {}", panic_message(payload.as_ref()));
-            let _ = shared.warmup_failed.set(message.clone());
-            shared.exit(ExitStatus::Other(format!("warm-up failed: {message}")));
-            let _ = ready.send(Err(message.into()));
-            return;
-        }
-    };
-    let _ = ready.send(Ok(()));
-    // Ends when the worker drops its sender (close, drop), after a panic, or
-    // after the worker was abandoned.
-    while let Some(job) = next_job(jobs) {
-        if shared.status().is_some() {
-            break;
-        }
-        if let Err(message) = job(&mut state) {
-            shared.exit(ExitStatus::Panicked(message));
-            break;
-        }
-        if shared.status().is_some() {
-            break;
-        }
-    }
-    // The state may be half updated after a panic; dropping it must not take
-    // the "finished" signal down with it.
-    if catch_unwind(AssertUnwindSafe(move || drop(state))).is_err() {
-        tracing::warn!("a thread worker's state panicked while it was dropped");
-    }
-    // The channel closed: the worker was closed or dropped. A crash or a kill
-    // recorded before keeps its status.
-    shared.exit(ExitStatus::Closed);
-}
-
-/// How long a worker's thread keeps looking for the next job before it
-/// sleeps: the next job of a busy caller usually comes within a few
-/// microseconds, and finding it awake saves waking the thread (ADR 0012).
-const STAY_AWAKE: std::time::Duration = std::time::Duration::from_micros(50);
-
-/// The next job, or `None` once the worker's sender is gone. Looks for it,
-/// yielding the core to other threads, for [`STAY_AWAKE`] before it sleeps.
-fn next_job<S>(jobs: &mpsc::Receiver<Job<S>>) -> Option<Job<S>> {
-    let since = std::time::Instant::now();
-    loop {
-        match jobs.try_recv() {
-            Ok(job) => return Some(job),
-            Err(mpsc::TryRecvError::Disconnected) => return None,
-            Err(mpsc::TryRecvError::Empty) if since.elapsed() < STAY_AWAKE => {
-                std::thread::yield_now();
-            }
-            Err(mpsc::TryRecvError::Empty) => return jobs.recv().ok(),
-        }
-    }
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(message) = payload.downcast_ref::<&str>() {
-        (*message).to_owned()
-    } else if let Some(message) = payload.downcast_ref::<String>() {
-        message.clone()
-    } else {
-        "the panic carried no message".to_owned()
-    }
-}
-
 impl<S> fmt::Debug for ThreadWorker<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ready = match &self.ready {
@@ -441,7 +319,7 @@ impl<S> fmt::Debug for ThreadWorker<S> {
         f.debug_struct("ThreadWorker")
             .field("thread", &self.thread_id)
             .field("ready", &ready)
-            .field("exited", &self.shared.exit.borrow().clone())
+            .field("exited", &self.shared.exit.try_exited())
             .finish_non_exhaustive()
     }
 }

@@ -1,0 +1,115 @@
+//! How a [`Coprocess`] ends: closed gracefully (stdin, SIGTERM, SIGKILL), or
+//! killed at once when its stream can no longer be trusted; and the short,
+//! bounded waits for its exit that let an error say how it ended.
+
+use std::time::Duration;
+
+use kennel::{Exit, ExitStatus};
+use nix::sys::signal::Signal;
+
+use super::{Coprocess, Phase};
+use crate::error::ProcessError;
+
+/// How long to wait for the exit status after the worker closed its stdout,
+/// so that an error can say how the worker ended.
+const EXIT_STATUS_WAIT: Duration = Duration::from_millis(200);
+
+/// How long to wait, after killing a broken worker, until it has been reaped
+/// and its exit published. SIGKILL takes effect at once, unless the process
+/// is stuck in the kernel; then the error is returned without waiting more.
+const REAP_WAIT: Duration = Duration::from_secs(1);
+
+impl Coprocess {
+    /// Ends the worker gracefully and returns how it ended.
+    ///
+    /// Closes the worker's stdin (a well-behaved worker exits when it reads
+    /// the end of its input), waits up to the [`close_grace`], then sends
+    /// SIGTERM to the whole process group, waits up to the grace again, then
+    /// sends SIGKILL and waits for the end. Whatever is left in the group
+    /// when the worker exits is killed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping this future drops the coprocess, which kills its process
+    /// group at once.
+    ///
+    /// [`close_grace`]: crate::CoprocessSpec::close_grace
+    pub async fn close(mut self) -> Exit {
+        drop(self.stdin.take());
+        let grace = self.close_grace;
+        let exited = self.exited();
+        tokio::pin!(exited);
+        if let Ok(exit) = tokio::time::timeout(grace, &mut exited).await {
+            return exit;
+        }
+        tracing::debug!(
+            pool = self.label.pool.as_deref(),
+            slot = self.label.slot,
+            pid = self.pid,
+            "worker did not exit after stdin closed; sending SIGTERM"
+        );
+        self.group.signal(Signal::SIGTERM);
+        if let Ok(exit) = tokio::time::timeout(grace, &mut exited).await {
+            return exit;
+        }
+        tracing::warn!(
+            pool = self.label.pool.as_deref(),
+            slot = self.label.slot,
+            pid = self.pid,
+            "worker did not exit after SIGTERM; sending SIGKILL"
+        );
+        self.group.signal(Signal::SIGKILL);
+        exited.await
+    }
+
+    /// Marks the stream broken, kills the group, and waits (a bounded time)
+    /// until the exit is published, so that when the error reaches the caller
+    /// the process is gone and [`exited`](Self::exited) has resolved.
+    /// Returns `err`, after logging it.
+    pub(super) async fn break_stream(&mut self, err: ProcessError) -> ProcessError {
+        tracing::warn!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, %err, "killing the worker: its output can no longer be trusted");
+        self.phase = Phase::Broken;
+        // Kill first: a worker that saw its stdin close could exit by itself
+        // in between, and the exit would not show that it was killed.
+        self.group.signal(Signal::SIGKILL);
+        self.stdin = None;
+        self.wait_for_exit(REAP_WAIT).await;
+        err
+    }
+
+    /// The worker closed its stdout (or a pipe failed): waits a moment for
+    /// it to exit by itself, so that the error can say how it ended, then
+    /// marks the stream broken, kills the group and waits (a bounded time)
+    /// for the exit.
+    pub(super) async fn break_after_eof(&mut self, what: &str) -> Option<ExitStatus> {
+        tracing::warn!(
+            pool = self.label.pool.as_deref(),
+            slot = self.label.slot,
+            pid = self.pid,
+            "worker failed before responding: {what}"
+        );
+        self.phase = Phase::Broken;
+        self.stdin = None;
+        if let Some(status) = self.wait_for_exit(EXIT_STATUS_WAIT).await {
+            return Some(status);
+        }
+        self.group.signal(Signal::SIGKILL);
+        self.wait_for_exit(REAP_WAIT).await
+    }
+
+    /// Waits at most `limit` for the exit; returns its status if it came.
+    pub(super) async fn wait_for_exit(&self, limit: Duration) -> Option<ExitStatus> {
+        let exit = tokio::time::timeout(limit, self.exit.exited()).await;
+        exit.ok().map(|exit| exit.status)
+    }
+
+    pub(super) fn status_now(&self) -> Option<ExitStatus> {
+        self.exit.try_exited().map(|exit| exit.status)
+    }
+
+    pub(super) fn crashed_now(&self) -> ProcessError {
+        ProcessError::Crashed {
+            status: self.status_now(),
+        }
+    }
+}

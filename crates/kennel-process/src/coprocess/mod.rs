@@ -1,0 +1,190 @@
+//! [`Coprocess`]: a child process that speaks JSON lines.
+//!
+//! The type and what it shares are here; how it starts (`spawn.rs`), reads
+//! its ready line and exchanges requests and replies (`exchange.rs`), ends
+//! (`ending.rs`), is reaped (`reap.rs`) and forwards its stderr
+//! (`stderr.rs`) each have a file.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kennel::{BoxError, Exit, ExitSignal, Exited, Killer, Worker};
+use nix::sys::signal::Signal;
+use tokio::process::{ChildStdin, ChildStdout};
+
+use crate::group::ProcessGroup;
+use crate::lines::LineReader;
+
+mod ending;
+mod exchange;
+mod reap;
+mod spawn;
+mod stderr;
+
+/// Where the conversation with the worker stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Started; the ready line has not been read yet.
+    Warming,
+    /// Ready, and no request is open.
+    Idle,
+    /// A request was written and its reply not read yet. Seen at the start of
+    /// a request, it means the previous request was dropped half-way.
+    InFlight,
+    /// The stream can no longer be trusted; the group has been killed.
+    Broken,
+}
+
+/// The pool and slot a worker serves, for its log lines.
+#[derive(Debug, Clone, Default)]
+struct Label {
+    pool: Option<String>,
+    slot: Option<usize>,
+}
+
+/// A child process that does jobs by reading one JSON line per request on
+/// stdin and writing one JSON line per reply on stdout (the protocol is
+/// written down for worker authors in `docs/PROTOCOL.md`).
+///
+/// Start one with [`CoprocessSpec::spawn`]. The child runs in its own
+/// process group: killing the worker also kills every process it started
+/// (unless one left the group on purpose, e.g. with `setsid`).
+///
+/// # Bad output
+///
+/// A worker's output is never trusted. A line that is not JSON, a line over
+/// [`max_line_bytes`], output already waiting when a request is about to be
+/// sent (a line no request asked for), or the end of stdout before a reply
+/// fails the request ([`ProcessError::Protocol`] or
+/// [`ProcessError::Crashed`]), and the coprocess kills its whole process
+/// group at once, because requests and replies may no longer match. The
+/// future from [`exited`](Self::exited) then resolves (so a pool replaces the
+/// worker) and every later request fails at once with `Crashed`.
+///
+/// # Ending
+///
+/// - [`kill`](Self::kill) (or the [`Killer`]) sends SIGKILL to the group.
+/// - [`close`](Self::close) closes stdin, waits the grace period, sends
+///   SIGTERM to the group, waits the grace period again, then sends SIGKILL.
+/// - Dropping a `Coprocess` sends SIGKILL to the group.
+/// - When the worker exits by itself, whatever is left of its group is
+///   killed.
+///
+/// One task per coprocess owns the [`Child`](tokio::process::Child) and waits
+/// for it; it publishes the exit, so [`exited`](Self::exited) and
+/// [`kill`](Self::kill) never borrow the worker.
+///
+/// # Example
+///
+/// ```no_run
+/// use kennel_process::CoprocessSpec;
+/// use serde_json::json;
+///
+/// # async fn demo() -> Result<(), kennel_process::ProcessError> {
+/// let mut worker = CoprocessSpec::new(["python3", "examples/workers/echo.py"]).spawn()?;
+/// worker.ready().await?;
+/// let reply = worker.request(&json!({"hello": "world"})).await?;
+/// assert_eq!(reply, json!({"hello": "world"}));
+/// worker.close().await;
+/// # Ok(()) }
+/// ```
+///
+/// [`CoprocessSpec::spawn`]: crate::CoprocessSpec::spawn
+/// [`max_line_bytes`]: crate::CoprocessSpec::max_line_bytes
+/// [`ProcessError::Protocol`]: crate::ProcessError::Protocol
+/// [`ProcessError::Crashed`]: crate::ProcessError::Crashed
+pub struct Coprocess {
+    pid: u32,
+    group: Arc<ProcessGroup>,
+    stdin: Option<ChildStdin>,
+    stdout: LineReader<ChildStdout>,
+    /// The end, recorded by the task that waits for the child.
+    exit: ExitSignal,
+    phase: Phase,
+    max_line_bytes: usize,
+    close_grace: Duration,
+    label: Label,
+}
+
+impl Coprocess {
+    /// The worker's process id, which is also the id of its process group.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// A future that resolves once, when the process has ended and been
+    /// reaped, with how it ended and how long it ran (on Tokio's clock).
+    ///
+    /// The status is [`ExitStatus::Killed`] when the [`Killer`] (or
+    /// [`kill`](Self::kill)) was used before the end, otherwise the
+    /// process's own [`ExitStatus::Code`] or [`ExitStatus::Signal`]
+    /// (a kill because of bad output shows as signal 9). It may be called any
+    /// number of times; the future does not borrow the worker.
+    ///
+    /// [`ExitStatus::Killed`]: kennel::ExitStatus::Killed
+    /// [`ExitStatus::Code`]: kennel::ExitStatus::Code
+    /// [`ExitStatus::Signal`]: kennel::ExitStatus::Signal
+    pub fn exited(&self) -> Exited {
+        self.exit.exited()
+    }
+
+    /// How the worker ended, if it has.
+    pub fn try_exited(&self) -> Option<Exit> {
+        self.exit.try_exited()
+    }
+
+    /// A cheap, cloneable switch that sends SIGKILL to the worker's whole
+    /// process group. It does nothing once the worker has been reaped.
+    pub fn killer(&self) -> Killer {
+        let group = Arc::clone(&self.group);
+        Killer::new(move || group.kill_by_switch())
+    }
+
+    /// Sends SIGKILL to the worker's whole process group, as the
+    /// [`killer`](Self::killer) does. It does not wait: await
+    /// [`exited`](Self::exited) for the end.
+    pub fn kill(&self) {
+        self.group.kill_by_switch();
+    }
+}
+
+impl Drop for Coprocess {
+    fn drop(&mut self) {
+        self.group.signal(Signal::SIGKILL);
+    }
+}
+
+impl fmt::Debug for Coprocess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Coprocess")
+            .field("pid", &self.pid)
+            .field("pool", &self.label.pool)
+            .field("slot", &self.label.slot)
+            .field("phase", &self.phase)
+            .field("exited", &self.try_exited())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Worker for Coprocess {
+    async fn ready(&mut self) -> Result<(), BoxError> {
+        Self::ready(self).await.map_err(Into::into)
+    }
+
+    fn exited(&mut self) -> Exited {
+        Self::exited(self)
+    }
+
+    fn killer(&self) -> Killer {
+        Self::killer(self)
+    }
+
+    fn is_alive(&self) -> bool {
+        self.try_exited().is_none()
+    }
+
+    async fn close(self) {
+        Self::close(self).await;
+    }
+}

@@ -1,0 +1,92 @@
+//! Starting a [`Coprocess`]: the child in a process group of its own, with
+//! piped stdin, stdout and stderr, and the tasks that reap it and forward its
+//! stderr.
+
+use std::process::Stdio;
+use std::sync::Arc;
+
+use kennel::ExitSignal;
+use tokio::process::Command;
+
+use super::reap::wait_for_exit;
+use super::stderr::forward_stderr;
+use super::{Coprocess, Label, Phase};
+use crate::error::ProcessError;
+use crate::group::ProcessGroup;
+use crate::lines::{LineReader, Overflow};
+use crate::spec::{CoprocessSpec, ReadyMode};
+
+impl Coprocess {
+    pub(crate) fn spawn(spec: &CoprocessSpec) -> Result<Self, ProcessError> {
+        let program = spec
+            .argv
+            .first()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some((first, rest)) = spec.argv.split_first() else {
+            return Err(ProcessError::Spawn {
+                program,
+                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "the argv is empty"),
+            });
+        };
+        let mut command = Command::new(first);
+        command
+            .args(rest)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        if spec.env_clear {
+            command.env_clear();
+        }
+        command.envs(spec.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &spec.current_dir {
+            command.current_dir(dir);
+        }
+        // Started now: the exit counts how long the worker ran from here.
+        let (exit, _) = ExitSignal::new();
+        let mut child = command.spawn().map_err(|source| ProcessError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+        let pid = child
+            .id()
+            .expect("a child that was just spawned has not been reaped");
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            unreachable!("stdin, stdout and stderr were all set to piped");
+        };
+
+        let label = Label {
+            pool: spec.pool.clone(),
+            slot: spec.slot,
+        };
+        let group = Arc::new(ProcessGroup::new(pid));
+        tokio::spawn(wait_for_exit(
+            child,
+            Arc::clone(&group),
+            exit.clone(),
+            label.clone(),
+            pid,
+        ));
+        tokio::spawn(forward_stderr(stderr, label.clone(), pid));
+        tracing::debug!(pool = label.pool.as_deref(), slot = label.slot, pid, %program, "worker started");
+
+        Ok(Self {
+            pid,
+            group,
+            stdin: Some(stdin),
+            stdout: LineReader::new(stdout, spec.max_line_bytes, Overflow::Fail),
+            exit,
+            phase: match spec.ready {
+                ReadyMode::Line => Phase::Warming,
+                ReadyMode::Immediate => Phase::Idle,
+            },
+            max_line_bytes: spec.max_line_bytes,
+            close_grace: spec.close_grace,
+            label,
+        })
+    }
+}

@@ -1,0 +1,86 @@
+//! The body of a [`ThreadWorker`](super::ThreadWorker)'s thread: build the
+//! state, then run jobs until the worker is closed, dropped, killed or a job
+//! panics.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc;
+
+use kennel::{BoxError, ExitStatus};
+use tokio::sync::oneshot;
+
+use super::Shared;
+use super::job::{Job, panic_message};
+
+/// The body of the worker's thread.
+pub(super) fn serve<S, F, E>(
+    init: F,
+    jobs: &mpsc::Receiver<Job<S>>,
+    ready: oneshot::Sender<Result<(), BoxError>>,
+    shared: &Shared,
+) where
+    F: FnOnce() -> Result<S, E>,
+    E: Into<BoxError>,
+{
+    let mut state = match catch_unwind(AssertUnwindSafe(init)) {
+        Ok(Ok(state)) => state,
+        Ok(Err(err)) => {
+            let err: BoxError = err.into();
+            let message = err.to_string();
+            let _ = shared.warmup_failed.set(message.clone());
+            shared.exit(ExitStatus::Other(format!("warm-up failed: {message}")));
+            let _ = ready.send(Err(err));
+            return;
+        }
+        Err(payload) => {
+            let message = format!("init panicked: {}", panic_message(payload.as_ref()));
+            let _ = shared.warmup_failed.set(message.clone());
+            shared.exit(ExitStatus::Other(format!("warm-up failed: {message}")));
+            let _ = ready.send(Err(message.into()));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    // Ends when the worker drops its sender (close, drop), after a panic, or
+    // after the worker was abandoned.
+    while let Some(job) = next_job(jobs) {
+        if shared.status().is_some() {
+            break;
+        }
+        if let Err(message) = job(&mut state) {
+            shared.exit(ExitStatus::Panicked(message));
+            break;
+        }
+        if shared.status().is_some() {
+            break;
+        }
+    }
+    // The state may be half updated after a panic; dropping it must not take
+    // the "finished" signal down with it.
+    if catch_unwind(AssertUnwindSafe(move || drop(state))).is_err() {
+        tracing::warn!("a thread worker's state panicked while it was dropped");
+    }
+    // The channel closed: the worker was closed or dropped. A crash or a kill
+    // recorded before keeps its status.
+    shared.exit(ExitStatus::Closed);
+}
+
+/// How long a worker's thread keeps looking for the next job before it
+/// sleeps: the next job of a busy caller usually comes within a few
+/// microseconds, and finding it awake saves waking the thread (ADR 0012).
+const STAY_AWAKE: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// The next job, or `None` once the worker's sender is gone. Looks for it,
+/// yielding the core to other threads, for [`STAY_AWAKE`] before it sleeps.
+fn next_job<S>(jobs: &mpsc::Receiver<Job<S>>) -> Option<Job<S>> {
+    let since = std::time::Instant::now();
+    loop {
+        match jobs.try_recv() {
+            Ok(job) => return Some(job),
+            Err(mpsc::TryRecvError::Disconnected) => return None,
+            Err(mpsc::TryRecvError::Empty) if since.elapsed() < STAY_AWAKE => {
+                std::thread::yield_now();
+            }
+            Err(mpsc::TryRecvError::Empty) => return jobs.recv().ok(),
+        }
+    }
+}

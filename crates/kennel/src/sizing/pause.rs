@@ -1,0 +1,102 @@
+//! The pause after steps that change nothing.
+//!
+//! After a step that changes nothing the sizing pauses: 1 window, then twice
+//! as long after each such step in a row, up to 16; each pause lasts a random
+//! 0.5 to 1.5 times that, so pools in other processes do not step together.
+//! A change of size resets the pause.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// The longest pause, in windows.
+pub(crate) const MAX_PAUSE: u32 = 16;
+
+/// How long the next pause lasts: the steps in a row that changed nothing,
+/// and the random draw of each pause's length.
+#[derive(Debug)]
+pub(super) struct Pause {
+    /// The seed a test set; without one, each start draws a random seed.
+    seed: Option<u64>,
+    rng: StdRng,
+    /// Steps in a row that changed nothing.
+    quiet: u32,
+}
+
+impl Pause {
+    pub(super) fn new() -> Self {
+        Self {
+            seed: None,
+            rng: StdRng::seed_from_u64(0),
+            quiet: 0,
+        }
+    }
+
+    /// Makes the pause lengths the same from one start to the next.
+    pub(super) fn set_seed(&mut self, seed: u64) {
+        self.seed = Some(seed);
+    }
+
+    /// Starts afresh: no quiet step yet, and the random draw seeded again.
+    pub(super) fn start(&mut self) {
+        self.rng = StdRng::seed_from_u64(self.seed.unwrap_or_else(rand::random));
+        self.quiet = 0;
+    }
+
+    /// The size changed: the next pause is 1 window again.
+    pub(super) fn reset(&mut self) {
+        self.quiet = 0;
+    }
+
+    /// One more step in a row changed nothing: the pause it earns, in
+    /// windows, `2^(quiet-1)` up to 16, times a random 0.5 to 1.5.
+    pub(super) fn next(&mut self) -> f64 {
+        self.quiet = self.quiet.saturating_add(1);
+        let doublings = self.quiet.saturating_sub(1).min(MAX_PAUSE.ilog2());
+        let windows = (1u32 << doublings).min(MAX_PAUSE);
+        f64::from(windows) * self.rng.random_range(0.5..1.5)
+    }
+
+    /// Steps in a row that changed nothing.
+    #[cfg(test)]
+    pub(super) fn quiet(&self) -> u32 {
+        self.quiet
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seeded(seed: u64) -> Pause {
+        let mut pause = Pause::new();
+        pause.set_seed(seed);
+        pause.start();
+        pause
+    }
+
+    #[test]
+    fn each_quiet_step_doubles_the_pause_up_to_sixteen_windows() {
+        let mut pause = seeded(1);
+        for nominal in [1.0, 2.0, 4.0, 8.0, 16.0, 16.0, 16.0] {
+            let len = pause.next();
+            assert!(
+                (0.5 * nominal..1.5 * nominal).contains(&len),
+                "{nominal}: {len}"
+            );
+        }
+        assert_eq!(pause.quiet(), 7);
+        pause.reset();
+        assert_eq!(pause.quiet(), 0);
+        assert!((0.5..1.5).contains(&pause.next()));
+    }
+
+    #[test]
+    fn a_seed_gives_the_same_lengths_after_each_start() {
+        let lens = |pause: &mut Pause| (0..5).map(|_| pause.next()).collect::<Vec<_>>();
+        let mut pause = seeded(7);
+        let first = lens(&mut pause);
+        pause.start();
+        assert_eq!(lens(&mut pause), first);
+        assert_ne!(lens(&mut seeded(8)), first);
+    }
+}

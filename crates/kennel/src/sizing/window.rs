@@ -1,0 +1,148 @@
+//! The windows a learning sizing measures.
+//!
+//! A window lasts until it has counted at least `min_jobs` jobs (20) and
+//! `min_time` (2 s) has passed. It counts only while jobs wait and every
+//! running worker is ready (`view.waiting > 0 && view.all_ready`): then every
+//! running worker is busy, so a window at size `n` whose jobs took `t` on
+//! average measured `n / t` jobs per second.
+//!
+//! A job counts in a window only if it started after the window began. After
+//! a change of size, the next window begins once the longest job of the last
+//! window could have ended, so the jobs that ran at the old size are not
+//! measured at the new one.
+//!
+//! A window that is interrupted (the queue empties, or a running worker is not
+//! ready: it warms up, or was replaced) is dropped whole, and a new one starts
+//! when jobs wait again. The windows the step already measured are kept, so
+//! the step goes on where it was. Nothing counts while the queue is empty.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Jobs a window counts at least.
+pub(crate) const MIN_JOBS: u32 = 20;
+/// Time a window lasts at least.
+pub(crate) const MIN_TIME: Duration = Duration::from_secs(2);
+
+/// How long a window lasts at least.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Windows {
+    pub(crate) min_jobs: u32,
+    pub(crate) min_time: Duration,
+}
+
+impl Default for Windows {
+    fn default() -> Self {
+        Self {
+            min_jobs: MIN_JOBS,
+            min_time: MIN_TIME,
+        }
+    }
+}
+
+/// What one window measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Measure {
+    /// The running size during the window.
+    pub(crate) size: usize,
+    /// Jobs counted.
+    pub(crate) jobs: u32,
+    /// Their mean time, in seconds.
+    pub(crate) job_time: f64,
+}
+
+impl Measure {
+    /// Jobs per second while all `size` workers are busy.
+    pub(crate) fn jobs_per_sec(&self) -> f64 {
+        self.size as f64 / self.job_time.max(f64::MIN_POSITIVE)
+    }
+}
+
+/// A window being measured.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Window {
+    start: Instant,
+    jobs: u32,
+    total: Duration,
+    pub(super) longest: Duration,
+}
+
+impl Window {
+    pub(super) fn new(start: Instant) -> Self {
+        Self {
+            start,
+            jobs: 0,
+            total: Duration::ZERO,
+            longest: Duration::ZERO,
+        }
+    }
+
+    /// Counts a job that ended at `now` after `took`, if it started in the
+    /// window.
+    pub(super) fn add(&mut self, now: Instant, took: Duration) {
+        if now
+            .checked_duration_since(self.start)
+            .is_some_and(|d| d >= took)
+        {
+            self.jobs += 1;
+            self.total += took;
+            self.longest = self.longest.max(took);
+        }
+    }
+
+    pub(super) fn is_done(&self, now: Instant, jobs: u32, time: Duration) -> bool {
+        self.jobs >= jobs && now >= self.start + time
+    }
+
+    pub(super) fn measure(&self, size: usize) -> Measure {
+        Measure {
+            size,
+            jobs: self.jobs,
+            job_time: self.total.as_secs_f64() / f64::from(self.jobs.max(1)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_window_counts_only_jobs_that_started_in_it() {
+        let start = Instant::now();
+        let mut window = Window::new(start);
+        // Ended 50 ms in after 60 ms: it started before the window.
+        window.add(start + 50 * MS, 60 * MS);
+        // Ended 100 ms in after 100 ms: it started as the window began.
+        window.add(start + 100 * MS, 100 * MS);
+        window.add(start + 300 * MS, 200 * MS);
+        assert_eq!(window.jobs, 2);
+        assert_eq!(window.longest, 200 * MS);
+        let measure = window.measure(3);
+        assert_eq!(measure.jobs, 2);
+        assert!((measure.job_time - 0.15).abs() < 1e-9, "{measure:?}");
+        assert!((measure.jobs_per_sec() - 20.0).abs() < 1e-6, "{measure:?}");
+    }
+
+    #[test]
+    fn a_window_is_done_with_both_its_jobs_and_its_time() {
+        let start = Instant::now();
+        let mut window = Window::new(start);
+        for i in 1..=3 {
+            window.add(start + i * 10 * MS, 10 * MS);
+        }
+        assert!(!window.is_done(start + 30 * MS, 3, 100 * MS));
+        assert!(!window.is_done(start + 100 * MS, 4, 100 * MS));
+        assert!(window.is_done(start + 100 * MS, 3, 100 * MS));
+    }
+
+    #[test]
+    fn a_window_without_jobs_measures_no_time() {
+        let measure = Window::new(Instant::now()).measure(2);
+        assert_eq!((measure.size, measure.jobs, measure.job_time), (2, 0, 0.0));
+        assert!(measure.jobs_per_sec().is_finite());
+    }
+}
