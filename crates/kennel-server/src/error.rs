@@ -291,7 +291,7 @@ impl From<kennel::Error> for ApiError {
             },
             kennel::Error::Timeout { after } => Self::Timeout { after },
             kennel::Error::WarmupFailed { message, .. } => Self::WarmupFailed { message },
-            kennel::Error::Crashed { exit } => Self::Crashed {
+            kennel::Error::Crashed { exit, .. } => Self::Crashed {
                 message: match exit {
                     Some(exit) => format!("worker failed before responding ({})", exit.status),
                     None => "worker failed before responding".into(),

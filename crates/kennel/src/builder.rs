@@ -165,6 +165,13 @@ impl<W: Worker> PoolBuilder<W> {
         self
     }
 
+    /// How many times [`Pool::run_idempotent`] runs a job again when its
+    /// worker crashed under it (default 0). See [`Options::retry_on_crash`].
+    pub fn retry_on_crash(mut self, n: u32) -> Self {
+        self.options.retry_on_crash = n;
+        self
+    }
+
     /// Every option at once (what the service reads from its config).
     pub fn options(mut self, options: Options) -> Self {
         self.options = options;

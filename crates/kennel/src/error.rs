@@ -73,10 +73,13 @@ pub enum Error {
         source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
     },
     /// The worker ended while the job held it.
-    #[error("worker failed before responding")]
+    #[error("worker failed before responding{}", attempts_note(*attempts))]
     Crashed {
         /// How the worker ended, when the pool knows.
         exit: Option<Exit>,
+        /// How many times the job ran (more than 1 with `retry_on_crash`),
+        /// each time on a worker that crashed under it.
+        attempts: u32,
     },
     /// The pool's workers keep failing to start (the crash-loop breaker):
     /// the job was turned away at once instead of starting another.
@@ -114,6 +117,14 @@ pub enum Error {
     /// A reconfiguration was refused: an option is out of its range.
     #[error(transparent)]
     Config(#[from] BuildError),
+}
+
+fn attempts_note(attempts: u32) -> String {
+    if attempts > 1 {
+        format!(" ({attempts} attempts, each on a worker that crashed)")
+    } else {
+        String::new()
+    }
 }
 
 impl Error {

@@ -153,6 +153,14 @@ pub enum Event {
         /// The failed starts before it.
         failed_starts: u32,
     },
+    /// A job whose worker crashed under it runs again, on another worker
+    /// (`retry_on_crash`; `job:retried`).
+    Retried {
+        /// The attempt that starts now (2 for the first retry).
+        attempt: u32,
+        /// How the crashed worker ended, when the pool knows.
+        exit: Option<Exit>,
+    },
     /// The pool closed (`pool:closed`).
     Closed,
 }
@@ -176,6 +184,7 @@ impl Event {
             Self::Warning { .. } => "pool:warning",
             Self::Broken { .. } => "pool:broken",
             Self::Recovered { .. } => "pool:recovered",
+            Self::Retried { .. } => "job:retried",
             Self::Closed => "pool:closed",
         }
     }

@@ -101,7 +101,7 @@ pub use crate::eviction::{
 };
 pub use crate::exit::ExitSignal;
 pub use crate::lease::Lease;
-pub use crate::options::{MAX_DURATION, MAX_WAITING, Options};
+pub use crate::options::{MAX_DURATION, MAX_RETRIES, MAX_WAITING, MIN_LIFETIME, Options};
 pub use crate::pool::Pool;
 pub use crate::reconfig::{Action, Reconfig};
 pub use crate::registry::{Group, PoolEntry, Registry};

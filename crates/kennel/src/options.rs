@@ -18,6 +18,14 @@ pub const MAX_DURATION: Duration = Duration::from_millis(2_147_483_647);
 /// The most jobs `max_waiting` may let wait.
 pub const MAX_WAITING: usize = 1_000_000;
 
+/// The shortest `max_lifetime`: a worker lives at least this long, so the
+/// pool's own retirements of a slot come at most once a second, whatever a
+/// configuration says.
+pub const MIN_LIFETIME: Duration = Duration::from_secs(1);
+
+/// The most times `retry_on_crash` may run a job again.
+pub const MAX_RETRIES: u32 = 10;
+
 /// How many waiting jobs each worker of the capacity allows when
 /// `max_waiting` is not set.
 pub(crate) const WAITING_PER_WORKER: usize = 8;
@@ -85,6 +93,12 @@ pub struct Options {
     /// `emergency_restart_threshold`, supervisord's `startretries`).
     /// Default 5; `None`: never break.
     pub break_after_failed_starts: Option<u32>,
+    /// How many times [`Pool::run_idempotent`](crate::Pool::run_idempotent)
+    /// runs a job again, on another worker, when its worker crashed under
+    /// it (not for a job's own error, nor a timeout): Celery's
+    /// `acks_late` with `reject_on_worker_lost`, Ray's `max_task_retries`.
+    /// Only for jobs that may run twice. Default 0.
+    pub retry_on_crash: u32,
 }
 
 impl Default for Options {
@@ -100,6 +114,7 @@ impl Default for Options {
             max_lifetime_jitter: Duration::ZERO,
             auto_grow_threshold: None,
             break_after_failed_starts: Some(5),
+            retry_on_crash: 0,
         }
     }
 }
@@ -130,6 +145,30 @@ impl Options {
                     self.close_grace,
                     MAX_DURATION.as_millis()
                 ),
+            ));
+        }
+        if let Some(life) = self.max_lifetime.filter(|&l| l < MIN_LIFETIME) {
+            return Err(BuildError::new(
+                "max_lifetime",
+                format!(
+                    "{life:?} is out of range (allowed: at least {MIN_LIFETIME:?} and at most {} ms)",
+                    MAX_DURATION.as_millis()
+                ),
+            ));
+        }
+        if self.retry_on_crash > MAX_RETRIES {
+            return Err(BuildError::new(
+                "retry_on_crash",
+                format!(
+                    "{} is out of range (allowed: 0 to {MAX_RETRIES})",
+                    self.retry_on_crash
+                ),
+            ));
+        }
+        if self.break_after_failed_starts == Some(0) {
+            return Err(BuildError::new(
+                "break_after_failed_starts",
+                "0 is out of range (allowed: 1 or more, or none to never break)",
             ));
         }
         if let Some(n) = self.max_waiting.filter(|&n| n > MAX_WAITING) {
@@ -193,6 +232,10 @@ impl Options {
             "break_after_failed_starts",
             self.break_after_failed_starts != other.break_after_failed_starts,
         );
+        differs(
+            "retry_on_crash",
+            self.retry_on_crash != other.retry_on_crash,
+        );
         names
     }
 }
@@ -218,7 +261,14 @@ mod tests {
     #[test]
     fn each_out_of_range_value_names_its_option() {
         type Case = (&'static str, fn(&mut Options));
-        let cases: [Case; 6] = [
+        let cases: [Case; 9] = [
+            ("max_lifetime", |o| {
+                o.max_lifetime = Some(Duration::from_millis(999));
+            }),
+            ("retry_on_crash", |o| o.retry_on_crash = MAX_RETRIES + 1),
+            ("break_after_failed_starts", |o| {
+                o.break_after_failed_starts = Some(0);
+            }),
             ("job_timeout", |o| o.job_timeout = Some(Duration::ZERO)),
             ("warmup_timeout", |o| {
                 o.warmup_timeout = Some(MAX_DURATION + Duration::from_millis(1));

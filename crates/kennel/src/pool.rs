@@ -276,6 +276,41 @@ impl<W: Worker> Pool<W> {
         run_lease(lease, options.job_timeout, job).await
     }
 
+    /// As [`run`](Pool::run), for a job that may run more than once: when
+    /// its worker crashes under it (it ends during the job; not the job's
+    /// own error, nor a timeout), the job runs again on another worker, up
+    /// to the pool's `retry_on_crash` times, with a `job:retried` event for
+    /// each. The last crash's error says how many attempts were made.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Pool::run); [`Error::Crashed`] with `attempts` above 1
+    /// when every attempt's worker crashed.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`run`](Pool::run): dropping the future mid-job kills that
+    /// attempt's worker, and no further attempt is made.
+    pub async fn run_idempotent<R>(&self, job: impl AsyncFn(&mut W) -> R) -> Result<R, Error> {
+        let retries = self.options().retry_on_crash;
+        let mut attempt = 1;
+        loop {
+            match self.run(&job).await {
+                Err(Error::Crashed { exit, .. }) if attempt <= retries => {
+                    attempt += 1;
+                    self.engine().retried(attempt, exit);
+                }
+                Err(Error::Crashed { exit, .. }) => {
+                    return Err(Error::Crashed {
+                        exit,
+                        attempts: attempt,
+                    });
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// As [`run`](Pool::run), for a job that returns a `Result`: one `?`
     /// gives the job's value, and the error says whether the pool or the
     /// job failed.

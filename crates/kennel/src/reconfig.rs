@@ -138,6 +138,11 @@ impl Reconfig {
         })
     }
 
+    /// A new `retry_on_crash`, for jobs that start from now.
+    pub fn retry_on_crash(self, n: u32) -> Self {
+        self.edit("retry_on_crash", move |o| o.retry_on_crash = n)
+    }
+
     /// A new close grace.
     pub fn close_grace(self, d: Duration) -> Self {
         self.edit("close_grace", move |o| o.close_grace = d)

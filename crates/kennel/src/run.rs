@@ -103,7 +103,10 @@ pub(crate) async fn run_lease<W: Worker, R>(
             if engine.is_closed() {
                 Err(Error::Closed)
             } else {
-                Err(Error::Crashed { exit: cell.exit() })
+                Err(Error::Crashed {
+                    exit: cell.exit(),
+                    attempts: 1,
+                })
             }
         }
     }

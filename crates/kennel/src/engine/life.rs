@@ -11,6 +11,7 @@ use super::state::State;
 use crate::backoff;
 use crate::error::Error;
 use crate::event::{Event, RetireReason};
+use crate::options::MIN_LIFETIME;
 use crate::slot::{EndReason, Life, Live, Now, Rest, SlotState, WorkerCell, transitions as t};
 use crate::startup::{SlotPhase, Starts};
 use crate::timer::Timer;
@@ -79,8 +80,9 @@ impl<W: Worker> State<W> {
             use rand::Rng;
             self.rng.random_range(-j..=j)
         };
-        // The jitter is below the lifetime (checked by `Options::validate`).
-        let deadline = started + Duration::from_secs_f64((life.as_secs_f64() + jitter).max(0.001));
+        // Whatever the jitter drew, a worker lives at least `MIN_LIFETIME`.
+        let drawn = (life.as_secs_f64() + jitter).max(MIN_LIFETIME.as_secs_f64());
+        let deadline = started + Duration::from_secs_f64(drawn);
         let wake = Wake::Lifetime {
             slot: i,
             generation: self.slots.generation(i),

@@ -235,6 +235,10 @@ impl<W: Worker> Engine<W> {
         self.emit(Event::TimedOut { slot, after });
     }
 
+    pub(crate) fn retried(&self, attempt: u32, exit: Option<crate::Exit>) {
+        self.emit(Event::Retried { attempt, exit });
+    }
+
     /// A waiting job gave up: see [`State::cancel_wait`].
     pub(crate) fn cancel_wait(&self, id: u64) {
         self.act(|st, fx| st.cancel_wait(fx, id, &self.mailbox));
