@@ -58,9 +58,9 @@ pub fn pool_config() -> PoolConfig {
         after: HumanDuration(Duration::from_secs(300)),
         keep: 1,
     };
-    pool.job_timeout = Some(HumanDuration(Duration::from_secs(30)));
-    pool.warmup_timeout = Some(HumanDuration(Duration::from_secs(30)));
-    pool.close_grace = Some(HumanDuration(Duration::from_secs(5)));
+    pool.options.job_timeout = Some(Duration::from_secs(30));
+    pool.options.warmup_timeout = Some(Duration::from_secs(30));
+    pool.options.close_grace = Duration::from_secs(5);
     pool
 }
 

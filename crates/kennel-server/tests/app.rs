@@ -215,7 +215,7 @@ async fn a_body_over_the_limit_answers_413() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_job_answers_503_with_retry_after() {
     let mut pool = demo("one", 1);
-    pool.max_waiting = Some(0);
+    pool.options.max_waiting = Some(0);
     let state = state_with(vec![pool]).await;
     let router = app(state.clone());
     let busy = tokio::spawn({
@@ -234,7 +234,7 @@ async fn a_rejected_job_answers_503_with_retry_after() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_jobs_retry_after_is_the_pools_projected_wait() {
     let mut pool = demo("one", 1);
-    pool.max_waiting = Some(0);
+    pool.options.max_waiting = Some(0);
     let state = state_with(vec![pool]).await;
     let router = app(state.clone());
     // One job of 2.2 s teaches the pool its job time.
@@ -286,9 +286,7 @@ fn retry_after_is_the_projected_wait_in_whole_seconds_within_1_and_60() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_past_its_timeout_answers_504() {
     let mut pool = demo("slow", 1);
-    pool.job_timeout = Some(kennel_server::config::HumanDuration(Duration::from_millis(
-        300,
-    )));
+    pool.options.job_timeout = Some(Duration::from_millis(300));
     let state = state_with(vec![pool]).await;
     let router = app(state.clone());
     let answer = call(
