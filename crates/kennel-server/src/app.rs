@@ -1,4 +1,4 @@
-//! `app(state) -> Router`: the HTTP routes of the service (SPEC S13).
+//! `app(state) -> Router`: the HTTP routes of the service.
 //!
 //! | method and path | does |
 //! | --- | --- |

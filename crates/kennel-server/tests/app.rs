@@ -1,4 +1,4 @@
-//! Router tests: every endpoint and every error mapping of SPEC S13, through
+//! Router tests: every endpoint and every error mapping of the service, through
 //! `tower::ServiceExt::oneshot`, with real worker processes (the `kennel`
 //! binary's built-in demo worker, and small shell workers for protocol
 //! errors).

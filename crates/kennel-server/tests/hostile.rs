@@ -1,4 +1,4 @@
-//! Hostile input to the service (SPEC S13): arbitrary TOML to the config
+//! Hostile input to the service: arbitrary TOML to the config
 //! parser and arbitrary bytes to the routes never panic and are answered
 //! with a clear error (a `ConfigError` naming the file; a 4xx with a JSON
 //! body `{"error", "message"}`); a body over the limit is 413; a slow body,
