@@ -81,3 +81,20 @@ fn configure<W: kennel::Worker>(
     b = pool.eviction.apply(b)?;
     Ok(b.options(pool.options.clone()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{EvictionConfig, HumanDuration};
+
+    #[test]
+    fn a_bad_eviction_is_an_error_naming_it_never_the_default() {
+        let mut pool = PoolConfig::new("p", ["cat"]);
+        pool.eviction = EvictionConfig::IdleTimeout {
+            after: HumanDuration(Duration::ZERO),
+            keep: 0,
+        };
+        let err = build_pool(&pool, Path::new("kennel")).unwrap_err();
+        assert_eq!(err.option, "eviction.after");
+    }
+}
