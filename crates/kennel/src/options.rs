@@ -210,7 +210,7 @@ mod tests {
                 o.warmup_timeout = Some(MAX_DURATION + Duration::from_millis(1));
             }),
             ("max_queue_wait", |o| {
-                o.max_queue_wait = Some(Duration::ZERO)
+                o.max_queue_wait = Some(Duration::ZERO);
             }),
             ("close_grace", |o| o.close_grace = Duration::MAX),
             ("max_waiting", |o| o.max_waiting = Some(MAX_WAITING + 1)),
