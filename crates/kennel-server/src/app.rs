@@ -270,6 +270,8 @@ async fn pool_config(
     serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::BadJson {
         message: e.to_string(),
     })?;
+    // The body patches the live options: none may change in between.
+    let _one_at_a_time = state.reconfig_lock();
     let body =
         ReconfigBody::from_json(&bytes, &pool.options()).map_err(|e| ApiError::BadConfig {
             message: if e.key.is_empty() {
