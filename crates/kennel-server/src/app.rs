@@ -1,4 +1,4 @@
-//! `app(state) -> Router`: the HTTP routes of the service (SPEC S13).
+//! `app(state) -> Router`: the HTTP routes of the service.
 //!
 //! | method and path | does |
 //! | --- | --- |
@@ -31,7 +31,6 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::config::ReconfigBody;
 use crate::error::ApiError;
-use crate::pools::reconfig_of;
 use crate::state::AppState;
 
 /// The router of the service, over `state`'s pools.
@@ -255,7 +254,7 @@ async fn pool_config(
     Path(name): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    pool_named(&state, &name)?;
+    let pool = pool_named(&state, &name)?;
     let limit = state.body_limit();
     let bytes = body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -271,10 +270,17 @@ async fn pool_config(
     serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::BadJson {
         message: e.to_string(),
     })?;
-    let body = ReconfigBody::from_json(&bytes).map_err(|e| ApiError::BadConfig {
-        message: format!("`{}`: {}", e.key, e.message),
-    })?;
-    let change = reconfig_of(&body).map_err(|e| ApiError::BadConfig {
+    // The body patches the live options: none may change in between.
+    let _one_at_a_time = state.reconfig_lock();
+    let body =
+        ReconfigBody::from_json(&bytes, &pool.options()).map_err(|e| ApiError::BadConfig {
+            message: if e.key.is_empty() {
+                e.message
+            } else {
+                format!("`{}`: {}", e.key, e.message)
+            },
+        })?;
+    let change = body.reconfig().map_err(|e| ApiError::BadConfig {
         message: e.to_string(),
     })?;
     let actions = state.registry().reconfigure(&name, change)?;

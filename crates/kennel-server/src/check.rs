@@ -138,27 +138,31 @@ fn describe_pool(
         let _ = writeln!(out, "  capacity        {c}");
     }
     let _ = writeln!(out, "  eviction        {}", pool.eviction);
-    let opt = |d: Option<kennel_server::config::HumanDuration>| {
-        d.map_or_else(|| "none".to_owned(), |d| d.to_string())
+    let o = &pool.options;
+    let opt = |d: Option<std::time::Duration>| {
+        d.map_or_else(
+            || "none".to_owned(),
+            |d| humantime::format_duration(d).to_string(),
+        )
     };
-    let _ = writeln!(out, "  job_timeout     {}", opt(pool.job_timeout));
-    let _ = writeln!(out, "  warmup_timeout  {}", opt(pool.warmup_timeout));
+    let _ = writeln!(out, "  job_timeout     {}", opt(o.job_timeout));
+    let _ = writeln!(out, "  warmup_timeout  {}", opt(o.warmup_timeout));
     let _ = writeln!(
         out,
         "  max_waiting     {}",
-        pool.max_waiting
+        o.max_waiting
             .map_or_else(|| "8 x capacity (default)".to_owned(), |n| n.to_string())
     );
-    let _ = writeln!(out, "  max_queue_wait  {}", opt(pool.max_queue_wait));
-    if pool.max_lifetime.is_some() {
+    let _ = writeln!(out, "  max_queue_wait  {}", opt(o.max_queue_wait));
+    if o.max_lifetime.is_some() {
         let _ = writeln!(
             out,
             "  max_lifetime    {} (jitter {})",
-            opt(pool.max_lifetime),
-            opt(pool.max_lifetime_jitter)
+            opt(o.max_lifetime),
+            opt(Some(o.max_lifetime_jitter).filter(|j| !j.is_zero()))
         );
     }
-    if let Some(n) = pool.auto_grow_threshold {
+    if let Some(n) = o.auto_grow_threshold {
         let _ = writeln!(out, "  auto_grow       when idle workers drop to {n}");
     }
 }

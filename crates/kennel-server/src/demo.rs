@@ -5,7 +5,7 @@
 //! must be installed. The worker speaks the JSON-lines protocol of
 //! `docs/PROTOCOL.md`: it warms up (sleeps, as if it loaded a model), writes
 //! `{"ready":true}`, then answers one request per line with CPU-bound work,
-//! the sum of `sqrt(i)` for `i < iterations` (seed D's example).
+//! the sum of `sqrt(i)` for `i < iterations` (Deserve's example).
 //!
 //! A request is an object; every key is optional:
 //!
@@ -41,7 +41,7 @@ pub const DEMO_GROUP: &str = "demo";
 /// The demo worker's warm-up when none is given.
 pub const DEFAULT_WARMUP: Duration = Duration::from_secs(1);
 
-/// Iterations when a request gives none (seed D's 50,000).
+/// Iterations when a request gives none (Deserve's 50,000).
 pub const DEFAULT_ITERATIONS: u64 = 50_000;
 
 /// The most iterations a request may ask for.
@@ -58,9 +58,9 @@ pub fn pool_config() -> PoolConfig {
         after: HumanDuration(Duration::from_secs(300)),
         keep: 1,
     };
-    pool.job_timeout = Some(HumanDuration(Duration::from_secs(30)));
-    pool.warmup_timeout = Some(HumanDuration(Duration::from_secs(30)));
-    pool.close_grace = Some(HumanDuration(Duration::from_secs(5)));
+    pool.options.job_timeout = Some(Duration::from_secs(30));
+    pool.options.warmup_timeout = Some(Duration::from_secs(30));
+    pool.options.close_grace = Duration::from_secs(5);
     pool
 }
 

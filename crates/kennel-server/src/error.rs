@@ -1,5 +1,5 @@
 //! `ApiError`: every error the service answers, as a status code and a JSON
-//! body `{ "error": kind, "message": … }` (SPEC S13).
+//! body `{ "error": kind, "message": … }`.
 
 use std::time::Duration;
 
@@ -29,7 +29,7 @@ use serde_json::json;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ApiError {
-    /// No pool is configured: the router was built without one (seed D's
+    /// No pool is configured: the router was built without one (Deserve's
     /// `NotSupported`).
     NotSupported,
     /// No pool of this name.

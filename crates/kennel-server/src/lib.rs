@@ -1,5 +1,5 @@
 //! The kennel service: named pools of worker processes behind HTTP, read
-//! from a TOML file (SPEC S13). The `kennel` binary is built on this
+//! from a TOML file. The `kennel` binary is built on this
 //! library; tests and users call [`app`] to get the router.
 //!
 //! - [`config`]: the TOML configuration (`[server]`, `[[pool]]`), with

@@ -1,4 +1,4 @@
-//! The `kennel` binary: `kennel serve|run|check` (SPEC S13). With no
+//! The `kennel` binary: `kennel serve|run|check`. With no
 //! arguments it serves the built-in demo pool on 127.0.0.1:7878.
 
 mod check;

@@ -4,8 +4,9 @@
 //! (names start with `kennel_`); the service adds its HTTP metrics
 //! (`kennel_http_requests_total`, `kennel_http_request_duration_seconds`,
 //! labelled `method`, `route`, `status`) and, at each scrape, each pool's
-//! health (`kennel_pool_healthy{pool}`, 1 or 0, SPEC S8's rule). The recorder is installed once per
-//! process; no HTTP listener of the exporter is used.
+//! health (`kennel_pool_healthy{pool}`: 1 when no job waits without a
+//! worker starting, idle or lent, else 0). The recorder is installed once
+//! per process; no HTTP listener of the exporter is used.
 
 use std::sync::OnceLock;
 use std::time::Instant;

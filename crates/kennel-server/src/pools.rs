@@ -1,18 +1,16 @@
-//! From config to pools: a [`PoolConfig`] becomes a `Pool<Coprocess>`, a
-//! [`ReconfigBody`] becomes a [`Reconfig`].
+//! From config to pools: a [`PoolConfig`] becomes a `Pool<Coprocess>`. (A
+//! [`ReconfigBody`](crate::config::ReconfigBody) becomes a
+//! [`Reconfig`](kennel::Reconfig) by its own
+//! [`reconfig`](crate::config::ReconfigBody::reconfig); both take the sizing
+//! and eviction through the one mapping of [`crate::config::Policies`].)
 
 use std::path::Path;
 use std::time::Duration;
 
-use kennel::{
-    BuildError, Dispatch, Fixed, Gradient, HillClimbing, IdleTimeout, LeaderFirst, NoEviction,
-    OnDemand, OrderedReady, Parallel, Pool, PoolBuilder, Reconfig, Resources, SystemComputer,
-};
+use kennel::{BuildError, LeaderFirst, OnDemand, OrderedReady, Parallel, Pool, PoolBuilder};
 use kennel_process::{Coprocess, CoprocessSpec, ReadyMode};
 
-use crate::config::{
-    DispatchKind, EvictionConfig, PoolConfig, ReadyKind, ReconfigBody, SizingConfig, StartupKind,
-};
+use crate::config::{PoolConfig, ReadyKind, StartupKind};
 
 /// The grace of each step of a worker process's close (stdin closed, then
 /// SIGTERM, then SIGKILL).
@@ -53,10 +51,13 @@ pub fn build_pool(pool: &PoolConfig, self_exe: &Path) -> Result<Pool<Coprocess>,
     let builder = coprocess_spec(pool, self_exe)
         .pool()
         .name(pool.name.clone());
-    configure(builder, pool).build()
+    configure(builder, pool)?.build()
 }
 
-fn configure<W: kennel::Worker>(mut b: PoolBuilder<W>, pool: &PoolConfig) -> PoolBuilder<W> {
+fn configure<W: kennel::Worker>(
+    mut b: PoolBuilder<W>,
+    pool: &PoolConfig,
+) -> Result<PoolBuilder<W>, BuildError> {
     // The service exports every pool's metrics at /metrics.
     b = b.metrics(true);
     b = match pool.startup {
@@ -65,112 +66,26 @@ fn configure<W: kennel::Worker>(mut b: PoolBuilder<W>, pool: &PoolConfig) -> Poo
         StartupKind::OrderedReady => b.startup(OrderedReady),
         StartupKind::LeaderFirst => b.startup(LeaderFirst),
     };
-    b = match pool.sizing {
-        None => b,
-        Some(SizingConfig::Fixed { workers }) => b.sizing(Fixed(workers)),
-        Some(SizingConfig::Resources { memory_per_worker }) => {
-            b.sizing(Resources::new(memory_per_worker.0, SystemComputer))
-        }
-        Some(SizingConfig::HillClimbing { memory_per_worker }) => {
-            b.sizing(HillClimbing::new(memory_per_worker.0, SystemComputer))
-        }
-        Some(SizingConfig::Gradient { memory_per_worker }) => {
-            b.sizing(Gradient::new(memory_per_worker.0, SystemComputer))
-        }
-    };
-    b = match pool.eviction {
-        EvictionConfig::None => b.eviction(NoEviction),
-        EvictionConfig::IdleTimeout { after, keep } => match IdleTimeout::new(after.0) {
-            Ok(e) => b.eviction(e.keep(keep)),
-            // Checked when the config was read; keep the default otherwise.
-            Err(_) => b,
-        },
-    };
-    b = b.dispatch(match pool.dispatch {
-        DispatchKind::LowestSlot => Dispatch::LowestSlot,
-        DispatchKind::RoundRobin => Dispatch::RoundRobin,
-    });
-    if let Some(d) = pool.job_timeout {
-        b = b.job_timeout(d.0);
+    if let Some(sizing) = pool.sizing {
+        b = sizing.apply(b);
     }
-    if let Some(d) = pool.warmup_timeout {
-        b = b.warmup_timeout(d.0);
-    }
-    if let Some(n) = pool.max_waiting {
-        b = b.max_waiting(n);
-    }
-    if let Some(d) = pool.max_queue_wait {
-        b = b.max_queue_wait(d.0);
-    }
-    if let Some(d) = pool.max_lifetime {
-        b = b.max_lifetime(d.0);
-    }
-    if let Some(d) = pool.max_lifetime_jitter {
-        b = b.max_lifetime_jitter(d.0);
-    }
-    if let Some(n) = pool.auto_grow_threshold {
-        b = b.auto_grow_threshold(n);
-    }
-    if let Some(d) = pool.close_grace {
-        b = b.close_grace(d.0);
-    }
-    b
+    b = pool.eviction.apply(b)?;
+    Ok(b.options(pool.options.clone()))
 }
 
-/// The core's [`Reconfig`] for a `PUT /pools/{name}/config` body.
-///
-/// # Errors
-///
-/// A [`BuildError`] for an idle timeout out of range (already checked when
-/// the body was read).
-pub fn reconfig_of(body: &ReconfigBody) -> Result<Reconfig, BuildError> {
-    let mut r = Reconfig::new();
-    match body.sizing {
-        None => {}
-        Some(SizingConfig::Fixed { workers }) => r = r.sizing(Fixed(workers)),
-        Some(SizingConfig::Resources { memory_per_worker }) => {
-            r = r.sizing(Resources::new(memory_per_worker.0, SystemComputer));
-        }
-        Some(SizingConfig::HillClimbing { memory_per_worker }) => {
-            r = r.sizing(HillClimbing::new(memory_per_worker.0, SystemComputer));
-        }
-        Some(SizingConfig::Gradient { memory_per_worker }) => {
-            r = r.sizing(Gradient::new(memory_per_worker.0, SystemComputer));
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{EvictionConfig, HumanDuration};
+
+    #[test]
+    fn a_bad_eviction_is_an_error_naming_it_never_the_default() {
+        let mut pool = PoolConfig::new("p", ["cat"]);
+        pool.eviction = EvictionConfig::IdleTimeout {
+            after: HumanDuration(Duration::ZERO),
+            keep: 0,
+        };
+        let err = build_pool(&pool, Path::new("kennel")).unwrap_err();
+        assert_eq!(err.option, "eviction.after");
     }
-    match body.eviction {
-        None => {}
-        Some(EvictionConfig::None) => r = r.eviction(NoEviction),
-        Some(EvictionConfig::IdleTimeout { after, keep }) => {
-            r = r.eviction(IdleTimeout::new(after.0)?.keep(keep));
-        }
-    }
-    if let Some(d) = body.job_timeout {
-        r = r.job_timeout(d.map(|d| d.0));
-    }
-    if let Some(d) = body.warmup_timeout {
-        r = r.warmup_timeout(d.map(|d| d.0));
-    }
-    if let Some(n) = body.max_waiting {
-        r = r.max_waiting(n);
-    }
-    if let Some(d) = body.max_queue_wait {
-        r = r.max_queue_wait(d.map(|d| d.0));
-    }
-    if let Some(d) = body.max_lifetime {
-        r = r.max_lifetime(d.map(|d| d.0));
-    }
-    if let Some(j) = body.max_lifetime_jitter {
-        r = r.max_lifetime_jitter(j.0);
-    }
-    if let Some(n) = body.auto_grow_threshold {
-        r = r.auto_grow_threshold(n);
-    }
-    if let Some(d) = body.close_grace {
-        r = r.close_grace(d.0);
-    }
-    if let Some(g) = &body.group {
-        r = r.group(g.clone());
-    }
-    Ok(r)
 }

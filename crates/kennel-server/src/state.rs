@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use kennel::{Event, Pool, Registry};
 use kennel_process::Coprocess;
@@ -40,6 +40,10 @@ struct Inner {
     metrics: Option<PrometheusHandle>,
     events: broadcast::Sender<PoolEvent>,
     shutdown: watch::Sender<bool>,
+    /// Taken by `PUT /pools/{name}/config` from reading a pool's options to
+    /// handing it the patched ones, so that two changes do not undo each
+    /// other.
+    reconfig: Mutex<()>,
 }
 
 impl fmt::Debug for AppState {
@@ -95,6 +99,7 @@ impl AppStateBuilder {
                 metrics: self.metrics,
                 events,
                 shutdown,
+                reconfig: Mutex::new(()),
             }),
         }
     }
@@ -203,6 +208,15 @@ impl AppState {
     /// The pools.
     pub fn registry(&self) -> &Registry<Coprocess> {
         &self.inner.registry
+    }
+
+    /// One reconfiguration at a time: a change is a patch of the live
+    /// options, read then written back whole.
+    pub(crate) fn reconfig_lock(&self) -> MutexGuard<'_, ()> {
+        self.inner
+            .reconfig
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The bearer token every route but `/healthz` asks for, if any.

@@ -215,7 +215,7 @@ async fn a_body_over_the_limit_answers_413() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_job_answers_503_with_retry_after() {
     let mut pool = demo("one", 1);
-    pool.max_waiting = Some(0);
+    pool.options.max_waiting = Some(0);
     let state = state_with(vec![pool]).await;
     let router = app(state.clone());
     let busy = tokio::spawn({
@@ -234,7 +234,7 @@ async fn a_rejected_job_answers_503_with_retry_after() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_jobs_retry_after_is_the_pools_projected_wait() {
     let mut pool = demo("one", 1);
-    pool.max_waiting = Some(0);
+    pool.options.max_waiting = Some(0);
     let state = state_with(vec![pool]).await;
     let router = app(state.clone());
     // One job of 2.2 s teaches the pool its job time.
@@ -286,9 +286,7 @@ fn retry_after_is_the_projected_wait_in_whole_seconds_within_1_and_60() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_past_its_timeout_answers_504() {
     let mut pool = demo("slow", 1);
-    pool.job_timeout = Some(kennel_server::config::HumanDuration(Duration::from_millis(
-        300,
-    )));
+    pool.options.job_timeout = Some(Duration::from_millis(300));
     let state = state_with(vec![pool]).await;
     let router = app(state.clone());
     let answer = call(
@@ -530,6 +528,42 @@ async fn put_config_changes_a_live_pool() {
     );
     let answer = call(&router, request(Method::PUT, "/pools/demo/config", "{oops")).await;
     assert_error(&answer, StatusCode::BAD_REQUEST, "bad-json");
+    // Good JSON that is not an object is a bad config.
+    let answer = call(&router, request(Method::PUT, "/pools/demo/config", "[1]")).await;
+    assert_error(&answer, StatusCode::BAD_REQUEST, "bad-config");
+    assert_eq!(
+        answer.2["message"],
+        "the body is an array (allowed: a JSON object of the keys to change, such as {\"job_timeout\": \"10s\"})"
+    );
+    state.close().await;
+}
+
+/// The body patches the live options: what it leaves out stays, `null`
+/// sets an option back to its default, and an unchanged value is no action.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_config_is_a_merge_patch_of_the_live_options() {
+    let state = state_with(vec![demo("demo", 1)]).await;
+    let router = app(state.clone());
+    let put = async |body: &str| {
+        let (status, _, answer) = call(
+            &router,
+            request(Method::PUT, "/pools/demo/config", body.to_owned()),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        answer["actions"].clone()
+    };
+    assert_eq!(
+        put(r#"{"job_timeout":"5s","max_waiting":3}"#).await,
+        json!(["set job_timeout", "set max_waiting"])
+    );
+    assert_eq!(
+        put(r#"{"max_waiting":null,"job_timeout":"5s"}"#).await,
+        json!(["set max_waiting"])
+    );
+    let options = state.registry().get("demo").unwrap().options();
+    assert_eq!(options.job_timeout, Some(Duration::from_secs(5)));
+    assert_eq!(options.max_waiting, None);
     state.close().await;
 }
 

@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use kennel::{Dispatch, Options};
 use kennel_server::config::{
-    Config, ConfigError, DispatchKind, EvictionConfig, HumanDuration, HumanSize, ReadyKind,
-    ReconfigBody, SizingConfig, Source, StartupKind,
+    Config, ConfigError, EvictionConfig, HumanDuration, HumanSize, ReadyKind, ReconfigBody,
+    SizingConfig, Source, StartupKind,
 };
 
 fn source() -> Source {
@@ -116,16 +117,17 @@ sizing = { kind = "gradient", memory_per_worker = 1048576 }
             keep: 1
         }
     );
-    assert_eq!(p.dispatch, DispatchKind::RoundRobin);
     assert_eq!(p.ready, ReadyKind::Immediate);
-    assert_eq!(p.job_timeout, Some(secs(30)));
-    assert_eq!(p.warmup_timeout, Some(secs(60)));
-    assert_eq!(p.max_waiting, Some(16));
-    assert_eq!(p.max_queue_wait, Some(secs(2)));
-    assert_eq!(p.max_lifetime, Some(secs(3600)));
-    assert_eq!(p.max_lifetime_jitter, Some(secs(300)));
-    assert_eq!(p.auto_grow_threshold, Some(1));
-    assert_eq!(p.close_grace, Some(secs(10)));
+    let o = &p.options;
+    assert_eq!(o.dispatch, Dispatch::RoundRobin);
+    assert_eq!(o.job_timeout, Some(secs(30).0));
+    assert_eq!(o.warmup_timeout, Some(secs(60).0));
+    assert_eq!(o.max_waiting, Some(16));
+    assert_eq!(o.max_queue_wait, Some(secs(2).0));
+    assert_eq!(o.max_lifetime, Some(secs(3600).0));
+    assert_eq!(o.max_lifetime_jitter, secs(300).0);
+    assert_eq!(o.auto_grow_threshold, Some(1));
+    assert_eq!(o.close_grace, secs(10).0);
     assert_eq!(p.max_reply, Some(HumanSize(4 * 1024 * 1024)));
     let q = &c.pools[1];
     assert_eq!(q.startup, StartupKind::OrderedReady);
@@ -160,7 +162,7 @@ fn defaults_are_safe() {
     assert_eq!(p.startup, StartupKind::OnDemand);
     assert_eq!(p.sizing, None);
     assert_eq!(p.eviction, EvictionConfig::None);
-    assert_eq!(p.job_timeout, None);
+    assert_eq!(p.options, Options::default());
     assert_eq!(p.group, None);
     // An empty file is a config with no pool (the service answers 501).
     assert!(parse("").unwrap().pools.is_empty());
@@ -196,7 +198,7 @@ fn sizes_and_durations_read_humane_units() {
         ("2days", Duration::from_secs(2 * 86400)),
     ] {
         let c = parse(&pool_with(&format!("job_timeout = \"{given}\""))).unwrap();
-        assert_eq!(c.pools[0].job_timeout, Some(HumanDuration(want)), "{given}");
+        assert_eq!(c.pools[0].options.job_timeout, Some(want), "{given}");
     }
 }
 
@@ -434,12 +436,12 @@ fn each_bad_value_is_refused_with_its_key() {
         (
             &pool_with("max_lifetime_jitter = \"1m\""),
             "pool[0].max_lifetime_jitter",
-            "only with max_lifetime",
+            "(allowed: 0 when no max_lifetime is set)",
         ),
         (
             &pool_with("max_lifetime = \"1m\"\nmax_lifetime_jitter = \"1m\""),
             "pool[0].max_lifetime_jitter",
-            "less than max_lifetime",
+            "(allowed: 0 up to below max_lifetime)",
         ),
         (
             &pool_with("sizing = { kind = \"fixed\", workers = 2 }\nauto_grow_threshold = 2"),
@@ -449,7 +451,7 @@ fn each_bad_value_is_refused_with_its_key() {
         (
             &pool_with("close_grace = \"30days\""),
             "pool[0].close_grace",
-            "0 to",
+            "(allowed: at most 2147483647 ms)",
         ),
         (&pool_with("max_reply = 0"), "pool[0].max_reply", "1 byte"),
     ];
@@ -516,43 +518,110 @@ fn the_demo_config_is_valid() {
 
 #[test]
 fn reconfig_bodies_name_their_keys() {
+    let live = Options::default();
     let b = ReconfigBody::from_json(
         br#"{"sizing":{"kind":"fixed","workers":3},"job_timeout":null,"max_waiting":4,
             "eviction":{"kind":"idle-timeout","after":"1m"},"group":"g","max_lifetime":"1h",
             "max_lifetime_jitter":"1m","auto_grow_threshold":1,"warmup_timeout":"5s",
-            "max_queue_wait":"1s","close_grace":"2s"}"#,
+            "max_queue_wait":"1s","close_grace":"2s","dispatch":"round-robin"}"#,
+        &live,
     )
     .unwrap();
     assert_eq!(b.sizing, Some(SizingConfig::Fixed { workers: 3 }));
-    assert_eq!(b.job_timeout, Some(None));
-    assert_eq!(b.warmup_timeout, Some(Some(secs(5))));
-    assert_eq!(b.max_waiting, Some(4));
-    assert_eq!(b.group, Some(Some("g".into())));
-    assert_eq!(b.auto_grow_threshold, Some(Some(1)));
     assert_eq!(
-        ReconfigBody::from_json(b"{}").unwrap(),
-        ReconfigBody::default()
+        b.eviction,
+        Some(EvictionConfig::IdleTimeout {
+            after: secs(60),
+            keep: 0
+        })
     );
-    for (body, key) in [
-        (&br#"{"name":"x"}"#[..], "name"),
+    assert_eq!(b.group, Some(Some("g".into())));
+    let o = &b.options;
+    assert_eq!(o.job_timeout, None);
+    assert_eq!(o.warmup_timeout, Some(secs(5).0));
+    assert_eq!(o.max_waiting, Some(4));
+    assert_eq!(o.max_queue_wait, Some(secs(1).0));
+    assert_eq!(o.max_lifetime, Some(secs(3600).0));
+    assert_eq!(o.max_lifetime_jitter, secs(60).0);
+    assert_eq!(o.auto_grow_threshold, Some(1));
+    assert_eq!(o.close_grace, secs(2).0);
+    assert_eq!(o.dispatch, Dispatch::RoundRobin);
+
+    // An empty body changes nothing.
+    let none = ReconfigBody::from_json(b"{}", &live).unwrap();
+    assert_eq!(
+        (none.sizing, none.eviction, none.group, &none.options),
+        (None, None, None, &live)
+    );
+
+    // A merge patch of the live options: a key left out keeps its live
+    // value, `null` sets it back to its default.
+    let mut live = Options::default();
+    live.job_timeout = Some(secs(30).0);
+    live.max_waiting = Some(7);
+    live.close_grace = secs(1).0;
+    let b = ReconfigBody::from_json(br#"{"max_waiting":null,"close_grace":null}"#, &live).unwrap();
+    assert_eq!(b.options.job_timeout, Some(secs(30).0));
+    assert_eq!(b.options.max_waiting, None);
+    assert_eq!(b.options.close_grace, Options::default().close_grace);
+    // A null group leaves the pool's group; a null sizing keeps the sizing.
+    let b = ReconfigBody::from_json(br#"{"group":null,"sizing":null}"#, &live).unwrap();
+    assert_eq!((b.group, b.sizing), (Some(None), None));
+    // The jitter is checked against the live lifetime.
+    live.max_lifetime = Some(secs(60).0);
+    let e = ReconfigBody::from_json(br#"{"max_lifetime_jitter":"2m"}"#, &live).unwrap_err();
+    assert_eq!(e.key, "max_lifetime_jitter");
+
+    let live = Options::default();
+    for (body, key, message) in [
+        (
+            &br#"{"name":"x"}"#[..],
+            "name",
+            "unknown field `name`, expected one of `sizing`, `eviction`, `group`, `job_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `close_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`",
+        ),
         (
             br#"{"sizing":{"kind":"fixed","workers":0}}"#,
             "sizing.workers",
+            "0 is out of range (allowed: 1 to 1024)",
         ),
-        (br#"{"job_timeout":"0s"}"#, "job_timeout"),
-        (br#"{"job_timeout":5}"#, "job_timeout"),
+        (
+            br#"{"job_timeout":"0s"}"#,
+            "job_timeout",
+            "0ns is out of range (allowed: above 0 and at most 2147483647 ms)",
+        ),
+        (
+            br#"{"job_timeout":5}"#,
+            "job_timeout",
+            "a bare number (5) has no unit (allowed: a number with a unit, such as \"500ms\", \"30s\", \"5m\", \"1h 30m\")",
+        ),
         (
             br#"{"eviction":{"kind":"idle-timeout","after":"x"}}"#,
             "eviction.after",
+            "invalid duration \"x\": expected number at 0 (allowed: a number with a unit, such as \"500ms\", \"30s\", \"5m\", \"1h 30m\")",
+        ),
+        (
+            br#"{"eviction":{"kind":"idle-timeout","after":"0s"}}"#,
+            "eviction.after",
+            "0ns is out of range (allowed: above 0 and at most 2147483647 ms)",
         ),
         (
             br#"{"max_lifetime":"1m","max_lifetime_jitter":"2m"}"#,
             "max_lifetime_jitter",
+            "120s is not below max_lifetime 60s (allowed: 0 up to below max_lifetime)",
         ),
-        (br#"{"group":"a b"}"#, "group"),
+        (
+            br#"{"group":"a b"}"#,
+            "group",
+            "\"a b\" is not a name (allowed: 1 to 64 ASCII letters, digits, '-', '_' or '.')",
+        ),
+        (
+            br#"[{"job_timeout":"1s"}]"#,
+            "",
+            "the body is an array (allowed: a JSON object of the keys to change, such as {\"job_timeout\": \"10s\"})",
+        ),
     ] {
-        let e = ReconfigBody::from_json(body).unwrap_err();
-        assert_eq!(e.key, key, "{e}");
+        let e = ReconfigBody::from_json(body, &live).unwrap_err();
+        assert_eq!((e.key.as_str(), e.message.as_str()), (key, message), "{e}");
         assert_eq!(e.file, "<request>");
     }
 }
@@ -607,4 +676,40 @@ max_lifetime_jitter = "5m"
         }
     }
     assert!(refused > chars.len(), "most mangled configs are refused");
+}
+
+/// kennel's options sit beside the pool's own keys; a bad one, or an
+/// unknown key, is named at its key and its line all the same.
+#[test]
+fn a_pool_option_is_refused_at_its_key_and_line() {
+    let duration = r#"(allowed: a number with a unit, such as "500ms", "30s", "5m", "1h 30m")"#;
+    for (line, shown) in [
+        (
+            r#"job_timeout = "5x""#,
+            format!(
+                r#"test.toml:4:15: `pool[0].job_timeout`: invalid duration "5x": unknown time unit "x", supported units: ns, us/µs, ms, sec, min, hours, days, weeks, months, years (and few variations) {duration}"#
+            ),
+        ),
+        (
+            r#"job_timeut = "1s""#,
+            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `job_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `close_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`".to_owned(),
+        ),
+        (
+            "max_waiting = -1",
+            "test.toml:4:15: `pool[0].max_waiting`: invalid value: integer `-1`, expected usize"
+                .to_owned(),
+        ),
+        (
+            r#"dispatch = "random""#,
+            "test.toml:4:12: `pool[0].dispatch`: unknown variant `random`, expected `lowest-slot` or `round-robin`".to_owned(),
+        ),
+        (
+            "warmup_timeout = 10",
+            format!(
+                "test.toml:4:18: `pool[0].warmup_timeout`: a bare number (10) has no unit {duration}"
+            ),
+        ),
+    ] {
+        assert_eq!(refused(&pool_with(line)).to_string(), shown, "{line}");
+    }
 }

@@ -20,7 +20,7 @@ use http_body_util::BodyExt;
 use kennel_server::config::{
     Config, PoolConfig, ReadyKind, ReconfigBody, SizingConfig, Source, StartupKind,
 };
-use kennel_server::pools::{build_pool, reconfig_of};
+use kennel_server::pools::build_pool;
 use kennel_server::{AppState, app, metrics};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
@@ -328,9 +328,9 @@ proptest! {
         prop::collection::vec(any::<u8>(), 0..200),
         reconfig_json().prop_map(|v| v.to_string().into_bytes()),
     ]) {
-        match ReconfigBody::from_json(&body) {
+        match ReconfigBody::from_json(&body, &kennel::Options::default()) {
             Ok(r) => {
-                let _ = reconfig_of(&r);
+                let _ = r.reconfig();
             }
             Err(e) => assert!(!e.message.is_empty(), "{e:?}"),
         }

@@ -1,0 +1,196 @@
+//! The TOML configuration: `[server]` and `[[pool]]` entries (pooler's config
+//! file, in Rust form).
+//!
+//! A `[[pool]]` entry takes kennel's own [`kennel::Options`] at its keys
+//! (`job_timeout`, `max_waiting`, …) beside its own; the options are not
+//! restated here. Reading a file: each pool's keys and options are read at
+//! their key (`keys.rs`); serde refuses unknown keys, values of the wrong
+//! type and unknown names (`deny_unknown_fields`, kebab-case enums); a last
+//! pass checks ranges (kennel's [`Options::validate`](kennel::Options::validate)
+//! for the options) and the links between keys. Every refusal is a
+//! [`ConfigError`] that names the file, the key (`pool[1].job_timeout`) and
+//! what is allowed.
+//!
+//! The parts: `human.rs` (durations and sizes), `server.rs` (`[server]`),
+//! `pool.rs` (`[[pool]]`), `policy.rs` (the `sizing` and `eviction` kinds
+//! and their one mapping to kennel's policies), `reconfig.rs` (the body of
+//! `PUT /pools/{name}/config`), `keys.rs` and `error.rs` (reading, and
+//! refusals that name the key).
+//!
+//! ```toml
+//! [server]
+//! listen = "127.0.0.1:7878"
+//! body_limit = "1MiB"
+//! token_env = "KENNEL_TOKEN"
+//! shutdown_grace = "10s"
+//!
+//! [[pool]]
+//! name = "echo"
+//! argv = ["python3", "examples/workers/echo.py"]
+//! startup = "parallel"
+//! sizing = { kind = "fixed", workers = 2 }
+//! eviction = { kind = "idle-timeout", after = "5m", keep = 1 }
+//! job_timeout = "30s"
+//! ```
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+mod error;
+mod human;
+mod keys;
+mod policy;
+mod pool;
+mod reconfig;
+mod server;
+
+pub use self::error::ConfigError;
+pub use self::human::{HumanDuration, HumanSize};
+pub use self::policy::{EvictionConfig, MAX_FIXED_WORKERS, Policies, SizingConfig};
+pub use self::pool::{PoolConfig, ReadyKind, SELF_EXE, StartupKind, check_name};
+pub use self::reconfig::ReconfigBody;
+pub use self::server::{
+    DEFAULT_BODY_LIMIT, DEFAULT_PORT, DEFAULT_SHUTDOWN_GRACE, MAX_BODY_LIMIT, ServerConfig,
+    parse_listen,
+};
+
+use self::error::{Refusal, join, line_col, path_string};
+
+/// The whole configuration: the server and its pools.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Config {
+    /// `[server]`.
+    #[serde(default)]
+    pub server: ServerConfig,
+    /// `[[pool]]` entries, in file order.
+    #[serde(default, rename = "pool")]
+    pub pools: Vec<PoolConfig>,
+}
+
+/// Where a config came from, for error messages and relative paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// The name used in messages.
+    pub name: String,
+    /// The directory that relative `cwd` values start from.
+    pub dir: PathBuf,
+}
+
+impl Source {
+    /// A file on disk.
+    pub fn file(path: &Path) -> Self {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        Self {
+            name: path.display().to_string(),
+            dir,
+        }
+    }
+
+    /// Text that is not a file (a test, the built-in config), with relative
+    /// paths from the current directory.
+    pub fn inline(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            dir: PathBuf::from("."),
+        }
+    }
+}
+
+impl Config {
+    /// Reads and checks a config file.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the file, the key and what is allowed, for
+    /// a file that cannot be read, an unknown key, a value of the wrong type
+    /// or out of range.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let source = Source::file(path);
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: source.name.clone(),
+            key: String::new(),
+            message: format!("cannot read the file: {e}"),
+            line: None,
+        })?;
+        Self::parse(&text, &source)
+    }
+
+    /// Parses and checks config text. Relative `cwd` values are resolved
+    /// against `source.dir`.
+    ///
+    /// # Errors
+    ///
+    /// As [`load`](Self::load).
+    pub fn parse(text: &str, source: &Source) -> Result<Self, ConfigError> {
+        let err = |key: String, message: String, line| ConfigError {
+            file: source.name.clone(),
+            key,
+            message,
+            line,
+        };
+        let de = toml::Deserializer::parse(text).map_err(|e| {
+            let line = e.span().map(|s| line_col(text, s.start));
+            err(String::new(), e.message().trim().to_owned(), line)
+        })?;
+        keys::check_pools(text).map_err(|l| {
+            let line = Some(line_col(text, l.offset));
+            err(l.key, l.message, line)
+        })?;
+        let mut config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = path_string(e.path());
+            let inner = e.into_inner();
+            let line = inner.span().map(|s| line_col(text, s.start));
+            err(path, inner.message().trim().to_owned(), line)
+        })?;
+        config
+            .validate(source)
+            .map_err(|(key, message)| err(key, message, None))?;
+        Ok(config)
+    }
+
+    /// The config used with no file: one demo pool whose workers are this
+    /// binary in its `worker demo` mode (see [`crate::demo`]).
+    pub fn demo() -> Self {
+        Self {
+            server: ServerConfig::default(),
+            pools: vec![crate::demo::pool_config()],
+        }
+    }
+
+    fn validate(&mut self, source: &Source) -> Result<(), Refusal> {
+        self.server.validate()?;
+        let mut names = HashSet::new();
+        for (i, pool) in self.pools.iter_mut().enumerate() {
+            let at = |k: &str| join(&format!("pool[{i}]"), k);
+            pool.validate(source).map_err(|(k, m)| (at(&k), m))?;
+            if !names.insert(pool.name.clone()) {
+                return Err((
+                    at("name"),
+                    format!(
+                        "{:?} is already the name of another pool (allowed: a name no other pool has)",
+                        pool.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The listen address.
+    ///
+    /// # Panics
+    ///
+    /// Never for a config from [`load`](Self::load) or
+    /// [`parse`](Self::parse), which checked it.
+    pub fn listen(&self) -> SocketAddr {
+        parse_listen(&self.server.listen).expect("listen address was checked")
+    }
+}

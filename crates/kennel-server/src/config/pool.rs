@@ -1,0 +1,243 @@
+//! `[[pool]]`: a named pool of worker processes. Its own keys say how to
+//! start a worker; kennel's [`Options`] are taken whole, at the same level.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use kennel::Options;
+use serde::{Deserialize, Serialize};
+
+use super::Source;
+use super::error::{Refusal, refusal};
+use super::human::HumanSize;
+use super::policy::{EvictionConfig, SizingConfig};
+use super::server::MAX_BODY_LIMIT;
+
+/// The first element of an argv that stands for the `kennel` binary itself
+/// (e.g. `argv = ["@kennel", "worker", "demo"]` for the built-in demo worker).
+pub const SELF_EXE: &str = "@kennel";
+
+/// When workers start (`startup`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StartupKind {
+    /// `"on-demand"`: a worker only when a job needs one (the default).
+    #[default]
+    OnDemand,
+    /// `"parallel"`: every running slot at once, when the pool is built.
+    Parallel,
+    /// `"ordered-ready"`: one after the other, each after the previous is ready.
+    OrderedReady,
+    /// `"leader-first"`: slot 0 alone, then the others once it is ready.
+    LeaderFirst,
+}
+
+impl StartupKind {
+    /// The name as written in a config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OnDemand => "on-demand",
+            Self::Parallel => "parallel",
+            Self::OrderedReady => "ordered-ready",
+            Self::LeaderFirst => "leader-first",
+        }
+    }
+}
+
+/// When a worker process counts as warm (`ready`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadyKind {
+    /// `"line"`: it writes `{"ready":true}` (the default).
+    #[default]
+    Line,
+    /// `"immediate"`: as soon as it started; it writes no ready line.
+    Immediate,
+}
+
+/// One `[[pool]]`: a named pool of worker processes.
+///
+/// kennel's [`Options`] (`job_timeout`, `max_waiting`, `dispatch`, …) sit at
+/// the same level as the pool's own keys, durations written `"30s"`.
+/// [`Config::parse`](super::Config::parse) names the key of an unknown key
+/// or a bad value; deserialising this type alone refuses an unknown key too,
+/// without naming where.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PoolConfig {
+    /// `name`: letters, digits, `-`, `_`, `.`; unique.
+    pub name: String,
+    /// `argv`: the program and its arguments, never run through a shell.
+    /// `"@kennel"` as the program stands for this `kennel` binary.
+    pub argv: Vec<String>,
+    /// `env`: variables added to the inherited environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// `cwd`: the workers' directory; relative to the config file's
+    /// directory (default: that directory).
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// `group`: the group the pool belongs to, for `POST /groups/{group}/jobs`.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// `startup` (default `"on-demand"`).
+    #[serde(default)]
+    pub startup: StartupKind,
+    /// `sizing` (default `{ kind = "fixed", workers = <cpus> }`).
+    #[serde(default)]
+    pub sizing: Option<SizingConfig>,
+    /// `eviction` (default `{ kind = "none" }`).
+    #[serde(default)]
+    pub eviction: EvictionConfig,
+    /// `ready` (default `"line"`).
+    #[serde(default)]
+    pub ready: ReadyKind,
+    /// `max_reply`: the largest reply line a worker may write (default 16 MiB).
+    #[serde(default)]
+    pub max_reply: Option<HumanSize>,
+    /// kennel's options, each at its own key (`job_timeout = "30s"`).
+    #[serde(flatten)]
+    pub options: Options,
+}
+
+impl PoolConfig {
+    /// A pool entry with a name and an argv and every other key at its
+    /// default.
+    pub fn new<I, A>(name: impl Into<String>, argv: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: Into<String>,
+    {
+        Self {
+            name: name.into(),
+            argv: argv.into_iter().map(Into::into).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+            group: None,
+            startup: StartupKind::default(),
+            sizing: None,
+            eviction: EvictionConfig::default(),
+            ready: ReadyKind::default(),
+            max_reply: None,
+            options: Options::default(),
+        }
+    }
+
+    /// Checks what serde cannot: names, the directory, ranges (kennel's own
+    /// for its options) and the links between keys. Resolves `cwd` against
+    /// `source.dir`.
+    pub(crate) fn validate(&mut self, source: &Source) -> Result<(), Refusal> {
+        let at = |k: &str| k.to_owned();
+        check_name(&self.name).map_err(|m| (at("name"), m))?;
+        if self.argv.is_empty() || self.argv[0].is_empty() {
+            return Err((
+                at("argv"),
+                "the program is missing (allowed: a list with the program first, such as [\"python3\", \"worker.py\"])".into(),
+            ));
+        }
+        if let Some(i) = self.argv.iter().position(|a| a.contains('\0')) {
+            return Err((
+                format!("argv[{i}]"),
+                "contains a NUL byte (allowed: any text without NUL)".into(),
+            ));
+        }
+        for (k, v) in &self.env {
+            check_env_name(k).map_err(|m| (format!("env.{k}"), m))?;
+            if v.contains('\0') {
+                return Err((
+                    format!("env.{k}"),
+                    "the value contains a NUL byte (allowed: any text without NUL)".into(),
+                ));
+            }
+        }
+        let cwd = match &self.cwd {
+            Some(c) if c.is_absolute() => c.clone(),
+            Some(c) => source.dir.join(c),
+            None => source.dir.clone(),
+        };
+        if !cwd.is_dir() {
+            return Err((
+                at("cwd"),
+                format!(
+                    "{} is not a directory (allowed: an existing directory, relative to the config file's)",
+                    cwd.display()
+                ),
+            ));
+        }
+        self.cwd = Some(cwd);
+        if let Some(g) = &self.group {
+            check_name(g).map_err(|m| (at("group"), m))?;
+        }
+        if let Some(s) = &self.sizing {
+            s.check()?;
+        }
+        self.eviction.check()?;
+        self.options.validate().map_err(refusal)?;
+        if let (Some(n), Some(SizingConfig::Fixed { workers })) =
+            (self.options.auto_grow_threshold, self.sizing)
+            && n >= workers
+        {
+            return Err((
+                at("auto_grow_threshold"),
+                format!(
+                    "{n} is not below the {workers} workers of the sizing (allowed: 0 to {})",
+                    workers - 1
+                ),
+            ));
+        }
+        if let Some(m) = self.max_reply
+            && (m.0 == 0 || m.0 > MAX_BODY_LIMIT)
+        {
+            return Err((
+                at("max_reply"),
+                format!("{m} is out of range (allowed: 1 byte to 1 GiB)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The argv with `@kennel` replaced by `self_exe`.
+    pub fn resolved_argv(&self, self_exe: &Path) -> Vec<std::ffi::OsString> {
+        self.argv
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                if i == 0 && a == SELF_EXE {
+                    self_exe.as_os_str().to_owned()
+                } else {
+                    a.into()
+                }
+            })
+            .collect()
+    }
+}
+
+/// Checks a pool or group name: 1 to 64 letters, digits, `-`, `_`, `.`.
+///
+/// # Errors
+///
+/// A message with what is allowed.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a name (allowed: 1 to 64 ASCII letters, digits, '-', '_' or '.')"
+        ))
+    }
+}
+
+pub(crate) fn check_env_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.contains('=') || name.contains('\0') {
+        return Err(format!(
+            "{name:?} is not a variable name (allowed: a non-empty name without '=' or NUL)"
+        ));
+    }
+    Ok(())
+}
