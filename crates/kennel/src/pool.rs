@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::event::Event;
 use crate::lease::{InFlight, Lease};
 use crate::options::Options;
-use crate::run::{JobError, RunOptions, run_lease};
+use crate::run::{JobError, RunOptions, run_lease, run_seen};
 use crate::stats::Stats;
 use crate::worker::{BoxError, SlotInfo, Worker};
 
@@ -277,10 +277,13 @@ impl<W: Worker> Pool<W> {
     }
 
     /// As [`run`](Pool::run), for a job that may run more than once: when
-    /// its worker crashes under it (it ends during the job; not the job's
-    /// own error, nor a timeout), the job runs again on another worker, up
-    /// to the pool's `retry_on_crash` times, with a `job:retried` event for
-    /// each. The last crash's error says how many attempts were made.
+    /// its worker crashes under it (it ends during the job, whether the pool
+    /// saw the end first or the job returned with it; not a job's own error
+    /// from a live worker, nor a timeout), the job runs again on another
+    /// worker, up to the pool's `retry_on_crash` times, with a `job:retried`
+    /// event for each. When the pool saw the last crash, its error says how
+    /// many attempts were made; when the job returned, its own result is
+    /// given.
     ///
     /// # Errors
     ///
@@ -295,7 +298,14 @@ impl<W: Worker> Pool<W> {
         let retries = self.options().retry_on_crash;
         let mut attempt = 1;
         loop {
-            match self.run(&job).await {
+            let lease = self.lend().await?;
+            let cell = lease.cell.clone();
+            let (result, ended) = run_seen(lease, None, &job).await;
+            match result {
+                Ok(_) if ended && attempt <= retries => {
+                    attempt += 1;
+                    self.engine().retried(attempt, cell.exit());
+                }
                 Err(Error::Crashed { exit, .. }) if attempt <= retries => {
                     attempt += 1;
                     self.engine().retried(attempt, exit);

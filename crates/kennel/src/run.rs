@@ -58,6 +58,17 @@ pub(crate) async fn run_lease<W: Worker, R>(
     job_timeout: Option<Option<Duration>>,
     job: impl AsyncFnOnce(&mut W) -> R,
 ) -> Result<R, Error> {
+    run_seen(lease, job_timeout, job).await.0
+}
+
+/// As [`run_lease`], and whether the worker ended under the job, though the
+/// job returned (a worker that saw its own end, as a child process whose
+/// pipe closed).
+pub(crate) async fn run_seen<W: Worker, R>(
+    lease: Lease<W>,
+    job_timeout: Option<Option<Duration>>,
+    job: impl AsyncFnOnce(&mut W) -> R,
+) -> (Result<R, Error>, bool) {
     let limit = match job_timeout {
         Some(limit) => limit,
         None => lease.engine.default_job_timeout(),
@@ -87,27 +98,30 @@ pub(crate) async fn run_lease<W: Worker, R>(
     };
     match end {
         End::Done(r) => {
-            drop(job_guard.disarm());
-            Ok(r)
+            let lease = job_guard.disarm();
+            let ended = lease.has_exited() || !lease.is_alive();
+            drop(lease);
+            (Ok(r), ended)
         }
         End::TimedOut(after) => {
             let lease = job_guard.disarm();
             lease.engine.timed_out(lease.slot, after);
             lease.retire(RetireReason::Timeout);
-            Err(Error::Timeout { after })
+            (Err(Error::Timeout { after }), false)
         }
         End::Died => {
             let lease = job_guard.disarm();
             let engine = lease.engine.clone();
             drop(lease);
-            if engine.is_closed() {
-                Err(Error::Closed)
+            let err = if engine.is_closed() {
+                Error::Closed
             } else {
-                Err(Error::Crashed {
+                Error::Crashed {
                     exit: cell.exit(),
                     attempts: 1,
-                })
-            }
+                }
+            };
+            (Err(err), false)
         }
     }
 }
