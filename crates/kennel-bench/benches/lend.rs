@@ -147,7 +147,7 @@ fn kennel_pool(size: usize, timed: bool) -> Pool<Noop> {
     })
     .startup(Parallel)
     .sizing(Fixed(size))
-    .max_waiting(1 << 20);
+    .max_waiting(kennel::MAX_WAITING);
     let builder = if timed {
         builder.max_queue_wait(Duration::from_secs(3600))
     } else {
