@@ -44,7 +44,7 @@ impl<'a, W: Worker> Lending<'a, W> {
         if let Some(id) = self.id {
             return self.poll_waiting(id, cx);
         }
-        let acquired = self.engine.act(|st, fx| {
+        let acquired = self.engine.act_in_runtime(|st, fx| {
             self.timing = st.timing;
             let acquired = st.acquire(fx, self.queue);
             if let Ok(Acquired::Wait(id)) = acquired {

@@ -11,7 +11,7 @@ impl<W: Worker> State<W> {
     /// workers. Lent workers close when they come back. False when the pool
     /// was closed already.
     pub(crate) fn begin_close(&mut self, fx: &mut Effects<W>) -> bool {
-        fx.ended = true;
+        fx.add().ended = true;
         if self.closed {
             return false;
         }
@@ -21,7 +21,7 @@ impl<W: Worker> State<W> {
                 .slots
                 .apply(i, |s| t::close_idle(s, EndReason::PoolClosed))
             {
-                fx.closes.push(closing);
+                fx.add().closes.push(closing);
             }
         }
         fx.emit(Event::Closed);
@@ -39,7 +39,7 @@ impl<W: Worker> State<W> {
                 .slots
                 .apply(i, |s| t::close_idle(s, EndReason::PoolClosed))
             {
-                fx.drops.push(worker);
+                fx.add().drops.push(worker);
             }
         }
     }
@@ -57,7 +57,9 @@ impl<W: Worker> State<W> {
                 .slots
                 .apply(i, |s| t::abort_start(s, EndReason::PoolClosed))
             {
-                fx.kills.extend(aborted.killer);
+                if let Some(killer) = aborted.killer {
+                    fx.kill(killer);
+                }
             }
         }
     }
@@ -78,7 +80,9 @@ impl<W: Worker> State<W> {
             if let SlotState::Lent { .. } | SlotState::LentGone { .. } | SlotState::Closing { .. } =
                 s
             {
-                fx.kills.extend(s.cell().map(|c| c.killer.clone()));
+                if let Some(cell) = s.cell() {
+                    fx.kill(cell.killer.clone());
+                }
             }
         }
     }

@@ -14,9 +14,14 @@ use crate::timer::Timer;
 use crate::worker::{Exited, Killer};
 
 /// The side effects of one lock session, in the order they were decided.
-/// Empty (and allocation free) in the common lend and return.
+/// Nothing is allocated until the first effect: the common lend and return
+/// has none, and an empty `Effects` is one null pointer.
 #[derive(Debug)]
-pub(crate) struct Effects<W> {
+pub(crate) struct Effects<W>(Option<Box<Pending<W>>>);
+
+/// The effects recorded so far.
+#[derive(Debug)]
+pub(crate) struct Pending<W> {
     pub(crate) events: Vec<Event>,
     pub(crate) kills: Vec<Killer>,
     /// Workers to close gracefully, each on a task of its own.
@@ -37,6 +42,12 @@ pub(crate) struct Effects<W> {
 
 impl<W> Default for Effects<W> {
     fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<W> Default for Pending<W> {
+    fn default() -> Self {
         Self {
             events: Vec::new(),
             kills: Vec::new(),
@@ -53,12 +64,28 @@ impl<W> Default for Effects<W> {
 }
 
 impl<W> Effects<W> {
+    /// The effects, to add one.
+    pub(crate) fn add(&mut self) -> &mut Pending<W> {
+        self.0.get_or_insert_with(Box::default)
+    }
+
+    /// What was recorded, if anything.
+    pub(crate) fn take(self) -> Option<Box<Pending<W>>> {
+        self.0
+    }
+
+    /// What was recorded (tests read it).
+    #[cfg(test)]
+    pub(crate) fn recorded(&self) -> &Pending<W> {
+        self.0.as_deref().expect("an effect was recorded")
+    }
+
     pub(crate) fn emit(&mut self, event: Event) {
-        self.events.push(event);
+        self.add().events.push(event);
     }
 
     pub(crate) fn kill(&mut self, killer: Killer) {
-        self.kills.push(killer);
+        self.add().kills.push(killer);
     }
 
     /// Arms a timer that reports `wake` at `at`; dropping the returned
@@ -70,21 +97,12 @@ impl<W> Effects<W> {
     /// As [`wake_at`](Self::wake_at), when `when` is due.
     pub(crate) fn wake_on(&mut self, when: When, wake: Wake) -> Timer {
         let (timer, token) = Timer::new();
-        self.wakes.push(Arm { when, wake, token });
+        self.add().wakes.push(Arm { when, wake, token });
         timer
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.events.is_empty()
-            && self.kills.is_empty()
-            && self.closes.is_empty()
-            && self.drops.is_empty()
-            && self.warmups.is_empty()
-            && self.watches.is_empty()
-            && self.wakes.is_empty()
-            && self.holders.is_empty()
-            && !self.ended
-            && self.job_done.is_none()
+        self.0.is_none()
     }
 }
 

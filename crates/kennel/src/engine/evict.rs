@@ -51,7 +51,7 @@ impl<W: Worker> State<W> {
                 slot: i,
                 idle_for: since.elapsed(),
             });
-            fx.closes.push(closing);
+            fx.add().closes.push(closing);
         }
     }
 

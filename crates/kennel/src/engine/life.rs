@@ -26,7 +26,7 @@ impl<W: Worker> State<W> {
         };
         let (generation, _) = self.slots.slot_mut(i);
         *generation += 1;
-        fx.warmups.push(Warmup {
+        fx.add().warmups.push(Warmup {
             slot: i,
             generation: *generation,
             limit: self.opts.warmup_timeout,
@@ -60,7 +60,7 @@ impl<W: Worker> State<W> {
         if self.slots.apply(i, |s| t::register(s, live)).is_none() {
             return false;
         }
-        fx.watches.push((i, generation, exited));
+        fx.add().watches.push((i, generation, exited));
         true
     }
 
@@ -107,7 +107,7 @@ impl<W: Worker> State<W> {
             .flatten();
         let Some(awaited_by) = warmed else {
             fx.kill(worker.killer());
-            fx.drops.push(worker);
+            fx.add().drops.push(worker);
             return;
         };
         self.ever_ready = true;
@@ -170,8 +170,8 @@ impl<W: Worker> State<W> {
             return;
         };
         cell.set_dead(exit.clone());
-        fx.holders.push(cell.clone());
-        fx.ended = true;
+        fx.add().holders.push(cell.clone());
+        fx.add().ended = true;
         let early = cell.started.elapsed() < backoff::EARLY_EXIT;
         if matches!(self.slots.state(i), SlotState::Lent { .. }) {
             // The job learns it through the cell; the slot empties when the
@@ -211,7 +211,7 @@ impl<W: Worker> State<W> {
                     exit,
                     early,
                 });
-                fx.drops.push(worker);
+                fx.add().drops.push(worker);
                 self.count_exit(i, early);
                 self.schedule_refill(fx, i);
             }
@@ -376,7 +376,7 @@ impl<W: Worker> State<W> {
             return false;
         };
         fx.emit(Event::Retired { slot: i, reason });
-        fx.closes.push(closing);
+        fx.add().closes.push(closing);
         true
     }
 
@@ -397,9 +397,9 @@ impl<W: Worker> State<W> {
         ) {
             (Some(()), Some(cell)) => {
                 fx.emit(Event::Retired { slot: i, reason });
-                fx.closes.push((worker, cell.killer.clone()));
+                fx.add().closes.push((worker, cell.killer.clone()));
             }
-            _ => fx.drops.push(worker),
+            _ => fx.add().drops.push(worker),
         }
     }
 }

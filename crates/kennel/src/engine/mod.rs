@@ -31,7 +31,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, broadcast};
 use tokio::time::Instant;
 
-pub(crate) use effects::{Effects, Wake};
+pub(crate) use effects::{Effects, Pending, Wake};
 pub(crate) use guard::StateGuard;
 pub(crate) use lend::Acquired;
 pub(crate) use release::{Outcome, Returned};
@@ -126,6 +126,15 @@ impl<W: Worker> Engine<W> {
         // handler reads the pool's clock and the effects spawn on its
         // runtime all the same.
         let _rt = self.enter_runtime();
+        self.act_in_runtime(handler)
+    }
+
+    /// As [`act`](Self::act), from a future being polled: inside a runtime
+    /// by construction, so there is none to enter.
+    pub(crate) fn act_in_runtime<R>(
+        &self,
+        handler: impl FnOnce(&mut State<W>, &mut Effects<W>) -> R,
+    ) -> R {
         let mut fx = Effects::default();
         let r = handler(&mut self.lock(), &mut fx);
         if !fx.is_empty() {
@@ -147,7 +156,10 @@ impl<W: Worker> Engine<W> {
     }
 
     fn carry_out(&self, fx: Effects<W>) {
-        let Effects {
+        let Some(pending) = fx.take() else {
+            return;
+        };
+        let Pending {
             events,
             kills,
             closes,
@@ -158,7 +170,7 @@ impl<W: Worker> Engine<W> {
             holders,
             ended,
             job_done,
-        } = fx;
+        } = *pending;
         if let Some(held) = job_done {
             self.metrics.job_done(held);
         }

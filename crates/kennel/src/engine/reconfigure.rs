@@ -163,7 +163,9 @@ impl<W: Worker> State<W> {
                     if let Some(id) = aborted.awaited_by {
                         self.waiters.set_bound(id, None);
                     }
-                    fx.kills.extend(aborted.killer);
+                    if let Some(killer) = aborted.killer {
+                        fx.kill(killer);
+                    }
                 }
                 fx.emit(Event::Retired { slot: i, reason });
                 true

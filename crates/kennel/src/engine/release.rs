@@ -56,11 +56,11 @@ impl<W: Worker> State<W> {
         if !ours {
             // The slot moved on (cannot happen by invariant 2); end the worker.
             fx.kill(cell.killer.clone());
-            fx.drops.push(worker);
+            fx.add().drops.push(worker);
             return;
         }
         if let (Outcome::Returned, Some(held), false) = (outcome, held, cell.is_dead()) {
-            fx.job_done = Some(held);
+            fx.add().job_done = Some(held);
             self.observe_job(held.as_secs_f64());
             if self.sizing_jobs {
                 let view = self.view_at(now.get());
@@ -72,7 +72,7 @@ impl<W: Worker> State<W> {
         }
         if cell.is_dead() {
             // It ended while lent; its exit was handled when seen.
-            fx.drops.push(worker);
+            fx.add().drops.push(worker);
             self.slots.apply(i, t::return_gone);
             self.after_empty(fx);
             return;
@@ -80,14 +80,14 @@ impl<W: Worker> State<W> {
         if !worker.is_alive() {
             // It ended during the job, and the pool's watcher has not seen
             // the exit yet: never lend it again; the exit empties the slot.
-            fx.drops.push(worker);
+            fx.add().drops.push(worker);
             self.slots.apply(i, |s| t::end_lent(s, EndReason::Crashed));
             return;
         }
         let retire = match outcome {
             Outcome::Retire(reason) => {
                 fx.kill(cell.killer.clone());
-                fx.drops.push(worker);
+                fx.add().drops.push(worker);
                 self.slots
                     .apply(i, |s| t::end_lent(s, EndReason::Retired(reason)));
                 fx.emit(Event::Retired { slot: i, reason });
@@ -109,14 +109,15 @@ impl<W: Worker> State<W> {
     /// keep it, give it to the oldest job, or make it idle.
     pub(crate) fn place(&mut self, fx: &mut Effects<W>, i: usize, worker: W, now: &mut Now) {
         let SlotState::Lent { live } = self.slots.state(i) else {
-            fx.drops.push(worker);
+            fx.add().drops.push(worker);
             return;
         };
-        let (expired, cell) = (live.expired_by(now), live.cell.clone());
+        let (expired, started) = (live.expired_by(now), live.cell.started);
         if self.closed {
+            let killer = live.cell.killer.clone();
             self.slots
                 .apply(i, |s| t::end_lent(s, EndReason::PoolClosed));
-            fx.closes.push((worker, cell.killer.clone()));
+            fx.add().closes.push((worker, killer));
             return;
         }
         if !self.waiters.is_empty() && i < self.slots.size() {
@@ -124,7 +125,7 @@ impl<W: Worker> State<W> {
             let g = Granted {
                 slot: i,
                 worker,
-                cell,
+                cell: live.cell.clone(),
                 at: None,
             };
             self.grant_oldest(g, now.read());
@@ -145,13 +146,15 @@ impl<W: Worker> State<W> {
         // turned idle: the clock is not read for it.
         let since = self.eviction.may_evict().then(|| now.get());
         let evict = match since {
-            Some(since) if i < self.slots.size() => self.arm_eviction(fx, i, since, cell.started),
+            Some(since) if i < self.slots.size() => self.arm_eviction(fx, i, since, started),
             _ => None,
         };
         let mut worker = Some(worker);
         self.slots
             .apply(i, |s| t::to_idle(s, &mut worker, since, evict));
-        fx.drops.extend(worker);
+        if let Some(worker) = worker {
+            fx.add().drops.push(worker);
+        }
     }
 
     /// Whether the live worker of slot `i` has outlived its lifetime.

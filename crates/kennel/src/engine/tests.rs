@@ -63,7 +63,7 @@ fn kills() -> (Killer, Arc<AtomicUsize>) {
 fn ready_in(st: &mut State<Plain>, i: usize) -> Killer {
     let mut fx = Effects::default();
     st.start_slot(&mut fx, i, None);
-    let generation = fx.warmups[0].generation;
+    let generation = fx.recorded().warmups[0].generation;
     let (killer, _) = kills();
     assert!(st.register(
         &mut fx,
@@ -89,9 +89,12 @@ fn a_job_on_an_empty_pool_asks_for_one_warm_up_and_waits_for_it() {
     let mut fx = Effects::default();
     let got = st.acquire(&mut fx, true).unwrap();
     assert!(matches!(got, Acquired::Wait(_)));
-    assert_eq!(fx.warmups.len(), 1, "one warm-up, for slot 0");
-    assert_eq!(fx.warmups[0].slot, 0);
-    assert!(matches!(fx.events[..], [Event::Starting { slot: 0 }]));
+    assert_eq!(fx.recorded().warmups.len(), 1, "one warm-up, for slot 0");
+    assert_eq!(fx.recorded().warmups[0].slot, 0);
+    assert!(matches!(
+        fx.recorded().events[..],
+        [Event::Starting { slot: 0 }]
+    ));
     assert_eq!(st.stats().starting, 1);
     assert_eq!(st.stats().waiting, 1);
 }
@@ -103,7 +106,7 @@ fn a_ready_worker_goes_to_the_job_that_waits_for_it_through_the_mailbox() {
     let Ok(Acquired::Wait(_)) = st.acquire(&mut fx, true) else {
         panic!("waits");
     };
-    let generation = fx.warmups[0].generation;
+    let generation = fx.recorded().warmups[0].generation;
     let (killer, _) = kills();
     assert!(st.register(
         &mut fx,
@@ -113,7 +116,7 @@ fn a_ready_worker_goes_to_the_job_that_waits_for_it_through_the_mailbox() {
         Exited::never(),
         Instant::now()
     ));
-    assert_eq!(fx.watches.len(), 1, "its exit is watched");
+    assert_eq!(fx.recorded().watches.len(), 1, "its exit is watched");
     st.on_ready(&mut fx, 0, generation, Plain(killer), Duration::ZERO);
     // Still lent: to the job, which finds it in the mailbox.
     assert_eq!((st.stats().lent, st.stats().waiting), (1, 0));
@@ -133,15 +136,19 @@ fn an_idle_worker_that_exits_early_under_an_eager_startup_backs_off_one_second()
         ran_for: Duration::from_secs(1),
     };
     st.on_exit(&mut fx, 0, generation, exit);
-    assert_eq!(fx.drops.len(), 1, "the worker is dropped after the lock");
-    assert!(fx.ended);
+    assert_eq!(
+        fx.recorded().drops.len(),
+        1,
+        "the worker is dropped after the lock"
+    );
+    assert!(fx.recorded().ended);
     let backoff = fx
         .wakes
         .iter()
         .find(|a| matches!(a.wake, Wake::Backoff { slot: 0, .. }))
         .expect("a back-off timer");
     assert!(matches!(backoff.when, When::At(_)));
-    assert!(fx.events.iter().any(
+    assert!(fx.recorded().events.iter().any(
         |e| matches!(e, Event::Backoff { slot: 0, delay, .. } if *delay == Duration::from_secs(1))
     ));
     assert_eq!(st.stats().idle + st.stats().starting, 0, "it rests");
@@ -164,10 +171,10 @@ fn a_failed_lease_kills_its_worker_after_the_lock_and_says_why() {
         held: None,
     };
     st.release(&mut fx, back, &mut Now::unread());
-    assert_eq!(fx.kills.len(), 1);
-    assert_eq!(fx.drops.len(), 1);
+    assert_eq!(fx.recorded().kills.len(), 1);
+    assert_eq!(fx.recorded().drops.len(), 1);
     assert!(matches!(
-        fx.events[..],
+        fx.recorded().events[..],
         [Event::Retired {
             slot: 0,
             reason: RetireReason::Failed
@@ -210,7 +217,7 @@ fn closing_fails_waiting_jobs_and_closes_idle_workers_after_the_lock() {
     let mut fx = Effects::default();
     assert!(st.begin_close(&mut fx));
     assert!(!st.begin_close(&mut Effects::default()), "once");
-    assert!(matches!(fx.events[..], [Event::Closed]));
+    assert!(matches!(fx.recorded().events[..], [Event::Closed]));
     assert_eq!(st.stats().waiting, 0);
     assert!(!st.all_ended(), "the lent worker has not ended");
 }
