@@ -26,6 +26,8 @@ pub enum RetireReason {
     /// A kept worker closed because the running workers did not fit in
     /// free memory.
     Memory,
+    /// The worker served its `max_jobs`.
+    MaxJobs,
 }
 
 impl RetireReason {
@@ -39,6 +41,7 @@ impl RetireReason {
             Self::Lifetime => "lifetime",
             Self::Reconfigured => "reconfigured",
             Self::Memory => "memory",
+            Self::MaxJobs => "max-jobs",
         }
     }
 }
@@ -161,6 +164,14 @@ pub enum Event {
         /// How the crashed worker ended, when the pool knows.
         exit: Option<Exit>,
     },
+    /// A job has held its worker longer than `slow_job` (`job:slow`); said
+    /// once per job.
+    SlowJob {
+        /// The worker's slot.
+        slot: usize,
+        /// How long the job has held it.
+        running_for: Duration,
+    },
     /// The pool closed (`pool:closed`).
     Closed,
 }
@@ -185,6 +196,7 @@ impl Event {
             Self::Broken { .. } => "pool:broken",
             Self::Recovered { .. } => "pool:recovered",
             Self::Retried { .. } => "job:retried",
+            Self::SlowJob { .. } => "job:slow",
             Self::Closed => "pool:closed",
         }
     }
@@ -201,7 +213,8 @@ impl Event {
             | Self::Respawned { slot }
             | Self::Evicted { slot, .. }
             | Self::Retired { slot, .. }
-            | Self::Backoff { slot, .. } => Some(*slot),
+            | Self::Backoff { slot, .. }
+            | Self::SlowJob { slot, .. } => Some(*slot),
             _ => None,
         }
     }
@@ -215,7 +228,10 @@ impl Event {
             | Self::Broken { .. } => {
                 tracing::warn!(target: "kennel", pool, event = name, ?self);
             }
-            Self::TimedOut { .. } | Self::Rejected { .. } | Self::Backoff { .. } => {
+            Self::TimedOut { .. }
+            | Self::Rejected { .. }
+            | Self::Backoff { .. }
+            | Self::SlowJob { .. } => {
                 tracing::info!(target: "kennel", pool, event = name, ?self);
             }
             _ => tracing::debug!(target: "kennel", pool, event = name, ?self),

@@ -390,7 +390,8 @@ impl<W: Worker> Pool<W> {
             let Some(granted) = self.engine().act(|st, _| st.take_slot(slot)) else {
                 continue;
             };
-            let mut job = InFlight::new(Lease::new(self.engine().clone(), granted, None));
+            let lease = Lease::new(self.engine().clone(), granted, None).not_a_job();
+            let mut job = InFlight::new(lease);
             let r = f(&mut job).await;
             drop(job.disarm());
             out.push((slot, r));

@@ -140,4 +140,6 @@ pub(crate) enum Wake {
     StartRetry,
     /// The crash-loop breaker's back-off ended: time for a trial start.
     Trial,
+    /// A job has held the worker of this slot past `slow_job`.
+    Slow { slot: usize, generation: u64 },
 }

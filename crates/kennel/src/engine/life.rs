@@ -56,6 +56,9 @@ impl<W: Worker> State<W> {
         let live = Live {
             cell: Arc::new(WorkerCell::new(killer, started)),
             life,
+            jobs: 0,
+            max_jobs: self.draw_max_jobs(),
+            slow: None,
         };
         if self.slots.apply(i, |s| t::register(s, live)).is_none() {
             return false;
@@ -91,6 +94,19 @@ impl<W: Worker> State<W> {
             deadline,
             timer: fx.wake_at(deadline, wake),
         })
+    }
+
+    /// The jobs a new worker may serve: `max_jobs` with a jitter drawn for
+    /// it.
+    pub(crate) fn draw_max_jobs(&mut self) -> Option<u64> {
+        let n = self.opts.max_jobs?;
+        let j = self.opts.max_jobs_jitter;
+        if j == 0 {
+            return Some(n);
+        }
+        use rand::Rng;
+        // The jitter is below `max_jobs` (checked by `Options::validate`).
+        Some(n - j + self.rng.random_range(0..=2 * j))
     }
 
     /// The worker of slot `i` is ready.
@@ -241,7 +257,10 @@ impl<W: Worker> State<W> {
                 // A failed or expired worker is replaced whatever the startup
                 // (pooler's `fail`, the lifetime rule); eager startups
                 // replace the others too.
-                let always = matches!(reason, RetireReason::Failed | RetireReason::Lifetime);
+                let always = matches!(
+                    reason,
+                    RetireReason::Failed | RetireReason::Lifetime | RetireReason::MaxJobs
+                );
                 if always && i < self.slots.size() && !self.closed {
                     self.start_slot(fx, i, None);
                 }

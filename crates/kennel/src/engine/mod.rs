@@ -105,6 +105,7 @@ impl<W: Worker> Engine<W> {
             }
             st.wake_sizing(fx);
             st.kick_startup(fx);
+            st.keep_spares(fx);
         });
         engine
     }
@@ -252,6 +253,7 @@ impl<W: Worker> Engine<W> {
         cell: &Arc<WorkerCell>,
         outcome: Outcome,
         since: Option<Instant>,
+        job: bool,
     ) {
         self.act(|st, fx| {
             let mut now = Now::unread();
@@ -262,6 +264,7 @@ impl<W: Worker> Engine<W> {
                 cell,
                 outcome,
                 held,
+                job,
             };
             st.release(fx, back, &mut now);
             st.pump(fx, now.read());
@@ -320,6 +323,7 @@ impl<W: Worker> State<W> {
             } => self.on_evict(fx, slot, generation, since),
             Wake::Sizing => self.on_sizing_wake(fx),
             Wake::Trial => self.on_trial_due(fx),
+            Wake::Slow { slot, generation } => self.on_slow(fx, slot, generation),
             Wake::StartRetry => {
                 self.start_retry = None;
                 self.pump(fx, None);

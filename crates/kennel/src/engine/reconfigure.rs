@@ -87,6 +87,7 @@ impl<W: Worker> State<W> {
         }
         self.retime();
         self.kick_startup(fx);
+        self.keep_spares(fx);
         self.pump(fx, None);
         for i in 0..self.slots.len() {
             // Slots added by a higher capacity were empty before, too.

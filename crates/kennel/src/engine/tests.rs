@@ -162,6 +162,7 @@ fn a_failed_lease_kills_its_worker_after_the_lock_and_says_why() {
         cell: &g.cell,
         outcome: Outcome::Retire(RetireReason::Failed),
         held: None,
+        job: true,
     };
     st.release(&mut fx, back, &mut Now::unread());
     assert_eq!(fx.kills.len(), 1);
@@ -194,6 +195,7 @@ fn a_returned_worker_is_idle_again_with_no_effect() {
         cell: &g.cell,
         outcome: Outcome::Returned,
         held: None,
+        job: true,
     };
     st.release(&mut fx, back, &mut Now::unread());
     assert!(fx.is_empty());

@@ -146,9 +146,22 @@ pub(crate) enum Rest {
 pub(crate) struct Live {
     pub(crate) cell: Arc<WorkerCell>,
     pub(crate) life: Option<Life>,
+    /// Jobs it has served.
+    pub(crate) jobs: u64,
+    /// The jobs it may serve (`max_jobs` with its jitter).
+    pub(crate) max_jobs: Option<u64>,
+    /// Set while a job holds it and `slow_job` is set: fires once (held,
+    /// and cancelled by its drop).
+    #[allow(dead_code)]
+    pub(crate) slow: Option<Timer>,
 }
 
 impl Live {
+    /// Whether the worker has served the jobs it may serve.
+    pub(crate) fn served_all(&self) -> bool {
+        self.max_jobs.is_some_and(|n| self.jobs >= n)
+    }
+
     /// Whether the worker has outlived its lifetime now; reads the clock
     /// only for a worker that has a lifetime.
     pub(crate) fn expired_by(&self, now: &mut Now) -> bool {

@@ -340,6 +340,9 @@ mod tests {
         Live {
             cell: Arc::new(WorkerCell::new(Killer::new(|| {}), Instant::now())),
             life: None,
+            jobs: 0,
+            max_jobs: None,
+            slow: None,
         }
     }
 
