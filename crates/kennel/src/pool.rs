@@ -423,6 +423,13 @@ impl<W: Worker> Pool<W> {
         self.engine().begin_close();
     }
 
+    /// One row per slot: what it holds, and its worker's pid, age, warm-up
+    /// time, jobs served and scheduled retirement (php-fpm's
+    /// `status?full`). One consistent snapshot, as [`stats`](Pool::stats).
+    pub fn workers(&self) -> Vec<crate::WorkerRow> {
+        self.engine().lock().workers()
+    }
+
     /// The options the pool enforces now.
     pub fn options(&self) -> Options {
         self.engine().options()

@@ -115,6 +115,12 @@ pub trait Worker: Send + 'static {
         true
     }
 
+    /// The worker's process id, for a worker that is a process (shown in
+    /// [`Pool::workers`](crate::Pool::workers)). The default: none.
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+
     /// Ends the worker gracefully; resolves when it has ended.
     ///
     /// The default kills it.

@@ -144,3 +144,44 @@ async fn a_job_held_past_slow_job_is_said_once() {
     advance(secs(30)).await;
     assert_eq!(count(&drain(&mut events), "job:slow"), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn workers_lists_one_row_per_slot_with_its_state_jobs_and_retirement() {
+    use kennel::WorkerState;
+    let farm = Farm::with_warmup(secs(2));
+    let pool = fixed(&farm, OnDemand, 3).max_jobs(5).build().unwrap();
+    assert!(
+        pool.workers().iter().all(|r| r.state == WorkerState::Empty),
+        "{:?}",
+        pool.workers()
+    );
+    let job = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.run(async |w: &mut Fake| w.id).await })
+    };
+    settle().await;
+    assert_eq!(pool.workers()[0].state, WorkerState::Starting);
+    advance(secs(2)).await;
+    job.await.unwrap().unwrap();
+    let held = hold(&pool, 1).await;
+    let rows = pool.workers();
+    assert_eq!(rows.len(), 3);
+    let row = &rows[0];
+    assert_eq!(
+        (row.slot, row.state, row.generation),
+        (0, WorkerState::Lent, 1)
+    );
+    assert_eq!(row.ready_after, Some(secs(2)));
+    assert_eq!(row.jobs, 1);
+    let due = row.retire_due.expect("max_jobs is due");
+    assert_eq!(
+        (due.reason, due.jobs_left),
+        (RetireReason::MaxJobs, Some(4))
+    );
+    assert!(row.running_for >= Some(secs(2)));
+    assert_eq!(rows[1].state, WorkerState::Empty);
+    drop(held);
+    settle().await;
+    assert_eq!(pool.workers()[0].state, WorkerState::Idle);
+    assert_eq!(pool.workers()[0].jobs, 2);
+}

@@ -180,6 +180,10 @@ impl Worker for Coprocess {
         Self::killer(self)
     }
 
+    fn pid(&self) -> Option<u32> {
+        Some(Self::pid(self))
+    }
+
     fn is_alive(&self) -> bool {
         self.try_exited().is_none()
     }

@@ -48,6 +48,7 @@ impl<W: Worker> State<W> {
         killer: Killer,
         exited: Exited,
         started: Instant,
+        pid: Option<u32>,
     ) -> bool {
         if self.slots.generation(i) != generation {
             return false;
@@ -58,6 +59,9 @@ impl<W: Worker> State<W> {
             life,
             jobs: 0,
             max_jobs: self.draw_max_jobs(),
+            pid,
+            ready_after: None,
+            last_job: None,
             slow: None,
         };
         if self.slots.apply(i, |s| t::register(s, live)).is_none() {
@@ -127,6 +131,11 @@ impl<W: Worker> State<W> {
             return;
         };
         self.ever_ready = true;
+        self.slots.edit(i, |s| {
+            if let Some(live) = s.live_mut() {
+                live.ready_after = Some(warmup);
+            }
+        });
         fx.emit(Event::Ready { slot: i, warmup });
         self.note_ready(fx);
         if let Some(id) = awaited_by {

@@ -74,7 +74,7 @@ impl<W: Worker> State<W> {
                 self.apply_sizing(fx, decision);
             }
         }
-        let served_all = job && self.count_job(i);
+        let served_all = job && self.count_job(i, held);
         if cell.is_dead() {
             // It ended while lent; its exit was handled when seen.
             fx.drops.push(worker);
@@ -163,10 +163,11 @@ impl<W: Worker> State<W> {
 
     /// Counts a job served by the lent worker of slot `i` (and ends its
     /// slow-job timer); whether it has now served all it may.
-    fn count_job(&mut self, i: usize) -> bool {
+    fn count_job(&mut self, i: usize, held: Option<Duration>) -> bool {
         self.slots.edit(i, |s| match s {
             SlotState::Lent { live } => {
                 live.jobs += 1;
+                live.last_job = held.or(live.last_job);
                 live.slow = None;
                 live.served_all()
             }

@@ -28,8 +28,9 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
             .map_err(|e| (format!("the factory failed: {e}"), Some(e)))?;
         let exited = worker.exited();
         let killer = worker.killer();
+        let pid = worker.pid();
         let registered = me.upgrade().is_some_and(|e| {
-            e.act(|st, fx| st.register(fx, slot, generation, killer.clone(), exited, started))
+            e.act(|st, fx| st.register(fx, slot, generation, killer.clone(), exited, started, pid))
         });
         if !registered {
             killer.kill();

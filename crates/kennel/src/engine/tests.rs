@@ -71,7 +71,8 @@ fn ready_in(st: &mut State<Plain>, i: usize) -> Killer {
         generation,
         killer.clone(),
         Exited::never(),
-        Instant::now()
+        Instant::now(),
+        None
     ));
     st.on_ready(
         &mut fx,
@@ -111,7 +112,8 @@ fn a_ready_worker_goes_to_the_job_that_waits_for_it_through_the_mailbox() {
         generation,
         killer.clone(),
         Exited::never(),
-        Instant::now()
+        Instant::now(),
+        None
     ));
     assert_eq!(fx.watches.len(), 1, "its exit is watched");
     st.on_ready(&mut fx, 0, generation, Plain(killer), Duration::ZERO);

@@ -150,6 +150,12 @@ pub(crate) struct Live {
     pub(crate) jobs: u64,
     /// The jobs it may serve (`max_jobs` with its jitter).
     pub(crate) max_jobs: Option<u64>,
+    /// Its process id, for workers that are processes.
+    pub(crate) pid: Option<u32>,
+    /// How long its warm-up took, once ready.
+    pub(crate) ready_after: Option<std::time::Duration>,
+    /// How long its last job held it, when the pool times jobs.
+    pub(crate) last_job: Option<std::time::Duration>,
     /// Set while a job holds it and `slow_job` is set: fires once (held,
     /// and cancelled by its drop).
     #[allow(dead_code)]

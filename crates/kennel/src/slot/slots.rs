@@ -60,6 +60,10 @@ impl<W> Slots<W> {
         self.slots[i].generation
     }
 
+    pub(crate) fn early_exits(&self, i: usize) -> u32 {
+        self.slots[i].early_exits
+    }
+
     /// The slots `0..n` with their states.
     pub(crate) fn states(&self, n: usize) -> impl Iterator<Item = &SlotState<W>> {
         self.slots[..n.min(self.slots.len())]

@@ -342,6 +342,9 @@ mod tests {
             life: None,
             jobs: 0,
             max_jobs: None,
+            pid: None,
+            ready_after: None,
+            last_job: None,
             slow: None,
         }
     }
