@@ -20,6 +20,7 @@ mod life;
 mod reconfigure;
 mod release;
 mod resize;
+mod retire;
 mod state;
 mod tasks;
 

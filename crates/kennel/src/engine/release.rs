@@ -167,7 +167,7 @@ impl<W: Worker> State<W> {
         self.slots.edit(i, |s| match s {
             SlotState::Lent { live } => {
                 live.jobs += 1;
-                live.last_job = held.or(live.last_job);
+                live.record.last_job = held.or(live.record.last_job);
                 live.slow = None;
                 live.served_all()
             }

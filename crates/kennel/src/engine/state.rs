@@ -209,13 +209,13 @@ impl<W> State<W> {
                     slot: i,
                     state: kind,
                     generation: self.slots.generation(i),
-                    pid: live.and_then(|l| l.pid),
+                    pid: live.and_then(|l| l.record.pid),
                     running_for: state
                         .cell()
                         .map(|c| now.get().saturating_duration_since(c.started)),
-                    ready_after: live.and_then(|l| l.ready_after),
+                    ready_after: live.and_then(|l| l.record.ready_after),
                     jobs: live.map_or(0, |l| l.jobs),
-                    last_job: live.and_then(|l| l.last_job),
+                    last_job: live.and_then(|l| l.record.last_job),
                     early_exits: self.slots.early_exits(i),
                     retire_due,
                 }

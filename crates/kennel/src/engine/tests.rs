@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::effects::{Effects, Wake, When};
 use super::lend::Acquired;
+use super::life::Made;
 use super::release::{Outcome, Returned};
 use super::state::{Parts, State};
 use crate::event::{Event, RetireReason};
@@ -59,21 +60,22 @@ fn kills() -> (Killer, Arc<AtomicUsize>) {
     )
 }
 
+fn made(killer: &Killer) -> Made {
+    Made {
+        killer: killer.clone(),
+        exited: Exited::never(),
+        started: Instant::now(),
+        pid: None,
+    }
+}
+
 /// Starts slot `i` of `st` for no job and makes its worker ready.
 fn ready_in(st: &mut State<Plain>, i: usize) -> Killer {
     let mut fx = Effects::default();
     st.start_slot(&mut fx, i, None);
     let generation = fx.warmups[0].generation;
     let (killer, _) = kills();
-    assert!(st.register(
-        &mut fx,
-        i,
-        generation,
-        killer.clone(),
-        Exited::never(),
-        Instant::now(),
-        None
-    ));
+    assert!(st.register(&mut fx, i, generation, made(&killer)));
     st.on_ready(
         &mut fx,
         i,
@@ -106,15 +108,7 @@ fn a_ready_worker_goes_to_the_job_that_waits_for_it_through_the_mailbox() {
     };
     let generation = fx.warmups[0].generation;
     let (killer, _) = kills();
-    assert!(st.register(
-        &mut fx,
-        0,
-        generation,
-        killer.clone(),
-        Exited::never(),
-        Instant::now(),
-        None
-    ));
+    assert!(st.register(&mut fx, 0, generation, made(&killer)));
     assert_eq!(fx.watches.len(), 1, "its exit is watched");
     st.on_ready(&mut fx, 0, generation, Plain(killer), Duration::ZERO);
     // Still lent: to the job, which finds it in the mailbox.
