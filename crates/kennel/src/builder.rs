@@ -197,6 +197,19 @@ impl<W: Worker> PoolBuilder<W> {
         self
     }
 
+    /// Retires a worker whose memory passes `bytes` (see
+    /// [`Options::max_memory`]).
+    pub fn max_memory(mut self, bytes: u64) -> Self {
+        self.options.max_memory = Some(bytes);
+        self
+    }
+
+    /// How often workers' memory is sampled for `max_memory` (default 10 s).
+    pub fn memory_check_every(mut self, d: Duration) -> Self {
+        self.options.memory_check_every = d;
+        self
+    }
+
     /// Every option at once (what the service reads from its config).
     pub fn options(mut self, options: Options) -> Self {
         self.options = options;

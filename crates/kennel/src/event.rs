@@ -28,6 +28,8 @@ pub enum RetireReason {
     Memory,
     /// The worker served its `max_jobs`.
     MaxJobs,
+    /// The worker's memory passed `max_memory`.
+    MaxMemory,
 }
 
 impl RetireReason {
@@ -42,6 +44,7 @@ impl RetireReason {
             Self::Reconfigured => "reconfigured",
             Self::Memory => "memory",
             Self::MaxJobs => "max-jobs",
+            Self::MaxMemory => "max-memory",
         }
     }
 }

@@ -116,4 +116,4 @@ pub use crate::startup::{
 };
 pub use crate::stats::Stats;
 pub use crate::status::{RetireDue, WorkerRow, WorkerState};
-pub use crate::worker::{BoxError, Exit, ExitStatus, Exited, Killer, SlotInfo, Worker};
+pub use crate::worker::{BoxError, Exit, ExitStatus, Exited, Killer, Meter, SlotInfo, Worker};

@@ -12,7 +12,7 @@ use crate::error::RejectReason;
 use crate::event::{Event, RetireReason};
 use crate::stats::Stats;
 
-const RETIRE_REASONS: [RetireReason; 8] = [
+const RETIRE_REASONS: [RetireReason; 9] = [
     RetireReason::Failed,
     RetireReason::Aborted,
     RetireReason::Panicked,
@@ -21,13 +21,14 @@ const RETIRE_REASONS: [RetireReason; 8] = [
     RetireReason::Reconfigured,
     RetireReason::Memory,
     RetireReason::MaxJobs,
+    RetireReason::MaxMemory,
 ];
 
 pub(crate) struct PoolMetrics {
     jobs: Counter,
     rejected_full: Counter,
     rejected_wait: Counter,
-    retired: [Counter; 8],
+    retired: [Counter; 9],
     started: Counter,
     evicted: Counter,
     exited: Counter,

@@ -120,6 +120,20 @@ pub struct Options {
     /// `None`: off.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub slow_job: Option<Duration>,
+    /// Retires a worker whose memory passes this many bytes (Celery's
+    /// `worker_max_memory_per_child`, tinypool's
+    /// `maxMemoryLimitBeforeRecycle`): an idle one at once, a lent one when
+    /// its job returns; a job is never cut short. The memory is what the
+    /// worker's [`Meter`](crate::Meter) reads (for a `Coprocess`, the
+    /// resident memory of its whole process group, from `/proc`), sampled
+    /// every `memory_check_every` and when a job returns. With the `serde`
+    /// feature, a size such as `"2GiB"`. `None`: no limit.
+    #[cfg_attr(feature = "serde", serde(with = "size_serde"))]
+    pub max_memory: Option<u64>,
+    /// How often the memory of idle and lent workers is sampled for
+    /// `max_memory` (default 10 s).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub memory_check_every: Duration,
 }
 
 impl Default for Options {
@@ -140,6 +154,8 @@ impl Default for Options {
             max_jobs_jitter: 0,
             min_idle: None,
             slow_job: None,
+            max_memory: None,
+            memory_check_every: Duration::from_secs(10),
         }
     }
 }
@@ -183,6 +199,13 @@ impl Options {
         }
         if let Some(d) = self.slow_job {
             check_limit("slow_job", d)?;
+        }
+        check_limit("memory_check_every", self.memory_check_every)?;
+        if self.max_memory == Some(0) {
+            return Err(BuildError::new(
+                "max_memory",
+                "0 is out of range (allowed: 1 byte or more, or none for no limit)",
+            ));
         }
         match self.max_jobs {
             Some(0) => {
@@ -298,7 +321,47 @@ impl Options {
         );
         differs("min_idle", self.min_idle != other.min_idle);
         differs("slow_job", self.slow_job != other.slow_job);
+        differs("max_memory", self.max_memory != other.max_memory);
+        differs(
+            "memory_check_every",
+            self.memory_check_every != other.memory_check_every,
+        );
         names
+    }
+}
+
+/// Sizes in humane form (`"2GiB"`, `"512 MB"`) or a number of bytes.
+#[cfg(feature = "serde")]
+mod size_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(n) => s.serialize_str(&bytesize::ByteSize(*n).to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Size {
+            Bytes(u64),
+            Text(String),
+        }
+        match Option::<Size>::deserialize(d)? {
+            None => Ok(None),
+            Some(Size::Bytes(n)) => Ok(Some(n)),
+            Some(Size::Text(t)) => t
+                .trim()
+                .parse::<bytesize::ByteSize>()
+                .map(|b| Some(b.as_u64()))
+                .map_err(|e| {
+                    serde::de::Error::custom(format!(
+                        "invalid size {t:?}: {e} (allowed: a size such as \"512MiB\" or \"2GB\", or a number of bytes)"
+                    ))
+                }),
+        }
     }
 }
 

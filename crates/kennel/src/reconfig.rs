@@ -163,6 +163,11 @@ impl Reconfig {
         self.edit("slow_job", move |o| o.slow_job = d)
     }
 
+    /// A new `max_memory` (`None`: no limit).
+    pub fn max_memory(self, bytes: Option<u64>) -> Self {
+        self.edit("max_memory", move |o| o.max_memory = bytes)
+    }
+
     /// A new close grace.
     pub fn close_grace(self, d: Duration) -> Self {
         self.edit("close_grace", move |o| o.close_grace = d)

@@ -68,6 +68,8 @@ pub struct WorkerRow {
     pub last_job: Option<Duration>,
     /// Early exits in a row of this slot's workers (its back-off count).
     pub early_exits: u32,
+    /// Its memory when last sampled (with `max_memory`), in bytes.
+    pub memory: Option<u64>,
     /// When the pool will retire it itself, and why: `Lifetime` with the
     /// time left, or `MaxJobs` with the jobs left (as a count in `jobs_left`).
     pub retire_due: Option<RetireDue>,

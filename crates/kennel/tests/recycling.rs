@@ -185,3 +185,41 @@ async fn workers_lists_one_row_per_slot_with_its_state_jobs_and_retirement() {
     assert_eq!(pool.workers()[0].state, WorkerState::Idle);
     assert_eq!(pool.workers()[0].jobs, 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_whose_memory_passed_max_memory_is_retired_when_its_job_returns() {
+    let farm = Farm::new();
+    let pool = fixed(&farm, Parallel, 1).max_memory(1_000).build().unwrap();
+    settle().await;
+    let mut events = pool.events();
+    let lease = pool.lend().await.unwrap();
+    farm.set_memory(0, 5_000);
+    assert!(!farm.has_exited(0), "never cut short under its job");
+    drop(lease);
+    settle().await;
+    assert!(farm.has_exited(0));
+    assert_eq!(retired(&drain(&mut events)), [(0, RetireReason::MaxMemory)]);
+    assert_eq!(farm.made(), 2, "and replaced");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_worker_over_max_memory_is_retired_at_the_next_sample() {
+    let farm = Farm::new();
+    let pool = fixed(&farm, Parallel, 2)
+        .max_memory(1_000)
+        .memory_check_every(secs(10))
+        .build()
+        .unwrap();
+    settle().await;
+    farm.set_memory(1, 999);
+    advance(secs(10)).await;
+    settle().await;
+    assert_eq!(pool.workers()[1].memory, Some(999));
+    assert!(!farm.has_exited(1), "at the limit is not over it");
+    farm.set_memory(1, 1_001);
+    advance(secs(10)).await;
+    settle().await;
+    assert!(farm.has_exited(1), "retired at the sample");
+    assert!(!farm.has_exited(0));
+    assert_eq!(farm.made(), 3);
+}

@@ -31,6 +31,8 @@ pub(crate) struct Effects<W> {
     pub(crate) holders: Vec<Arc<WorkerCell>>,
     /// Something that `close` waits for may have ended.
     pub(crate) ended: bool,
+    /// Meters to read off the lock (slot, generation, meter), then report.
+    pub(crate) meters: Vec<(usize, u64, crate::worker::Meter)>,
     /// A returned job held its worker this long (for the metrics).
     pub(crate) job_done: Option<Duration>,
 }
@@ -46,6 +48,7 @@ impl<W> Default for Effects<W> {
             watches: Vec::new(),
             wakes: Vec::new(),
             holders: Vec::new(),
+            meters: Vec::new(),
             ended: false,
             job_done: None,
         }
@@ -83,6 +86,7 @@ impl<W> Effects<W> {
             && self.watches.is_empty()
             && self.wakes.is_empty()
             && self.holders.is_empty()
+            && self.meters.is_empty()
             && !self.ended
             && self.job_done.is_none()
     }
@@ -142,4 +146,6 @@ pub(crate) enum Wake {
     Trial,
     /// A job has held the worker of this slot past `slow_job`.
     Slow { slot: usize, generation: u64 },
+    /// Time to sample the workers' memory.
+    Memory,
 }

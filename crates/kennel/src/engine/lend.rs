@@ -222,6 +222,7 @@ impl<W: Worker> State<W> {
                 outcome: Outcome::Returned,
                 held: None,
                 job: false,
+                memory: None,
             };
             self.release(fx, back, &mut Now::unread());
         }

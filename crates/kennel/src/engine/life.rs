@@ -24,6 +24,7 @@ pub(crate) struct Made {
     /// When its warm-up began.
     pub(crate) started: Instant,
     pub(crate) pid: Option<u32>,
+    pub(crate) meter: Option<crate::worker::Meter>,
 }
 
 impl<W: Worker> State<W> {
@@ -61,13 +62,14 @@ impl<W: Worker> State<W> {
             exited,
             started,
             pid,
+            meter,
         } = made;
         if self.slots.generation(i) != generation {
             return false;
         }
         let life = self.lifetime(fx, i, started);
         let live = Live {
-            cell: Arc::new(WorkerCell::new(killer, started)),
+            cell: Arc::new(WorkerCell::new(killer, started, meter)),
             life,
             jobs: 0,
             max_jobs: self.draw_max_jobs(),
@@ -239,7 +241,10 @@ impl<W: Worker> State<W> {
                 // replace the others too.
                 let always = matches!(
                     reason,
-                    RetireReason::Failed | RetireReason::Lifetime | RetireReason::MaxJobs
+                    RetireReason::Failed
+                        | RetireReason::Lifetime
+                        | RetireReason::MaxJobs
+                        | RetireReason::MaxMemory
                 );
                 if always && i < self.slots.size() && !self.closed {
                     self.start_slot(fx, i, None);

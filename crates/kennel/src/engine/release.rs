@@ -39,6 +39,8 @@ pub(crate) struct Returned<'a, W> {
     /// Whether a job had it (not a lend given back unused, nor
     /// `for_each_idle`): it counts toward `max_jobs`.
     pub(crate) job: bool,
+    /// The worker's memory, sampled when it came back (with `max_memory`).
+    pub(crate) memory: Option<u64>,
 }
 
 impl<W: Worker> State<W> {
@@ -51,6 +53,7 @@ impl<W: Worker> State<W> {
             outcome,
             held,
             job,
+            memory,
         } = back;
         let ours = match self.slots.state(i) {
             SlotState::Lent { live } => Arc::ptr_eq(&live.cell, cell),
@@ -75,6 +78,7 @@ impl<W: Worker> State<W> {
             }
         }
         let served_all = job && self.count_job(i, held);
+        let over_memory = self.note_memory(i, memory);
         if cell.is_dead() {
             // It ended while lent; its exit was handled when seen.
             fx.drops.push(worker);
@@ -103,6 +107,7 @@ impl<W: Worker> State<W> {
             // Never cut short; replaced when it comes back.
             Outcome::Returned if self.live_expired(i, now) => Some(RetireReason::Lifetime),
             Outcome::Returned if served_all => Some(RetireReason::MaxJobs),
+            Outcome::Returned if over_memory => Some(RetireReason::MaxMemory),
             Outcome::Returned => None,
         };
         match retire {

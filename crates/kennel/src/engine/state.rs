@@ -49,6 +49,8 @@ pub(crate) struct State<W> {
     /// What the gauges show now.
     pub(crate) published: Published,
     pub(crate) breaker: Breaker,
+    /// The next memory sample, with `max_memory`.
+    pub(crate) memory_tick: Option<Timer>,
 }
 
 /// What a pool is built from.
@@ -90,6 +92,7 @@ impl<W> State<W> {
             kept_limit: usize::MAX,
             published: Published::none(),
             breaker: Breaker::default(),
+            memory_tick: None,
         };
         st.retime();
         st
@@ -217,6 +220,7 @@ impl<W> State<W> {
                     jobs: live.map_or(0, |l| l.jobs),
                     last_job: live.and_then(|l| l.record.last_job),
                     early_exits: self.slots.early_exits(i),
+                    memory: live.and_then(|l| l.record.memory),
                     retire_due,
                 }
             })

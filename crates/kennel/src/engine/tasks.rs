@@ -30,12 +30,14 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
         let exited = worker.exited();
         let killer = worker.killer();
         let pid = worker.pid();
+        let meter = worker.meter();
         let registered = me.upgrade().is_some_and(|e| {
             let made = Made {
                 killer: killer.clone(),
                 exited,
                 started,
                 pid,
+                meter,
             };
             e.act(|st, fx| st.register(fx, slot, generation, made))
         });

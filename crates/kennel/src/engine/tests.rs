@@ -66,6 +66,7 @@ fn made(killer: &Killer) -> Made {
         exited: Exited::never(),
         started: Instant::now(),
         pid: None,
+        meter: None,
     }
 }
 
@@ -159,6 +160,7 @@ fn a_failed_lease_kills_its_worker_after_the_lock_and_says_why() {
         outcome: Outcome::Retire(RetireReason::Failed),
         held: None,
         job: true,
+        memory: None,
     };
     st.release(&mut fx, back, &mut Now::unread());
     assert_eq!(fx.kills.len(), 1);
@@ -192,6 +194,7 @@ fn a_returned_worker_is_idle_again_with_no_effect() {
         outcome: Outcome::Returned,
         held: None,
         job: true,
+        memory: None,
     };
     st.release(&mut fx, back, &mut Now::unread());
     assert!(fx.is_empty());

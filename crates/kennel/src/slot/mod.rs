@@ -181,6 +181,8 @@ pub(crate) struct Record {
     pub(crate) ready_after: Option<std::time::Duration>,
     /// How long its last job held it, when the pool times jobs.
     pub(crate) last_job: Option<std::time::Duration>,
+    /// Its memory when last sampled, in bytes.
+    pub(crate) memory: Option<u64>,
 }
 
 /// When a worker has outlived its `max_lifetime` (with its jitter), and the

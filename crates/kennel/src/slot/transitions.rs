@@ -344,7 +344,7 @@ mod tests {
 
     fn live() -> Live {
         Live {
-            cell: Arc::new(WorkerCell::new(Killer::new(|| {}), Instant::now())),
+            cell: Arc::new(WorkerCell::new(Killer::new(|| {}), Instant::now(), None)),
             life: None,
             jobs: 0,
             max_jobs: None,
