@@ -172,6 +172,44 @@ impl<W: Worker> PoolBuilder<W> {
         self
     }
 
+    /// Retires a worker after `n` jobs (see [`Options::max_jobs`]).
+    pub fn max_jobs(mut self, n: u64) -> Self {
+        self.options.max_jobs = Some(n);
+        self
+    }
+
+    /// Spreads `max_jobs` by a random `[-j, +j]` per worker.
+    pub fn max_jobs_jitter(mut self, j: u64) -> Self {
+        self.options.max_jobs_jitter = j;
+        self
+    }
+
+    /// Keeps at least `n` idle or starting workers (see
+    /// [`Options::min_idle`]).
+    pub fn min_idle(mut self, n: usize) -> Self {
+        self.options.min_idle = Some(n);
+        self
+    }
+
+    /// Says `job:slow` once for a job that holds its worker longer than `d`.
+    pub fn slow_job(mut self, d: Duration) -> Self {
+        self.options.slow_job = Some(d);
+        self
+    }
+
+    /// Retires a worker whose memory passes `bytes` (see
+    /// [`Options::max_memory`]).
+    pub fn max_memory(mut self, bytes: u64) -> Self {
+        self.options.max_memory = Some(bytes);
+        self
+    }
+
+    /// How often workers' memory is sampled for `max_memory` (default 10 s).
+    pub fn memory_check_every(mut self, d: Duration) -> Self {
+        self.options.memory_check_every = d;
+        self
+    }
+
     /// Every option at once (what the service reads from its config).
     pub fn options(mut self, options: Options) -> Self {
         self.options = options;

@@ -26,6 +26,10 @@ pub enum RetireReason {
     /// A kept worker closed because the running workers did not fit in
     /// free memory.
     Memory,
+    /// The worker served its `max_jobs`.
+    MaxJobs,
+    /// The worker's memory passed `max_memory`.
+    MaxMemory,
 }
 
 impl RetireReason {
@@ -39,6 +43,8 @@ impl RetireReason {
             Self::Lifetime => "lifetime",
             Self::Reconfigured => "reconfigured",
             Self::Memory => "memory",
+            Self::MaxJobs => "max-jobs",
+            Self::MaxMemory => "max-memory",
         }
     }
 }
@@ -161,6 +167,14 @@ pub enum Event {
         /// How the crashed worker ended, when the pool knows.
         exit: Option<Exit>,
     },
+    /// A job has held its worker longer than `slow_job` (`job:slow`); said
+    /// once per job.
+    SlowJob {
+        /// The worker's slot.
+        slot: usize,
+        /// How long the job has held it.
+        running_for: Duration,
+    },
     /// The pool closed (`pool:closed`).
     Closed,
 }
@@ -185,6 +199,7 @@ impl Event {
             Self::Broken { .. } => "pool:broken",
             Self::Recovered { .. } => "pool:recovered",
             Self::Retried { .. } => "job:retried",
+            Self::SlowJob { .. } => "job:slow",
             Self::Closed => "pool:closed",
         }
     }
@@ -201,7 +216,8 @@ impl Event {
             | Self::Respawned { slot }
             | Self::Evicted { slot, .. }
             | Self::Retired { slot, .. }
-            | Self::Backoff { slot, .. } => Some(*slot),
+            | Self::Backoff { slot, .. }
+            | Self::SlowJob { slot, .. } => Some(*slot),
             _ => None,
         }
     }
@@ -215,7 +231,10 @@ impl Event {
             | Self::Broken { .. } => {
                 tracing::warn!(target: "kennel", pool, event = name, ?self);
             }
-            Self::TimedOut { .. } | Self::Rejected { .. } | Self::Backoff { .. } => {
+            Self::TimedOut { .. }
+            | Self::Rejected { .. }
+            | Self::Backoff { .. }
+            | Self::SlowJob { .. } => {
                 tracing::info!(target: "kennel", pool, event = name, ?self);
             }
             _ => tracing::debug!(target: "kennel", pool, event = name, ?self),

@@ -28,6 +28,9 @@ pub struct Lease<W: Worker> {
     pub(crate) cell: Arc<WorkerCell>,
     /// When the job got the worker, if the pool times jobs (ADR 0011).
     since: Option<Instant>,
+    /// Whether a job holds it (it counts toward `max_jobs`), not the pool's
+    /// own `for_each_idle`.
+    job: bool,
 }
 
 impl<W: Worker> Lease<W> {
@@ -38,7 +41,14 @@ impl<W: Worker> Lease<W> {
             worker: Some(granted.worker),
             cell: granted.cell,
             since,
+            job: true,
         }
+    }
+
+    /// The same lease, for the pool's own use of the worker: no job.
+    pub(crate) fn not_a_job(mut self) -> Self {
+        self.job = false;
+        self
     }
 
     /// The slot of the worker.
@@ -64,7 +74,7 @@ impl<W: Worker> Lease<W> {
     fn give_back(&mut self, outcome: Outcome) {
         if let Some(worker) = self.worker.take() {
             self.engine
-                .release(self.slot, worker, &self.cell, outcome, self.since);
+                .release(self.slot, worker, &self.cell, outcome, self.since, self.job);
         }
     }
 }

@@ -88,6 +88,7 @@ mod sizing;
 mod slot;
 mod startup;
 mod stats;
+mod status;
 mod timer;
 mod worker;
 
@@ -114,4 +115,5 @@ pub use crate::startup::{
     LeaderFirst, OnDemand, OrderedReady, Parallel, SlotPhase, Starts, Startup,
 };
 pub use crate::stats::Stats;
-pub use crate::worker::{BoxError, Exit, ExitStatus, Exited, Killer, SlotInfo, Worker};
+pub use crate::status::{RetireDue, WorkerRow, WorkerState};
+pub use crate::worker::{BoxError, Exit, ExitStatus, Exited, Killer, Meter, SlotInfo, Worker};

@@ -12,7 +12,7 @@ use crate::error::RejectReason;
 use crate::event::{Event, RetireReason};
 use crate::stats::Stats;
 
-const RETIRE_REASONS: [RetireReason; 7] = [
+const RETIRE_REASONS: [RetireReason; 9] = [
     RetireReason::Failed,
     RetireReason::Aborted,
     RetireReason::Panicked,
@@ -20,13 +20,15 @@ const RETIRE_REASONS: [RetireReason; 7] = [
     RetireReason::Lifetime,
     RetireReason::Reconfigured,
     RetireReason::Memory,
+    RetireReason::MaxJobs,
+    RetireReason::MaxMemory,
 ];
 
 pub(crate) struct PoolMetrics {
     jobs: Counter,
     rejected_full: Counter,
     rejected_wait: Counter,
-    retired: [Counter; 7],
+    retired: [Counter; 9],
     started: Counter,
     evicted: Counter,
     exited: Counter,

@@ -99,6 +99,41 @@ pub struct Options {
     /// `acks_late` with `reject_on_worker_lost`, Ray's `max_task_retries`.
     /// Only for jobs that may run twice. Default 0.
     pub retry_on_crash: u32,
+    /// Retires a worker after it served this many jobs, when the last one
+    /// returns (php-fpm's `pm.max_requests`, gunicorn's `max_requests`,
+    /// Celery's `worker_max_tasks_per_child`): workers that leak or
+    /// fragment memory start fresh. `None`: no limit.
+    pub max_jobs: Option<u64>,
+    /// Moves each worker's `max_jobs` by a random whole number in
+    /// `[-j, +j]`, so workers do not all retire together (gunicorn's
+    /// `max_requests_jitter`). Below `max_jobs`.
+    pub max_jobs_jitter: u64,
+    /// Keeps at least this many idle (or starting) workers within the
+    /// running size, starting more as jobs take them (php-fpm's
+    /// `pm.min_spare_servers`, bb8's and HikariCP's `min_idle`). `None`:
+    /// off. pooler's `auto_grow_threshold = n` grows one slot when idle
+    /// workers drop to `n`, which is `min_idle = n + 1`.
+    pub min_idle: Option<usize>,
+    /// A job that holds its worker longer than this gets one `job:slow`
+    /// event, with its slot and how long it has run (php-fpm's slowlog,
+    /// HikariCP's `leakDetectionThreshold` for a lease held past it).
+    /// `None`: off.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub slow_job: Option<Duration>,
+    /// Retires a worker whose memory passes this many bytes (Celery's
+    /// `worker_max_memory_per_child`, tinypool's
+    /// `maxMemoryLimitBeforeRecycle`): an idle one at once, a lent one when
+    /// its job returns; a job is never cut short. The memory is what the
+    /// worker's [`Meter`](crate::Meter) reads (for a `Coprocess`, the
+    /// resident memory of its whole process group, from `/proc`), sampled
+    /// every `memory_check_every` and when a job returns. With the `serde`
+    /// feature, a size such as `"2GiB"`. `None`: no limit.
+    #[cfg_attr(feature = "serde", serde(with = "size_serde"))]
+    pub max_memory: Option<u64>,
+    /// How often the memory of idle and lent workers is sampled for
+    /// `max_memory` (default 10 s).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub memory_check_every: Duration,
 }
 
 impl Default for Options {
@@ -115,6 +150,12 @@ impl Default for Options {
             auto_grow_threshold: None,
             break_after_failed_starts: Some(5),
             retry_on_crash: 0,
+            max_jobs: None,
+            max_jobs_jitter: 0,
+            min_idle: None,
+            slow_job: None,
+            max_memory: None,
+            memory_check_every: Duration::from_secs(10),
         }
     }
 }
@@ -155,6 +196,43 @@ impl Options {
                     MAX_DURATION.as_millis()
                 ),
             ));
+        }
+        if let Some(d) = self.slow_job {
+            check_limit("slow_job", d)?;
+        }
+        check_limit("memory_check_every", self.memory_check_every)?;
+        if self.max_memory == Some(0) {
+            return Err(BuildError::new(
+                "max_memory",
+                "0 is out of range (allowed: 1 byte or more, or none for no limit)",
+            ));
+        }
+        match self.max_jobs {
+            Some(0) => {
+                return Err(BuildError::new(
+                    "max_jobs",
+                    "0 is out of range (allowed: 1 or more, or none for no limit)",
+                ));
+            }
+            Some(n) if self.max_jobs_jitter >= n => {
+                return Err(BuildError::new(
+                    "max_jobs_jitter",
+                    format!(
+                        "{} is not below max_jobs {n} (allowed: 0 up to below max_jobs)",
+                        self.max_jobs_jitter
+                    ),
+                ));
+            }
+            None if self.max_jobs_jitter != 0 => {
+                return Err(BuildError::new(
+                    "max_jobs_jitter",
+                    format!(
+                        "{} without max_jobs (allowed: 0 when no max_jobs is set)",
+                        self.max_jobs_jitter
+                    ),
+                ));
+            }
+            _ => {}
         }
         if self.retry_on_crash > MAX_RETRIES {
             return Err(BuildError::new(
@@ -236,7 +314,54 @@ impl Options {
             "retry_on_crash",
             self.retry_on_crash != other.retry_on_crash,
         );
+        differs("max_jobs", self.max_jobs != other.max_jobs);
+        differs(
+            "max_jobs_jitter",
+            self.max_jobs_jitter != other.max_jobs_jitter,
+        );
+        differs("min_idle", self.min_idle != other.min_idle);
+        differs("slow_job", self.slow_job != other.slow_job);
+        differs("max_memory", self.max_memory != other.max_memory);
+        differs(
+            "memory_check_every",
+            self.memory_check_every != other.memory_check_every,
+        );
         names
+    }
+}
+
+/// Sizes in humane form (`"2GiB"`, `"512 MB"`) or a number of bytes.
+#[cfg(feature = "serde")]
+mod size_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(n) => s.serialize_str(&bytesize::ByteSize(*n).to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Size {
+            Bytes(u64),
+            Text(String),
+        }
+        match Option::<Size>::deserialize(d)? {
+            None => Ok(None),
+            Some(Size::Bytes(n)) => Ok(Some(n)),
+            Some(Size::Text(t)) => t
+                .trim()
+                .parse::<bytesize::ByteSize>()
+                .map(|b| Some(b.as_u64()))
+                .map_err(|e| {
+                    serde::de::Error::custom(format!(
+                        "invalid size {t:?}: {e} (allowed: a size such as \"512MiB\" or \"2GB\", or a number of bytes)"
+                    ))
+                }),
+        }
     }
 }
 

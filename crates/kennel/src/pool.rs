@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::event::Event;
 use crate::lease::{InFlight, Lease};
 use crate::options::Options;
-use crate::run::{JobError, RunOptions, run_lease, run_seen};
+use crate::run::{RunOptions, run_lease};
 use crate::stats::Stats;
 use crate::worker::{BoxError, SlotInfo, Worker};
 
@@ -99,7 +99,7 @@ impl<W: Worker> Pool<W> {
         }
     }
 
-    fn engine(&self) -> &Arc<Engine<W>> {
+    pub(crate) fn engine(&self) -> &Arc<Engine<W>> {
         &self.handle.engine
     }
 
@@ -276,79 +276,6 @@ impl<W: Worker> Pool<W> {
         run_lease(lease, options.job_timeout, job).await
     }
 
-    /// As [`run`](Pool::run), for a job that may run more than once: when
-    /// its worker crashes under it (it ends during the job, whether the pool
-    /// saw the end first or the job returned with it; not a job's own error
-    /// from a live worker, nor a timeout), the job runs again on another
-    /// worker, up to the pool's `retry_on_crash` times, with a `job:retried`
-    /// event for each. When the pool saw the last crash, its error says how
-    /// many attempts were made; when the job returned, its own result is
-    /// given.
-    ///
-    /// # Errors
-    ///
-    /// As [`run`](Pool::run); [`Error::Crashed`] with `attempts` above 1
-    /// when every attempt's worker crashed.
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`run`](Pool::run): dropping the future mid-job kills that
-    /// attempt's worker, and no further attempt is made.
-    pub async fn run_idempotent<R>(&self, job: impl AsyncFn(&mut W) -> R) -> Result<R, Error> {
-        let retries = self.options().retry_on_crash;
-        let mut attempt = 1;
-        loop {
-            let lease = self.lend().await?;
-            let cell = lease.cell.clone();
-            let (result, ended) = run_seen(lease, None, &job).await;
-            match result {
-                Ok(_) if ended && attempt <= retries => {
-                    attempt += 1;
-                    self.engine().retried(attempt, cell.exit());
-                }
-                Err(Error::Crashed { exit, .. }) if attempt <= retries => {
-                    attempt += 1;
-                    self.engine().retried(attempt, exit);
-                }
-                Err(Error::Crashed { exit, .. }) => {
-                    return Err(Error::Crashed {
-                        exit,
-                        attempts: attempt,
-                    });
-                }
-                other => return other,
-            }
-        }
-    }
-
-    /// As [`run`](Pool::run), for a job that returns a `Result`: one `?`
-    /// gives the job's value, and the error says whether the pool or the
-    /// job failed.
-    ///
-    /// ```
-    /// # async fn demo(pool: kennel::Pool<impl kennel::Worker>) -> Result<(), Box<dyn std::error::Error>> {
-    /// let n: u32 = pool.try_run(async |_w| "42".parse::<u32>()).await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`JobError::Pool`] with the pool's error as [`run`](Pool::run) has
-    /// it; [`JobError::Job`] with the job's own error.
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`run`](Pool::run).
-    pub async fn try_run<T, E>(
-        &self,
-        job: impl AsyncFnOnce(&mut W) -> Result<T, E>,
-    ) -> Result<T, JobError<E>> {
-        self.run(job)
-            .await
-            .map_err(JobError::Pool)?
-            .map_err(JobError::Job)
-    }
-
     /// Closes the pool: refuses new jobs with [`Error::Closed`],
     /// fails waiting jobs with `Closed`, closes idle and kept workers, lets
     /// lent jobs finish up to the close grace and then kills their workers,
@@ -390,7 +317,8 @@ impl<W: Worker> Pool<W> {
             let Some(granted) = self.engine().act(|st, _| st.take_slot(slot)) else {
                 continue;
             };
-            let mut job = InFlight::new(Lease::new(self.engine().clone(), granted, None));
+            let lease = Lease::new(self.engine().clone(), granted, None).not_a_job();
+            let mut job = InFlight::new(lease);
             let r = f(&mut job).await;
             drop(job.disarm());
             out.push((slot, r));
@@ -420,6 +348,13 @@ impl<W: Worker> Pool<W> {
     /// Starts closing without waiting (the first half of [`close`](Pool::close)).
     pub(crate) fn begin_close(&self) {
         self.engine().begin_close();
+    }
+
+    /// One row per slot: what it holds, and its worker's pid, age, warm-up
+    /// time, jobs served and scheduled retirement (php-fpm's
+    /// `status?full`). One consistent snapshot, as [`stats`](Pool::stats).
+    pub fn workers(&self) -> Vec<crate::WorkerRow> {
+        self.engine().lock().workers()
     }
 
     /// The options the pool enforces now.

@@ -143,6 +143,31 @@ impl Reconfig {
         self.edit("retry_on_crash", move |o| o.retry_on_crash = n)
     }
 
+    /// A new `max_jobs` (`None`: no limit), for workers started from now.
+    pub fn max_jobs(self, n: Option<u64>) -> Self {
+        self.edit("max_jobs", move |o| o.max_jobs = n)
+    }
+
+    /// A new `max_jobs_jitter`, for workers started from now.
+    pub fn max_jobs_jitter(self, j: u64) -> Self {
+        self.edit("max_jobs_jitter", move |o| o.max_jobs_jitter = j)
+    }
+
+    /// A new `min_idle` (`None`: off).
+    pub fn min_idle(self, n: Option<usize>) -> Self {
+        self.edit("min_idle", move |o| o.min_idle = n)
+    }
+
+    /// A new `slow_job` (`None`: off), for jobs that start from now.
+    pub fn slow_job(self, d: Option<Duration>) -> Self {
+        self.edit("slow_job", move |o| o.slow_job = d)
+    }
+
+    /// A new `max_memory` (`None`: no limit).
+    pub fn max_memory(self, bytes: Option<u64>) -> Self {
+        self.edit("max_memory", move |o| o.max_memory = bytes)
+    }
+
     /// A new close grace.
     pub fn close_grace(self, d: Duration) -> Self {
         self.edit("close_grace", move |o| o.close_grace = d)

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::event::RetireReason;
 use crate::lease::{InFlight, Lease};
+use crate::pool::Pool;
 use crate::worker::Worker;
 
 /// Per-call limits for [`Pool::run_with`].
@@ -123,5 +124,81 @@ pub(crate) async fn run_seen<W: Worker, R>(
             };
             (Err(err), false)
         }
+    }
+}
+
+/// The ways to run a job that returns a `Result` or may run twice.
+impl<W: Worker> Pool<W> {
+    /// As [`run`](Pool::run), for a job that may run more than once: when
+    /// its worker crashes under it (it ends during the job, whether the pool
+    /// saw the end first or the job returned with it; not a job's own error
+    /// from a live worker, nor a timeout), the job runs again on another
+    /// worker, up to the pool's `retry_on_crash` times, with a `job:retried`
+    /// event for each. When the pool saw the last crash, its error says how
+    /// many attempts were made; when the job returned, its own result is
+    /// given.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Pool::run); [`Error::Crashed`] with `attempts` above 1
+    /// when every attempt's worker crashed.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`run`](Pool::run): dropping the future mid-job kills that
+    /// attempt's worker, and no further attempt is made.
+    pub async fn run_idempotent<R>(&self, job: impl AsyncFn(&mut W) -> R) -> Result<R, Error> {
+        let retries = self.options().retry_on_crash;
+        let mut attempt = 1;
+        loop {
+            let lease = self.lend().await?;
+            let cell = lease.cell.clone();
+            let (result, ended) = run_seen(lease, None, &job).await;
+            match result {
+                Ok(_) if ended && attempt <= retries => {
+                    attempt += 1;
+                    self.engine().retried(attempt, cell.exit());
+                }
+                Err(Error::Crashed { exit, .. }) if attempt <= retries => {
+                    attempt += 1;
+                    self.engine().retried(attempt, exit);
+                }
+                Err(Error::Crashed { exit, .. }) => {
+                    return Err(Error::Crashed {
+                        exit,
+                        attempts: attempt,
+                    });
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// As [`run`](Pool::run), for a job that returns a `Result`: one `?`
+    /// gives the job's value, and the error says whether the pool or the
+    /// job failed.
+    ///
+    /// ```
+    /// # async fn demo(pool: kennel::Pool<impl kennel::Worker>) -> Result<(), Box<dyn std::error::Error>> {
+    /// let n: u32 = pool.try_run(async |_w| "42".parse::<u32>()).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`JobError::Pool`] with the pool's error as [`run`](Pool::run) has
+    /// it; [`JobError::Job`] with the job's own error.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`run`](Pool::run).
+    pub async fn try_run<T, E>(
+        &self,
+        job: impl AsyncFnOnce(&mut W) -> Result<T, E>,
+    ) -> Result<T, JobError<E>> {
+        self.run(job)
+            .await
+            .map_err(JobError::Pool)?
+            .map_err(JobError::Job)
     }
 }

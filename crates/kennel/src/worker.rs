@@ -115,6 +115,19 @@ pub trait Worker: Send + 'static {
         true
     }
 
+    /// The worker's process id, for a worker that is a process (shown in
+    /// [`Pool::workers`](crate::Pool::workers)). The default: none.
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+
+    /// A meter of the memory the worker holds, for `max_memory`. The pool
+    /// takes it once, when the worker is made. The default: none (the
+    /// memory is unknown, and `max_memory` never retires the worker).
+    fn meter(&self) -> Option<Meter> {
+        None
+    }
+
     /// Ends the worker gracefully; resolves when it has ended.
     ///
     /// The default kills it.
@@ -203,6 +216,31 @@ impl Future for Exited {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
         self.0.as_mut().poll(cx)
+    }
+}
+
+/// Reads how much memory a worker holds now, in bytes, without borrowing
+/// the worker (the pool reads it while a job holds the worker, and outside
+/// its lock). For a process, the resident memory of its whole process
+/// group, measured by the pool's side, not reported by the worker.
+#[derive(Clone)]
+pub struct Meter(Arc<dyn Fn() -> Option<u64> + Send + Sync + 'static>);
+
+impl Meter {
+    /// A meter that calls `f`; `None` from `f` means "not known now".
+    pub fn new(f: impl Fn() -> Option<u64> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// The memory the worker holds now, if known.
+    pub fn read(&self) -> Option<u64> {
+        (self.0)()
+    }
+}
+
+impl fmt::Debug for Meter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Meter(..)")
     }
 }
 

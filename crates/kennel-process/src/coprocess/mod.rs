@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kennel::{BoxError, Exit, ExitSignal, Exited, Killer, Worker};
+use kennel::{BoxError, Exit, ExitSignal, Exited, Killer, Meter, Worker};
 use nix::sys::signal::Signal;
 use tokio::process::{ChildStdin, ChildStdout};
 
@@ -18,6 +18,7 @@ use crate::lines::LineReader;
 
 mod ending;
 mod exchange;
+mod memory;
 mod reap;
 mod spawn;
 mod stderr;
@@ -178,6 +179,16 @@ impl Worker for Coprocess {
 
     fn killer(&self) -> Killer {
         Self::killer(self)
+    }
+
+    fn pid(&self) -> Option<u32> {
+        Some(Self::pid(self))
+    }
+
+    fn meter(&self) -> Option<Meter> {
+        // Its own process group: the worker and every child it starts.
+        let pgid = Self::pid(self);
+        Some(Meter::new(move || memory::group_rss(pgid)))
     }
 
     fn is_alive(&self) -> bool {

@@ -34,6 +34,8 @@ pub(crate) struct Pending<W> {
     pub(crate) wakes: Vec<Arm>,
     /// Cells of ended workers whose jobs must learn of the end.
     pub(crate) holders: Vec<Arc<WorkerCell>>,
+    /// Meters to read off the lock (slot, generation, meter), then report.
+    pub(crate) meters: Vec<(usize, u64, crate::worker::Meter)>,
     /// Something that `close` waits for may have ended.
     pub(crate) ended: bool,
     /// A returned job held its worker this long (for the metrics).
@@ -57,6 +59,7 @@ impl<W> Default for Pending<W> {
             watches: Vec::new(),
             wakes: Vec::new(),
             holders: Vec::new(),
+            meters: Vec::new(),
             ended: false,
             job_done: None,
         }
@@ -158,4 +161,8 @@ pub(crate) enum Wake {
     StartRetry,
     /// The crash-loop breaker's back-off ended: time for a trial start.
     Trial,
+    /// A job has held the worker of this slot past `slow_job`.
+    Slow { slot: usize, generation: u64 },
+    /// Time to sample the workers' memory.
+    Memory,
 }

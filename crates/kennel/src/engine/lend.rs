@@ -48,7 +48,9 @@ impl<W: Worker> State<W> {
         match choice {
             Choice::Idle(i) => {
                 let granted = self.lend_idle(i);
+                self.arm_slow(fx, i);
                 self.auto_grow(fx);
+                self.keep_spares(fx);
                 Ok(Acquired::Now(granted))
             }
             Choice::Starting(i) => {
@@ -150,6 +152,61 @@ impl<W: Worker> State<W> {
         }
     }
 
+    /// Starts workers in empty running slots while fewer than `min_idle`
+    /// are idle or starting.
+    pub(crate) fn keep_spares(&mut self, fx: &mut Effects<W>) {
+        let Some(min) = self.opts.min_idle else {
+            return;
+        };
+        while !self.closed && !self.tripped() {
+            let c = self.slots.counts();
+            if c.idle + c.starting >= min {
+                return;
+            }
+            let Some(i) = startable(&self.slots) else {
+                return;
+            };
+            if !self.sizing.may_start(&self.view()) {
+                return;
+            }
+            self.start_slot(fx, i, None);
+        }
+    }
+
+    /// Arms the `slow_job` timer of the worker a job just got in slot `i`.
+    pub(crate) fn arm_slow(&mut self, fx: &mut Effects<W>, i: usize) {
+        let Some(after) = self.opts.slow_job else {
+            return;
+        };
+        let wake = Wake::Slow {
+            slot: i,
+            generation: self.slots.generation(i),
+        };
+        let timer = fx.wake_at(Instant::now() + after, wake);
+        self.slots.edit(i, |s| {
+            if let SlotState::Lent { live } = s {
+                live.slow = Some(timer);
+            }
+        });
+    }
+
+    /// The job on the worker of slot `i` has run past `slow_job`.
+    pub(crate) fn on_slow(&mut self, fx: &mut Effects<W>, i: usize, generation: u64) {
+        if self.slots.generation(i) != generation {
+            return;
+        }
+        let fired = self.slots.edit(i, |s| match s {
+            SlotState::Lent { live } => live.slow.take().is_some(),
+            _ => false,
+        });
+        if let (true, Some(running_for)) = (fired, self.opts.slow_job) {
+            fx.emit(Event::SlowJob {
+                slot: i,
+                running_for,
+            });
+        }
+    }
+
     /// A waiting job gave up (dropped or timed out): forget it, and hand back
     /// a worker that was granted to it meanwhile.
     pub(crate) fn cancel_wait(&mut self, fx: &mut Effects<W>, id: u64, mailbox: &Mailbox<W>) {
@@ -164,6 +221,8 @@ impl<W: Worker> State<W> {
                 cell: &g.cell,
                 outcome: Outcome::Returned,
                 held: None,
+                job: false,
+                memory: None,
             };
             self.release(fx, back, &mut Now::unread());
         }
@@ -178,7 +237,7 @@ impl<W: Worker> State<W> {
             match self.choose(unbound) {
                 Choice::Idle(i) => {
                     let g = self.lend_idle(i);
-                    self.grant_oldest(g, now);
+                    self.grant_oldest(fx, g, now);
                 }
                 Choice::Starting(i) => {
                     let id = oldest_unbound(&self.waiters);
@@ -235,7 +294,13 @@ impl<W: Worker> State<W> {
 
     /// Hands a lent worker to the oldest waiting job: a worker that becomes
     /// idle goes to the oldest waiting job first.
-    pub(super) fn grant_oldest(&mut self, mut g: Granted<W>, now: Option<Instant>) {
+    pub(super) fn grant_oldest(
+        &mut self,
+        fx: &mut Effects<W>,
+        mut g: Granted<W>,
+        now: Option<Instant>,
+    ) {
+        self.arm_slow(fx, g.slot);
         g.at = now;
         let (id, waiter) = self
             .waiters

@@ -11,11 +11,21 @@ use super::state::State;
 use crate::backoff;
 use crate::error::Error;
 use crate::event::{Event, RetireReason};
-use crate::options::MIN_LIFETIME;
-use crate::slot::{EndReason, Life, Live, Now, Rest, SlotState, WorkerCell, transitions as t};
+use crate::slot::{EndReason, Live, Now, Record, Rest, SlotState, WorkerCell, transitions as t};
 use crate::startup::{SlotPhase, Starts};
 use crate::timer::Timer;
 use crate::worker::{BoxError, Exit, Exited, Killer, Worker};
+
+/// What the warm-up learned of a worker the factory made.
+#[derive(Debug)]
+pub(crate) struct Made {
+    pub(crate) killer: Killer,
+    pub(crate) exited: Exited,
+    /// When its warm-up began.
+    pub(crate) started: Instant,
+    pub(crate) pid: Option<u32>,
+    pub(crate) meter: Option<crate::worker::Meter>,
+}
 
 impl<W: Worker> State<W> {
     /// Starts a worker in the empty slot `i`, for the job `awaited_by`.
@@ -45,52 +55,35 @@ impl<W: Worker> State<W> {
         fx: &mut Effects<W>,
         i: usize,
         generation: u64,
-        killer: Killer,
-        exited: Exited,
-        started: Instant,
+        made: Made,
     ) -> bool {
+        let Made {
+            killer,
+            exited,
+            started,
+            pid,
+            meter,
+        } = made;
         if self.slots.generation(i) != generation {
             return false;
         }
         let life = self.lifetime(fx, i, started);
         let live = Live {
-            cell: Arc::new(WorkerCell::new(killer, started)),
+            cell: Arc::new(WorkerCell::new(killer, started, meter)),
             life,
+            jobs: 0,
+            max_jobs: self.draw_max_jobs(),
+            record: Box::new(Record {
+                pid,
+                ..Record::default()
+            }),
+            slow: None,
         };
         if self.slots.apply(i, |s| t::register(s, live)).is_none() {
             return false;
         }
         fx.add().watches.push((i, generation, exited));
         true
-    }
-
-    /// The lifetime of a worker of slot `i` that started at `started`, by
-    /// `max_lifetime` with a jitter drawn for it, and its timer.
-    pub(crate) fn lifetime(
-        &mut self,
-        fx: &mut Effects<W>,
-        i: usize,
-        started: Instant,
-    ) -> Option<Life> {
-        let life = self.opts.max_lifetime?;
-        let j = self.opts.max_lifetime_jitter.as_secs_f64();
-        let jitter = if j == 0.0 {
-            0.0
-        } else {
-            use rand::Rng;
-            self.rng.random_range(-j..=j)
-        };
-        // Whatever the jitter drew, a worker lives at least `MIN_LIFETIME`.
-        let drawn = (life.as_secs_f64() + jitter).max(MIN_LIFETIME.as_secs_f64());
-        let deadline = started + Duration::from_secs_f64(drawn);
-        let wake = Wake::Lifetime {
-            slot: i,
-            generation: self.slots.generation(i),
-        };
-        Some(Life {
-            deadline,
-            timer: fx.wake_at(deadline, wake),
-        })
     }
 
     /// The worker of slot `i` is ready.
@@ -111,6 +104,11 @@ impl<W: Worker> State<W> {
             return;
         };
         self.ever_ready = true;
+        self.slots.edit(i, |s| {
+            if let Some(live) = s.live_mut() {
+                live.record.ready_after = Some(warmup);
+            }
+        });
         fx.emit(Event::Ready { slot: i, warmup });
         self.note_ready(fx);
         if let Some(id) = awaited_by {
@@ -241,7 +239,13 @@ impl<W: Worker> State<W> {
                 // A failed or expired worker is replaced whatever the startup
                 // (pooler's `fail`, the lifetime rule); eager startups
                 // replace the others too.
-                let always = matches!(reason, RetireReason::Failed | RetireReason::Lifetime);
+                let always = matches!(
+                    reason,
+                    RetireReason::Failed
+                        | RetireReason::Lifetime
+                        | RetireReason::MaxJobs
+                        | RetireReason::MaxMemory
+                );
                 if always && i < self.slots.size() && !self.closed {
                     self.start_slot(fx, i, None);
                 }
@@ -346,60 +350,6 @@ impl<W: Worker> State<W> {
                 break;
             }
             self.start_slot(fx, i, None);
-        }
-    }
-
-    /// A worker outlived its lifetime: close it if idle; a lent one is
-    /// replaced when it comes back, never cut short.
-    pub(crate) fn on_lifetime(&mut self, fx: &mut Effects<W>, i: usize, generation: u64) {
-        let expired = match self.slots.state(i) {
-            SlotState::Idle { live, .. } => live.expired_by(&mut Now::unread()),
-            _ => false,
-        };
-        if self.slots.generation(i) == generation && !self.closed && expired {
-            self.retire_idle(fx, i, RetireReason::Lifetime);
-        }
-    }
-
-    /// Retires the idle worker of slot `i`: says why and closes it
-    /// gracefully. False when the slot holds no idle worker.
-    pub(crate) fn retire_idle(
-        &mut self,
-        fx: &mut Effects<W>,
-        i: usize,
-        reason: RetireReason,
-    ) -> bool {
-        let Some(closing) = self
-            .slots
-            .apply(i, |s| t::close_idle(s, EndReason::Retired(reason)))
-        else {
-            return false;
-        };
-        fx.emit(Event::Retired { slot: i, reason });
-        fx.add().closes.push(closing);
-        true
-    }
-
-    /// Retires the lent worker of slot `i` that came back: says why and
-    /// closes it gracefully.
-    pub(crate) fn retire_lent(
-        &mut self,
-        fx: &mut Effects<W>,
-        i: usize,
-        worker: W,
-        reason: RetireReason,
-    ) {
-        let cell = self.slots.state(i).cell().cloned();
-        match (
-            self.slots
-                .apply(i, |s| t::end_lent(s, EndReason::Retired(reason))),
-            cell,
-        ) {
-            (Some(()), Some(cell)) => {
-                fx.emit(Event::Retired { slot: i, reason });
-                fx.add().closes.push((worker, cell.killer.clone()));
-            }
-            _ => fx.add().drops.push(worker),
         }
     }
 }

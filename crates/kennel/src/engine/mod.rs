@@ -17,9 +17,11 @@ mod evict;
 mod guard;
 mod lend;
 mod life;
+mod memory;
 mod reconfigure;
 mod release;
 mod resize;
+mod retire;
 mod state;
 mod tasks;
 
@@ -66,6 +68,9 @@ pub(crate) struct Engine<W> {
     /// The runtime the pool was built on: its tasks run there, also when a
     /// lease is dropped on a thread outside the runtime.
     rt: tokio::runtime::Handle,
+    /// `max_memory` (0: none), read without the lock when a lease comes
+    /// back, to sample the worker's memory before the lock is taken.
+    memory_limit: std::sync::atomic::AtomicU64,
 }
 
 impl<W> std::fmt::Debug for Engine<W> {
@@ -98,6 +103,7 @@ impl<W: Worker> Engine<W> {
             me: me.clone(),
             rt: tokio::runtime::Handle::current(),
             metrics,
+            memory_limit: std::sync::atomic::AtomicU64::new(0),
         });
         engine.act(|st, fx| {
             if let Some(message) = warning {
@@ -105,7 +111,10 @@ impl<W: Worker> Engine<W> {
             }
             st.wake_sizing(fx);
             st.kick_startup(fx);
+            st.keep_spares(fx);
+            st.arm_memory(fx);
         });
+        engine.sync_memory_limit();
         engine
     }
 
@@ -168,6 +177,7 @@ impl<W: Worker> Engine<W> {
             watches,
             wakes,
             holders,
+            meters,
             ended,
             job_done,
         } = *pending;
@@ -202,9 +212,29 @@ impl<W: Worker> Engine<W> {
         for arm in wakes {
             self.rt.spawn(tasks::wake(self.me.clone(), arm));
         }
+        if !meters.is_empty() {
+            let me = self.me.clone();
+            // On a task of its own, off the lock: a meter may scan /proc.
+            self.rt.spawn(async move {
+                let samples: Vec<_> = meters
+                    .into_iter()
+                    .map(|(slot, generation, meter)| (slot, generation, meter.read()))
+                    .collect();
+                if let Some(engine) = me.upgrade() {
+                    engine.act(|st, fx| st.on_memory(fx, samples));
+                }
+            });
+        }
         if ended {
             self.ended.notify_waiters();
         }
+    }
+
+    /// Mirrors `max_memory` for the return path, which reads it off the lock.
+    fn sync_memory_limit(&self) {
+        let limit = self.lock().opts.max_memory.unwrap_or(0);
+        self.memory_limit
+            .store(limit, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn emit(&self, event: Event) {
@@ -264,7 +294,12 @@ impl<W: Worker> Engine<W> {
         cell: &Arc<WorkerCell>,
         outcome: Outcome,
         since: Option<Instant>,
+        job: bool,
     ) {
+        // With `max_memory`, the worker's memory is read before the lock.
+        let memory = (self.memory_limit.load(std::sync::atomic::Ordering::Relaxed) != 0)
+            .then(|| cell.meter.as_ref().and_then(crate::worker::Meter::read))
+            .flatten();
         self.act(|st, fx| {
             let mut now = Now::unread();
             let held = since.map(|since| now.get().saturating_duration_since(since));
@@ -274,6 +309,8 @@ impl<W: Worker> Engine<W> {
                 cell,
                 outcome,
                 held,
+                job,
+                memory,
             };
             st.release(fx, back, &mut now);
             st.pump(fx, now.read());
@@ -281,7 +318,9 @@ impl<W: Worker> Engine<W> {
     }
 
     pub(crate) fn reconfigure(&self, r: Reconfig) -> Result<Vec<Action>, Error> {
-        self.act(|st, fx| st.reconfigure(fx, r))
+        let actions = self.act(|st, fx| st.reconfigure(fx, r));
+        self.sync_memory_limit();
+        actions
     }
 
     /// Starts closing; false when the pool was closed already.
@@ -332,6 +371,8 @@ impl<W: Worker> State<W> {
             } => self.on_evict(fx, slot, generation, since),
             Wake::Sizing => self.on_sizing_wake(fx),
             Wake::Trial => self.on_trial_due(fx),
+            Wake::Slow { slot, generation } => self.on_slow(fx, slot, generation),
+            Wake::Memory => self.on_memory_tick(fx),
             Wake::StartRetry => {
                 self.start_retry = None;
                 self.pump(fx, None);

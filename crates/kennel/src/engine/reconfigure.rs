@@ -42,6 +42,11 @@ impl<W: Worker> State<W> {
         {
             self.reschedule_lifetimes(fx, &mut actions);
         }
+        if old.max_memory != self.opts.max_memory
+            || old.memory_check_every != self.opts.memory_check_every
+        {
+            self.arm_memory(fx);
+        }
         if old.max_waiting != self.opts.max_waiting {
             let bound = self.opts.waiting_bound(self.slots.capacity());
             self.turn_away_above(fx, bound, &mut actions);
@@ -87,6 +92,7 @@ impl<W: Worker> State<W> {
         }
         self.retime();
         self.kick_startup(fx);
+        self.keep_spares(fx);
         self.pump(fx, None);
         for i in 0..self.slots.len() {
             // Slots added by a higher capacity were empty before, too.

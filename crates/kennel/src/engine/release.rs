@@ -36,6 +36,11 @@ pub(crate) struct Returned<'a, W> {
     pub(crate) outcome: Outcome,
     /// How long the job held the worker, if the pool times jobs.
     pub(crate) held: Option<Duration>,
+    /// Whether a job had it (not a lend given back unused, nor
+    /// `for_each_idle`): it counts toward `max_jobs`.
+    pub(crate) job: bool,
+    /// The worker's memory, sampled when it came back (with `max_memory`).
+    pub(crate) memory: Option<u64>,
 }
 
 impl<W: Worker> State<W> {
@@ -47,6 +52,8 @@ impl<W: Worker> State<W> {
             cell,
             outcome,
             held,
+            job,
+            memory,
         } = back;
         let ours = match self.slots.state(i) {
             SlotState::Lent { live } => Arc::ptr_eq(&live.cell, cell),
@@ -70,6 +77,8 @@ impl<W: Worker> State<W> {
                 self.apply_sizing(fx, decision);
             }
         }
+        let served_all = job && self.count_job(i, held);
+        let over_memory = self.note_memory(i, memory);
         if cell.is_dead() {
             // It ended while lent; its exit was handled when seen.
             fx.add().drops.push(worker);
@@ -97,12 +106,15 @@ impl<W: Worker> State<W> {
             Outcome::Returned if i >= self.slots.capacity() => Some(RetireReason::Reconfigured),
             // Never cut short; replaced when it comes back.
             Outcome::Returned if self.live_expired(i, now) => Some(RetireReason::Lifetime),
+            Outcome::Returned if served_all => Some(RetireReason::MaxJobs),
+            Outcome::Returned if over_memory => Some(RetireReason::MaxMemory),
             Outcome::Returned => None,
         };
         match retire {
             Some(reason) => self.retire_lent(fx, i, worker, reason),
             None => self.place(fx, i, worker, now),
         }
+        self.keep_spares(fx);
     }
 
     /// A ready worker is free in slot `i`, whose state is `Lent`: close it,
@@ -128,7 +140,7 @@ impl<W: Worker> State<W> {
                 cell: live.cell.clone(),
                 at: None,
             };
-            self.grant_oldest(g, now.read());
+            self.grant_oldest(fx, g, now.read());
             return;
         }
         if expired {
@@ -155,6 +167,20 @@ impl<W: Worker> State<W> {
         if let Some(worker) = worker {
             fx.add().drops.push(worker);
         }
+    }
+
+    /// Counts a job served by the lent worker of slot `i` (and ends its
+    /// slow-job timer); whether it has now served all it may.
+    fn count_job(&mut self, i: usize, held: Option<Duration>) -> bool {
+        self.slots.edit(i, |s| match s {
+            SlotState::Lent { live } => {
+                live.jobs += 1;
+                live.record.last_job = held.or(live.record.last_job);
+                live.slow = None;
+                live.served_all()
+            }
+            _ => false,
+        })
     }
 
     /// Whether the live worker of slot `i` has outlived its lifetime.

@@ -49,6 +49,8 @@ pub(crate) struct State<W> {
     /// What the gauges show now.
     pub(crate) published: Published,
     pub(crate) breaker: Breaker,
+    /// The next memory sample, with `max_memory`.
+    pub(crate) memory_tick: Option<Timer>,
 }
 
 /// What a pool is built from.
@@ -90,6 +92,7 @@ impl<W> State<W> {
             kept_limit: usize::MAX,
             published: Published::none(),
             breaker: Breaker::default(),
+            memory_tick: None,
         };
         st.retime();
         st
@@ -156,5 +159,71 @@ pub(crate) fn view_of<W>(slots: &Slots<W>, waiters: &Waiters<W>, now: Instant) -
         waiting: waiters.len(),
         all_ready: c.idle + c.lent == slots.size(),
         alive: slots.alive(),
+    }
+}
+
+impl<W> State<W> {
+    /// One row per slot: what it holds and what the pool knows of its
+    /// worker.
+    pub(crate) fn workers(&self) -> Vec<crate::status::WorkerRow> {
+        use crate::slot::{Now, Rest, SlotState};
+        use crate::status::{RetireDue, WorkerRow, WorkerState};
+        let size = self.slots.size();
+        let mut now = Now::unread();
+        (0..self.slots.len())
+            .map(|i| {
+                let state = self.slots.state(i);
+                let kind = match state {
+                    SlotState::Empty {
+                        rest: Rest::BackOff(_),
+                        ..
+                    } => WorkerState::BackingOff,
+                    SlotState::Empty {
+                        rest: Rest::Evicted,
+                        ..
+                    } => WorkerState::Evicted,
+                    SlotState::Empty { .. } => WorkerState::Empty,
+                    SlotState::Starting { .. } => WorkerState::Starting,
+                    SlotState::Idle { .. } if i < size => WorkerState::Idle,
+                    SlotState::Idle { .. } => WorkerState::Kept,
+                    SlotState::Lent { .. } => WorkerState::Lent,
+                    SlotState::LentGone { .. } | SlotState::Closing { .. } => WorkerState::Closing,
+                };
+                let live = match state {
+                    SlotState::Starting { live, .. } => live.as_ref(),
+                    SlotState::Idle { live, .. } | SlotState::Lent { live } => Some(live),
+                    _ => None,
+                };
+                let retire_due = live.and_then(|l| {
+                    if let Some(life) = &l.life {
+                        return Some(RetireDue {
+                            reason: crate::RetireReason::Lifetime,
+                            in_time: Some(life.deadline.saturating_duration_since(now.get())),
+                            jobs_left: None,
+                        });
+                    }
+                    l.max_jobs.map(|n| RetireDue {
+                        reason: crate::RetireReason::MaxJobs,
+                        in_time: None,
+                        jobs_left: Some(n.saturating_sub(l.jobs)),
+                    })
+                });
+                WorkerRow {
+                    slot: i,
+                    state: kind,
+                    generation: self.slots.generation(i),
+                    pid: live.and_then(|l| l.record.pid),
+                    running_for: state
+                        .cell()
+                        .map(|c| now.get().saturating_duration_since(c.started)),
+                    ready_after: live.and_then(|l| l.record.ready_after),
+                    jobs: live.map_or(0, |l| l.jobs),
+                    last_job: live.and_then(|l| l.record.last_job),
+                    early_exits: self.slots.early_exits(i),
+                    memory: live.and_then(|l| l.record.memory),
+                    retire_due,
+                }
+            })
+            .collect()
     }
 }

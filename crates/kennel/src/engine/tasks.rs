@@ -7,6 +7,7 @@ use tokio::time::Instant;
 
 use super::Engine;
 use super::effects::{Arm, Warmup, When};
+use super::life::Made;
 use crate::worker::{BoxError, Exited, SlotInfo, Worker};
 
 /// The warm-up, on a task of the pool (ADR 0003): make the worker, register
@@ -28,8 +29,17 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
             .map_err(|e| (format!("the factory failed: {e}"), Some(e)))?;
         let exited = worker.exited();
         let killer = worker.killer();
+        let pid = worker.pid();
+        let meter = worker.meter();
         let registered = me.upgrade().is_some_and(|e| {
-            e.act(|st, fx| st.register(fx, slot, generation, killer.clone(), exited, started))
+            let made = Made {
+                killer: killer.clone(),
+                exited,
+                started,
+                pid,
+                meter,
+            };
+            e.act(|st, fx| st.register(fx, slot, generation, made))
         });
         if !registered {
             killer.kill();

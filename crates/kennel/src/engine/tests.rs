@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::effects::{Effects, Wake, When};
 use super::lend::Acquired;
+use super::life::Made;
 use super::release::{Outcome, Returned};
 use super::state::{Parts, State};
 use crate::event::{Event, RetireReason};
@@ -59,20 +60,23 @@ fn kills() -> (Killer, Arc<AtomicUsize>) {
     )
 }
 
+fn made(killer: &Killer) -> Made {
+    Made {
+        killer: killer.clone(),
+        exited: Exited::never(),
+        started: Instant::now(),
+        pid: None,
+        meter: None,
+    }
+}
+
 /// Starts slot `i` of `st` for no job and makes its worker ready.
 fn ready_in(st: &mut State<Plain>, i: usize) -> Killer {
     let mut fx = Effects::default();
     st.start_slot(&mut fx, i, None);
     let generation = fx.recorded().warmups[0].generation;
     let (killer, _) = kills();
-    assert!(st.register(
-        &mut fx,
-        i,
-        generation,
-        killer.clone(),
-        Exited::never(),
-        Instant::now()
-    ));
+    assert!(st.register(&mut fx, i, generation, made(&killer)));
     st.on_ready(
         &mut fx,
         i,
@@ -108,14 +112,7 @@ fn a_ready_worker_goes_to_the_job_that_waits_for_it_through_the_mailbox() {
     };
     let generation = fx.recorded().warmups[0].generation;
     let (killer, _) = kills();
-    assert!(st.register(
-        &mut fx,
-        0,
-        generation,
-        killer.clone(),
-        Exited::never(),
-        Instant::now()
-    ));
+    assert!(st.register(&mut fx, 0, generation, made(&killer)));
     assert_eq!(fx.recorded().watches.len(), 1, "its exit is watched");
     st.on_ready(&mut fx, 0, generation, Plain(killer), Duration::ZERO);
     // Still lent: to the job, which finds it in the mailbox.
@@ -143,6 +140,7 @@ fn an_idle_worker_that_exits_early_under_an_eager_startup_backs_off_one_second()
     );
     assert!(fx.recorded().ended);
     let backoff = fx
+        .recorded()
         .wakes
         .iter()
         .find(|a| matches!(a.wake, Wake::Backoff { slot: 0, .. }))
@@ -169,6 +167,8 @@ fn a_failed_lease_kills_its_worker_after_the_lock_and_says_why() {
         cell: &g.cell,
         outcome: Outcome::Retire(RetireReason::Failed),
         held: None,
+        job: true,
+        memory: None,
     };
     st.release(&mut fx, back, &mut Now::unread());
     assert_eq!(fx.recorded().kills.len(), 1);
@@ -201,6 +201,8 @@ fn a_returned_worker_is_idle_again_with_no_effect() {
         cell: &g.cell,
         outcome: Outcome::Returned,
         held: None,
+        job: true,
+        memory: None,
     };
     st.release(&mut fx, back, &mut Now::unread());
     assert!(fx.is_empty());

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::worker::{Exit, Killer};
+use crate::worker::{Exit, Killer, Meter};
 
 /// The kill switch of a worker and whether it has ended, shared by its slot
 /// and the lease that holds it, so that a job learns of its worker's end
@@ -14,6 +14,8 @@ use crate::worker::{Exit, Killer};
 #[derive(Debug)]
 pub(crate) struct WorkerCell {
     pub(crate) killer: Killer,
+    /// Reads the worker's memory, for `max_memory`.
+    pub(crate) meter: Option<Meter>,
     pub(crate) started: Instant,
     dead: AtomicBool,
     exit: Mutex<Option<Exit>>,
@@ -21,9 +23,10 @@ pub(crate) struct WorkerCell {
 }
 
 impl WorkerCell {
-    pub(crate) fn new(killer: Killer, started: Instant) -> Self {
+    pub(crate) fn new(killer: Killer, started: Instant, meter: Option<Meter>) -> Self {
         Self {
             killer,
+            meter,
             started,
             dead: AtomicBool::new(false),
             exit: Mutex::new(None),

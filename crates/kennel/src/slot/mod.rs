@@ -146,14 +146,43 @@ pub(crate) enum Rest {
 pub(crate) struct Live {
     pub(crate) cell: Arc<WorkerCell>,
     pub(crate) life: Option<Life>,
+    /// Jobs it has served.
+    pub(crate) jobs: u64,
+    /// The jobs it may serve (`max_jobs` with its jitter).
+    pub(crate) max_jobs: Option<u64>,
+    /// What `Pool::workers` shows of it (boxed: read rarely, and it keeps
+    /// the slot state small).
+    pub(crate) record: Box<Record>,
+    /// Set while a job holds it and `slow_job` is set: fires once (held,
+    /// and cancelled by its drop).
+    #[allow(dead_code)]
+    pub(crate) slow: Option<Timer>,
 }
 
 impl Live {
+    /// Whether the worker has served the jobs it may serve.
+    pub(crate) fn served_all(&self) -> bool {
+        self.max_jobs.is_some_and(|n| self.jobs >= n)
+    }
+
     /// Whether the worker has outlived its lifetime now; reads the clock
     /// only for a worker that has a lifetime.
     pub(crate) fn expired_by(&self, now: &mut Now) -> bool {
         self.life.as_ref().is_some_and(|l| now.get() >= l.deadline)
     }
+}
+
+/// What the pool notes of a live worker for its status row.
+#[derive(Debug, Default)]
+pub(crate) struct Record {
+    /// Its process id, for workers that are processes.
+    pub(crate) pid: Option<u32>,
+    /// How long its warm-up took, once ready.
+    pub(crate) ready_after: Option<std::time::Duration>,
+    /// How long its last job held it, when the pool times jobs.
+    pub(crate) last_job: Option<std::time::Duration>,
+    /// Its memory when last sampled, in bytes.
+    pub(crate) memory: Option<u64>,
 }
 
 /// When a worker has outlived its `max_lifetime` (with its jitter), and the

@@ -1,6 +1,7 @@
 //! All slots, their counts and the set of idle running slots.
 
 use super::counts::{Counts, Kind, SlotSet};
+use super::transitions::Step;
 use super::{Slot, SlotState};
 
 /// The slots of a pool. Every change of a slot's state goes through
@@ -60,6 +61,10 @@ impl<W> Slots<W> {
         self.slots[i].generation
     }
 
+    pub(crate) fn early_exits(&self, i: usize) -> u32 {
+        self.slots[i].early_exits
+    }
+
     /// The slots `0..n` with their states.
     pub(crate) fn states(&self, n: usize) -> impl Iterator<Item = &SlotState<W>> {
         self.slots[..n.min(self.slots.len())]
@@ -79,13 +84,13 @@ impl<W> Slots<W> {
     pub(crate) fn apply<R>(
         &mut self,
         i: usize,
-        f: impl FnOnce(SlotState<W>) -> Result<(SlotState<W>, R), SlotState<W>>,
+        f: impl FnOnce(SlotState<W>) -> Step<W, R>,
     ) -> Option<R> {
         let state = &mut self.slots[i].state;
         let old = std::mem::replace(state, SlotState::new());
         let old_kind = Kind::of(i, self.size, &old);
         match f(old) {
-            Ok((new, r)) => {
+            Step::To(new, r) => {
                 let new_kind = Kind::of(i, self.size, &new);
                 *state = new;
                 if old_kind != new_kind {
@@ -94,7 +99,7 @@ impl<W> Slots<W> {
                 }
                 Some(r)
             }
-            Err(old) => {
+            Step::Same(old) => {
                 *state = old;
                 None
             }

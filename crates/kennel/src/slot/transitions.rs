@@ -23,37 +23,43 @@ use super::{EndReason, Live, Rest, SlotState, WorkerCell};
 use crate::timer::Timer;
 use crate::worker::Killer;
 
-type Step<W, R> = Result<(SlotState<W>, R), SlotState<W>>;
+/// What a transition made of a state: the next one and what moved out of
+/// the old one, or the same state when the transition does not apply.
+#[derive(Debug)]
+pub(crate) enum Step<W, R> {
+    To(SlotState<W>, R),
+    Same(SlotState<W>),
+}
 
 /// Empty → Starting: a worker is being made for this slot. Gives whether it
 /// replaces one that crashed or was retired. A back-off is dropped: a job
 /// that needs the slot never waits for it.
 pub(crate) fn start<W>(s: SlotState<W>, awaited_by: Option<u64>, warmup: Timer) -> Step<W, bool> {
     match s {
-        SlotState::Empty { respawn, .. } => Ok((
+        SlotState::Empty { respawn, .. } => Step::To(
             SlotState::Starting {
                 awaited_by,
                 live: None,
                 warmup,
             },
             respawn,
-        )),
-        other => Err(other),
+        ),
+        other => Step::Same(other),
     }
 }
 
 /// Starting → Starting: the job the worker is meant for.
 pub(crate) fn await_by<W>(s: SlotState<W>, id: Option<u64>) -> Step<W, ()> {
     match s {
-        SlotState::Starting { live, warmup, .. } => Ok((
+        SlotState::Starting { live, warmup, .. } => Step::To(
             SlotState::Starting {
                 awaited_by: id,
                 live,
                 warmup,
             },
             (),
-        )),
-        other => Err(other),
+        ),
+        other => Step::Same(other),
     }
 }
 
@@ -65,15 +71,15 @@ pub(crate) fn register<W>(s: SlotState<W>, live: Live) -> Step<W, ()> {
             awaited_by,
             live: None,
             warmup,
-        } => Ok((
+        } => Step::To(
             SlotState::Starting {
                 awaited_by,
                 live: Some(live),
                 warmup,
             },
             (),
-        )),
-        other => Err(other),
+        ),
+        other => Step::Same(other),
     }
 }
 
@@ -86,8 +92,8 @@ pub(crate) fn warm<W>(s: SlotState<W>) -> Step<W, Option<u64>> {
             awaited_by,
             live: Some(live),
             ..
-        } => Ok((SlotState::Lent { live }, awaited_by)),
-        other => Err(other),
+        } => Step::To(SlotState::Lent { live }, awaited_by),
+        other => Step::Same(other),
     }
 }
 
@@ -115,9 +121,9 @@ pub(crate) fn abort_start<W>(s: SlotState<W>, reason: EndReason) -> Step<W, Abor
                 },
                 None => SlotState::new(),
             };
-            Ok((next, Aborted { awaited_by, killer }))
+            Step::To(next, Aborted { awaited_by, killer })
         }
-        other => Err(other),
+        other => Step::Same(other),
     }
 }
 
@@ -127,9 +133,9 @@ pub(crate) fn lend_idle<W>(s: SlotState<W>) -> Step<W, (W, Arc<WorkerCell>)> {
     match s {
         SlotState::Idle { worker, live, .. } => {
             let cell = live.cell.clone();
-            Ok((SlotState::Lent { live }, (worker, cell)))
+            Step::To(SlotState::Lent { live }, (worker, cell))
         }
-        other => Err(other),
+        other => Step::Same(other),
     }
 }
 
@@ -139,15 +145,15 @@ pub(crate) fn close_idle<W>(s: SlotState<W>, reason: EndReason) -> Step<W, (W, K
     match s {
         SlotState::Idle { worker, live, .. } => {
             let killer = live.cell.killer.clone();
-            Ok((
+            Step::To(
                 SlotState::Closing {
                     cell: live.cell,
                     reason,
                 },
                 (worker, killer),
-            ))
+            )
         }
-        other => Err(other),
+        other => Step::Same(other),
     }
 }
 
@@ -164,7 +170,7 @@ pub(crate) fn rearm<W>(
             live,
             since: was,
             ..
-        } => Ok((
+        } => Step::To(
             SlotState::Idle {
                 worker,
                 live,
@@ -172,8 +178,8 @@ pub(crate) fn rearm<W>(
                 evict,
             },
             (),
-        )),
-        other => Err(other),
+        ),
+        other => Step::Same(other),
     }
 }
 
@@ -186,7 +192,7 @@ pub(crate) fn to_idle<W>(
     evict: Option<Timer>,
 ) -> Step<W, ()> {
     match (s, worker.take()) {
-        (SlotState::Lent { live }, Some(worker)) => Ok((
+        (SlotState::Lent { live }, Some(worker)) => Step::To(
             SlotState::Idle {
                 worker,
                 live,
@@ -194,10 +200,10 @@ pub(crate) fn to_idle<W>(
                 evict,
             },
             (),
-        )),
+        ),
         (other, w) => {
             *worker = w;
-            Err(other)
+            Step::Same(other)
         }
     }
 }
@@ -206,28 +212,28 @@ pub(crate) fn to_idle<W>(
 /// waits for the exit of one that ended under its job (`Crashed`).
 pub(crate) fn end_lent<W>(s: SlotState<W>, reason: EndReason) -> Step<W, ()> {
     match s {
-        SlotState::Lent { live } => Ok((
+        SlotState::Lent { live } => Step::To(
             SlotState::Closing {
                 cell: live.cell,
                 reason,
             },
             (),
-        )),
-        other => Err(other),
+        ),
+        other => Step::Same(other),
     }
 }
 
 /// Lent → LentGone: the worker's exit was seen while a job holds it.
 pub(crate) fn lent_gone<W>(s: SlotState<W>) -> Step<W, ()> {
     match s {
-        SlotState::Lent { live } => Ok((
+        SlotState::Lent { live } => Step::To(
             SlotState::LentGone {
                 cell: live.cell,
                 backoff: None,
             },
             (),
-        )),
-        other => Err(other),
+        ),
+        other => Step::Same(other),
     }
 }
 
@@ -235,14 +241,14 @@ pub(crate) fn lent_gone<W>(s: SlotState<W>) -> Step<W, ()> {
 /// worker replaces it, after the back-off its exit scheduled.
 pub(crate) fn return_gone<W>(s: SlotState<W>) -> Step<W, ()> {
     match s {
-        SlotState::LentGone { backoff, .. } => Ok((
+        SlotState::LentGone { backoff, .. } => Step::To(
             SlotState::Empty {
                 rest: backoff.map_or(Rest::Wanted, Rest::BackOff),
                 respawn: true,
             },
             (),
-        )),
-        other => Err(other),
+        ),
+        other => Step::Same(other),
     }
 }
 
@@ -275,30 +281,30 @@ pub(crate) fn exit_seen<W>(s: SlotState<W>) -> Step<W, Ended<W>> {
                 (Rest::Wanted, false, Ended::Closing(reason))
             }
         },
-        other => return Err(other),
+        other => return Step::Same(other),
     };
-    Ok((SlotState::Empty { rest, respawn }, ended))
+    Step::To(SlotState::Empty { rest, respawn }, ended)
 }
 
 /// Empty or LentGone: an eager startup starts the slot again when the
 /// back-off ends.
 pub(crate) fn back_off<W>(s: SlotState<W>, backoff: Timer) -> Step<W, ()> {
     match s {
-        SlotState::Empty { respawn, .. } => Ok((
+        SlotState::Empty { respawn, .. } => Step::To(
             SlotState::Empty {
                 rest: Rest::BackOff(backoff),
                 respawn,
             },
             (),
-        )),
-        SlotState::LentGone { cell, .. } => Ok((
+        ),
+        SlotState::LentGone { cell, .. } => Step::To(
             SlotState::LentGone {
                 cell,
                 backoff: Some(backoff),
             },
             (),
-        )),
-        other => Err(other),
+        ),
+        other => Step::Same(other),
     }
 }
 
@@ -309,24 +315,24 @@ pub(crate) fn end_backoff<W>(s: SlotState<W>) -> Step<W, ()> {
         SlotState::Empty {
             rest: Rest::BackOff(_),
             respawn,
-        } => Ok((
+        } => Step::To(
             SlotState::Empty {
                 rest: Rest::Wanted,
                 respawn,
             },
             (),
-        )),
+        ),
         SlotState::LentGone {
             cell,
             backoff: Some(_),
-        } => Ok((
+        } => Step::To(
             SlotState::LentGone {
                 cell,
                 backoff: None,
             },
             (),
-        )),
-        other => Err(other),
+        ),
+        other => Step::Same(other),
     }
 }
 
@@ -338,8 +344,12 @@ mod tests {
 
     fn live() -> Live {
         Live {
-            cell: Arc::new(WorkerCell::new(Killer::new(|| {}), Instant::now())),
+            cell: Arc::new(WorkerCell::new(Killer::new(|| {}), Instant::now(), None)),
             life: None,
+            jobs: 0,
+            max_jobs: None,
+            record: Box::default(),
+            slow: None,
         }
     }
 

@@ -3,11 +3,12 @@
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kennel::{
-    BoxError, Error, Event, ExitSignal, ExitStatus, Exited, Fixed, Killer, Lease, OnDemand,
+    BoxError, Error, Event, ExitSignal, ExitStatus, Exited, Fixed, Killer, Lease, Meter, OnDemand,
     Parallel, Pool, PoolBuilder, RetireReason, SlotInfo, Startup, Worker,
 };
 use tokio::sync::broadcast;
@@ -31,6 +32,7 @@ struct Made {
     slot: usize,
     signal: ExitSignal,
     started: Instant,
+    memory: Arc<AtomicU64>,
 }
 
 #[derive(Debug, Default)]
@@ -90,11 +92,13 @@ impl Farm {
             .unwrap_or(Warmup::Takes(st.warmup.unwrap_or(Duration::ZERO)));
         let (signal, exited) = ExitSignal::new();
         let id = st.made.len();
+        let memory = Arc::new(AtomicU64::new(0));
         st.made.push(Made {
             id,
             slot,
             signal: signal.clone(),
             started: Instant::now(),
+            memory: memory.clone(),
         });
         Ok(Fake {
             id,
@@ -103,6 +107,7 @@ impl Farm {
             warmup,
             signal,
             exited: Some(exited),
+            memory,
         })
     }
 
@@ -157,6 +162,13 @@ impl Farm {
             .map(|m| m.id)
     }
 
+    /// Sets the memory worker `id`'s meter reads, in bytes.
+    pub fn set_memory(&self, id: usize, bytes: u64) {
+        self.state.lock().unwrap().made[id]
+            .memory
+            .store(bytes, Ordering::SeqCst);
+    }
+
     /// When worker `id` was made.
     pub fn started_at(&self, id: usize) -> Instant {
         self.state.lock().unwrap().made[id].started
@@ -172,6 +184,7 @@ pub struct Fake {
     warmup: Warmup,
     signal: ExitSignal,
     exited: Option<Exited>,
+    memory: Arc<AtomicU64>,
 }
 
 impl Fake {
@@ -213,6 +226,11 @@ impl Worker for Fake {
 
     fn is_alive(&self) -> bool {
         !self.signal.has_exited()
+    }
+
+    fn meter(&self) -> Option<Meter> {
+        let memory = self.memory.clone();
+        Some(Meter::new(move || Some(memory.load(Ordering::SeqCst))))
     }
 
     async fn close(self) {

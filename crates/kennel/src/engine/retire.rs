@@ -1,0 +1,111 @@
+//! What the pool retires itself: a worker past its lifetime or its jobs,
+//! and how it lets a worker go gracefully.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::effects::{Effects, Wake};
+use super::state::State;
+use crate::event::{Event, RetireReason};
+use crate::options::MIN_LIFETIME;
+use crate::slot::{EndReason, Life, Now, SlotState, transitions as t};
+use crate::worker::Worker;
+
+impl<W: Worker> State<W> {
+    /// The lifetime of a worker of slot `i` that started at `started`, by
+    /// `max_lifetime` with a jitter drawn for it, and its timer.
+    pub(crate) fn lifetime(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        started: Instant,
+    ) -> Option<Life> {
+        let life = self.opts.max_lifetime?;
+        let j = self.opts.max_lifetime_jitter.as_secs_f64();
+        let jitter = if j == 0.0 {
+            0.0
+        } else {
+            use rand::Rng;
+            self.rng.random_range(-j..=j)
+        };
+        // Whatever the jitter drew, a worker lives at least `MIN_LIFETIME`.
+        let drawn = (life.as_secs_f64() + jitter).max(MIN_LIFETIME.as_secs_f64());
+        let deadline = started + Duration::from_secs_f64(drawn);
+        let wake = Wake::Lifetime {
+            slot: i,
+            generation: self.slots.generation(i),
+        };
+        Some(Life {
+            deadline,
+            timer: fx.wake_at(deadline, wake),
+        })
+    }
+
+    /// The jobs a new worker may serve: `max_jobs` with a jitter drawn for
+    /// it.
+    pub(crate) fn draw_max_jobs(&mut self) -> Option<u64> {
+        let n = self.opts.max_jobs?;
+        let j = self.opts.max_jobs_jitter;
+        if j == 0 {
+            return Some(n);
+        }
+        use rand::Rng;
+        // The jitter is below `max_jobs` (checked by `Options::validate`).
+        Some(n - j + self.rng.random_range(0..=2 * j))
+    }
+
+    /// A worker outlived its lifetime: close it if idle; a lent one is
+    /// replaced when it comes back, never cut short.
+    pub(crate) fn on_lifetime(&mut self, fx: &mut Effects<W>, i: usize, generation: u64) {
+        let expired = match self.slots.state(i) {
+            SlotState::Idle { live, .. } => live.expired_by(&mut Now::unread()),
+            _ => false,
+        };
+        if self.slots.generation(i) == generation && !self.closed && expired {
+            self.retire_idle(fx, i, RetireReason::Lifetime);
+        }
+    }
+
+    /// Retires the idle worker of slot `i`: says why and closes it
+    /// gracefully. False when the slot holds no idle worker.
+    pub(crate) fn retire_idle(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        reason: RetireReason,
+    ) -> bool {
+        let Some(closing) = self
+            .slots
+            .apply(i, |s| t::close_idle(s, EndReason::Retired(reason)))
+        else {
+            return false;
+        };
+        fx.emit(Event::Retired { slot: i, reason });
+        fx.add().closes.push(closing);
+        true
+    }
+
+    /// Retires the lent worker of slot `i` that came back: says why and
+    /// closes it gracefully.
+    pub(crate) fn retire_lent(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        worker: W,
+        reason: RetireReason,
+    ) {
+        let cell = self.slots.state(i).cell().cloned();
+        match (
+            self.slots
+                .apply(i, |s| t::end_lent(s, EndReason::Retired(reason))),
+            cell,
+        ) {
+            (Some(()), Some(cell)) => {
+                fx.emit(Event::Retired { slot: i, reason });
+                fx.add().closes.push((worker, cell.killer.clone()));
+            }
+            _ => fx.add().drops.push(worker),
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! Recycling and spares: a worker is retired after `max_jobs` (spread by
+//! its jitter), `min_idle` keeps spare workers ahead of demand, and a job
+//! held past `slow_job` is said once.
+mod support;
+
+use kennel::{Event, OnDemand, Parallel, Reconfig, RetireReason};
+use support::{Fake, Farm, advance, count, drain, fixed, hold, ms, retired, secs, settle};
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_is_retired_when_its_last_job_of_max_jobs_returns() {
+    let farm = Farm::new();
+    let pool = fixed(&farm, Parallel, 1).max_jobs(3).build().unwrap();
+    let mut events = pool.events();
+    for _ in 0..3 {
+        assert_eq!(pool.run(async |w: &mut Fake| w.id).await.unwrap(), 0);
+    }
+    settle().await;
+    assert!(farm.has_exited(0), "retired after its third job");
+    assert_eq!(retired(&drain(&mut events)), [(0, RetireReason::MaxJobs)]);
+    // Replaced, and the new worker serves the next jobs.
+    assert_eq!(pool.run(async |w: &mut Fake| w.id).await.unwrap(), 1);
+    assert_eq!(pool.stats().idle, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_never_serves_more_than_max_jobs() {
+    let farm = Farm::new();
+    let pool = fixed(&farm, OnDemand, 1).max_jobs(2).build().unwrap();
+    let mut served = std::collections::BTreeMap::<usize, u32>::new();
+    for _ in 0..10 {
+        let id = pool.run(async |w: &mut Fake| w.id).await.unwrap();
+        *served.entry(id).or_default() += 1;
+        settle().await;
+    }
+    assert_eq!(served.len(), 5, "{served:?}");
+    assert!(served.values().all(|&n| n == 2), "{served:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_jobs_with_jitter_stays_in_its_bounds_and_spreads() {
+    let farm = Farm::new();
+    let pool = fixed(&farm, OnDemand, 1)
+        .max_jobs(10)
+        .max_jobs_jitter(3)
+        .seed(11)
+        .build()
+        .unwrap();
+    let mut served = std::collections::BTreeMap::<usize, u64>::new();
+    for _ in 0..400 {
+        let id = pool.run(async |w: &mut Fake| w.id).await.unwrap();
+        *served.entry(id).or_default() += 1;
+        settle().await;
+    }
+    // Every worker but the last retired within 10 ± 3 jobs.
+    let last = *served.keys().max().unwrap();
+    let counts: Vec<u64> = served
+        .iter()
+        .filter(|(id, _)| **id != last)
+        .map(|(_, n)| *n)
+        .collect();
+    assert!(counts.iter().all(|n| (7..=13).contains(n)), "{counts:?}");
+    let mut distinct = counts.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(distinct.len() > 2, "spread: {counts:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_max_jobs_jitter_not_below_max_jobs_or_without_it_is_refused() {
+    let farm = Farm::new();
+    let err = fixed(&farm, OnDemand, 1)
+        .max_jobs(3)
+        .max_jobs_jitter(3)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.option, "max_jobs_jitter");
+    let err = fixed(&farm, OnDemand, 1)
+        .max_jobs_jitter(1)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.option, "max_jobs_jitter");
+    let err = fixed(&farm, OnDemand, 1).max_jobs(0).build().unwrap_err();
+    assert_eq!(err.option, "max_jobs");
+}
+
+#[tokio::test(start_paused = true)]
+async fn min_idle_keeps_spare_workers_ahead_of_demand() {
+    let farm = Farm::with_warmup(secs(5));
+    let pool = fixed(&farm, OnDemand, 4).min_idle(2).build().unwrap();
+    settle().await;
+    assert_eq!(pool.stats().starting, 2, "two spares start at once");
+    advance(secs(5)).await;
+    assert_eq!(pool.stats().idle, 2);
+    // A job takes one: another spare starts to keep two.
+    let held = hold(&pool, 1).await;
+    assert_eq!((pool.stats().idle, pool.stats().starting), (1, 1));
+    advance(secs(5)).await;
+    let more = hold(&pool, 2).await;
+    // Four running slots: three lent, one spare (no room for a second).
+    assert_eq!(pool.stats().lent, 3);
+    assert_eq!(pool.stats().idle + pool.stats().starting, 1);
+    drop((held, more));
+    advance(secs(5)).await;
+    assert_eq!(
+        pool.stats().idle,
+        4,
+        "spares are idle workers like the others"
+    );
+    let actions = pool.reconfigure(Reconfig::new().min_idle(None)).unwrap();
+    assert!(!actions.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_held_past_slow_job_is_said_once() {
+    let farm = Farm::new();
+    let pool = fixed(&farm, Parallel, 1)
+        .slow_job(secs(10))
+        .build()
+        .unwrap();
+    settle().await;
+    let mut events = pool.events();
+    let job = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.run(async |w: &mut Fake| w.work(secs(25)).await).await })
+    };
+    advance(secs(9)).await;
+    assert_eq!(count(&drain(&mut events), "job:slow"), 0);
+    advance(secs(2)).await;
+    let got = drain(&mut events);
+    assert!(
+        matches!(
+            &got[..],
+            [Event::SlowJob { slot: 0, running_for }] if *running_for == secs(10)
+        ),
+        "{got:?}"
+    );
+    advance(secs(20)).await;
+    job.await.unwrap().unwrap();
+    assert_eq!(count(&drain(&mut events), "job:slow"), 0, "once per job");
+    // A quick job says nothing.
+    pool.run(async |w: &mut Fake| w.work(ms(10)).await)
+        .await
+        .unwrap();
+    advance(secs(30)).await;
+    assert_eq!(count(&drain(&mut events), "job:slow"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn workers_lists_one_row_per_slot_with_its_state_jobs_and_retirement() {
+    use kennel::WorkerState;
+    let farm = Farm::with_warmup(secs(2));
+    let pool = fixed(&farm, OnDemand, 3).max_jobs(5).build().unwrap();
+    assert!(
+        pool.workers().iter().all(|r| r.state == WorkerState::Empty),
+        "{:?}",
+        pool.workers()
+    );
+    let job = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.run(async |w: &mut Fake| w.id).await })
+    };
+    settle().await;
+    assert_eq!(pool.workers()[0].state, WorkerState::Starting);
+    advance(secs(2)).await;
+    job.await.unwrap().unwrap();
+    let held = hold(&pool, 1).await;
+    let rows = pool.workers();
+    assert_eq!(rows.len(), 3);
+    let row = &rows[0];
+    assert_eq!(
+        (row.slot, row.state, row.generation),
+        (0, WorkerState::Lent, 1)
+    );
+    assert_eq!(row.ready_after, Some(secs(2)));
+    assert_eq!(row.jobs, 1);
+    let due = row.retire_due.expect("max_jobs is due");
+    assert_eq!(
+        (due.reason, due.jobs_left),
+        (RetireReason::MaxJobs, Some(4))
+    );
+    assert!(row.running_for >= Some(secs(2)));
+    assert_eq!(rows[1].state, WorkerState::Empty);
+    drop(held);
+    settle().await;
+    assert_eq!(pool.workers()[0].state, WorkerState::Idle);
+    assert_eq!(pool.workers()[0].jobs, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_whose_memory_passed_max_memory_is_retired_when_its_job_returns() {
+    let farm = Farm::new();
+    let pool = fixed(&farm, Parallel, 1).max_memory(1_000).build().unwrap();
+    settle().await;
+    let mut events = pool.events();
+    let lease = pool.lend().await.unwrap();
+    farm.set_memory(0, 5_000);
+    assert!(!farm.has_exited(0), "never cut short under its job");
+    drop(lease);
+    settle().await;
+    assert!(farm.has_exited(0));
+    assert_eq!(retired(&drain(&mut events)), [(0, RetireReason::MaxMemory)]);
+    assert_eq!(farm.made(), 2, "and replaced");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_worker_over_max_memory_is_retired_at_the_next_sample() {
+    let farm = Farm::new();
+    let pool = fixed(&farm, Parallel, 2)
+        .max_memory(1_000)
+        .memory_check_every(secs(10))
+        .build()
+        .unwrap();
+    settle().await;
+    farm.set_memory(1, 999);
+    advance(secs(10)).await;
+    settle().await;
+    assert_eq!(pool.workers()[1].memory, Some(999));
+    assert!(!farm.has_exited(1), "at the limit is not over it");
+    farm.set_memory(1, 1_001);
+    advance(secs(10)).await;
+    settle().await;
+    assert!(farm.has_exited(1), "retired at the sample");
+    assert!(!farm.has_exited(0));
+    assert_eq!(farm.made(), 3);
+}
