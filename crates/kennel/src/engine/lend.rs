@@ -48,9 +48,13 @@ impl<W: Worker> State<W> {
         match choice {
             Choice::Idle(i) => {
                 let granted = self.lend_idle(i);
-                self.arm_slow(fx, i);
+                if self.opts.slow_job.is_some() {
+                    self.arm_slow(fx, i);
+                }
                 self.auto_grow(fx);
-                self.keep_spares(fx);
+                if self.opts.min_idle.is_some() {
+                    self.keep_spares(fx);
+                }
                 Ok(Acquired::Now(granted))
             }
             Choice::Starting(i) => {
@@ -185,7 +189,7 @@ impl<W: Worker> State<W> {
         let timer = fx.wake_at(Instant::now() + after, wake);
         self.slots.edit(i, |s| {
             if let SlotState::Lent { live } = s {
-                live.slow = Some(timer);
+                live.record.slow = Some(timer);
             }
         });
     }
@@ -196,7 +200,7 @@ impl<W: Worker> State<W> {
             return;
         }
         let fired = self.slots.edit(i, |s| match s {
-            SlotState::Lent { live } => live.slow.take().is_some(),
+            SlotState::Lent { live } => live.record.slow.take().is_some(),
             _ => false,
         });
         if let (true, Some(running_for)) = (fired, self.opts.slow_job) {
@@ -300,7 +304,9 @@ impl<W: Worker> State<W> {
         mut g: Granted<W>,
         now: Option<Instant>,
     ) {
-        self.arm_slow(fx, g.slot);
+        if self.opts.slow_job.is_some() {
+            self.arm_slow(fx, g.slot);
+        }
         g.at = now;
         let (id, waiter) = self
             .waiters

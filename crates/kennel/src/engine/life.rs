@@ -71,13 +71,11 @@ impl<W: Worker> State<W> {
         let live = Live {
             cell: Arc::new(WorkerCell::new(killer, started, meter)),
             life,
-            jobs: 0,
-            max_jobs: self.draw_max_jobs(),
             record: Box::new(Record {
                 pid,
+                max_jobs: self.draw_max_jobs(),
                 ..Record::default()
             }),
-            slow: None,
         };
         if self.slots.apply(i, |s| t::register(s, live)).is_none() {
             return false;

@@ -78,7 +78,7 @@ impl<W: Worker> State<W> {
             }
         }
         let served_all = job && self.count_job(i, held);
-        let over_memory = self.note_memory(i, memory);
+        let over_memory = self.opts.max_memory.is_some() && self.note_memory(i, memory);
         if cell.is_dead() {
             // It ended while lent; its exit was handled when seen.
             fx.add().drops.push(worker);
@@ -114,7 +114,9 @@ impl<W: Worker> State<W> {
             Some(reason) => self.retire_lent(fx, i, worker, reason),
             None => self.place(fx, i, worker, now),
         }
-        self.keep_spares(fx);
+        if self.opts.min_idle.is_some() {
+            self.keep_spares(fx);
+        }
     }
 
     /// A ready worker is free in slot `i`, whose state is `Lent`: close it,
@@ -174,9 +176,9 @@ impl<W: Worker> State<W> {
     fn count_job(&mut self, i: usize, held: Option<Duration>) -> bool {
         self.slots.edit(i, |s| match s {
             SlotState::Lent { live } => {
-                live.jobs += 1;
+                live.record.jobs += 1;
                 live.record.last_job = held.or(live.record.last_job);
-                live.slow = None;
+                live.record.slow = None;
                 live.served_all()
             }
             _ => false,

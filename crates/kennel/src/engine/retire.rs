@@ -20,7 +20,7 @@ impl<W: Worker> State<W> {
         fx: &mut Effects<W>,
         i: usize,
         started: Instant,
-    ) -> Option<Life> {
+    ) -> Option<Box<Life>> {
         let life = self.opts.max_lifetime?;
         let j = self.opts.max_lifetime_jitter.as_secs_f64();
         let jitter = if j == 0.0 {
@@ -36,10 +36,10 @@ impl<W: Worker> State<W> {
             slot: i,
             generation: self.slots.generation(i),
         };
-        Some(Life {
+        Some(Box::new(Life {
             deadline,
             timer: fx.wake_at(deadline, wake),
-        })
+        }))
     }
 
     /// The jobs a new worker may serve: `max_jobs` with a jitter drawn for

@@ -202,10 +202,10 @@ impl<W> State<W> {
                             jobs_left: None,
                         });
                     }
-                    l.max_jobs.map(|n| RetireDue {
+                    l.record.max_jobs.map(|n| RetireDue {
                         reason: crate::RetireReason::MaxJobs,
                         in_time: None,
-                        jobs_left: Some(n.saturating_sub(l.jobs)),
+                        jobs_left: Some(n.saturating_sub(l.record.jobs)),
                     })
                 });
                 WorkerRow {
@@ -217,7 +217,7 @@ impl<W> State<W> {
                         .cell()
                         .map(|c| now.get().saturating_duration_since(c.started)),
                     ready_after: live.and_then(|l| l.record.ready_after),
-                    jobs: live.map_or(0, |l| l.jobs),
+                    jobs: live.map_or(0, |l| l.record.jobs),
                     last_job: live.and_then(|l| l.record.last_job),
                     early_exits: self.slots.early_exits(i),
                     memory: live.and_then(|l| l.record.memory),

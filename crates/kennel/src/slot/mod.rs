@@ -145,24 +145,17 @@ pub(crate) enum Rest {
 #[derive(Debug)]
 pub(crate) struct Live {
     pub(crate) cell: Arc<WorkerCell>,
-    pub(crate) life: Option<Life>,
-    /// Jobs it has served.
-    pub(crate) jobs: u64,
-    /// The jobs it may serve (`max_jobs` with its jitter).
-    pub(crate) max_jobs: Option<u64>,
-    /// What `Pool::workers` shows of it (boxed: read rarely, and it keeps
-    /// the slot state small).
+    /// Boxed, as the record: a slot state moves on every lend and return,
+    /// and stays small this way.
+    pub(crate) life: Option<Box<Life>>,
     pub(crate) record: Box<Record>,
-    /// Set while a job holds it and `slow_job` is set: fires once (held,
-    /// and cancelled by its drop).
-    #[allow(dead_code)]
-    pub(crate) slow: Option<Timer>,
 }
 
 impl Live {
     /// Whether the worker has served the jobs it may serve.
     pub(crate) fn served_all(&self) -> bool {
-        self.max_jobs.is_some_and(|n| self.jobs >= n)
+        let r = &self.record;
+        r.max_jobs.is_some_and(|n| r.jobs >= n)
     }
 
     /// Whether the worker has outlived its lifetime now; reads the clock
@@ -172,9 +165,18 @@ impl Live {
     }
 }
 
-/// What the pool notes of a live worker for its status row.
+/// What the pool counts and notes of a live worker: its jobs, and what its
+/// status row shows.
 #[derive(Debug, Default)]
 pub(crate) struct Record {
+    /// Jobs it has served.
+    pub(crate) jobs: u64,
+    /// The jobs it may serve (`max_jobs` with its jitter).
+    pub(crate) max_jobs: Option<u64>,
+    /// Set while a job holds it and `slow_job` is set: fires once (held,
+    /// and cancelled by its drop).
+    #[allow(dead_code)]
+    pub(crate) slow: Option<Timer>,
     /// Its process id, for workers that are processes.
     pub(crate) pid: Option<u32>,
     /// How long its warm-up took, once ready.

@@ -191,20 +191,20 @@ pub(crate) fn to_idle<W>(
     since: Option<Instant>,
     evict: Option<Timer>,
 ) -> Step<W, ()> {
-    match (s, worker.take()) {
-        (SlotState::Lent { live }, Some(worker)) => Step::To(
-            SlotState::Idle {
-                worker,
-                live,
-                since,
-                evict,
-            },
-            (),
-        ),
-        (other, w) => {
-            *worker = w;
-            Step::Same(other)
-        }
+    match s {
+        SlotState::Lent { live } => match worker.take() {
+            Some(worker) => Step::To(
+                SlotState::Idle {
+                    worker,
+                    live,
+                    since,
+                    evict,
+                },
+                (),
+            ),
+            None => Step::Same(SlotState::Lent { live }),
+        },
+        other => Step::Same(other),
     }
 }
 
@@ -346,10 +346,7 @@ mod tests {
         Live {
             cell: Arc::new(WorkerCell::new(Killer::new(|| {}), Instant::now(), None)),
             life: None,
-            jobs: 0,
-            max_jobs: None,
             record: Box::default(),
-            slow: None,
         }
     }
 
