@@ -336,6 +336,8 @@ for (const framing of FRAMINGS) {
       test('a cancel line between jobs is ignored', async () => {
         t.worker.send({ cancel: true });
         await t.worker.assertQuiet();
+        t.worker.send({ cancel: 1 }); // not a cancel line: a request like any other
+        assert.deepEqual(await t.worker.read(), { cancel: 1 });
         const { reply } = await call('echo', { ok: 2 });
         assert.deepEqual(reply, { op: 'echo', ok: 2 });
       });

@@ -335,7 +335,7 @@ class _Server:
             self.inbox.put((_BAD, f"{what}: {err}", None))
             return
         if not self.rpc:
-            if message == {"cancel": True}:
+            if isinstance(message, dict) and len(message) == 1 and message.get("cancel") is True:
                 self._cancel_current(None)
             else:
                 self.inbox.put((_REQUEST, message, None, None, None))

@@ -268,6 +268,8 @@ class JsonLinesTests(FramingTests, unittest.TestCase):
     def test_a_cancel_line_between_jobs_is_ignored(self):
         self.worker.send({"cancel": True})
         self.worker.assert_quiet()
+        self.worker.send({"cancel": 1})  # not a cancel line: a request like any other
+        self.assertEqual(self.worker.read(), {"cancel": 1})
         _, reply = self.call("echo", ok=2)
         self.assertEqual(reply, {"op": "echo", "ok": 2})
 
