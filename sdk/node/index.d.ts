@@ -1,0 +1,61 @@
+// Types for kennel-worker (index.js).
+
+export type Framing = 'json-lines' | 'json-rpc' | 'content-length';
+
+export declare const VERSION: string;
+export declare const FRAMINGS: readonly Framing[];
+export declare const RPC_SERVER_ERROR: -32000;
+export declare const RPC_CANCELLED: -32800;
+export declare const RPC_PARSE_ERROR: -32700;
+export declare const RPC_INVALID_REQUEST: -32600;
+export declare const MCP_PROTOCOL_VERSION: string;
+
+export interface WorkerErrorOptions {
+  /** Written as "status" (json-lines) or data.status (JSON-RPC). */
+  status?: number;
+  /** The JSON-RPC error code; -32000 unless given. Not written in json-lines. */
+  rpcCode?: number;
+  /** Any other field is written next to message (json-lines) or in data (JSON-RPC). */
+  [field: string]: unknown;
+}
+
+export declare class WorkerError extends Error {
+  constructor(message: string, options?: WorkerErrorOptions);
+  status?: number;
+  rpcCode?: number;
+  fields: Record<string, unknown>;
+  data(): Record<string, unknown>;
+}
+
+export declare class Cancelled extends Error {
+  constructor(message?: string);
+}
+
+export declare class Job<Request = unknown> {
+  readonly request: Request;
+  /** The JSON-RPC method; undefined in json-lines. */
+  readonly method: string | undefined;
+  /** The JSON-RPC id; undefined in json-lines. */
+  readonly id: string | number | null | undefined;
+  readonly progressToken: unknown;
+  readonly cancelled: boolean;
+  readonly signal: AbortSignal;
+  raiseIfCancelled(): void;
+  checkpoint(): Promise<void>;
+  report(progress: unknown, options?: { total?: number; message?: string }): void;
+}
+
+export interface ServeOptions {
+  load?: () => unknown | Promise<unknown>;
+  framing?: Framing;
+  name?: string;
+  version?: string;
+  exit?: boolean;
+}
+
+export declare function resolveFraming(framing?: string, env?: Record<string, string | undefined>): Framing;
+
+export declare function serve<Request = any>(
+  handler: (request: Request, job: Job<Request>) => unknown | Promise<unknown>,
+  options?: ServeOptions,
+): Promise<number>;

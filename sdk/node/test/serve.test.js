@@ -1,0 +1,467 @@
+// kennel-worker tests: each starts fixtures/worker.mjs as a real child process and
+// talks to it over its pipes, once per framing. Every wait has a deadline.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { FRAMINGS, resolveFraming } from '../index.js';
+
+// Outside test/: `node --test test/` runs every JavaScript file it finds there.
+const WORKER = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'worker.mjs');
+const DEADLINE = 10_000; // ms: a bound, never a sleep
+const CANCEL_BOUND = 2_000; // a cancelled job is answered within this
+
+/** A running fixtures/worker.mjs, with its stdout parsed into messages. */
+class Worker {
+  constructor(framing, env = {}) {
+    this.framing = framing;
+    this.proc = spawn(process.execPath, [WORKER], {
+      env: { ...process.env, KENNEL_FRAMING: framing, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.messages = [];
+    this.waiters = [];
+    this.stderr = '';
+    this.buffer = Buffer.alloc(0);
+    this.exited = new Promise((resolve) => this.proc.on('exit', (code, signal) => resolve({ code, signal })));
+    this.proc.stdout.on('data', (chunk) => this.onData(chunk));
+    this.proc.stdout.on('end', () => this.push({ kind: 'eof' }));
+    this.proc.stderr.on('data', (chunk) => {
+      this.stderr += chunk.toString('utf8');
+    });
+  }
+
+  onData(chunk) {
+    this.buffer = Buffer.concat([this.buffer, chunk]);
+    for (;;) {
+      if (this.framing === 'content-length') {
+        const end = this.buffer.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const length = Number(/content-length:\s*(\d+)/i.exec(this.buffer.subarray(0, end).toString())[1]);
+        if (this.buffer.length < end + 4 + length) return;
+        const body = this.buffer.subarray(end + 4, end + 4 + length);
+        this.buffer = this.buffer.subarray(end + 4 + length);
+        this.push({ kind: 'json', value: JSON.parse(body) });
+      } else {
+        const end = this.buffer.indexOf(10);
+        if (end < 0) return;
+        const line = this.buffer.subarray(0, end).toString('utf8');
+        this.buffer = this.buffer.subarray(end + 1);
+        try {
+          this.push({ kind: 'json', value: JSON.parse(line) });
+        } catch {
+          this.push({ kind: 'text', value: line });
+        }
+      }
+    }
+  }
+
+  push(item) {
+    const waiter = this.waiters.shift();
+    if (waiter) waiter(item);
+    else this.messages.push(item);
+  }
+
+  next(timeout) {
+    if (this.messages.length > 0) return Promise.resolve(this.messages.shift());
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve({ kind: 'timeout' });
+      }, timeout);
+      const waiter = (item) => {
+        clearTimeout(timer);
+        resolve(item);
+      };
+      this.waiters.push(waiter);
+    });
+  }
+
+  async read(timeout = DEADLINE) {
+    const item = await this.next(timeout);
+    if (item.kind !== 'json') {
+      assert.fail(`expected a JSON message within ${timeout} ms, got ${item.kind} ${JSON.stringify(item.value)}; stderr: ${this.stderr}`);
+    }
+    return item.value;
+  }
+
+  /** No message arrives within `timeout` (after a line that needs no answer). */
+  async assertQuiet(timeout = 200) {
+    const item = await this.next(timeout);
+    assert.equal(item.kind, 'timeout', `unexpected output: ${JSON.stringify(item)}`);
+  }
+
+  writeRaw(data) {
+    this.proc.stdin.write(data);
+  }
+
+  send(message) {
+    const body = Buffer.from(JSON.stringify(message));
+    if (this.framing === 'content-length') this.writeRaw(Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`), body]));
+    else this.writeRaw(Buffer.concat([body, Buffer.from('\n')]));
+  }
+
+  async exit(timeout = DEADLINE) {
+    let timer;
+    const timedOut = new Promise((resolve) => {
+      timer = setTimeout(() => resolve({ code: 'timeout' }), timeout);
+    });
+    const result = await Promise.race([this.exited, timedOut]);
+    clearTimeout(timer);
+    return result;
+  }
+
+  async stderrText(expect, timeout = DEADLINE) {
+    const deadline = Date.now() + timeout;
+    while (Date.now() < deadline) {
+      if (this.stderr.includes(expect)) return this.stderr;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.fail(`${JSON.stringify(expect)} never appeared on stderr: ${JSON.stringify(this.stderr)}`);
+  }
+
+  async close() {
+    if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill('SIGKILL');
+    await this.exit();
+  }
+}
+
+/** What differs from one framing to the next. */
+const SHAPES = {
+  'json-lines': {
+    async handshake(worker) {
+      return worker.read();
+    },
+    request(t, op, params = {}) {
+      t.worker.send({ ...params, op });
+      return undefined;
+    },
+    isReply(message) {
+      const keys = message && typeof message === 'object' ? Object.keys(message) : [];
+      return !(keys.includes('progress') && keys.every((k) => ['progress', 'total', 'message'].includes(k)));
+    },
+    cancel(t) {
+      t.worker.send({ cancel: true });
+    },
+    result(reply) {
+      assert.ok(!(reply && reply.error === true), JSON.stringify(reply));
+      return reply;
+    },
+    errorMessage(reply) {
+      assert.equal(reply.error, true);
+      return reply.message;
+    },
+    progressValue(message) {
+      return message;
+    },
+    assertCancelled(reply) {
+      assert.deepEqual(reply, { error: true, message: 'cancelled', cancelled: true });
+    },
+  },
+};
+
+const rpcShape = (cancelMethod, progressMethod) => ({
+  rpc: true,
+  cancelMethod,
+  progressMethod,
+  async handshake(worker) {
+    worker.send({
+      jsonrpc: '2.0',
+      id: 'init',
+      method: 'initialize',
+      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'tests', version: '0' } },
+    });
+    const reply = await worker.read();
+    worker.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    return reply;
+  },
+  request(t, op, params = {}, meta = undefined) {
+    t.nextId += 1;
+    t.worker.send({ jsonrpc: '2.0', id: t.nextId, method: op, params: meta ? { ...params, _meta: meta } : params });
+    return t.nextId;
+  },
+  isReply(message) {
+    return !('method' in message);
+  },
+  checkId(message, id) {
+    assert.equal(message.id, id, JSON.stringify(message));
+  },
+  cancel(t, id) {
+    const params = cancelMethod === 'notifications/cancelled' ? { requestId: id, reason: 'test' } : { id };
+    t.worker.send({ jsonrpc: '2.0', method: cancelMethod, params });
+  },
+  result(reply) {
+    assert.equal(reply.jsonrpc, '2.0');
+    assert.ok(!('error' in reply), JSON.stringify(reply));
+    return reply.result;
+  },
+  errorMessage(reply) {
+    return reply.error.message;
+  },
+  progressValue(message) {
+    assert.equal(message.method, progressMethod);
+    if (progressMethod === '$/progress') return message.params.value;
+    const { progressToken: _token, ...rest } = message.params;
+    return rest;
+  },
+  token(message) {
+    return progressMethod === '$/progress' ? message.params.token : message.params.progressToken;
+  },
+  assertCancelled(reply) {
+    assert.deepEqual(reply.error, { code: -32800, message: 'request cancelled' });
+  },
+});
+
+SHAPES['json-rpc'] = rpcShape('notifications/cancelled', 'notifications/progress');
+SHAPES['content-length'] = rpcShape('$/cancelRequest', '$/progress');
+
+for (const framing of FRAMINGS) {
+  const shape = SHAPES[framing];
+
+  describe(framing, () => {
+    const t = {};
+
+    beforeEach(async () => {
+      t.worker = new Worker(framing);
+      t.nextId = 0;
+      t.ready = await shape.handshake(t.worker);
+    });
+
+    afterEach(async () => {
+      await t.worker.close();
+    });
+
+    const request = (op, params, meta) => shape.request(t, op, params, meta);
+
+    async function collect(id, timeout = DEADLINE) {
+      const deadline = Date.now() + timeout;
+      const before = [];
+      for (;;) {
+        const message = await t.worker.read(Math.max(10, deadline - Date.now()));
+        if (shape.isReply(message)) {
+          shape.checkId?.(message, id);
+          return { before, reply: message };
+        }
+        before.push(message);
+      }
+    }
+
+    const call = (op, params, meta) => collect(request(op, params, meta));
+
+    test('echo round trip', async () => {
+      const { before, reply } = await call('echo', { text: 'héllo', n: [1, 2, { x: null }] });
+      assert.deepEqual(before, []);
+      assert.equal(shape.result(reply).text, 'héllo');
+      assert.deepEqual(shape.result(reply).n, [1, 2, { x: null }]);
+    });
+
+    test('stray writes to stdout go to stderr', async () => {
+      const { reply } = await call('print');
+      assert.deepEqual(shape.result(reply), { printed: true });
+      const text = await t.worker.stderrText('raw process.stdout.write');
+      assert.match(text, /stray console.log from the handler/);
+      assert.match(text, /a stray console.log during load/);
+      const again = await call('echo', { after: 'print' }); // the stream is still in step
+      assert.equal(shape.result(again.reply).after, 'print');
+    });
+
+    test('an exception becomes an error reply and the worker goes on', async () => {
+      let { reply } = await call('crash');
+      assert.equal(shape.errorMessage(reply), 'something broke');
+      await t.worker.stderrText('Error: something broke'); // the stack is logged
+      ({ reply } = await call('bigint'));
+      assert.match(shape.errorMessage(reply), /the reply is not JSON/);
+      ({ reply } = await call('echo', { still: 'alive' }));
+      assert.equal(shape.result(reply).still, 'alive');
+    });
+
+    test('progress comes in order before the reply', async () => {
+      const { before, reply } = await call('progress', { steps: 4 });
+      assert.deepEqual(
+        before.map((m) => shape.progressValue(m)),
+        [1, 2, 3, 4].map((n) => ({ progress: n, total: 4, message: `step ${n}` })),
+      );
+      assert.deepEqual(shape.result(reply), { done: true });
+    });
+
+    test('cancel ends a long handler and the same worker goes on', async () => {
+      for (const op of ['spin', 'spin_raise']) {
+        const id = request(op);
+        const started = await t.worker.read(); // the handler's first report: it is running
+        assert.equal(shape.progressValue(started).message, 'spinning');
+        const sent = Date.now();
+        shape.cancel(t, id);
+        const { before, reply } = await collect(id, CANCEL_BOUND);
+        assert.ok(Date.now() - sent < CANCEL_BOUND);
+        assert.deepEqual(before, []);
+        shape.assertCancelled(reply);
+        const pid = await call('pid');
+        assert.equal(shape.result(pid.reply).pid, t.worker.proc.pid);
+      }
+    });
+
+    test('EOF on stdin exits 0', async () => {
+      await call('echo');
+      t.worker.proc.stdin.end();
+      assert.deepEqual(await t.worker.exit(), { code: 0, signal: null });
+    });
+
+    if (!shape.rpc) {
+      test('the ready line has the fields load returned', () => {
+        assert.deepEqual(t.ready, { ready: true, model: 'tiny', pid: t.worker.proc.pid });
+      });
+
+      test('a WorkerError has its status and fields', async () => {
+        const { reply } = await call('error');
+        assert.deepEqual(reply, { error: true, message: 'text is too long', status: 422, code: 'too_long', limit: 5 });
+      });
+
+      test('a bad request line is answered and the worker goes on', async () => {
+        t.worker.writeRaw('this is not json\n');
+        const reply = await t.worker.read();
+        assert.equal(reply.error, true);
+        assert.match(reply.message, /^bad request: /);
+        t.worker.writeRaw('\n   \n'); // blank lines are skipped, not answered
+        const again = await call('echo', { ok: 1 });
+        assert.deepEqual(again.reply, { op: 'echo', ok: 1 });
+      });
+
+      test('a request can be any JSON value', async () => {
+        t.worker.send([1, 'two']);
+        assert.deepEqual(await t.worker.read(), [1, 'two']);
+      });
+
+      test('a cancel line between jobs is ignored', async () => {
+        t.worker.send({ cancel: true });
+        await t.worker.assertQuiet();
+        t.worker.send({ cancel: 1 }); // not a cancel line: a request like any other
+        assert.deepEqual(await t.worker.read(), { cancel: 1 });
+        const { reply } = await call('echo', { ok: 2 });
+        assert.deepEqual(reply, { op: 'echo', ok: 2 });
+      });
+
+      test('a failed load is an error line and exit 1', async () => {
+        const worker = new Worker(framing, { TEST_LOAD_FAILS: '1' });
+        try {
+          assert.deepEqual(await worker.read(), { error: true, message: 'no model here', status: 503 });
+          assert.equal((await worker.exit()).code, 1);
+        } finally {
+          await worker.close();
+        }
+      });
+    } else {
+      test('the initialize result has the fields load returned', async () => {
+        assert.deepEqual(t.ready, {
+          jsonrpc: '2.0',
+          id: 'init',
+          result: {
+            model: 'tiny',
+            pid: t.worker.proc.pid,
+            protocolVersion: '2025-03-26',
+            capabilities: {},
+            serverInfo: { name: 'test-worker', version: '1.2.3' },
+          },
+        });
+        const { reply } = await call('ping');
+        assert.deepEqual(shape.result(reply), {});
+      });
+
+      test('the handler gets method and params', async () => {
+        let { reply } = await call('echo', { a: 1 });
+        assert.deepEqual(shape.result(reply), { a: 1 });
+        t.nextId += 1;
+        t.worker.send({ jsonrpc: '2.0', id: t.nextId, method: 'echo' });
+        ({ reply } = await collect(t.nextId));
+        assert.equal(shape.result(reply), null);
+      });
+
+      test('a WorkerError has its status and fields in data', async () => {
+        let { reply } = await call('error');
+        assert.deepEqual(reply.error, {
+          code: -32000,
+          message: 'text is too long',
+          data: { status: 422, code: 'too_long', limit: 5 },
+        });
+        ({ reply } = await call('rpc_code'));
+        assert.deepEqual(reply.error, { code: -32602, message: 'no such tool' });
+      });
+
+      test('the progress token comes from _meta or the id', async () => {
+        let { before } = await call('progress', { steps: 1 }, { progressToken: 'tok-7' });
+        assert.equal(shape.token(before[0]), 'tok-7');
+        ({ before } = await call('progress', { steps: 1 }));
+        assert.equal(shape.token(before[0]), t.nextId);
+        assert.equal(before[0].method, shape.progressMethod);
+      });
+
+      test('a queued request can be cancelled before it starts', async () => {
+        const first = request('spin');
+        await t.worker.read(); // spinning
+        const second = request('echo', { never: 'run' });
+        shape.cancel(t, second);
+        shape.cancel(t, first);
+        shape.assertCancelled((await collect(first, CANCEL_BOUND)).reply);
+        shape.assertCancelled((await collect(second, CANCEL_BOUND)).reply);
+        shape.cancel(t, first); // answered already: nothing to cancel, nothing written
+        const { reply } = await call('echo', { after: 'cancel' });
+        assert.deepEqual(shape.result(reply), { after: 'cancel' });
+      });
+
+      test('a bad message is answered and the worker goes on', async () => {
+        t.worker.send({ jsonrpc: '2.0', id: 99, params: {} });
+        assert.equal((await t.worker.read()).error.code, -32600);
+        t.worker.send([{ jsonrpc: '2.0', id: 1, method: 'echo' }]);
+        assert.equal((await t.worker.read()).error.code, -32600);
+        t.worker.send({ jsonrpc: '2.0', method: 'notifications/whatever' });
+        t.worker.send({ jsonrpc: '2.0', id: 5, result: {} }); // a response: ignored
+        await t.worker.assertQuiet();
+        const { reply } = await call('echo', { ok: 3 });
+        assert.deepEqual(shape.result(reply), { ok: 3 });
+      });
+
+      test('unparsable input is a parse error with id null', async () => {
+        if (framing === 'json-rpc') {
+          t.worker.writeRaw('{nope\n');
+        } else {
+          t.worker.writeRaw('Content-Length: 5\r\n\r\n{nope');
+        }
+        let reply = await t.worker.read();
+        assert.deepEqual([reply.id, reply.error.code], [null, -32700]);
+        if (framing === 'content-length') {
+          t.worker.writeRaw('Content-Type: application/json\r\n\r\n');
+          reply = await t.worker.read();
+          assert.equal(reply.error.code, -32700);
+          assert.match(reply.error.message, /Content-Length/);
+          const body = '{"jsonrpc":"2.0","id":"x","method":"echo","params":{"ok":5}}';
+          t.worker.writeRaw(`content-length:${Buffer.byteLength(body)}\r\nContent-Type: x\r\n\r\n${body}`);
+          ({ reply } = await collect('x'));
+          assert.deepEqual(shape.result(reply), { ok: 5 });
+        }
+        ({ reply } = await call('echo', { ok: 4 }));
+        assert.deepEqual(shape.result(reply), { ok: 4 });
+      });
+
+      test('a failed load answers initialize with an error and exits 1', async () => {
+        const worker = new Worker(framing, { TEST_LOAD_FAILS: '1' });
+        try {
+          const reply = await shape.handshake(worker);
+          assert.deepEqual(reply.error, { code: -32000, message: 'no model here', data: { status: 503 } });
+          assert.equal((await worker.exit()).code, 1);
+        } finally {
+          await worker.close();
+        }
+      });
+    }
+  });
+}
+
+describe('framing choice', () => {
+  test('the argument, then KENNEL_FRAMING, then json-lines', () => {
+    assert.equal(resolveFraming(undefined, {}), 'json-lines');
+    assert.equal(resolveFraming(undefined, { KENNEL_FRAMING: 'content-length' }), 'content-length');
+    assert.equal(resolveFraming('json-rpc', { KENNEL_FRAMING: 'content-length' }), 'json-rpc');
+    assert.throws(() => resolveFraming('xml', {}), /unknown framing "xml"/);
+  });
+});
