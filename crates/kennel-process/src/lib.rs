@@ -79,7 +79,7 @@ mod pool;
 mod spec;
 mod thread;
 
-pub use crate::coprocess::Coprocess;
+pub use crate::coprocess::{Coprocess, STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail};
 pub use crate::error::{ProcessError, ThreadError};
 pub use crate::spec::{CoprocessSpec, DEFAULT_CLOSE_GRACE, DEFAULT_MAX_LINE_BYTES, ReadyMode};
 pub use crate::thread::ThreadWorker;

@@ -9,7 +9,7 @@ use kennel::ExitSignal;
 use tokio::process::Command;
 
 use super::reap::wait_for_exit;
-use super::stderr::forward_stderr;
+use super::stderr::{StderrTail, forward_stderr};
 use super::{Coprocess, Label, Phase};
 use crate::error::ProcessError;
 use crate::group::ProcessGroup;
@@ -71,7 +71,8 @@ impl Coprocess {
             label.clone(),
             pid,
         ));
-        tokio::spawn(forward_stderr(stderr, label.clone(), pid));
+        let tail = StderrTail::new();
+        tokio::spawn(forward_stderr(stderr, label.clone(), pid, tail.clone()));
         tracing::debug!(pool = label.pool.as_deref(), slot = label.slot, pid, %program, "worker started");
 
         Ok(Self {
@@ -87,6 +88,7 @@ impl Coprocess {
             max_line_bytes: spec.max_line_bytes,
             close_grace: spec.close_grace,
             label,
+            tail,
         })
     }
 }
