@@ -44,6 +44,8 @@ impl Coprocess {
         if let Some(dir) = &spec.current_dir {
             command.current_dir(dir);
         }
+        #[cfg(target_os = "linux")]
+        crate::deathsig::die_with_parent(&mut command);
         // Started now: the exit counts how long the worker ran from here.
         let (exit, _) = ExitSignal::new();
         let mut child = command.spawn().map_err(|source| ProcessError::Spawn {
