@@ -197,6 +197,10 @@ async fn run_job(
             let tail = tail.lock().unwrap_or_else(PoisonError::into_inner).clone();
             Err(with_last_words(e, last_words(tail.as_ref()).await))
         }
+        Ok(Err(e @ kennel::Error::WarmupFailed { slot, .. })) => {
+            let tail = watch.and_then(|w| w.tail_of(slot));
+            Err(with_last_words(e, last_words(tail.as_ref()).await))
+        }
         Ok(Err(e @ kennel::Error::Unavailable { .. })) => {
             let words = watch.map(|w| w.last_failed_words()).unwrap_or_default();
             Err(with_last_words(e, words))

@@ -79,9 +79,10 @@ pub fn build_watched_pool(
             .env("KENNEL_SLOT", info.slot.to_string())
             .label(&*info.pool, info.slot);
         let watch = watch.clone();
+        let slot = info.slot;
         async move {
             let worker = spec.spawn()?;
-            watch.started(&worker);
+            watch.started(slot, &worker);
             Ok::<_, kennel_process::ProcessError>(worker)
         }
     })

@@ -206,6 +206,10 @@ async fn run_one(
             let seen = tail.lock().ok().and_then(|t| t.clone());
             error_line(line, &with_last_words(e, last_words(seen.as_ref()).await))
         }
+        Err(e @ kennel::Error::WarmupFailed { slot, .. }) => {
+            let tail = watch.tail_of(slot);
+            error_line(line, &with_last_words(e, last_words(tail.as_ref()).await))
+        }
         Err(e @ kennel::Error::Unavailable { .. }) => {
             error_line(line, &with_last_words(e, watch.last_failed_words()))
         }

@@ -26,7 +26,8 @@ pub struct Watch {
 
 #[derive(Default)]
 struct Inner {
-    recent: Mutex<VecDeque<StderrTail>>,
+    /// The slot and stderr tail of the last workers started, oldest first.
+    recent: Mutex<VecDeque<(usize, StderrTail)>>,
     run_dir: Option<Arc<RunDir>>,
 }
 
@@ -55,10 +56,10 @@ impl Watch {
     /// # Panics
     ///
     /// When called outside a tokio runtime (with a run directory).
-    pub fn started(&self, worker: &Coprocess) {
+    pub fn started(&self, slot: usize, worker: &Coprocess) {
         {
             let mut recent = self.recent();
-            recent.push_back(worker.stderr_tail());
+            recent.push_back((slot, worker.stderr_tail()));
             while recent.len() > RECENT {
                 recent.pop_front();
             }
@@ -84,12 +85,23 @@ impl Watch {
         self.recent()
             .iter()
             .rev()
-            .find(|t| t.is_closed() && t.last_line().is_some())
-            .map(StderrTail::lines)
+            .find(|(_, t)| t.is_closed() && t.last_line().is_some())
+            .map(|(_, t)| t.lines())
             .unwrap_or_default()
     }
 
-    fn recent(&self) -> std::sync::MutexGuard<'_, VecDeque<StderrTail>> {
+    /// The stderr tail of the last worker started in `slot`: for a failed
+    /// warm-up the pool reported without the worker's own error (it saw the
+    /// worker exit first).
+    pub fn tail_of(&self, slot: usize) -> Option<StderrTail> {
+        self.recent()
+            .iter()
+            .rev()
+            .find(|(s, _)| *s == slot)
+            .map(|(_, t)| t.clone())
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, VecDeque<(usize, StderrTail)>> {
         self.inner
             .recent
             .lock()

@@ -19,13 +19,17 @@ fn whole_secs(d: std::time::Duration) -> u64 {
 
 /// The answer to a pool's error, with the last words of the worker it is
 /// about when the error does not carry them itself: the worker that
-/// crashed under the job (a pool that saw the end first has only its exit
-/// status), or the worker whose start failed last (a broken pool's error
-/// has only its message). Other errors, and errors that carry their own,
-/// are answered as [`From`] does.
+/// crashed under the job or failed its warm-up (a pool that saw the end
+/// first has only its exit status), or the worker whose start failed last
+/// (a broken pool's error has only its message). Other errors, and errors
+/// that carry their own, are answered as [`From`] does.
 pub fn with_last_words(error: kennel::Error, stderr: Vec<String>) -> ApiError {
     let mut answer = ApiError::from(error);
     if let ApiError::Crashed {
+        message,
+        stderr: words,
+    }
+    | ApiError::WarmupFailed {
         message,
         stderr: words,
     }
