@@ -140,3 +140,67 @@ async fn a_pool_whose_worker_exits_at_start_is_unavailable_with_its_last_words()
     state.close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A pool whose first job crashes its worker (it says why on stderr); every
+/// later one is echoed. `marker` remembers the crash across workers.
+fn crash_once_pool(marker: &Path, retry_on_crash: u32) -> PoolConfig {
+    let script = format!(
+        "echo '{{\"ready\":true}}'; while read line; do \
+           if [ ! -e '{m}' ]; then touch '{m}'; echo 'segmentation fault in libmodel.so' >&2; exit 139; fi; \
+           echo \"$line\"; done",
+        m = marker.display()
+    );
+    let mut pool = PoolConfig::new("flaky", ["sh".to_owned(), "-c".to_owned(), script]);
+    pool.options.retry_on_crash = retry_on_crash;
+    pool
+}
+
+async fn one_job(pool: PoolConfig, tag: &str) -> (StatusCode, Value) {
+    let state = AppState::builder().metrics(metrics::install()).build();
+    let mut config = Config::default();
+    config.pools = vec![pool];
+    state
+        .start_pools(&config, Path::new(env!("CARGO_BIN_EXE_kennel")))
+        .await
+        .unwrap();
+    let router = app(state.clone());
+    let (status, _, body) = call(
+        &router,
+        request(
+            Method::POST,
+            "/pools/flaky/jobs",
+            json!({"tag": tag}).to_string(),
+        ),
+    )
+    .await;
+    state.close().await;
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_under_a_job_answers_502_with_the_workers_last_words() {
+    let marker = std::env::temp_dir().join(format!("kennel-crash-once-{}-a", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let (status, body) = one_job(crash_once_pool(&marker, 0), "a").await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+    assert_eq!(body["error"], "crashed");
+    assert_eq!(body["stderr"], json!(["segmentation fault in libmodel.so"]));
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("; last stderr line: segmentation fault in libmodel.so"),
+        "{body}"
+    );
+    let _ = std::fs::remove_file(&marker);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_with_retry_on_crash_runs_an_http_job_again_on_a_new_worker() {
+    let marker = std::env::temp_dir().join(format!("kennel-crash-once-{}-b", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let (status, body) = one_job(crash_once_pool(&marker, 1), "b").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body, json!({"tag": "b"}));
+    let _ = std::fs::remove_file(&marker);
+}
