@@ -237,6 +237,7 @@ fn after_kill_9_no_worker_or_grandchild_outlives_the_next_start_and_sighup_leave
     let mut second = Server::start(&dir, port);
     assert_eq!(second.port, port);
     let said = second.announcement();
+    eprintln!("the next server said:\n{}", said.join("\n"));
     assert!(
         said.iter()
             .any(|l| l.starts_with("  killed 3 process group(s) left by a previous run")),
