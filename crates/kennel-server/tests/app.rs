@@ -702,7 +702,7 @@ async fn events_stream_pool_events() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bearer_token_guards_every_route_but_healthz() {
+async fn a_bearer_token_guards_every_route_but_the_probes() {
     let state = AppState::builder().token("s3cret").build();
     start(&state, vec![demo("demo", 1)]).await;
     let router = app(state.clone());
@@ -727,7 +727,9 @@ async fn a_bearer_token_guards_every_route_but_healthz() {
         .headers_mut()
         .insert(header::AUTHORIZATION, "Bearer s3cret".parse().unwrap());
     assert_eq!(call(&router, right).await.0, StatusCode::OK);
-    assert_eq!(call(&router, get("/healthz")).await.0, StatusCode::OK);
+    for probe in ["/livez", "/readyz", "/healthz"] {
+        assert_eq!(call(&router, get(probe)).await.0, StatusCode::OK, "{probe}");
+    }
     state.close().await;
 }
 

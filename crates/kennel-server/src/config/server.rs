@@ -34,11 +34,11 @@ pub struct ServerConfig {
     /// is answered 413.
     pub body_limit: HumanSize,
     /// `token_env`: the name of an environment variable that holds a bearer
-    /// token. When set, every endpoint but `/healthz` asks for
-    /// `Authorization: Bearer <token>`.
+    /// token. When set, every endpoint but the probes (`/livez`, `/readyz`,
+    /// `/healthz`) asks for `Authorization: Bearer <token>`.
     pub token_env: Option<String>,
     /// `shutdown_grace`: how long in-flight requests may finish after
-    /// SIGINT/SIGTERM before the pools close (default 10 s).
+    /// SIGINT, SIGTERM or SIGHUP before the pools close (default 10 s).
     pub shutdown_grace: HumanDuration,
     /// `run_dir`: where `kennel serve` records each live worker process
     /// group, and at start kills the groups a previous run left (default:
