@@ -75,6 +75,11 @@ impl StderrTail {
     /// Resolves once the worker's stderr has closed and every line it wrote
     /// has been kept.
     ///
+    /// # Errors
+    ///
+    /// None: it only waits. (Should the task reading stderr stop, e.g. with
+    /// its runtime, the tail is marked closed all the same.)
+    ///
     /// # Cancel safety
     ///
     /// This method is cancel safe: it only waits.
