@@ -25,7 +25,7 @@ pub(crate) const NO_MESSAGE: &str = "worker returned an error with no message";
 #[non_exhaustive]
 pub enum ProcessError {
     /// The program could not be started.
-    #[error("failed to start worker `{program}`: {source}")]
+    #[error("cannot run `{program}`: {source}")]
     Spawn {
         /// The program, as given in the argv.
         program: String,
@@ -45,27 +45,34 @@ pub enum ProcessError {
     /// not JSON, a line over the size limit, or a request was abandoned
     /// half-way so that replies no longer match requests. The worker was
     /// killed.
-    #[error("worker broke the protocol: {message}")]
+    #[error("worker broke the protocol: {message}{}", last_line(stderr))]
     Protocol {
         /// What was wrong, with a short excerpt of the offending output.
         message: String,
+        /// The worker's last words: the tail of its stderr (see
+        /// [`StderrTail`](crate::StderrTail)).
+        stderr: Vec<String>,
     },
     /// The worker ended (or closed its stdout) before it replied, or it had
     /// already been killed. The worker was killed if it still ran.
-    #[error("worker failed before responding")]
+    #[error("worker failed before responding{}{}", status_note(status.as_ref()), last_line(stderr))]
     Crashed {
         /// How the process ended, when that was known at the time.
         status: Option<ExitStatus>,
+        /// The worker's last words: the tail of its stderr.
+        stderr: Vec<String>,
     },
     /// The worker ended, closed its stdout or reported an error before it
     /// wrote its ready line. The worker was killed if it still ran.
-    #[error("worker ended its warm-up without becoming ready: {reason}")]
+    #[error("the worker ended its warm-up: {reason}{}", last_line(stderr))]
     NotReady {
         /// What happened, e.g. "exited with code 3" or the message of the
         /// error line the worker wrote.
         reason: String,
         /// How the process ended, when that was known at the time.
         status: Option<ExitStatus>,
+        /// The worker's last words: the tail of its stderr.
+        stderr: Vec<String>,
     },
     /// The request could not be written as JSON (e.g. a map with keys that
     /// are not strings). Nothing was sent; the worker is still usable.
@@ -86,7 +93,33 @@ pub enum ProcessError {
     },
 }
 
+/// `; last stderr line: …`, or nothing when the worker wrote none.
+fn last_line(stderr: &[String]) -> String {
+    stderr
+        .last()
+        .map(|line| format!("; last stderr line: {line}"))
+        .unwrap_or_default()
+}
+
+fn status_note(status: Option<&ExitStatus>) -> String {
+    status.map(|s| format!(" ({s})")).unwrap_or_default()
+}
+
 impl ProcessError {
+    /// The worker's last words carried by a failed warm-up, a crash or a
+    /// protocol error: the tail of its stderr, oldest line first (at most
+    /// [`STDERR_TAIL_LINES`](crate::STDERR_TAIL_LINES) lines and
+    /// [`STDERR_TAIL_BYTES`](crate::STDERR_TAIL_BYTES) bytes). Empty for
+    /// the other errors, and when the worker wrote nothing on stderr.
+    pub fn stderr(&self) -> &[String] {
+        match self {
+            Self::Protocol { stderr, .. }
+            | Self::Crashed { stderr, .. }
+            | Self::NotReady { stderr, .. } => stderr,
+            _ => &[],
+        }
+    }
+
     /// Whether the worker can take another request after this error.
     pub fn worker_is_usable(&self) -> bool {
         matches!(

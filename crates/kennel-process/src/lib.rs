@@ -67,11 +67,16 @@
 //! # Platform
 //!
 //! [`Coprocess`] uses Unix process groups and signals; this crate builds on
-//! Unix only.
+//! Unix only. On Linux each worker also gets SIGKILL when the process that
+//! started it dies (`PR_SET_PDEATHSIG`), even by `kill -9`: that request is
+//! the one `unsafe` block of the crate (ADR 0016), hence its lint
+//! `unsafe_code = "deny"` where the rest of the workspace forbids it.
 
 #![cfg(unix)]
 
 mod coprocess;
+#[cfg(target_os = "linux")]
+mod deathsig;
 mod error;
 mod group;
 mod lines;
@@ -79,7 +84,7 @@ mod pool;
 mod spec;
 mod thread;
 
-pub use crate::coprocess::Coprocess;
+pub use crate::coprocess::{Coprocess, STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail};
 pub use crate::error::{ProcessError, ThreadError};
 pub use crate::spec::{CoprocessSpec, DEFAULT_CLOSE_GRACE, DEFAULT_MAX_LINE_BYTES, ReadyMode};
 pub use crate::thread::ThreadWorker;

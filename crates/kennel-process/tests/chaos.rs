@@ -250,7 +250,7 @@ enum Ending {
 
 fn crash_status(r: &JobResult) -> Option<Option<ExitStatus>> {
     match r {
-        Ok(Err(ProcessError::Crashed { status })) => Some(status.clone()),
+        Ok(Err(ProcessError::Crashed { status, .. })) => Some(status.clone()),
         Err(Error::Crashed { exit, .. }) => Some(exit.as_ref().map(|e| e.status.clone())),
         _ => None,
     }

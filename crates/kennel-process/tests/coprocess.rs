@@ -135,7 +135,7 @@ async fn garbage_output_fails_the_job_with_a_protocol_error_and_kills_the_worker
     let err = within("garbage", worker.request(&json!({"op": "garbage"})))
         .await
         .expect_err("garbage is an error");
-    let ProcessError::Protocol { message } = &err else {
+    let ProcessError::Protocol { message, .. } = &err else {
         panic!("expected a protocol error, got {err:?}");
     };
     assert!(message.contains("not JSON"), "{message}");
@@ -179,7 +179,7 @@ async fn an_oversized_reply_fails_the_job_with_a_protocol_error_and_kills_the_wo
     )
     .await
     .expect_err("over the limit");
-    let ProcessError::Protocol { message } = &err else {
+    let ProcessError::Protocol { message, .. } = &err else {
         panic!("expected a protocol error, got {err:?}");
     };
     assert!(message.contains("1000-byte limit"), "{message}");
@@ -198,8 +198,14 @@ async fn an_exit_mid_job_is_crashed_and_exited_reports_the_code() {
     let err = within("crash", worker.request(&json!({"op": "crash", "code": 42})))
         .await
         .expect_err("the worker died");
-    assert_eq!(err.to_string(), "worker failed before responding");
-    let ProcessError::Crashed { status } = err else {
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "worker failed before responding (exited with code 42); \
+             last stderr line: fixture worker {pid} warming up"
+        )
+    );
+    let ProcessError::Crashed { status, .. } = err else {
         panic!("expected Crashed, got {err:?}");
     };
     // The status is given when the exit was seen soon after stdout closed.
@@ -253,7 +259,7 @@ async fn a_request_dropped_before_its_reply_kills_the_worker_and_the_next_reques
     let err = within("next request", worker.request(&json!({"n": 1})))
         .await
         .expect_err("out of step");
-    let ProcessError::Protocol { message } = &err else {
+    let ProcessError::Protocol { message, .. } = &err else {
         panic!("expected a protocol error, got {err:?}");
     };
     assert!(message.contains("dropped before its reply"), "{message}");
@@ -277,7 +283,13 @@ async fn a_worker_that_exits_while_idle_resolves_exited_and_the_next_request_is_
         .await
         .expect_err("the worker is gone");
     assert!(matches!(err, ProcessError::Crashed { .. }), "{err:?}");
-    assert_eq!(err.to_string(), "worker failed before responding");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "worker failed before responding (exited with code 7); \
+             last stderr line: fixture worker {pid} warming up"
+        )
+    );
 }
 
 #[tokio::test]
@@ -329,14 +341,15 @@ async fn a_failed_warm_up_is_an_error_with_the_exit_code() {
     let err = within("ready", worker.ready())
         .await
         .expect_err("warm-up failed");
-    let ProcessError::NotReady { reason, status } = &err else {
+    let ProcessError::NotReady { reason, status, .. } = &err else {
         panic!("expected NotReady, got {err:?}");
     };
     assert_eq!(*status, Some(ExitStatus::Code(3)));
     assert_eq!(reason, "exited with code 3");
     assert_eq!(
         err.to_string(),
-        "worker ended its warm-up without becoming ready: exited with code 3"
+        "the worker ended its warm-up: exited with code 3; \
+         last stderr line: fixture worker: warm-up failed"
     );
     assert_eq!(
         within("exit", worker.exited()).await.status,
@@ -451,7 +464,7 @@ async fn a_program_that_does_not_exist_is_a_spawn_error() {
     assert_eq!(program, "/no/such/kennel-worker");
     assert!(
         err.to_string()
-            .starts_with("failed to start worker `/no/such/kennel-worker`")
+            .starts_with("cannot run `/no/such/kennel-worker`")
     );
 
     let empty: [&str; 0] = [];

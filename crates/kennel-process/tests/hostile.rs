@@ -217,7 +217,7 @@ async fn check_answer(w: &mut Coprocess, out: &[u8], got: Result<Value, ProcessE
         (Expect::WorkerError(m), Err(ProcessError::Worker { message })) => {
             assert_eq!(message, m);
         }
-        (Expect::Protocol, Err(e @ ProcessError::Protocol { message })) => {
+        (Expect::Protocol, Err(e @ ProcessError::Protocol { message, .. })) => {
             assert!(!message.is_empty());
             assert!(
                 e.to_string().starts_with("worker broke the protocol"),
@@ -225,7 +225,10 @@ async fn check_answer(w: &mut Coprocess, out: &[u8], got: Result<Value, ProcessE
             );
         }
         (Expect::Crashed, Err(e @ ProcessError::Crashed { .. })) => {
-            assert_eq!(e.to_string(), "worker failed before responding");
+            assert!(
+                e.to_string().starts_with("worker failed before responding"),
+                "{e}"
+            );
         }
         _ => panic!("output {out:?}: expected {want:?}, got {got:?}"),
     }
@@ -440,7 +443,7 @@ async fn a_line_far_over_the_default_limit_is_refused_with_bounded_memory() {
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let grew = sampler.await.expect("sampler").saturating_sub(before);
     assert!(
-        matches!(&err, ProcessError::Protocol { message } if message.contains("16777216-byte limit")),
+        matches!(&err, ProcessError::Protocol { message, .. } if message.contains("16777216-byte limit")),
         "{err:?}"
     );
     // The reader holds at most the limit (and its growth), never the line.
@@ -472,7 +475,7 @@ async fn a_line_no_request_asked_for_is_refused_not_taken_as_the_next_reply() {
     )
     .await;
     assert!(
-        matches!(&next, Err(ProcessError::Protocol { message }) if message.contains("no request asked for")),
+        matches!(&next, Err(ProcessError::Protocol { message, .. }) if message.contains("no request asked for")),
         "{next:?}"
     );
     assert_process_ends(pid).await;

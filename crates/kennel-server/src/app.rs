@@ -7,12 +7,14 @@
 //! | `GET /pools` | every pool: name, group, stats, health |
 //! | `GET /pools/{name}/stats` | one pool's stats and health |
 //! | `PUT /pools/{name}/config` | changes a live pool (sizing, eviction, limits, group); answers the actions taken |
-//! | `GET /healthz` | 200 when every pool is healthy, 503 otherwise (no token needed) |
+//! | `GET /readyz` | 200 when every pool can serve (not broken, not closed, no job waiting without a worker on its way), 503 otherwise (no token needed) |
+//! | `GET /healthz` | the same as `/readyz` |
+//! | `GET /livez` | 200 while the process answers (no token needed) |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /events` | server-sent events of every pool (`?pool=NAME` for one) |
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
 
 use axum::Json;
 use axum::Router;
@@ -24,14 +26,18 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use kennel::{Pool, Stats};
-use kennel_process::Coprocess;
+use kennel_process::{Coprocess, StderrTail};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::config::ReconfigBody;
-use crate::error::ApiError;
+use crate::error::{ApiError, with_last_words};
 use crate::state::AppState;
+use crate::watch::{Watch, last_words};
+
+/// The routes that never ask for the bearer token: the probes.
+const PROBES: [&str; 3] = ["/livez", "/readyz", "/healthz"];
 
 /// The router of the service, over `state`'s pools.
 ///
@@ -48,7 +54,9 @@ pub fn app(state: AppState) -> Router {
         .route("/pools/{name}/stats", get(pool_stats))
         .route("/pools/{name}/config", put(pool_config))
         .route("/groups/{group}/jobs", post(group_job))
-        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/healthz", get(readyz))
+        .route("/livez", get(livez))
         .route("/metrics", get(crate::metrics::render))
         .route("/events", get(crate::sse::events))
         .fallback(|| async { ApiError::NotFound })
@@ -63,11 +71,11 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Asks for the bearer token, when one is set, on every route but
-/// `/healthz`.
+/// Asks for the bearer token, when one is set, on every route but the
+/// probes.
 async fn auth(State(state): State<AppState>, request: Request, next: Next) -> Response {
     if let Some(token) = state.token()
-        && request.uri().path() != "/healthz"
+        && !PROBES.contains(&request.uri().path())
     {
         let given = request
             .headers()
@@ -137,19 +145,32 @@ enum Target {
 ///
 /// The job runs on a task of its own: when the client hangs up, the handler
 /// is dropped; the task then drops the job if it still waits (it leaves the
-/// queue) and lets it finish if it runs.
-async fn run_job(target: Target, request: Value) -> Result<Json<Value>, ApiError> {
+/// queue) and lets it finish if it runs. A pool with `retry_on_crash` runs
+/// it through [`Pool::run_idempotent`]. An error about a worker that ended
+/// carries its last words: the worker's under the job, or (for a broken
+/// pool) the one whose start failed last, from `watch`.
+async fn run_job(
+    target: Target,
+    request: Value,
+    watch: Option<Watch>,
+) -> Result<Json<Value>, ApiError> {
     let (reply_tx, reply_rx) = oneshot::channel();
     let (gone_tx, gone_rx) = oneshot::channel::<()>();
+    let tail: Arc<std::sync::Mutex<Option<StderrTail>>> = Arc::default();
+    let seen = tail.clone();
     tokio::spawn(async move {
         let started = Arc::new(AtomicBool::new(false));
         let flag = started.clone();
         let job = async move |w: &mut Coprocess| {
             flag.store(true, Ordering::SeqCst);
+            *seen.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
             w.request(&request).await
         };
         let run = async move {
             match target {
+                Target::Pool(pool) if pool.options().retry_on_crash > 0 => {
+                    pool.run_idempotent(job).await
+                }
                 Target::Pool(pool) => pool.run(job).await,
                 Target::Group(group) => group.run(job).await,
             }
@@ -172,6 +193,18 @@ async fn run_job(target: Target, request: Value) -> Result<Json<Value>, ApiError
     match result {
         Ok(Ok(Ok(reply))) => Ok(Json(reply)),
         Ok(Ok(Err(e))) => Err(e.into()),
+        Ok(Err(e @ kennel::Error::Crashed { .. })) => {
+            let tail = tail.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            Err(with_last_words(e, last_words(tail.as_ref()).await))
+        }
+        Ok(Err(e @ kennel::Error::WarmupFailed { slot, .. })) => {
+            let tail = watch.and_then(|w| w.tail_of(slot));
+            Err(with_last_words(e, last_words(tail.as_ref()).await))
+        }
+        Ok(Err(e @ kennel::Error::Unavailable { .. })) => {
+            let words = watch.map(|w| w.last_failed_words()).unwrap_or_default();
+            Err(with_last_words(e, words))
+        }
         Ok(Err(e)) => Err(e.into()),
         Err(_) => Err(ApiError::Internal {
             detail: "the job's task ended without a reply".into(),
@@ -186,7 +219,7 @@ async fn pool_job(
 ) -> Result<Json<Value>, ApiError> {
     let pool = pool_named(&state, &name)?;
     let request = json_body(body, state.body_limit())?;
-    run_job(Target::Pool(pool.clone()), request)
+    run_job(Target::Pool(pool.clone()), request, state.watch(&name))
         .await
         .map_err(|e| e.retry_after_projected(pool.projected_wait()))
 }
@@ -207,7 +240,7 @@ async fn group_job(
         });
     }
     let request = json_body(body, state.body_limit())?;
-    run_job(Target::Group(group), request).await
+    run_job(Target::Group(group), request, None).await
 }
 
 fn stats_json(stats: &Stats) -> Value {
@@ -289,25 +322,41 @@ async fn pool_config(
     Ok(Json(json!({ "pool": name, "actions": actions })))
 }
 
-async fn healthz(State(state): State<AppState>) -> Response {
-    let pools = state.registry().list();
-    let healthy = pools.iter().all(|e| e.stats.is_healthy());
-    let detail: serde_json::Map<String, Value> = pools
+/// 200 `{"status":"ok","pools":{name: word}}` when every pool can serve,
+/// 503 with `"status":"unavailable"` otherwise. A pool's word is `ready`,
+/// `broken` (its crash-loop breaker holds it), `closed`, or `starved` (jobs
+/// wait and no worker is on its way).
+async fn readyz(State(state): State<AppState>) -> Response {
+    let registry = state.registry();
+    let detail: serde_json::Map<String, Value> = registry
+        .list()
         .iter()
         .map(|e| {
-            let word = if e.stats.is_healthy() {
-                "healthy"
+            let closed = registry.get(&e.name).map_or(true, |p| p.is_closed());
+            let word = if closed {
+                "closed"
+            } else if e.stats.broken {
+                "broken"
+            } else if !e.stats.is_healthy() {
+                "starved"
             } else {
-                "unhealthy"
+                "ready"
             };
             (e.name.clone(), Value::from(word))
         })
         .collect();
-    let status = if healthy {
+    let ready = detail.values().all(|w| w == "ready");
+    let status = if ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let body = json!({ "status": if healthy { "ok" } else { "unhealthy" }, "pools": detail });
+    let body = json!({ "status": if ready { "ok" } else { "unavailable" }, "pools": detail });
     (status, Json(body)).into_response()
+}
+
+/// 200 `{"status":"ok"}`: the process answers. It looks at no pool, so
+/// that a broken pool makes the service unready, never restarted for it.
+async fn livez() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
 }

@@ -28,7 +28,9 @@ pub mod demo;
 pub mod embed;
 pub mod metrics;
 pub mod pools;
+pub mod rundir;
 pub mod sse;
+pub mod watch;
 
 mod app;
 mod error;
@@ -36,5 +38,5 @@ mod state;
 
 pub use crate::app::{app, json_body};
 pub use crate::config::{Config, ConfigError, PoolConfig, ServerConfig};
-pub use crate::error::{ApiError, MAX_RETRY_AFTER_SECS, RETRY_AFTER_SECS};
+pub use crate::error::{ApiError, MAX_RETRY_AFTER_SECS, RETRY_AFTER_SECS, with_last_words};
 pub use crate::state::{AppState, AppStateBuilder, EVENT_BUFFER, PoolEvent, StartError};

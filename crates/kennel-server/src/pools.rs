@@ -7,10 +7,13 @@
 use std::path::Path;
 use std::time::Duration;
 
-use kennel::{BuildError, LeaderFirst, OnDemand, OrderedReady, Parallel, Pool, PoolBuilder};
+use kennel::{
+    BuildError, LeaderFirst, OnDemand, OrderedReady, Parallel, Pool, PoolBuilder, SlotInfo,
+};
 use kennel_process::{Coprocess, CoprocessSpec, ReadyMode};
 
 use crate::config::{PoolConfig, ReadyKind, StartupKind};
+use crate::watch::Watch;
 
 /// The grace of each step of a worker process's close (stdin closed, then
 /// SIGTERM, then SIGKILL).
@@ -48,9 +51,42 @@ pub fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpec {
 ///
 /// When called outside a tokio runtime.
 pub fn build_pool(pool: &PoolConfig, self_exe: &Path) -> Result<Pool<Coprocess>, BuildError> {
-    let builder = coprocess_spec(pool, self_exe)
-        .pool()
-        .name(pool.name.clone());
+    build_watched_pool(pool, self_exe, &Watch::default())
+}
+
+/// As [`build_pool`], each worker the pool starts shown to `watch` (its
+/// stderr tail kept, its group recorded in the run directory).
+///
+/// # Errors
+///
+/// The core's [`BuildError`] for an option out of its range.
+///
+/// # Panics
+///
+/// When called outside a tokio runtime.
+pub fn build_watched_pool(
+    pool: &PoolConfig,
+    self_exe: &Path,
+    watch: &Watch,
+) -> Result<Pool<Coprocess>, BuildError> {
+    let spec = coprocess_spec(pool, self_exe);
+    let watch = watch.clone();
+    let builder = Pool::builder(move |info: SlotInfo| {
+        // As `CoprocessSpec::pool` does: labelled, and told its pool and slot.
+        let spec = spec
+            .clone()
+            .env("KENNEL_POOL", &*info.pool)
+            .env("KENNEL_SLOT", info.slot.to_string())
+            .label(&*info.pool, info.slot);
+        let watch = watch.clone();
+        let slot = info.slot;
+        async move {
+            let worker = spec.spawn()?;
+            watch.started(slot, &worker);
+            Ok::<_, kennel_process::ProcessError>(worker)
+        }
+    })
+    .name(pool.name.clone());
     configure(builder, pool)?.build()
 }
 

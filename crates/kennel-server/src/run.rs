@@ -3,9 +3,12 @@
 //! Each non-blank input line is one job (a JSON value). Results are written
 //! as JSON lines in input order: the worker's reply for a job that
 //! succeeded, `{"error": kind, "message": …, "line": n}` for one that failed
-//! (the same kinds as the HTTP service). A progress bar (rate, ETA) goes to
-//! stderr, and a summary at the end. The exit code is 0 when every job
-//! succeeded, 1 when some failed.
+//! (the same kinds as the HTTP service, with `"stderr": [...]`, the worker's
+//! last words, when it failed because a worker ended). A progress bar (rate,
+//! ETA) goes to stderr, and a summary at the end, followed by the last words
+//! of the last worker that failed a job. The exit code is 0 when every job
+//! succeeded, 1 when some failed. A pool with `retry_on_crash` runs each job
+//! through `Pool::run_idempotent`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -16,9 +19,10 @@ use anyhow::Context;
 use futures_util::StreamExt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kennel::Pool;
-use kennel_process::Coprocess;
-use kennel_server::ApiError;
-use kennel_server::pools::build_pool;
+use kennel_process::{Coprocess, StderrTail};
+use kennel_server::pools::build_watched_pool;
+use kennel_server::watch::{Watch, last_words};
+use kennel_server::{ApiError, with_last_words};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -28,6 +32,10 @@ use crate::cli::RunArgs;
 struct Outcome {
     line: String,
     failed: Option<&'static str>,
+    /// The last words of the worker that failed the job.
+    stderr: Vec<String>,
+    /// The input line of the job.
+    number: u64,
 }
 
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -76,7 +84,8 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         None => Box::new(std::io::BufWriter::new(std::io::stdout())),
     };
 
-    let pool = build_pool(pool_config, &crate::self_exe()?)
+    let watch = Watch::default();
+    let pool = build_watched_pool(pool_config, &crate::self_exe()?, &watch)
         .map_err(|e| anyhow::anyhow!("`pool` {:?}: {e}", pool_config.name))?;
     let capacity = pool.stats().capacity.max(1);
     let queue = pool_config.options.max_waiting.unwrap_or(capacity * 8);
@@ -107,9 +116,10 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
     .map(|(n, line)| {
         let pool = pool.clone();
+        let watch = watch.clone();
         async move {
             match line {
-                Ok(line) => run_one(&pool, n, &line).await,
+                Ok(line) => run_one(&pool, &watch, n, &line).await,
                 Err(e) => Err(e),
             }
         }
@@ -119,12 +129,18 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
     let mut ok = 0u64;
     let mut failed: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut last_words: Option<(u64, &'static str, Vec<String>)> = None;
     while let Some(outcome) = jobs.next().await {
         let outcome = outcome.context("cannot read the jobs")?;
         writeln!(output, "{}", outcome.line).context("cannot write a result")?;
         match outcome.failed {
             None => ok += 1,
-            Some(kind) => *failed.entry(kind).or_default() += 1,
+            Some(kind) => {
+                *failed.entry(kind).or_default() += 1;
+                if !outcome.stderr.is_empty() {
+                    last_words = Some((outcome.number, kind, outcome.stderr));
+                }
+            }
         }
         bar.inc(1);
     }
@@ -135,6 +151,12 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let elapsed = started.elapsed();
     let failures: u64 = failed.values().sum();
     eprintln!("{}", summary(ok, &failed, elapsed));
+    if let Some((line, kind, stderr)) = last_words {
+        eprintln!("last words of the worker that failed line {line} ({kind}):");
+        for l in stderr {
+            eprintln!("  {l}");
+        }
+    }
     Ok(if failures == 0 {
         ExitCode::SUCCESS
     } else {
@@ -143,7 +165,12 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs the job of one input line.
-async fn run_one(pool: &Pool<Coprocess>, line: u64, text: &str) -> std::io::Result<Outcome> {
+async fn run_one(
+    pool: &Pool<Coprocess>,
+    watch: &Watch,
+    line: u64,
+    text: &str,
+) -> std::io::Result<Outcome> {
     let request: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
@@ -155,23 +182,51 @@ async fn run_one(pool: &Pool<Coprocess>, line: u64, text: &str) -> std::io::Resu
             ));
         }
     };
-    let result = pool
-        .run(async |w: &mut Coprocess| w.request(&request).await)
-        .await;
+    let tail: std::sync::Mutex<Option<StderrTail>> = std::sync::Mutex::new(None);
+    let job = async |w: &mut Coprocess| {
+        if let Ok(mut seen) = tail.lock() {
+            *seen = Some(w.stderr_tail());
+        }
+        w.request(&request).await
+    };
+    let result = if pool.options().retry_on_crash > 0 {
+        pool.run_idempotent(job).await
+    } else {
+        pool.run(job).await
+    };
     Ok(match result {
         Ok(Ok(reply)) => Outcome {
             line: reply.to_string(),
             failed: None,
+            stderr: Vec::new(),
+            number: line,
         },
         Ok(Err(e)) => error_line(line, &e.into()),
+        Err(e @ kennel::Error::Crashed { .. }) => {
+            let seen = tail.lock().ok().and_then(|t| t.clone());
+            error_line(line, &with_last_words(e, last_words(seen.as_ref()).await))
+        }
+        Err(e @ kennel::Error::WarmupFailed { slot, .. }) => {
+            let tail = watch.tail_of(slot);
+            error_line(line, &with_last_words(e, last_words(tail.as_ref()).await))
+        }
+        Err(e @ kennel::Error::Unavailable { .. }) => {
+            error_line(line, &with_last_words(e, watch.last_failed_words()))
+        }
         Err(e) => error_line(line, &e.into()),
     })
 }
 
 fn error_line(line: u64, e: &ApiError) -> Outcome {
+    let mut json = json!({ "error": e.kind(), "message": e.message(), "line": line });
+    if !e.stderr().is_empty() {
+        json["stderr"] = e.stderr().into();
+    }
     Outcome {
-        line: json!({ "error": e.kind(), "message": e.message(), "line": line }).to_string(),
+        line: json.to_string(),
         failed: Some(e.kind()),
+        stderr: e.stderr().to_vec(),
+        number: line,
     }
 }
 

@@ -1,9 +1,12 @@
-//! `kennel serve`: the pools of a config behind HTTP, until SIGINT/SIGTERM.
+//! `kennel serve`: the pools of a config behind HTTP, until SIGINT, SIGTERM
+//! or SIGHUP (each a graceful stop).
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
+use kennel_server::rundir::{Reaped, RunDir, default_run_dir};
 use kennel_server::{AppState, app, metrics};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -26,6 +29,16 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let local = listener.local_addr().context("no local address")?;
     let mut sigterm = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
     let mut sigint = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+    let mut sighup = signal(SignalKind::hangup()).context("cannot watch SIGHUP")?;
+    // Before any worker starts: kill what a dead predecessor left.
+    let run_path = config
+        .server
+        .run_dir
+        .clone()
+        .unwrap_or_else(|| default_run_dir(local.port()));
+    let (run_dir, reaped) = RunDir::open(&run_path)
+        .with_context(|| format!("cannot use the run directory {}", run_path.display()))?;
+    let run_dir = Arc::new(run_dir);
 
     let handle = metrics::install();
     let upkeep = {
@@ -40,7 +53,8 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let mut builder = AppState::builder()
         .metrics(handle)
-        .body_limit(usize::try_from(config.server.body_limit.0).unwrap_or(usize::MAX));
+        .body_limit(usize::try_from(config.server.body_limit.0).unwrap_or(usize::MAX))
+        .run_dir(run_dir.clone());
     if let Some(token) = token {
         builder = builder.token(token);
     }
@@ -54,7 +68,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("{source}: cannot start a pool"))?;
 
-    announce(&state, local, args.config.is_none());
+    announce(&state, local, args.config.is_none(), &run_dir, &reaped);
 
     let grace = config.server.shutdown_grace.0;
     let mut server = tokio::spawn(
@@ -72,6 +86,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         _ = sigterm.recv() => tracing::info!(target: "kennel_server", "SIGTERM: shutting down"),
         _ = sigint.recv() => tracing::info!(target: "kennel_server", "SIGINT: shutting down"),
+        _ = sighup.recv() => tracing::info!(target: "kennel_server", "SIGHUP: shutting down"),
     }
     // Stop accepting, end /events streams, let in-flight requests finish
     // within the grace.
@@ -88,13 +103,18 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         _ = sigterm.recv() => server.abort(),
         _ = sigint.recv() => server.abort(),
+        _ = sighup.recv() => server.abort(),
     }
     tracing::info!(target: "kennel_server", "closing every pool");
     tokio::select! {
         () = state.close() => {}
         _ = sigterm.recv() => tracing::warn!(target: "kennel_server", "second signal: killing every worker"),
         _ = sigint.recv() => tracing::warn!(target: "kennel_server", "second signal: killing every worker"),
+        _ = sighup.recv() => tracing::warn!(target: "kennel_server", "second signal: killing every worker"),
     }
+    // Dropping the state kills any worker left; then no group is live.
+    drop(state);
+    run_dir.clean();
     upkeep.abort();
     tracing::info!(target: "kennel_server", "stopped");
     Ok(ExitCode::SUCCESS)
@@ -102,9 +122,25 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
 /// Prints where the service listens (stdout, first line, so scripts and
 /// tests can read the port) and how to try it.
-fn announce(state: &AppState, addr: std::net::SocketAddr, demo: bool) {
+fn announce(
+    state: &AppState,
+    addr: std::net::SocketAddr,
+    demo: bool,
+    run_dir: &RunDir,
+    reaped: &Reaped,
+) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "kennel listening on http://{addr}");
+    let _ = writeln!(out, "  run directory {}", run_dir.path().display());
+    if !reaped.groups.is_empty() {
+        let _ = writeln!(
+            out,
+            "  killed {} process group(s) left by a previous run: {:?}",
+            reaped.groups.len(),
+            reaped.groups
+        );
+        tracing::warn!(target: "kennel_server", groups = ?reaped.groups, "killed process groups left by a previous run");
+    }
     for entry in state.registry().list() {
         let group = entry
             .group

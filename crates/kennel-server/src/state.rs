@@ -1,5 +1,6 @@
 //! `AppState`: the pools the service lends from, and what its routes share.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -10,7 +11,9 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::{broadcast, watch};
 
 use crate::config::{Config, DEFAULT_BODY_LIMIT};
-use crate::pools::build_pool;
+use crate::pools::build_watched_pool;
+use crate::rundir::RunDir;
+use crate::watch::Watch;
 
 /// How many pool events a `/events` subscriber may fall behind before it
 /// misses some.
@@ -44,6 +47,10 @@ struct Inner {
     /// handing it the patched ones, so that two changes do not undo each
     /// other.
     reconfig: Mutex<()>,
+    /// Where each worker's process group is recorded, if anywhere.
+    run_dir: Option<Arc<RunDir>>,
+    /// What is kept of each pool's workers (pools built by `start_pools`).
+    watches: Mutex<HashMap<String, Watch>>,
 }
 
 impl fmt::Debug for AppState {
@@ -63,10 +70,20 @@ pub struct AppStateBuilder {
     token: Option<String>,
     body_limit: Option<usize>,
     metrics: Option<PrometheusHandle>,
+    run_dir: Option<Arc<RunDir>>,
 }
 
 impl AppStateBuilder {
-    /// Asks every route but `/healthz` for `Authorization: Bearer <token>`.
+    /// Records each worker process group of the pools built by
+    /// [`AppState::start_pools`] in `dir`, for the next server to reap if
+    /// this one dies without closing them.
+    pub fn run_dir(mut self, dir: Arc<RunDir>) -> Self {
+        self.run_dir = Some(dir);
+        self
+    }
+
+    /// Asks every route but the probes (`/livez`, `/readyz`, `/healthz`) for
+    /// `Authorization: Bearer <token>`.
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
         self
@@ -100,6 +117,8 @@ impl AppStateBuilder {
                 events,
                 shutdown,
                 reconfig: Mutex::new(()),
+                run_dir: self.run_dir,
+                watches: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -164,7 +183,8 @@ impl AppState {
                 key: format!("pool[{i}]"),
                 error,
             };
-            let built = match build_pool(pool, self_exe) {
+            let watch = Watch::new(self.inner.run_dir.clone());
+            let built = match build_watched_pool(pool, self_exe, &watch) {
                 Ok(p) => p,
                 Err(e) => {
                     self.registry().close_all().await;
@@ -175,6 +195,7 @@ impl AppState {
                 self.registry().close_all().await;
                 return Err(fail(e));
             }
+            self.watches().insert(pool.name.clone(), watch);
         }
         Ok(())
     }
@@ -219,7 +240,25 @@ impl AppState {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The bearer token every route but `/healthz` asks for, if any.
+    /// What is kept of the workers of the pool `name`, for a pool built by
+    /// [`start_pools`](Self::start_pools).
+    pub fn watch(&self, name: &str) -> Option<Watch> {
+        self.watches().get(name).cloned()
+    }
+
+    fn watches(&self) -> MutexGuard<'_, HashMap<String, Watch>> {
+        self.inner
+            .watches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The run directory, if the state has one.
+    pub fn run_dir(&self) -> Option<&RunDir> {
+        self.inner.run_dir.as_deref()
+    }
+
+    /// The bearer token every route but the probes asks for, if any.
     pub fn token(&self) -> Option<&str> {
         self.inner.token.as_deref()
     }

@@ -417,15 +417,28 @@ async fn pools_and_stats_show_every_pool() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn healthz_reports_every_pool() {
+async fn readyz_and_its_alias_healthz_report_every_pool_and_livez_answers() {
     let state = state_with(vec![demo("a", 1), demo("b", 1)]).await;
     let router = app(state.clone());
-    let (status, _, body) = call(&router, get("/healthz")).await;
-    assert_eq!(status, StatusCode::OK);
+    for probe in ["/readyz", "/healthz"] {
+        let (status, _, body) = call(&router, get(probe)).await;
+        assert_eq!(status, StatusCode::OK, "{probe}");
+        assert_eq!(
+            body,
+            json!({"status": "ok", "pools": {"a": "ready", "b": "ready"}}),
+            "{probe}"
+        );
+    }
+    state.registry().get("b").unwrap().close().await;
+    let (status, _, body) = call(&router, get("/readyz")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(
         body,
-        json!({"status": "ok", "pools": {"a": "healthy", "b": "healthy"}})
+        json!({"status": "unavailable", "pools": {"a": "ready", "b": "closed"}})
     );
+    let (status, _, body) = call(&router, get("/livez")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, json!({"status": "ok"}));
     state.close().await;
 }
 
@@ -689,7 +702,7 @@ async fn events_stream_pool_events() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bearer_token_guards_every_route_but_healthz() {
+async fn a_bearer_token_guards_every_route_but_the_probes() {
     let state = AppState::builder().token("s3cret").build();
     start(&state, vec![demo("demo", 1)]).await;
     let router = app(state.clone());
@@ -714,7 +727,9 @@ async fn a_bearer_token_guards_every_route_but_healthz() {
         .headers_mut()
         .insert(header::AUTHORIZATION, "Bearer s3cret".parse().unwrap());
     assert_eq!(call(&router, right).await.0, StatusCode::OK);
-    assert_eq!(call(&router, get("/healthz")).await.0, StatusCode::OK);
+    for probe in ["/livez", "/readyz", "/healthz"] {
+        assert_eq!(call(&router, get(probe)).await.0, StatusCode::OK, "{probe}");
+    }
     state.close().await;
 }
 

@@ -491,3 +491,46 @@ fn run_streams_jobs_in_input_order() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("allowed: demo"));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn run_names_the_last_words_of_a_worker_that_cannot_start_in_its_results_and_summary() {
+    let dir = std::env::temp_dir().join(format!("kennel-run-words-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("kennel.toml");
+    std::fs::write(
+        &config,
+        "[[pool]]\nname = \"model\"\nargv = [\"sh\", \"-c\", \"echo 'model file not found: /models/x.bin' >&2; exit 1\"]\n",
+    )
+    .unwrap();
+    let jobs = dir.join("jobs.jsonl");
+    std::fs::write(&jobs, "{}\n{}\n{}\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kennel"))
+        .args([
+            "run",
+            "--pool",
+            "model",
+            "--quiet",
+            "--concurrency",
+            "1",
+            "--config",
+        ])
+        .arg(&config)
+        .arg(&jobs)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    for line in stdout.lines() {
+        let r = json_of(line);
+        assert_eq!(r["error"], "warmup-failed", "{stdout}");
+        assert_eq!(r["stderr"], json!(["model file not found: /models/x.bin"]));
+    }
+    assert!(
+        stderr.contains(
+            "last words of the worker that failed line 3 (warmup-failed):\n  model file not found: /models/x.bin"
+        ),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -19,6 +19,12 @@ const EXIT_STATUS_WAIT: Duration = Duration::from_millis(200);
 /// is stuck in the kernel; then the error is returned without waiting more.
 const REAP_WAIT: Duration = Duration::from_secs(1);
 
+/// How long to wait, once the worker has been reaped, for the last of its
+/// stderr to be read, so that an error carries its last words. Its stderr
+/// closes when the last process of its group has ended; one that left the
+/// group and keeps the pipe open only costs this wait.
+const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
+
 impl Coprocess {
     /// Ends the worker gracefully and returns how it ended.
     ///
@@ -74,6 +80,13 @@ impl Coprocess {
         self.group.signal(Signal::SIGKILL);
         self.stdin = None;
         self.wait_for_exit(REAP_WAIT).await;
+        let mut err = err;
+        if let ProcessError::Protocol { stderr, .. }
+        | ProcessError::Crashed { stderr, .. }
+        | ProcessError::NotReady { stderr, .. } = &mut err
+        {
+            *stderr = self.last_words().await;
+        }
         err
     }
 
@@ -103,6 +116,13 @@ impl Coprocess {
         exit.ok().map(|exit| exit.status)
     }
 
+    /// The tail of the worker's stderr, once the stream has closed (or after
+    /// a bounded wait): call it after the worker has been killed or reaped.
+    pub(super) async fn last_words(&self) -> Vec<String> {
+        let _ = tokio::time::timeout(LAST_WORDS_WAIT, self.tail.closed()).await;
+        self.tail.lines()
+    }
+
     pub(super) fn status_now(&self) -> Option<ExitStatus> {
         self.exit.try_exited().map(|exit| exit.status)
     }
@@ -110,6 +130,7 @@ impl Coprocess {
     pub(super) fn crashed_now(&self) -> ProcessError {
         ProcessError::Crashed {
             status: self.status_now(),
+            stderr: self.tail.lines(),
         }
     }
 }

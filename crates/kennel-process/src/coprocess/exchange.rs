@@ -64,12 +64,22 @@ impl Coprocess {
                         Some(status) => status.to_string(),
                         None => "it closed its stdout".to_owned(),
                     };
-                    return Err(ProcessError::NotReady { reason, status });
+                    let stderr = self.last_words().await;
+                    return Err(ProcessError::NotReady {
+                        reason,
+                        status,
+                        stderr,
+                    });
                 }
                 Err(err) => {
                     let reason = format!("reading its stdout failed: {err}");
                     let status = self.break_after_eof(&reason).await;
-                    return Err(ProcessError::NotReady { reason, status });
+                    let stderr = self.last_words().await;
+                    return Err(ProcessError::NotReady {
+                        reason,
+                        status,
+                        stderr,
+                    });
                 }
             };
             if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -87,16 +97,16 @@ impl Coprocess {
                     return Ok(());
                 }
                 Ok(value) if is_error_reply(&value) => {
-                    let reason = error_message(&value);
                     let err = ProcessError::NotReady {
-                        reason: reason.clone(),
+                        reason: error_message(&value),
                         status: None,
+                        stderr: Vec::new(),
                     };
-                    self.break_stream(err).await;
-                    return Err(ProcessError::NotReady {
-                        reason,
-                        status: self.status_now(),
-                    });
+                    let mut err = self.break_stream(err).await;
+                    if let ProcessError::NotReady { status, .. } = &mut err {
+                        *status = self.status_now();
+                    }
+                    return Err(err);
                 }
                 _ => {
                     tracing::warn!(
@@ -192,6 +202,7 @@ impl Coprocess {
                              longer match requests; it reads {}",
                             excerpt(&head)
                         ),
+                        stderr: Vec::new(),
                     };
                     return Err(self.break_stream(err).await);
                 }
@@ -201,6 +212,7 @@ impl Coprocess {
                     message: "an earlier request was dropped before its reply was read, so \
                               replies no longer match requests; the worker was killed"
                         .to_owned(),
+                    stderr: Vec::new(),
                 };
                 return Err(self.break_stream(err).await);
             }
@@ -222,7 +234,8 @@ impl Coprocess {
             let status = self
                 .break_after_eof(&format!("writing a request failed: {err}"))
                 .await;
-            return Err(ProcessError::Crashed { status });
+            let stderr = self.last_words().await;
+            return Err(ProcessError::Crashed { status, stderr });
         }
 
         let result = loop {
@@ -236,13 +249,15 @@ impl Coprocess {
                     let status = self
                         .break_after_eof("it closed its stdout before replying")
                         .await;
-                    break Err(ProcessError::Crashed { status });
+                    let stderr = self.last_words().await;
+                    break Err(ProcessError::Crashed { status, stderr });
                 }
                 Err(err) => {
                     let status = self
                         .break_after_eof(&format!("reading a reply failed: {err}"))
                         .await;
-                    break Err(ProcessError::Crashed { status });
+                    let stderr = self.last_words().await;
+                    break Err(ProcessError::Crashed { status, stderr });
                 }
             };
             if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -262,6 +277,7 @@ impl Coprocess {
                 Err(err) => {
                     let err = ProcessError::Protocol {
                         message: format!("reply is not JSON ({err}); it reads {}", excerpt(&bytes)),
+                        stderr: Vec::new(),
                     };
                     break Err(self.break_stream(err).await);
                 }
@@ -278,6 +294,7 @@ impl Coprocess {
                 self.max_line_bytes,
                 excerpt(head)
             ),
+            stderr: Vec::new(),
         }
     }
 }

@@ -23,6 +23,8 @@ mod reap;
 mod spawn;
 mod stderr;
 
+pub use self::stderr::{STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail};
+
 /// Where the conversation with the worker stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -106,6 +108,8 @@ pub struct Coprocess {
     max_line_bytes: usize,
     close_grace: Duration,
     label: Label,
+    /// The last lines of its stderr.
+    tail: StderrTail,
 }
 
 impl Coprocess {
@@ -128,6 +132,16 @@ impl Coprocess {
     /// [`ExitStatus::Signal`]: kennel::ExitStatus::Signal
     pub fn exited(&self) -> Exited {
         self.exit.exited()
+    }
+
+    /// The worker's last words: a handle on the tail of its stderr, which
+    /// stays readable after the worker has ended. A failed warm-up, a crash
+    /// and a protocol error carry a copy
+    /// ([`ProcessError::stderr`](crate::ProcessError::stderr)); this handle
+    /// serves the cases where the error comes from elsewhere, e.g. a pool
+    /// that saw the worker end first.
+    pub fn stderr_tail(&self) -> StderrTail {
+        self.tail.clone()
     }
 
     /// How the worker ended, if it has.

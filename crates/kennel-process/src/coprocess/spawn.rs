@@ -9,7 +9,7 @@ use kennel::ExitSignal;
 use tokio::process::Command;
 
 use super::reap::wait_for_exit;
-use super::stderr::forward_stderr;
+use super::stderr::{StderrTail, forward_stderr};
 use super::{Coprocess, Label, Phase};
 use crate::error::ProcessError;
 use crate::group::ProcessGroup;
@@ -44,6 +44,8 @@ impl Coprocess {
         if let Some(dir) = &spec.current_dir {
             command.current_dir(dir);
         }
+        #[cfg(target_os = "linux")]
+        crate::deathsig::die_with_parent(&mut command);
         // Started now: the exit counts how long the worker ran from here.
         let (exit, _) = ExitSignal::new();
         let mut child = command.spawn().map_err(|source| ProcessError::Spawn {
@@ -71,7 +73,8 @@ impl Coprocess {
             label.clone(),
             pid,
         ));
-        tokio::spawn(forward_stderr(stderr, label.clone(), pid));
+        let tail = StderrTail::new();
+        tokio::spawn(forward_stderr(stderr, label.clone(), pid, tail.clone()));
         tracing::debug!(pool = label.pool.as_deref(), slot = label.slot, pid, %program, "worker started");
 
         Ok(Self {
@@ -87,6 +90,7 @@ impl Coprocess {
             max_line_bytes: spec.max_line_bytes,
             close_grace: spec.close_grace,
             label,
+            tail,
         })
     }
 }

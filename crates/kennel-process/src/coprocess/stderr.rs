@@ -1,7 +1,13 @@
-//! A [`Coprocess`](super::Coprocess)'s stderr, forwarded line by line to
-//! `tracing`.
+//! A [`Coprocess`](super::Coprocess)'s stderr: forwarded line by line to
+//! `tracing`, and its last lines kept as the worker's last words
+//! ([`StderrTail`]).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::process::ChildStderr;
+use tokio::sync::watch;
 
 use super::Label;
 use crate::lines::{Line, LineReader, Overflow};
@@ -9,9 +15,140 @@ use crate::lines::{Line, LineReader, Overflow};
 /// The longest stderr line forwarded whole; longer ones are cut.
 const STDERR_LINE_BYTES: usize = 64 * 1024;
 
-/// Forwards each stderr line of the worker to `tracing`.
-pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32) {
+/// How many stderr lines a [`StderrTail`] keeps: the last 20.
+pub const STDERR_TAIL_LINES: usize = 20;
+
+/// How many bytes of stderr a [`StderrTail`] keeps at most: 4 KiB (a line
+/// alone longer than that keeps its first 4 KiB).
+pub const STDERR_TAIL_BYTES: usize = 4 * 1024;
+
+/// The last lines a worker wrote on stderr: at most [`STDERR_TAIL_LINES`]
+/// lines and [`STDERR_TAIL_BYTES`] bytes, oldest first, blank lines left
+/// out, each decoded as UTF-8 (invalid bytes replaced).
+///
+/// A failed warm-up, a crash under a request and a protocol error carry a
+/// copy of it ([`ProcessError::stderr`](crate::ProcessError::stderr)); the
+/// handle from [`Coprocess::stderr_tail`](crate::Coprocess::stderr_tail)
+/// reads it at any time, also after the worker has ended. Cheap to clone.
+#[derive(Clone)]
+pub struct StderrTail {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    lines: Mutex<Tail>,
+    closed: watch::Sender<bool>,
+}
+
+#[derive(Default)]
+struct Tail {
+    lines: VecDeque<String>,
+    bytes: usize,
+}
+
+impl StderrTail {
+    pub(crate) fn new() -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                lines: Mutex::new(Tail::default()),
+                closed: watch::channel(false).0,
+            }),
+        }
+    }
+
+    /// The lines kept, oldest first.
+    pub fn lines(&self) -> Vec<String> {
+        self.tail().lines.iter().cloned().collect()
+    }
+
+    /// The last line kept, if any.
+    pub fn last_line(&self) -> Option<String> {
+        self.tail().lines.back().cloned()
+    }
+
+    /// Whether the worker's stderr has closed (every process that held it
+    /// has ended or closed it), so that no line will be added.
+    pub fn is_closed(&self) -> bool {
+        *self.inner.closed.borrow()
+    }
+
+    /// Resolves once the worker's stderr has closed and every line it wrote
+    /// has been kept.
+    ///
+    /// # Errors
+    ///
+    /// None: it only waits. (Should the task reading stderr stop, e.g. with
+    /// its runtime, the tail is marked closed all the same.)
+    ///
+    /// # Cancel safety
+    ///
+    /// This method is cancel safe: it only waits.
+    pub async fn closed(&self) {
+        let mut rx = self.inner.closed.subscribe();
+        // The sender lives in `self`: `wait_for` cannot fail while it waits.
+        let _ = rx.wait_for(|closed| *closed).await;
+    }
+
+    /// Keeps `line` as the newest line, dropping the oldest ones beyond the
+    /// bounds.
+    pub(crate) fn push(&self, line: &[u8]) {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end();
+        if text.is_empty() {
+            return;
+        }
+        let text = cut(text, STDERR_TAIL_BYTES).to_owned();
+        let mut tail = self.tail();
+        tail.bytes += text.len();
+        tail.lines.push_back(text);
+        while tail.lines.len() > STDERR_TAIL_LINES || tail.bytes > STDERR_TAIL_BYTES {
+            let Some(old) = tail.lines.pop_front() else {
+                break;
+            };
+            tail.bytes -= old.len();
+        }
+    }
+
+    fn close(&self) {
+        self.inner.closed.send_replace(true);
+    }
+
+    fn tail(&self) -> std::sync::MutexGuard<'_, Tail> {
+        self.inner
+            .lines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl fmt::Debug for StderrTail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StderrTail")
+            .field("lines", &self.tail().lines)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+/// The longest start of `text` of at most `max` bytes that ends on a
+/// character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Forwards each stderr line of the worker to `tracing` and keeps it in
+/// `tail`; marks the tail closed at the end of the stream.
+pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32, tail: StderrTail) {
     let mut reader = LineReader::new(stderr, STDERR_LINE_BYTES, Overflow::Truncate);
+    // Closed however this task ends, even when its runtime stops.
+    let _closed = CloseOnDrop(tail.clone());
     loop {
         let (bytes, last) = match reader.next_line().await {
             Ok(Line::Complete(bytes) | Line::Truncated(bytes) | Line::TooLong(bytes)) => {
@@ -21,6 +158,7 @@ pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32) 
             Err(_) => return,
         };
         if !bytes.is_empty() || !last {
+            tail.push(&bytes);
             let line = String::from_utf8_lossy(&bytes);
             tracing::info!(
                 target: "kennel_process::stderr",
@@ -33,5 +171,61 @@ pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32) 
         if last {
             return;
         }
+    }
+}
+
+struct CloseOnDrop(StderrTail);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_keeps_the_last_lines_in_order() {
+        let tail = StderrTail::new();
+        for i in 0..50 {
+            tail.push(format!("line {i}").as_bytes());
+        }
+        let expected: Vec<String> = (30..50).map(|i| format!("line {i}")).collect();
+        assert_eq!(tail.lines(), expected);
+        assert_eq!(tail.last_line().as_deref(), Some("line 49"));
+    }
+
+    #[test]
+    fn the_tail_keeps_at_most_its_bytes_dropping_the_oldest_lines() {
+        let tail = StderrTail::new();
+        for i in 0..10 {
+            tail.push(format!("{i}{}", "x".repeat(999)).as_bytes());
+        }
+        let lines = tail.lines();
+        assert_eq!(lines.len(), 4, "4 lines of 1000 bytes fit in 4 KiB");
+        assert!(lines.iter().map(String::len).sum::<usize>() <= STDERR_TAIL_BYTES);
+        assert!(lines[0].starts_with('6') && lines[3].starts_with('9'));
+    }
+
+    #[test]
+    fn a_line_longer_than_the_tail_keeps_its_start_on_a_character_boundary() {
+        let tail = StderrTail::new();
+        tail.push("é".repeat(STDERR_TAIL_BYTES).as_bytes());
+        let lines = tail.lines();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].len(), STDERR_TAIL_BYTES);
+        assert!(lines[0].chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn blank_lines_and_trailing_spaces_are_not_kept() {
+        let tail = StderrTail::new();
+        tail.push(b"first  \r");
+        tail.push(b"   ");
+        tail.push(b"");
+        tail.push(b"\xffsecond");
+        assert_eq!(tail.lines(), ["first", "\u{fffd}second"]);
     }
 }

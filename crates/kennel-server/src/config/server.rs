@@ -1,6 +1,7 @@
 //! `[server]`: how the service listens and stops.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -33,12 +34,17 @@ pub struct ServerConfig {
     /// is answered 413.
     pub body_limit: HumanSize,
     /// `token_env`: the name of an environment variable that holds a bearer
-    /// token. When set, every endpoint but `/healthz` asks for
-    /// `Authorization: Bearer <token>`.
+    /// token. When set, every endpoint but the probes (`/livez`, `/readyz`,
+    /// `/healthz`) asks for `Authorization: Bearer <token>`.
     pub token_env: Option<String>,
     /// `shutdown_grace`: how long in-flight requests may finish after
-    /// SIGINT/SIGTERM before the pools close (default 10 s).
+    /// SIGINT, SIGTERM or SIGHUP before the pools close (default 10 s).
     pub shutdown_grace: HumanDuration,
+    /// `run_dir`: where `kennel serve` records each live worker process
+    /// group, and at start kills the groups a previous run left (default:
+    /// `$XDG_RUNTIME_DIR/kennel/<port>`, else `/tmp/kennel-<uid>/<port>`).
+    /// A relative path is taken from the server's working directory.
+    pub run_dir: Option<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -48,6 +54,7 @@ impl Default for ServerConfig {
             body_limit: HumanSize(DEFAULT_BODY_LIMIT),
             token_env: None,
             shutdown_grace: HumanDuration(DEFAULT_SHUTDOWN_GRACE),
+            run_dir: None,
         }
     }
 }

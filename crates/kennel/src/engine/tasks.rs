@@ -26,7 +26,7 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
     let work = async {
         let mut worker = factory(info)
             .await
-            .map_err(|e| (format!("the factory failed: {e}"), Some(e)))?;
+            .map_err(|e| (format!("could not start: {e}"), Some(e)))?;
         let exited = worker.exited();
         let killer = worker.killer();
         let pid = worker.pid();
@@ -48,14 +48,14 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
         worker
             .ready()
             .await
-            .map_err(|e| (format!("ready() failed: {e}"), Some(e)))?;
+            .map_err(|e| (format!("not ready: {e}"), Some(e)))?;
         Ok(worker)
     };
     let limited = async {
         match limit {
             Some(d) => tokio::time::timeout(d, work)
                 .await
-                .unwrap_or_else(|_| Err((format!("the warm-up exceeded its {d:?} limit"), None))),
+                .unwrap_or_else(|_| Err((format!("not ready within {d:?}"), None))),
             None => work.await,
         }
     };

@@ -7,8 +7,11 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use kennel::RejectReason;
-use kennel_process::ProcessError;
 use serde_json::json;
+
+mod from;
+
+pub use self::from::with_last_words;
 
 /// An error the service answers with.
 ///
@@ -21,6 +24,7 @@ use serde_json::json;
 /// | `unauthorized` | 401 |
 /// | `too-large` | 413 |
 /// | `rejected`, `no-members`, `lend-timeout` (with `Retry-After`) | 503 |
+/// | `unavailable` (the pool's workers keep failing to start; with `Retry-After`) | 503 |
 /// | `closed` | 503 |
 /// | `timeout` | 504 |
 /// | `crashed`, `warmup-failed`, `protocol` | 502 |
@@ -87,6 +91,17 @@ pub enum ApiError {
         /// The `Retry-After` to send, in seconds.
         retry_after: u64,
     },
+    /// The pool's workers keep failing to start (its crash-loop breaker is
+    /// open): the job was turned away at once.
+    Unavailable {
+        /// What the last failed start said.
+        last_failure: String,
+        /// The last words of the worker whose start failed last, when known.
+        stderr: Vec<String>,
+        /// The `Retry-After` to send: whole seconds to the next trial start,
+        /// at least 1.
+        retry_after: u64,
+    },
     /// The pool is closed or closing.
     Closed,
     /// The job ran past its time limit; its worker was killed.
@@ -98,16 +113,22 @@ pub enum ApiError {
     Crashed {
         /// What is known of how it ended.
         message: String,
+        /// The worker's last words: the tail of its stderr.
+        stderr: Vec<String>,
     },
     /// The worker started for this job failed its warm-up.
     WarmupFailed {
         /// What went wrong.
         message: String,
+        /// The worker's last words: the tail of its stderr.
+        stderr: Vec<String>,
     },
     /// The worker broke the protocol (bad output); it was killed.
     Protocol {
         /// What was wrong.
         message: String,
+        /// The worker's last words: the tail of its stderr.
+        stderr: Vec<String>,
     },
     /// The worker replied with an error of its own.
     Worker {
@@ -145,6 +166,7 @@ impl ApiError {
             Self::Rejected { .. } => "rejected",
             Self::NoMembers { .. } => "no-members",
             Self::LendTimeout { .. } => "lend-timeout",
+            Self::Unavailable { .. } => "unavailable",
             Self::Closed => "closed",
             Self::Timeout { .. } => "timeout",
             Self::Crashed { .. } => "crashed",
@@ -171,6 +193,7 @@ impl ApiError {
             Self::Rejected { .. }
             | Self::NoMembers { .. }
             | Self::LendTimeout { .. }
+            | Self::Unavailable { .. }
             | Self::Closed => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             Self::Crashed { .. } | Self::WarmupFailed { .. } | Self::Protocol { .. } => {
@@ -201,14 +224,22 @@ impl ApiError {
                 format!("no pool in group `{group}` can lend a worker now")
             }
             Self::LendTimeout { after, .. } => format!("no worker was free within {after:?}"),
+            Self::Unavailable {
+                last_failure,
+                retry_after,
+                ..
+            } => format!(
+                "the pool is unavailable: its workers keep failing to start \
+                 (last: {last_failure}); next try in {retry_after} s"
+            ),
             Self::Closed => "pool is closed".into(),
             Self::Timeout { after } => format!(
                 "job exceeded its {} timeout",
                 humantime::format_duration(*after)
             ),
-            Self::Crashed { message }
-            | Self::WarmupFailed { message }
-            | Self::Protocol { message }
+            Self::Crashed { message, .. }
+            | Self::WarmupFailed { message, .. }
+            | Self::Protocol { message, .. }
             | Self::Worker { message } => message.clone(),
             Self::Internal { .. } => "internal error".into(),
         }
@@ -217,11 +248,24 @@ impl ApiError {
     /// The `Retry-After` this answer carries, in seconds.
     fn retry_after(&self) -> Option<u64> {
         match self {
-            Self::Rejected { retry_after, .. } | Self::LendTimeout { retry_after, .. } => {
-                Some(*retry_after)
-            }
+            Self::Rejected { retry_after, .. }
+            | Self::LendTimeout { retry_after, .. }
+            | Self::Unavailable { retry_after, .. } => Some(*retry_after),
             Self::NoMembers { .. } => Some(RETRY_AFTER_SECS),
             _ => None,
+        }
+    }
+
+    /// The worker's last words this answer carries (the `stderr` field of
+    /// its body): the tail of the stderr of the worker that failed. Empty
+    /// when there are none.
+    pub fn stderr(&self) -> &[String] {
+        match self {
+            Self::Crashed { stderr, .. }
+            | Self::WarmupFailed { stderr, .. }
+            | Self::Protocol { stderr, .. }
+            | Self::Unavailable { stderr, .. } => stderr,
+            _ => &[],
         }
     }
 
@@ -263,6 +307,9 @@ impl IntoResponse for ApiError {
         if let Self::Rejected { reason, .. } = &self {
             body["reason"] = reason.as_str().into();
         }
+        if !self.stderr().is_empty() {
+            body["stderr"] = self.stderr().into();
+        }
         let mut response = (status, Json(body)).into_response();
         if let Some(secs) = self.retry_after() {
             response
@@ -275,56 +322,5 @@ impl IntoResponse for ApiError {
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
-    }
-}
-
-impl From<kennel::Error> for ApiError {
-    fn from(e: kennel::Error) -> Self {
-        match e {
-            kennel::Error::Rejected { reason } => Self::Rejected {
-                reason,
-                retry_after: RETRY_AFTER_SECS,
-            },
-            kennel::Error::LendTimeout { after } => Self::LendTimeout {
-                after,
-                retry_after: RETRY_AFTER_SECS,
-            },
-            kennel::Error::Timeout { after } => Self::Timeout { after },
-            kennel::Error::WarmupFailed { message, .. } => Self::WarmupFailed { message },
-            kennel::Error::Crashed { exit, .. } => Self::Crashed {
-                message: match exit {
-                    Some(exit) => format!("worker failed before responding ({})", exit.status),
-                    None => "worker failed before responding".into(),
-                },
-            },
-            kennel::Error::Closed => Self::Closed,
-            kennel::Error::NoSuchPool { name } => Self::NoSuchPool { name },
-            kennel::Error::NoMembers { group } => Self::NoMembers { group },
-            kennel::Error::Config(e) => Self::BadConfig {
-                message: e.to_string(),
-            },
-            other => Self::Internal {
-                detail: other.to_string(),
-            },
-        }
-    }
-}
-
-impl From<ProcessError> for ApiError {
-    fn from(e: ProcessError) -> Self {
-        match e {
-            ProcessError::Worker { message } => Self::Worker { message },
-            ProcessError::Crashed { status } => Self::Crashed {
-                message: match status {
-                    Some(status) => format!("worker failed before responding ({status})"),
-                    None => "worker failed before responding".into(),
-                },
-            },
-            ProcessError::Protocol { message } => Self::Protocol { message },
-            ProcessError::NotReady { reason, .. } => Self::WarmupFailed { message: reason },
-            other => Self::Internal {
-                detail: other.to_string(),
-            },
-        }
     }
 }

@@ -1,0 +1,128 @@
+//! What the service keeps of a pool's workers after they failed: the stderr
+//! tails of the last ones started (for the answer of a broken pool), and the
+//! run directory's file of each live worker group.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use kennel_process::{Coprocess, StderrTail};
+
+use crate::rundir::RunDir;
+
+/// How many workers' stderr tails a pool's watch keeps.
+const RECENT: usize = 8;
+
+/// How long to wait for a crashed worker's stderr to close before its last
+/// words are read.
+const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
+
+/// What the service keeps of one pool's workers. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Watch {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// The slot and stderr tail of the last workers started, oldest first.
+    recent: Mutex<VecDeque<(usize, StderrTail)>>,
+    run_dir: Option<Arc<RunDir>>,
+}
+
+impl fmt::Debug for Watch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watch")
+            .field("run_dir", &self.inner.run_dir.as_ref().map(|d| d.path()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watch {
+    /// A watch that records each worker's group in `run_dir`, if given.
+    pub fn new(run_dir: Option<Arc<RunDir>>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                recent: Mutex::new(VecDeque::new()),
+                run_dir,
+            }),
+        }
+    }
+
+    /// Called by the pool's factory for each worker it started: keeps its
+    /// stderr tail and records its group until it ends.
+    ///
+    /// # Panics
+    ///
+    /// When called outside a tokio runtime (with a run directory).
+    pub fn started(&self, slot: usize, worker: &Coprocess) {
+        {
+            let mut recent = self.recent();
+            recent.push_back((slot, worker.stderr_tail()));
+            while recent.len() > RECENT {
+                recent.pop_front();
+            }
+        }
+        if let Some(record) = self
+            .inner
+            .run_dir
+            .as_ref()
+            .and_then(|d| d.record(worker.pid()))
+        {
+            let exited = worker.exited();
+            tokio::spawn(async move {
+                exited.await;
+                drop(record);
+            });
+        }
+    }
+
+    /// The last words of the most recently started worker whose stderr has
+    /// closed with something on it: while a pool is broken, the worker
+    /// whose start failed last. Empty when there is none.
+    pub fn last_failed_words(&self) -> Vec<String> {
+        self.recent()
+            .iter()
+            .rev()
+            .find(|(_, t)| t.is_closed() && t.last_line().is_some())
+            .map(|(_, t)| t.lines())
+            .unwrap_or_default()
+    }
+
+    /// The stderr tail of the last worker started in `slot`: for a failed
+    /// warm-up the pool reported without the worker's own error (it saw the
+    /// worker exit first).
+    pub fn tail_of(&self, slot: usize) -> Option<StderrTail> {
+        self.recent()
+            .iter()
+            .rev()
+            .find(|(s, _)| *s == slot)
+            .map(|(_, t)| t.clone())
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, VecDeque<(usize, StderrTail)>> {
+        self.inner
+            .recent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The last words of a worker that ended under a job: its stderr tail once
+/// the stream has closed, or after a short bounded wait (200 ms).
+///
+/// # Errors
+///
+/// None: with no tail, or no line, the words are empty.
+///
+/// # Cancel safety
+///
+/// Cancel safe: it only waits, then reads.
+pub async fn last_words(tail: Option<&StderrTail>) -> Vec<String> {
+    let Some(tail) = tail else {
+        return Vec::new();
+    };
+    let _ = tokio::time::timeout(LAST_WORDS_WAIT, tail.closed()).await;
+    tail.lines()
+}
