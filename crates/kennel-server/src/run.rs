@@ -88,7 +88,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let pool = build_watched_pool(pool_config, &crate::self_exe()?, &watch)
         .map_err(|e| anyhow::anyhow!("`pool` {:?}: {e}", pool_config.name))?;
     let capacity = pool.stats().capacity.max(1);
-    let queue = pool_config.options.max_waiting.unwrap_or(capacity * 8);
+    let queue = pool_config.options.waiting_bound(capacity);
     let concurrency = args.concurrency.map_or_else(
         || (capacity * 2).min(capacity + queue).max(1),
         |n| n as usize,

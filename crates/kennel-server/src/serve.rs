@@ -5,6 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use tokio_util::task::AbortOnDropHandle;
 use anyhow::Context;
 use kennel_server::rundir::{Reaped, RunDir, default_run_dir};
 use kennel_server::{AppState, app, metrics};
@@ -41,15 +42,16 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let run_dir = Arc::new(run_dir);
 
     let handle = metrics::install();
+    // Stopped when dropped: whichever way `serve` returns.
     let upkeep = {
         let handle = handle.clone();
-        tokio::spawn(async move {
+        AbortOnDropHandle::new(tokio::spawn(async move {
             let mut tick = tokio::time::interval(UPKEEP_EVERY);
             loop {
                 tick.tick().await;
                 handle.run_upkeep();
             }
-        })
+        }))
     };
     let mut builder = AppState::builder()
         .metrics(handle)
@@ -71,16 +73,17 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     announce(&state, local, args.config.is_none(), &run_dir, &reaped);
 
     let grace = config.server.shutdown_grace.0;
-    let mut server = tokio::spawn(
+    // The server task ends when dropped, if it has not by itself.
+    let mut server = AbortOnDropHandle::new(tokio::spawn(
         axum::serve(listener, app(state.clone()))
             .with_graceful_shutdown(state.shutdown_signal())
             .into_future(),
-    );
+    ));
     tokio::select! {
         r = &mut server => {
             // axum's server runs until it is told to stop.
             state.close().await;
-            upkeep.abort();
+            drop(upkeep);
             r.context("the server task failed")?.context("the server failed")?;
             anyhow::bail!("the server stopped by itself");
         }
@@ -99,12 +102,14 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         () = tokio::time::sleep(grace) => {
             tracing::warn!(target: "kennel_server", grace = %humantime::format_duration(grace), "requests still running after the shutdown grace");
-            server.abort();
         }
-        _ = sigterm.recv() => server.abort(),
-        _ = sigint.recv() => server.abort(),
-        _ = sighup.recv() => server.abort(),
+        _ = sigterm.recv() => {}
+        _ = sigint.recv() => {}
+        _ = sighup.recv() => {}
     }
+    // Requests still running past the grace, or after a second signal, are
+    // cut off: dropping the server's task ends it.
+    drop(server);
     tracing::info!(target: "kennel_server", "closing every pool");
     tokio::select! {
         () = state.close() => {}
@@ -115,7 +120,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Dropping the state kills any worker left; then no group is live.
     drop(state);
     run_dir.clean();
-    upkeep.abort();
+    drop(upkeep);
     tracing::info!(target: "kennel_server", "stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -271,8 +271,9 @@ impl Options {
         }
     }
 
-    /// The bound on waiting jobs for a pool of `capacity`.
-    pub(crate) fn waiting_bound(&self, capacity: usize) -> usize {
+    /// The bound on waiting jobs for a pool of `capacity`: `max_waiting`,
+    /// or 8 × the capacity when it is not set.
+    pub fn waiting_bound(&self, capacity: usize) -> usize {
         self.max_waiting
             .unwrap_or_else(|| capacity.saturating_mul(WAITING_PER_WORKER))
     }

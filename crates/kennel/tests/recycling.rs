@@ -223,3 +223,22 @@ async fn an_idle_worker_over_max_memory_is_retired_at_the_next_sample() {
     assert!(!farm.has_exited(0));
     assert_eq!(farm.made(), 3);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_slot_whose_worker_the_pools_own_limit_retired_young_rests_until_a_second_has_passed() {
+    let farm = Farm::new();
+    let pool = fixed(&farm, Parallel, 1).max_jobs(1).build().unwrap();
+    settle().await;
+    pool.run(async |w: &mut Fake| w.id).await.unwrap();
+    settle().await;
+    assert!(farm.has_exited(0), "retired after its one job");
+    advance(ms(500)).await;
+    assert_eq!(farm.made(), 1, "no restart within the second");
+    advance(ms(600)).await;
+    assert_eq!(farm.made(), 2, "replaced once a second has passed");
+    assert_eq!(pool.stats().idle, 1);
+    // A job that needs the slot meanwhile starts a worker at once.
+    pool.run(async |w: &mut Fake| w.id).await.unwrap();
+    settle().await;
+    assert_eq!(pool.run(async |w: &mut Fake| w.id).await.unwrap(), 3);
+}

@@ -165,4 +165,6 @@ pub(crate) enum Wake {
     Slow { slot: usize, generation: u64 },
     /// Time to sample the workers' memory.
     Memory,
+    /// A slot rested after the pool's own limit retired a young worker.
+    Rested { slot: usize, generation: u64 },
 }

@@ -11,6 +11,7 @@ use super::state::State;
 use crate::backoff;
 use crate::error::Error;
 use crate::event::{Event, RetireReason};
+use crate::options::MIN_LIFETIME;
 use crate::slot::{EndReason, Live, Now, Record, Rest, SlotState, WorkerCell, transitions as t};
 use crate::startup::{SlotPhase, Starts};
 use crate::timer::Timer;
@@ -189,7 +190,8 @@ impl<W: Worker> State<W> {
                     exit: exit.clone(),
                     early: true,
                 });
-                let message = format!("worker {} during its warm-up", exit.status);
+                // The same words as a warm-up that saw the end itself.
+                let message = format!("not ready: the worker ended its warm-up: {}", exit.status);
                 fx.emit(Event::WarmupFailed {
                     slot: i,
                     message: message.clone(),
@@ -211,7 +213,10 @@ impl<W: Worker> State<W> {
                 self.count_exit(i, early);
                 self.schedule_refill(fx, i);
             }
-            t::Ended::Closing(reason) => self.closed_exit(fx, i, reason, exit, early),
+            t::Ended::Closing(reason) => {
+                let ran = cell.started.elapsed();
+                self.closed_exit(fx, i, reason, exit, ran);
+            }
         }
         self.after_empty(fx);
     }
@@ -223,8 +228,9 @@ impl<W: Worker> State<W> {
         i: usize,
         reason: EndReason,
         exit: Exit,
-        early: bool,
+        ran: Duration,
     ) {
+        let early = ran < backoff::EARLY_EXIT;
         match reason {
             EndReason::Evicted | EndReason::Retired(_) if !early => {
                 // It ran long enough: the slot is healthy.
@@ -244,8 +250,20 @@ impl<W: Worker> State<W> {
                         | RetireReason::MaxJobs
                         | RetireReason::MaxMemory
                 );
+                // The pool's own limits never restart a slot more than once
+                // a second, however they are set: a worker they retired
+                // younger than that is replaced once it would have been that
+                // old (a job that needs the slot still starts one at once).
+                let own_limit = matches!(
+                    reason,
+                    RetireReason::Lifetime | RetireReason::MaxJobs | RetireReason::MaxMemory
+                );
                 if always && i < self.slots.size() && !self.closed {
-                    self.start_slot(fx, i, None);
+                    if own_limit && ran < MIN_LIFETIME {
+                        self.rest_until(fx, i, MIN_LIFETIME - ran);
+                    } else {
+                        self.start_slot(fx, i, None);
+                    }
                 }
             }
             EndReason::WarmupFailed => self.schedule_refill(fx, i),
@@ -253,6 +271,29 @@ impl<W: Worker> State<W> {
             // it back before the exit was seen.
             EndReason::Crashed => self.crashed(fx, i, exit, early),
             EndReason::Evicted | EndReason::PoolClosed => {}
+        }
+    }
+
+    /// Leaves the empty slot `i` resting for `delay`: after it, the startup
+    /// (or, under `OnDemand`, the next job) starts it again.
+    fn rest_until(&mut self, fx: &mut Effects<W>, i: usize, delay: Duration) {
+        let wake = Wake::Rested {
+            slot: i,
+            generation: self.slots.generation(i),
+        };
+        let timer = fx.wake_at(Instant::now() + delay, wake);
+        self.slots.apply(i, |s| t::back_off(s, timer));
+    }
+
+    /// A slot rested after the pool's own limit retired its worker young:
+    /// start it again whatever the startup, as the retirement would have.
+    pub(crate) fn on_rested(&mut self, fx: &mut Effects<W>, i: usize, generation: u64) {
+        if self.slots.generation(i) != generation || self.closed {
+            return;
+        }
+        self.slots.apply(i, t::end_backoff);
+        if i < self.slots.size() && self.slots.state(i).is_empty() && self.may_try_start() {
+            self.start_slot(fx, i, None);
         }
     }
 

@@ -373,6 +373,7 @@ impl<W: Worker> State<W> {
             Wake::Trial => self.on_trial_due(fx),
             Wake::Slow { slot, generation } => self.on_slow(fx, slot, generation),
             Wake::Memory => self.on_memory_tick(fx),
+            Wake::Rested { slot, generation } => self.on_rested(fx, slot, generation),
             Wake::StartRetry => {
                 self.start_retry = None;
                 self.pump(fx, None);
