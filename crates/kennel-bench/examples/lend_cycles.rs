@@ -18,12 +18,21 @@ impl Worker for Noop {
 }
 
 fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(100_000);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let pool = Pool::builder(|_| async {
             let (signal, exited) = ExitSignal::new();
-            Ok::<_, kennel::BoxError>(Noop { signal, exited: Some(exited) })
+            Ok::<_, kennel::BoxError>(Noop {
+                signal,
+                exited: Some(exited),
+            })
         })
         .startup(Parallel)
         .sizing(Fixed(1))

@@ -20,7 +20,7 @@ use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -33,6 +33,7 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::config::ReconfigBody;
 use crate::error::{ApiError, with_last_words};
+use crate::segment::Segment;
 use crate::state::AppState;
 use crate::watch::{Watch, last_words};
 
@@ -214,7 +215,7 @@ async fn run_job(
 
 async fn pool_job(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    Segment(name): Segment,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let pool = pool_named(&state, &name)?;
@@ -226,7 +227,7 @@ async fn pool_job(
 
 async fn group_job(
     State(state): State<AppState>,
-    Path(group): Path<String>,
+    Segment(group): Segment,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let registry = state.registry();
@@ -274,7 +275,7 @@ async fn list_pools(State(state): State<AppState>) -> Json<Value> {
 
 async fn pool_stats(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    Segment(name): Segment,
 ) -> Result<Json<Value>, ApiError> {
     let pool = pool_named(&state, &name)?;
     let mut v = stats_json(&pool.stats());
@@ -284,7 +285,7 @@ async fn pool_stats(
 
 async fn pool_config(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    Segment(name): Segment,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let pool = pool_named(&state, &name)?;

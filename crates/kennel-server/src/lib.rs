@@ -34,6 +34,7 @@ pub mod watch;
 
 mod app;
 mod error;
+mod segment;
 mod state;
 
 pub use crate::app::{app, json_body};

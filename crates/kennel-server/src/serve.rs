@@ -5,11 +5,11 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use tokio_util::task::AbortOnDropHandle;
 use anyhow::Context;
 use kennel_server::rundir::{Reaped, RunDir, default_run_dir};
 use kennel_server::{AppState, app, metrics};
 use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::cli::ServeArgs;
 

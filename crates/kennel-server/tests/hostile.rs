@@ -943,3 +943,27 @@ async fn json_numbers_pass_through_a_job_unchanged() {
     }
     state.close().await;
 }
+
+/// A pool or group name that is not UTF-8 is a JSON 400, as every error.
+#[tokio::test]
+async fn a_path_segment_that_is_not_utf8_is_answered_with_a_json_400() {
+    let state = state_with(AppState::builder()).await;
+    let router = app(state.clone());
+    for uri in ["/pools/%ff%fe/jobs", "/pools/%ff/stats", "/groups/%fe/jobs"] {
+        let method = if uri.ends_with("stats") {
+            Method::GET
+        } else {
+            Method::POST
+        };
+        let req = Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(Body::from("{}"))
+            .unwrap();
+        let (status, _, body) = call(&router, req).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}");
+        let v = assert_json_error(status, &body);
+        assert_eq!(v["error"], "bad-request", "{uri}: {v}");
+    }
+    state.close().await;
+}
