@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
-use kennel::{ExitSignal, Exited, Fixed, Killer, Parallel, Pool, Worker};
+use kennel::{Fixed, Parallel, Pool};
+use kennel_bench::Noop;
 use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
 use tokio::task::yield_now;
@@ -38,20 +39,6 @@ fn cycles() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1 << 20)
-}
-
-struct Noop {
-    signal: ExitSignal,
-    exited: Option<Exited>,
-}
-
-impl Worker for Noop {
-    fn exited(&mut self) -> Exited {
-        self.exited.take().unwrap_or_else(Exited::never)
-    }
-    fn killer(&self) -> Killer {
-        self.signal.killer()
-    }
 }
 
 struct DeadpoolManager;
@@ -138,16 +125,10 @@ fn runtime() -> Runtime {
 /// `timed`, a `max_queue_wait` makes it time every job (two clock reads per
 /// cycle), as a metrics recorder or a learning sizing would.
 fn kennel_pool(size: usize, timed: bool) -> Pool<Noop> {
-    let builder = Pool::builder(|_| async {
-        let (signal, exited) = ExitSignal::new();
-        Ok::<_, kennel::BoxError>(Noop {
-            signal,
-            exited: Some(exited),
-        })
-    })
-    .startup(Parallel)
-    .sizing(Fixed(size))
-    .max_waiting(kennel::MAX_WAITING);
+    let builder = Pool::builder(|_| async { Noop::make() })
+        .startup(Parallel)
+        .sizing(Fixed(size))
+        .max_waiting(kennel::MAX_WAITING);
     let builder = if timed {
         builder.max_queue_wait(Duration::from_secs(3600))
     } else {

@@ -20,38 +20,19 @@ use std::task::{Context, Waker};
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group};
-use kennel::{ExitSignal, Exited, Fixed, Killer, Parallel, Pool, Worker};
+use kennel::{Fixed, Parallel, Pool};
+use kennel_bench::Noop;
 
 /// Waiting jobs for the memory figure.
 const WAITING: usize = 100_000;
 
-struct Noop {
-    signal: ExitSignal,
-    exited: Option<Exited>,
-}
-
-impl Worker for Noop {
-    fn exited(&mut self) -> Exited {
-        self.exited.take().unwrap_or_else(Exited::never)
-    }
-    fn killer(&self) -> Killer {
-        self.signal.killer()
-    }
-}
-
 fn pool(size: usize) -> Pool<Noop> {
-    Pool::builder(|_| async {
-        let (signal, exited) = ExitSignal::new();
-        Ok::<_, kennel::BoxError>(Noop {
-            signal,
-            exited: Some(exited),
-        })
-    })
-    .startup(Parallel)
-    .sizing(Fixed(size))
-    .max_waiting(2 * WAITING)
-    .build()
-    .unwrap()
+    Pool::builder(|_| async { Noop::make() })
+        .startup(Parallel)
+        .sizing(Fixed(size))
+        .max_waiting(2 * WAITING)
+        .build()
+        .unwrap()
 }
 
 /// Resident memory of this process, in bytes.

@@ -1,21 +1,8 @@
 //! Lend + return cycles of a default kennel pool on one task, for
 //! instruction counts under `valgrind --tool=callgrind` (repeatable whatever
 //! else the machine does).
-use kennel::{ExitSignal, Exited, Fixed, Killer, Parallel, Pool, Worker};
-
-struct Noop {
-    signal: ExitSignal,
-    exited: Option<Exited>,
-}
-
-impl Worker for Noop {
-    fn exited(&mut self) -> Exited {
-        self.exited.take().unwrap_or_else(Exited::never)
-    }
-    fn killer(&self) -> Killer {
-        self.signal.killer()
-    }
-}
+use kennel::{Fixed, Parallel, Pool};
+use kennel_bench::Noop;
 
 fn main() {
     let n: usize = std::env::args()
@@ -27,17 +14,11 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let pool = Pool::builder(|_| async {
-            let (signal, exited) = ExitSignal::new();
-            Ok::<_, kennel::BoxError>(Noop {
-                signal,
-                exited: Some(exited),
-            })
-        })
-        .startup(Parallel)
-        .sizing(Fixed(1))
-        .build()
-        .unwrap();
+        let pool = Pool::builder(|_| async { Noop::make() })
+            .startup(Parallel)
+            .sizing(Fixed(1))
+            .build()
+            .unwrap();
         drop(pool.lend().await.unwrap());
         for _ in 0..n {
             let lease = pool.lend().await.unwrap();
