@@ -217,11 +217,15 @@ async fn pool_job(
     State(state): State<AppState>,
     Segment(name): Segment,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let pool = pool_named(&state, &name)?;
     let request = json_body(body, state.body_limit())?;
+    if let Some(queue) = state.queues().get(&name) {
+        return queue.submit(&request).await;
+    }
     run_job(Target::Pool(pool.clone()), request, state.watch(&name))
         .await
+        .map(IntoResponse::into_response)
         .map_err(|e| e.retry_after_projected(pool.projected_wait()))
 }
 
@@ -338,6 +342,8 @@ async fn readyz(State(state): State<AppState>) -> Response {
                 "closed"
             } else if e.stats.broken {
                 "broken"
+            } else if state.queues().is_disconnected(&e.name) {
+                "queue-down"
             } else if !e.stats.is_healthy() {
                 "starved"
             } else {

@@ -9,6 +9,7 @@
 //!   `{ "error": kind, "message": … }`.
 //! - [`embed`]: lend from a pool inside your own axum router.
 //! - [`demo`]: the built-in demo worker (`kennel worker demo`).
+//! - [`queue`]: pools fed by a NATS JetStream work queue (`[pool.queue]`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,6 +29,7 @@ pub mod demo;
 pub mod embed;
 pub mod metrics;
 pub mod pools;
+pub mod queue;
 pub mod rundir;
 pub mod sse;
 pub mod watch;

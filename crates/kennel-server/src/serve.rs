@@ -69,6 +69,10 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .start_pools(&config, &crate::self_exe()?)
         .await
         .with_context(|| format!("{source}: cannot start a pool"))?;
+    if let Err(e) = state.start_queues(&config).await {
+        state.close().await;
+        return Err(anyhow::Error::new(e).context(format!("{source}: cannot start a queue")));
+    }
 
     announce(&state, local, args.config.is_none(), &run_dir, &reaped);
 
@@ -91,11 +95,12 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         _ = sigint.recv() => tracing::info!(target: "kennel_server", "SIGINT: shutting down"),
         _ = sighup.recv() => tracing::info!(target: "kennel_server", "SIGHUP: shutting down"),
     }
-    // Stop accepting, end /events streams, let in-flight requests finish
-    // within the grace.
+    // Stop accepting and fetching, end /events streams, let in-flight
+    // requests and queued jobs finish within the grace.
     state.begin_shutdown();
+    let drained = async { tokio::join!(&mut server, state.drain_queues()).0 };
     tokio::select! {
-        r = &mut server => {
+        r = drained => {
             if let Ok(Err(e)) = r {
                 tracing::warn!(target: "kennel_server", error = %e, "the server failed while stopping");
             }
@@ -117,6 +122,8 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         _ = sigint.recv() => tracing::warn!(target: "kennel_server", "second signal: killing every worker"),
         _ = sighup.recv() => tracing::warn!(target: "kennel_server", "second signal: killing every worker"),
     }
+    // The queued jobs the closing ended are handed back, and the acks sent.
+    state.drain_queues().await;
     // Dropping the state kills any worker left; then no group is live.
     drop(state);
     run_dir.clean();

@@ -51,6 +51,8 @@ struct Inner {
     run_dir: Option<Arc<RunDir>>,
     /// What is kept of each pool's workers (pools built by `start_pools`).
     watches: Mutex<HashMap<String, Watch>>,
+    /// The pools fed by a JetStream work queue.
+    queues: crate::queue::Queues,
 }
 
 impl fmt::Debug for AppState {
@@ -119,6 +121,7 @@ impl AppStateBuilder {
                 reconfig: Mutex::new(()),
                 run_dir: self.run_dir,
                 watches: Mutex::new(HashMap::new()),
+                queues: crate::queue::Queues::default(),
             }),
         }
     }
@@ -251,6 +254,12 @@ impl AppState {
             .watches
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The pools fed by a JetStream work queue
+    /// ([`start_queues`](Self::start_queues)).
+    pub fn queues(&self) -> &crate::queue::Queues {
+        &self.inner.queues
     }
 
     /// The run directory, if the state has one.

@@ -96,6 +96,10 @@ pub struct PoolConfig {
     /// `max_reply`: the largest reply line a worker may write (default 16 MiB).
     #[serde(default)]
     pub max_reply: Option<HumanSize>,
+    /// `[pool.queue]`: the pool also takes its jobs from a JetStream work
+    /// queue (see [`crate::queue`]).
+    #[serde(default)]
+    pub queue: Option<crate::queue::QueueConfig>,
     /// kennel's options, each at its own key (`job_timeout = "30s"`).
     #[serde(flatten)]
     pub options: Options,
@@ -120,6 +124,7 @@ impl PoolConfig {
             eviction: EvictionConfig::default(),
             ready: ReadyKind::default(),
             max_reply: None,
+            queue: None,
             options: Options::default(),
         }
     }
@@ -193,6 +198,12 @@ impl PoolConfig {
                 at("max_reply"),
                 format!("{m} is out of range (allowed: 1 byte to 1 GiB)"),
             ));
+        }
+        if let Some(q) = &mut self.queue {
+            if let Some(f) = &q.creds_file {
+                q.creds_file = Some(source.dir.join(f));
+            }
+            q.validate(&self.name)?;
         }
         Ok(())
     }
