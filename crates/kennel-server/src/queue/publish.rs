@@ -10,7 +10,7 @@ use futures_util::StreamExt;
 use rand::Rng;
 use serde_json::Value;
 
-use super::{JOB_ID, MSG_ID, REPLY_TO, STATUS, Source};
+use super::{DELIVERY, INSTANCE, JOB_ID, MSG_ID, REPLY_TO, STATUS, Source};
 use crate::ApiError;
 
 impl Source {
@@ -78,6 +78,11 @@ impl Source {
         }
         if let Ok(v) = HeaderValue::from_str(&id) {
             headers.insert(JOB_ID, v);
+        }
+        for name in [INSTANCE, DELIVERY] {
+            if let Some(v) = header(name).and_then(|v| HeaderValue::from_str(&v).ok()) {
+                headers.insert(name, v);
+            }
         }
         Ok(response)
     }
