@@ -74,7 +74,10 @@ fn queued_answers_are_the_http_bodies_and_kinds() {
     }
     // The crash ran on both deliveries; its answer carries the last words.
     assert_eq!(answers["crash"][0].delivery, 2);
-    assert_eq!(answers["crash"][0].body["stderr"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        answers["crash"][0].body["stderr"].as_array().map(Vec::len),
+        Some(2)
+    );
     assert_eq!(a.metric("kennel_queue_acked_total", "q"), 2.0);
     assert_eq!(a.metric("kennel_queue_naked_total", "q"), 1.0);
     assert_eq!(a.metric("kennel_queue_terminated_total", "q"), 2.0);
@@ -92,9 +95,17 @@ fn http_into_a_queued_pool_goes_through_the_stream_and_answers_as_http() {
     ) else {
         return;
     };
-    let (status, head, body) = http(a.addr, "POST", "/pools/q/jobs", Some(r#"{"iterations": 10}"#));
+    let (status, head, body) = http(
+        a.addr,
+        "POST",
+        "/pools/q/jobs",
+        Some(r#"{"iterations": 10}"#),
+    );
     assert_eq!(status, 200, "{body}");
-    assert!(head.to_ascii_lowercase().contains("kennel-job-id: http-"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("kennel-job-id: http-"),
+        "{head}"
+    );
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["done"], true);
     let (status, _, body) = http(a.addr, "POST", "/pools/q/jobs", Some(r#"{"fail": "no"}"#));
     assert_eq!(status, 500);
@@ -116,7 +127,10 @@ fn a_job_object_gets_its_id_and_delivery_for_dedupe() {
         return;
     };
     let dir = TempDir::new(test);
-    let echo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/workers/echo.py");
+    let echo = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/workers/echo.py"
+    );
     let config = format!(
         r#"[[pool]]
 name = "echo"

@@ -27,7 +27,10 @@ fn publish(client: &Client, n: usize) {
 
 /// How many answers each instance gave, by its name; `?` for an instance
 /// not among `instances`.
-fn shares(answers: &BTreeMap<String, Vec<Answer>>, instances: &[&Instance]) -> BTreeMap<String, usize> {
+fn shares(
+    answers: &BTreeMap<String, Vec<Answer>>,
+    instances: &[&Instance],
+) -> BTreeMap<String, usize> {
     let mut by = BTreeMap::new();
     for a in answers.values().flatten() {
         let name = instances
@@ -114,7 +117,10 @@ fn shares_follow_free_workers_and_a_stuck_instance_gets_none() {
     eprintln!("200 jobs on a (1 worker), b (3), c (2, stuck): shares {by:?}");
     assert_once(&answers, 200);
     assert_eq!(by.get("c"), None, "the stuck instance answered: {by:?}");
-    let (na, nb) = (by.get("a").copied().unwrap_or(0), by.get("b").copied().unwrap_or(0));
+    let (na, nb) = (
+        by.get("a").copied().unwrap_or(0),
+        by.get("b").copied().unwrap_or(0),
+    );
     // 1 : 3 free workers, so about 50 : 150.
     assert!((20..=80).contains(&na), "a answered {na}: {by:?}");
     assert!((120..=180).contains(&nb), "b answered {nb}: {by:?}");
@@ -126,7 +132,11 @@ fn shares_follow_free_workers_and_a_stuck_instance_gets_none() {
         head.contains(&format!("/{}\r\n", a.pid())) || head.contains(&format!("/{}\r\n", b.pid())),
         "not run by a or b: {head}"
     );
-    assert_eq!(c.metric("kennel_queue_fetched_total", "q"), 2.0, "c fetched only its two");
+    assert_eq!(
+        c.metric("kennel_queue_fetched_total", "q"),
+        2.0,
+        "c fetched only its two"
+    );
 }
 
 #[test]

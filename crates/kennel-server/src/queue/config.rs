@@ -239,7 +239,9 @@ impl QueueConfig {
         {
             return Err((
                 at("token_env"),
-                format!("{v:?} is not a variable name (allowed: a non-empty name without '=' or NUL)"),
+                format!(
+                    "{v:?} is not a variable name (allowed: a non-empty name without '=' or NUL)"
+                ),
             ));
         }
         if let Some(f) = &self.creds_file
@@ -296,7 +298,8 @@ fn check_subject(subject: &str) -> Result<(), String> {
             !t.is_empty()
                 && t != "*"
                 && t != ">"
-                && t.bytes().all(|b| b.is_ascii_graphic() && b != b'*' && b != b'>')
+                && t.bytes()
+                    .all(|b| b.is_ascii_graphic() && b != b'*' && b != b'>')
         });
     if ok {
         Ok(())
@@ -362,6 +365,12 @@ mod tests {
         let mut q = queue();
         q.nats = "nats://".into();
         assert_eq!(q.validate("echo").unwrap_err().0, "queue.nats");
-        assert!(queue().validate("bad.name").unwrap_err().1.contains("set `durable`"));
+        assert!(
+            queue()
+                .validate("bad.name")
+                .unwrap_err()
+                .1
+                .contains("set `durable`")
+        );
     }
 }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::outcome::{Disposition, dispose};
-use super::{HEADROOM, DELIVERY, INSTANCE, JOB_ID, META_KEY, MSG_ID, REPLY_TO, STATUS, Source};
+use super::{DELIVERY, HEADROOM, INSTANCE, JOB_ID, META_KEY, MSG_ID, REPLY_TO, STATUS, Source};
 use crate::error::with_last_words;
 use crate::watch::last_words;
 use crate::{ApiError, json_body};
@@ -59,14 +59,11 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
         source: source.clone(),
         done: AtomicBool::new(false),
     });
-    let delivery = match delivery(&source, &message) {
-        Some(d) => d,
-        None => {
-            // Not a JetStream delivery: nothing to ack or answer.
-            drop(unplaced);
-            source.metrics.held.decrement(1.0);
-            return;
-        }
+    let Some(delivery) = delivery(&source, &message) else {
+        // Not a JetStream delivery: nothing to ack or answer.
+        drop(unplaced);
+        source.metrics.held.decrement(1.0);
+        return;
     };
     if delivery.delivered > 1 {
         source.metrics.redelivered.increment(1);
@@ -79,7 +76,7 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
     unplaced.release();
     source.timed(started.elapsed().as_secs_f64());
     // A reply the server would refuse is replaced by an error it takes.
-    let limit = usize::try_from(source.client.server_info().max_payload).unwrap_or(usize::MAX);
+    let limit = source.client.server_info().max_payload;
     let answer = answer.and_then(|reply| {
         let body = reply.to_string();
         if body.len() + HEADROOM > limit {
@@ -91,7 +88,11 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
             Ok(Bytes::from(body))
         }
     });
-    let disposition = dispose(answer.as_ref().map(drop), delivery.delivered, &source.config);
+    let disposition = dispose(
+        answer.as_ref().map(drop),
+        delivery.delivered,
+        &source.config,
+    );
     let (status, retry_after, body) = match answer {
         Ok(body) => (200, None, body),
         Err(e) => error_body(e).await,
@@ -150,9 +151,11 @@ fn is_reply_subject(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 255
         && !s.starts_with('$')
-        && s
-            .split('.')
-            .all(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_graphic() && b != b'*' && b != b'>'))
+        && s.split('.').all(|t| {
+            !t.is_empty()
+                && t.bytes()
+                    .all(|b| b.is_ascii_graphic() && b != b'*' && b != b'>')
+        })
 }
 
 /// The job: the message's JSON, with `_kennel` added to an object when

@@ -60,11 +60,9 @@ pub fn dispose(answer: Result<(), &ApiError>, delivered: u64, queue: &QueueConfi
             };
         }
         ApiError::Closed => Duration::ZERO,
-        ApiError::Rejected { retry_after, .. } | ApiError::Unavailable { retry_after, .. } => {
-            queue
-                .nak_delay_after(delivered)
-                .max(Duration::from_secs(*retry_after))
-        }
+        ApiError::Rejected { retry_after, .. } | ApiError::Unavailable { retry_after, .. } => queue
+            .nak_delay_after(delivered)
+            .max(Duration::from_secs(*retry_after)),
         _ => queue.nak_delay_after(delivered),
     };
     if delivered >= u64::from(queue.max_deliver) {

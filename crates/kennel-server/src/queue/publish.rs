@@ -42,7 +42,7 @@ impl Source {
             .await
             .map_err(|e| unavailable(&e))?;
         let body = job.to_string();
-        let limit = usize::try_from(self.client.server_info().max_payload).unwrap_or(usize::MAX);
+        let limit = self.client.server_info().max_payload;
         if body.len() + super::HEADROOM > limit {
             return Err(ApiError::TooLarge { limit });
         }

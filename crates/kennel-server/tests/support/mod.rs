@@ -208,7 +208,12 @@ pub fn metric_in(text: &str, name: &str, pool: &str) -> f64 {
 }
 
 /// One HTTP/1.1 exchange with `Connection: close`: status, head, body.
-pub fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> (u16, String, String) {
+pub fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect_timeout(&addr, LIMIT).unwrap();
     stream.set_read_timeout(Some(LIMIT)).unwrap();
     let body = body.unwrap_or_default();
@@ -254,12 +259,15 @@ pub struct Answer {
     pub body: Value,
 }
 
+/// The answers by job id, and a signal for each new one.
+type Gathered = (Mutex<BTreeMap<String, Vec<Answer>>>, Condvar);
+
 /// A NATS client in a runtime of its own: publishes jobs with a reply
 /// subject and gathers the answers by job id.
 pub struct Client {
     pub rt: tokio::runtime::Runtime,
     pub nats: async_nats::Client,
-    answers: Arc<(Mutex<BTreeMap<String, Vec<Answer>>>, Condvar)>,
+    answers: Arc<Gathered>,
     pub reply_to: String,
 }
 
@@ -272,7 +280,7 @@ impl Client {
             .unwrap();
         let nats = rt.block_on(async_nats::connect(url)).unwrap();
         let reply_to = nats.new_inbox();
-        let answers: Arc<(Mutex<BTreeMap<String, Vec<Answer>>>, Condvar)> = Arc::default();
+        let answers: Arc<Gathered> = Arc::default();
         let mut sub = rt.block_on(nats.subscribe(reply_to.clone())).unwrap();
         let into = answers.clone();
         rt.spawn(async move {
