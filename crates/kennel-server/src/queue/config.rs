@@ -170,6 +170,33 @@ impl QueueConfig {
             .min(MAX_NAK_DELAY)
     }
 
+    /// What `kennel check` prints of the queue, one line per item.
+    pub fn describe(&self, pool: &str) -> Vec<String> {
+        let mut lines = vec![
+            format!("queue           {}", self.nats),
+            format!(
+                "  stream        {}{}",
+                self.stream,
+                if self.create { " (created if missing)" } else { "" }
+            ),
+            format!("  subject       {}", self.subject),
+            format!("  durable       {}", self.durable_name(pool)),
+            format!(
+                "  ack_wait      {} (in-progress acks every {})",
+                self.ack_wait,
+                humantime::format_duration(self.progress_every())
+            ),
+            format!(
+                "  max_deliver   {}, nak_delay {} doubling",
+                self.max_deliver, self.nak_delay
+            ),
+        ];
+        if let Some(s) = &self.result_subject {
+            lines.push(format!("  results       {s}"));
+        }
+        lines
+    }
+
     /// Checks every key; `pool` is the pool's name, for the durable's
     /// default. A refusal is the key (under `queue.`) and what is allowed.
     ///
