@@ -9,7 +9,7 @@ other and with the kennel.toml in the ConfigMap:
 - the Service selects the Deployment's pods and targets its port;
 - the KEDA ScaledObject scales the Deployment on the nats-jetstream trigger
   of the queued pool's stream and durable consumer, with a lagThreshold;
-- the HPA scales the Deployment on kennel_queue_projected_wait_seconds of
+- the HPA scales the Deployment on kennel_jetstream_projected_wait_seconds of
   that pool, with an AverageValue target;
 - the kustomization names files that exist, and not both autoscalers.
 
@@ -171,8 +171,8 @@ def main():
           dig(hpa, "spec", "scaleTargetRef", "kind") == "Deployment",
           "HPA: scaleTargetRef is not the Deployment")
     metric = dig(hpa, "spec", "metrics", 0) or {}
-    check(dig(metric, "external", "metric", "name") == "kennel_queue_projected_wait_seconds",
-          "HPA: the metric is not kennel_queue_projected_wait_seconds")
+    check(dig(metric, "external", "metric", "name") == "kennel_jetstream_projected_wait_seconds",
+          "HPA: the metric is not kennel_jetstream_projected_wait_seconds")
     check(dig(metric, "external", "metric", "selector", "matchLabels", "pool") == pool["name"],
           f"HPA: the metric's pool label is not {pool['name']!r}")
     check(dig(metric, "external", "target", "type") == "AverageValue", "HPA: the target is not AverageValue")

@@ -78,11 +78,11 @@ fn queued_answers_are_the_http_bodies_and_kinds() {
         answers["crash"][0].body["stderr"].as_array().map(Vec::len),
         Some(2)
     );
-    assert_eq!(a.metric("kennel_queue_acked_total", "q"), 2.0);
-    assert_eq!(a.metric("kennel_queue_naked_total", "q"), 1.0);
-    assert_eq!(a.metric("kennel_queue_terminated_total", "q"), 2.0);
-    assert_eq!(a.metric("kennel_queue_redelivered_total", "q"), 1.0);
-    assert_eq!(a.metric("kennel_queue_fetched_total", "q"), 5.0);
+    assert_eq!(a.metric("kennel_jetstream_acked_total", "q"), 2.0);
+    assert_eq!(a.metric("kennel_jetstream_naked_total", "q"), 1.0);
+    assert_eq!(a.metric("kennel_jetstream_terminated_total", "q"), 2.0);
+    assert_eq!(a.metric("kennel_jetstream_redelivered_total", "q"), 1.0);
+    assert_eq!(a.metric("kennel_jetstream_fetched_total", "q"), 5.0);
     // Nothing is left in the work queue.
     assert_eq!(client.backlog("JOBS", "q"), (0, 0, 0));
 }
@@ -113,11 +113,11 @@ fn http_into_a_queued_pool_goes_through_the_stream_and_answers_as_http() {
         serde_json::from_str::<Value>(&body).unwrap(),
         json!({"error": "worker-error", "message": "no"})
     );
-    assert_eq!(a.metric("kennel_queue_fetched_total", "q"), 2.0);
+    assert_eq!(a.metric("kennel_jetstream_fetched_total", "q"), 2.0);
     // Bad JSON never reaches the stream: the route refuses it first.
     let (status, _, _) = http(a.addr, "POST", "/pools/q/jobs", Some("{"));
     assert_eq!(status, 400);
-    assert_eq!(a.metric("kennel_queue_fetched_total", "q"), 2.0);
+    assert_eq!(a.metric("kennel_jetstream_fetched_total", "q"), 2.0);
 }
 
 #[test]

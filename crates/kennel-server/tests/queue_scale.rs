@@ -90,7 +90,7 @@ fn three_instances_drain_600_jobs_with_none_lost_and_each_answered_once() {
     assert_eq!(wait_empty(&client, Duration::from_secs(5)), (0, 0, 0));
     let fetched: f64 = [&a, &b, &c]
         .iter()
-        .map(|i| i.metric("kennel_queue_fetched_total", "q"))
+        .map(|i| i.metric("kennel_jetstream_fetched_total", "q"))
         .sum();
     assert_eq!(fetched, 600.0, "every message was fetched once");
 }
@@ -133,7 +133,7 @@ fn shares_follow_free_workers_and_a_stuck_instance_gets_none() {
         "not run by a or b: {head}"
     );
     assert_eq!(
-        c.metric("kennel_queue_fetched_total", "q"),
+        c.metric("kennel_jetstream_fetched_total", "q"),
         2.0,
         "c fetched only its two"
     );
@@ -160,8 +160,8 @@ fn a_kill_9_mid_run_loses_no_job() {
     let answers = client.wait_answered(300);
     let by = shares(&answers, &[&a, &b, &c]);
     let duplicates: usize = answers.values().map(|a| a.len() - 1).sum();
-    let redelivered = a.metric("kennel_queue_redelivered_total", "q")
-        + b.metric("kennel_queue_redelivered_total", "q");
+    let redelivered = a.metric("kennel_jetstream_redelivered_total", "q")
+        + b.metric("kennel_jetstream_redelivered_total", "q");
     let late: Vec<&str> = answers
         .iter()
         .filter(|(_, a)| a.iter().any(|x| x.delivery > 1))

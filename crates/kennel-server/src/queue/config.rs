@@ -332,7 +332,7 @@ fn check_subject(subject: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{subject:?} is not a subject to publish to (allowed: up to 255 characters of dot-separated tokens of printable ASCII, none empty, no wildcard such as \"kennel.jobs.echo\")"
+            "{subject:?} is not a subject to publish to (allowed: dot-separated tokens of printable ASCII, none empty and none a wildcard, up to 255 characters, such as \"kennel.jobs.echo\")"
         ))
     }
 }

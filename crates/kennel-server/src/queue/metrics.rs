@@ -4,7 +4,7 @@
 
 use metrics::{Counter, Gauge, counter, gauge};
 
-/// The `reason` labels of `kennel_queue_naked_total`: the error kinds that
+/// The `reason` labels of `kennel_jetstream_naked_total`: the error kinds that
 /// hand a message back, and `draining`.
 pub const NAK_REASONS: &[&str] = &[
     "crashed",
@@ -17,7 +17,7 @@ pub const NAK_REASONS: &[&str] = &[
     "other",
 ];
 
-/// The `reason` labels of `kennel_queue_terminated_total`.
+/// The `reason` labels of `kennel_jetstream_terminated_total`.
 pub const TERM_REASONS: &[&str] = &[
     "max-deliver",
     "timeout",
@@ -53,13 +53,13 @@ impl QueueMetrics {
     pub fn new(pool: &str) -> Self {
         let p = pool.to_owned();
         Self {
-            fetched: counter!("kennel_queue_fetched_total", "pool" => p.clone()),
-            redelivered: counter!("kennel_queue_redelivered_total", "pool" => p.clone()),
-            acked: counter!("kennel_queue_acked_total", "pool" => p.clone()),
-            progress: counter!("kennel_queue_progress_total", "pool" => p.clone()),
-            held: gauge!("kennel_queue_held", "pool" => p.clone()),
-            pending: gauge!("kennel_queue_pending", "pool" => p.clone()),
-            projected_wait: gauge!("kennel_queue_projected_wait_seconds", "pool" => p.clone()),
+            fetched: counter!("kennel_jetstream_fetched_total", "pool" => p.clone()),
+            redelivered: counter!("kennel_jetstream_redelivered_total", "pool" => p.clone()),
+            acked: counter!("kennel_jetstream_acked_total", "pool" => p.clone()),
+            progress: counter!("kennel_jetstream_progress_total", "pool" => p.clone()),
+            held: gauge!("kennel_jetstream_held", "pool" => p.clone()),
+            pending: gauge!("kennel_jetstream_pending", "pool" => p.clone()),
+            projected_wait: gauge!("kennel_jetstream_projected_wait_seconds", "pool" => p.clone()),
             pool: p,
         }
     }
@@ -72,7 +72,7 @@ impl QueueMetrics {
             .find(|r| **r == reason)
             .copied()
             .unwrap_or("other");
-        counter!("kennel_queue_naked_total", "pool" => self.pool.clone(), "reason" => reason)
+        counter!("kennel_jetstream_naked_total", "pool" => self.pool.clone(), "reason" => reason)
             .increment(1);
     }
 
@@ -84,7 +84,7 @@ impl QueueMetrics {
             .find(|r| **r == reason)
             .copied()
             .unwrap_or("max-deliver");
-        counter!("kennel_queue_terminated_total", "pool" => self.pool.clone(), "reason" => reason)
+        counter!("kennel_jetstream_terminated_total", "pool" => self.pool.clone(), "reason" => reason)
             .increment(1);
     }
 }

@@ -19,13 +19,13 @@ pub enum Disposition {
     Nak {
         /// The wait.
         delay: Duration,
-        /// Why, as the `reason` label of `kennel_queue_naked_total`.
+        /// Why, as the `reason` label of `kennel_jetstream_naked_total`.
         reason: &'static str,
     },
     /// Publish the answer, then terminate the message: JetStream never
     /// delivers it again.
     Term {
-        /// Why, as the `reason` label of `kennel_queue_terminated_total`.
+        /// Why, as the `reason` label of `kennel_jetstream_terminated_total`.
         reason: &'static str,
     },
 }
