@@ -156,3 +156,54 @@ subject = "jobs.echo"
     // Only an object gets the key: anything else reaches the worker as sent.
     assert_eq!(answers["job-8"][0].body, json!(["not", "an", "object"]));
 }
+
+#[test]
+fn a_queued_http_job_whose_answer_is_late_is_answered_504_queue_timeout() {
+    let test = "a_queued_http_job_whose_answer_is_late_is_answered_504_queue_timeout";
+    let Some(nats) = Nats::start(test) else {
+        return;
+    };
+    let dir = TempDir::new(test);
+    let config = support::queued_pool(&nats.url, 1, "reply_timeout = \"300ms\"");
+    let a = Instance::start(&dir.0, "a", &config);
+    let client = Client::connect(&nats.url);
+    // The one worker is held; the HTTP job waits in the stream.
+    client.publish("jobs.q", "hold", r#"{"sleep_ms": 5000}"#);
+    a.wait_lent("q", 1);
+    let (status, _, body) = http(
+        a.addr,
+        "POST",
+        "/pools/q/jobs",
+        Some(r#"{"iterations": 1}"#),
+    );
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({"error": "queue-timeout", "message": "the job is queued but its result did not come within 300ms; it may still run"})
+    );
+}
+
+#[test]
+fn an_instance_whose_nats_is_gone_is_not_ready() {
+    let test = "an_instance_whose_nats_is_gone_is_not_ready";
+    let Some(nats) = Nats::start(test) else {
+        return;
+    };
+    let dir = TempDir::new(test);
+    let a = Instance::start(&dir.0, "a", &support::queued_pool(&nats.url, 1, ""));
+    let (status, _, body) = http(a.addr, "GET", "/readyz", None);
+    assert_eq!(status, 200, "{body}");
+    drop(nats);
+    let deadline = std::time::Instant::now() + support::LIMIT;
+    loop {
+        let (status, _, body) = http(a.addr, "GET", "/readyz", None);
+        if status == 503 {
+            assert_eq!(
+                serde_json::from_str::<Value>(&body).unwrap(),
+                json!({"status": "unavailable", "pools": {"q": "queue-down"}})
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still ready: {body}");
+    }
+}

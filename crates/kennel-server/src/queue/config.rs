@@ -177,7 +177,11 @@ impl QueueConfig {
             format!(
                 "  stream        {}{}",
                 self.stream,
-                if self.create { " (created if missing)" } else { "" }
+                if self.create {
+                    " (created if missing)"
+                } else {
+                    ""
+                }
             ),
             format!("  subject       {}", self.subject),
             format!("  durable       {}", self.durable_name(pool)),
@@ -390,7 +394,7 @@ mod tests {
         q.stream = "a.b".into();
         assert_eq!(q.validate("echo").unwrap_err().0, "queue.stream");
         let mut q = queue();
-        q.nats = "nats://".into();
+        q.nats = "http://127.0.0.1:4222".into();
         assert_eq!(q.validate("echo").unwrap_err().0, "queue.nats");
         assert!(
             queue()
