@@ -46,11 +46,13 @@ pub fn event_json(pool: &str, event: &Event) -> Value {
             "status": exit.status.to_string(),
             "ran_for_ms": ms(exit.ran_for),
             "early": early,
+            "stderr": exit.last_words,
         }),
         Event::Crashed { slot, exit } => json!({
             "slot": slot,
             "status": exit.status.to_string(),
             "ran_for_ms": ms(exit.ran_for),
+            "stderr": exit.last_words,
         }),
         Event::TimedOut { slot, after } => json!({ "slot": slot, "after_ms": ms(*after) }),
         Event::Evicted { slot, idle_for } => json!({ "slot": slot, "idle_for_ms": ms(*idle_for) }),
