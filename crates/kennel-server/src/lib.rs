@@ -30,6 +30,7 @@ pub mod embed;
 pub mod metrics;
 pub mod pools;
 pub mod queue;
+pub mod reaper;
 pub mod rundir;
 pub mod sse;
 pub mod watch;
