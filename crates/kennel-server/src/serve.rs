@@ -14,6 +14,10 @@ use tokio_util::task::AbortOnDropHandle;
 
 use crate::cli::ServeArgs;
 
+/// How long the last acks of the queued pools may take once the pools are
+/// closed.
+const LAST_ACKS: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How often histograms are drained even when nobody scrapes.
 const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -140,8 +144,10 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         _ = sigint.recv() => tracing::warn!(target: "kennel_server", "second signal: killing every worker"),
         _ = sighup.recv() => tracing::warn!(target: "kennel_server", "second signal: killing every worker"),
     }
-    // The queued jobs the closing ended are handed back, and the acks sent.
-    state.drain_queues().await;
+    // The queued jobs the closing ended are handed back, and the acks sent
+    // (bounded: a job the closing could not end is delivered again after
+    // its ack_wait).
+    let _ = tokio::time::timeout(LAST_ACKS, state.drain_queues()).await;
     // Dropping the state kills any worker left; then no group is live.
     drop(state);
     run_dir.clean();
