@@ -122,6 +122,14 @@ pub trait Worker: Send + 'static {
         std::future::ready(Ok(()))
     }
 
+    /// What the worker said of itself when it became ready (a model
+    /// version, a device), as the text of a JSON object, for its status row
+    /// ([`Pool::workers`](crate::Pool::workers)). Asked once, after
+    /// [`ready`](Worker::ready). The default: nothing.
+    fn about(&self) -> Option<String> {
+        None
+    }
+
     /// Whether the worker is still alive, as far as it knows without waiting.
     ///
     /// The pool asks when a job gives the worker back, so that a worker that

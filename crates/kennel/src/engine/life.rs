@@ -103,9 +103,11 @@ impl<W: Worker> State<W> {
             return;
         };
         self.ever_ready = true;
+        let about = worker.about().map(Arc::<str>::from);
         self.slots.edit(i, |s| {
             if let Some(live) = s.live_mut() {
                 live.record.ready_after = Some(warmup);
+                live.record.about = about;
             }
         });
         fx.emit(Event::Ready { slot: i, warmup });
