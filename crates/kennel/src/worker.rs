@@ -18,15 +18,26 @@ pub struct SlotInfo {
     pub pool: Arc<str>,
     /// The slot the worker will live in.
     pub slot: usize,
+    /// How many slots the pool runs as the worker starts (its size then),
+    /// for a factory that shares something out among the workers, such as
+    /// CPU threads. 1 when not known.
+    pub size: usize,
 }
 
 impl SlotInfo {
-    /// The slot `slot` of the pool `pool`.
+    /// The slot `slot` of the pool `pool`, whose size is not known (1).
     pub fn new(pool: impl Into<Arc<str>>, slot: usize) -> Self {
         Self {
             pool: pool.into(),
             slot,
+            size: 1,
         }
+    }
+
+    /// The same, for a pool that runs `size` slots.
+    pub fn with_size(mut self, size: usize) -> Self {
+        self.size = size.max(1);
+        self
     }
 }
 
