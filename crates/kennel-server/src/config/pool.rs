@@ -96,6 +96,15 @@ pub struct PoolConfig {
     /// `max_reply`: the largest reply line a worker may write (default 16 MiB).
     #[serde(default)]
     pub max_reply: Option<HumanSize>,
+    /// `probe_request`: the request a probe sends (with `probe_every` or
+    /// `probe_on_lend`); the worker passes when it answers with a reply that
+    /// is not an error. Without it a probe checks only that the process runs.
+    #[serde(default)]
+    pub probe_request: Option<serde_json::Value>,
+    /// `threads`: each worker's CPU budget (default `"auto"`: the cores
+    /// shared out among the running workers).
+    #[serde(default)]
+    pub threads: super::ThreadsConfig,
     /// `[pool.queue]`: the pool also takes its jobs from a JetStream work
     /// queue (see [`crate::queue`]).
     #[serde(default)]
@@ -124,6 +133,8 @@ impl PoolConfig {
             eviction: EvictionConfig::default(),
             ready: ReadyKind::default(),
             max_reply: None,
+            probe_request: None,
+            threads: super::ThreadsConfig::default(),
             queue: None,
             options: Options::default(),
         }
