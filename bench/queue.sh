@@ -34,7 +34,10 @@ CLIENT=$(pwd)/target/release/examples/queue_client
 dir=$(mktemp -d)
 pids=()
 cleanup() {
-    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    # The servers first, gracefully (they need NATS to drain), then NATS.
+    for p in "${pids[@]:1}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${pids[@]:1}"; do wait "$p" 2>/dev/null || true; done
+    kill -TERM "${pids[0]}" 2>/dev/null || true
     wait 2>/dev/null || true
     rm -rf "$dir"
 }
@@ -48,7 +51,8 @@ pids+=($!)
 NATS="nats://127.0.0.1:$port"
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 
-# start NAME CONFIG: runs kennel serve, waits for its address, prints it.
+# start NAME CONFIG: runs kennel serve and waits for its address, left in
+# $URL (not in a subshell, so that its pid reaches $pids and is stopped).
 start() {
     local name=$1 config=$2
     printf '[server]\nlisten = "127.0.0.1:0"\nrun_dir = "%s/run-%s"\n\n%s' "$dir" "$name" "$config" >"$dir/$name.toml"
@@ -58,7 +62,7 @@ start() {
         grep -q "^kennel listening on" "$dir/$name.out" 2>/dev/null && break
         sleep 0.1
     done
-    sed -n 's/^kennel listening on \(http:\/\/.*\)$/\1/p' "$dir/$name.out" | head -1
+    URL=$(sed -n 's/^kennel listening on \(http:\/\/.*\)$/\1/p' "$dir/$name.out" | head -1)
 }
 
 queued() { # POOL WORKERS STREAM SUBJECT
@@ -81,7 +85,8 @@ declare -A rate
 for n in 1 2 3; do
     first=${#pids[@]}
     for i in $(seq "$n"); do
-        url=$(start "s$n-$i" "$(queued q 4 "SCALE$n" "bench.scale$n")")
+        start "s$n-$i" "$(queued q 4 "SCALE$n" "bench.scale$n")"
+        url=$URL
         [ -n "$url" ] || die "instance $i of $n did not start: $(cat "$dir/s$n-$i.err")"
         for _ in $(seq 100); do
             [ "$(curl -s "$url/pools/q/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["idle"])')" = 4 ] && break
@@ -97,13 +102,14 @@ done
 python3 -c "import sys; r1,r2,r3=map(float,sys.argv[1:]); print(f'queue/scaling: x2={r2/r1:.2f} x3={r3/r1:.2f}')" "${rate[1]}" "${rate[2]}" "${rate[3]}"
 
 # One connection: the same tiny job by direct HTTP and through the queue.
-url=$(start c1 "$(queued q 1 C1 bench.c1)
+start c1 "$(queued q 1 C1 bench.c1)
 [[pool]]
 name = \"direct\"
 argv = [\"$BIN\", \"worker\", \"demo\", \"--warmup\", \"0s\"]
 startup = \"parallel\"
 sizing = { kind = \"fixed\", workers = 1 }
-")
+"
+url=$URL
 [ -n "$url" ] || die "the one-connection instance did not start: $(cat "$dir/c1.err")"
 cat > "$dir/post.lua" <<'LUA'
 wrk.method = "POST"
