@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::cancel::CancelOutcome;
 use crate::error::RejectReason;
 use crate::sizing::SizingStep;
 use crate::worker::Exit;
@@ -97,7 +98,9 @@ pub enum Event {
         /// How it ended.
         exit: Exit,
     },
-    /// A job ran past its time limit; its worker is killed (`worker:timeout`).
+    /// A job ran past its time limit (`worker:timeout`); its worker is
+    /// killed, or asked to cancel when it can (then a `job:cancelled`
+    /// follows).
     TimedOut {
         /// The slot.
         slot: usize,
@@ -167,6 +170,20 @@ pub enum Event {
         /// How the crashed worker ended, when the pool knows.
         exit: Option<Exit>,
     },
+    /// A job was dropped mid-job or ran past its `job_timeout`, and its
+    /// worker was asked to cancel it (`job:cancelled`): it answered within
+    /// `cancel_grace` and stays (`kept`), or it did not and was killed
+    /// (`killed`).
+    Cancelled {
+        /// The worker's slot.
+        slot: usize,
+        /// [`RetireReason::Aborted`] or [`RetireReason::Timeout`].
+        reason: RetireReason,
+        /// Kept or killed.
+        outcome: CancelOutcome,
+        /// From the cancel to the worker's answer (or to the kill).
+        took: Duration,
+    },
     /// A job has held its worker longer than `slow_job` (`job:slow`); said
     /// once per job.
     SlowJob {
@@ -200,6 +217,7 @@ impl Event {
             Self::Recovered { .. } => "pool:recovered",
             Self::Retried { .. } => "job:retried",
             Self::SlowJob { .. } => "job:slow",
+            Self::Cancelled { .. } => "job:cancelled",
             Self::Closed => "pool:closed",
         }
     }
@@ -217,7 +235,8 @@ impl Event {
             | Self::Evicted { slot, .. }
             | Self::Retired { slot, .. }
             | Self::Backoff { slot, .. }
-            | Self::SlowJob { slot, .. } => Some(*slot),
+            | Self::SlowJob { slot, .. }
+            | Self::Cancelled { slot, .. } => Some(*slot),
             _ => None,
         }
     }
@@ -234,7 +253,8 @@ impl Event {
             Self::TimedOut { .. }
             | Self::Rejected { .. }
             | Self::Backoff { .. }
-            | Self::SlowJob { .. } => {
+            | Self::SlowJob { .. }
+            | Self::Cancelled { .. } => {
                 tracing::info!(target: "kennel", pool, event = name, ?self);
             }
             _ => tracing::debug!(target: "kennel", pool, event = name, ?self),
