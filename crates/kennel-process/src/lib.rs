@@ -78,13 +78,20 @@ mod coprocess;
 #[cfg(target_os = "linux")]
 mod deathsig;
 mod error;
+mod frames;
+mod framing;
 mod group;
 mod lines;
 mod pool;
+mod progress;
 mod spec;
+mod stream;
 mod thread;
 
 pub use crate::coprocess::{Coprocess, STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail};
 pub use crate::error::{ProcessError, ThreadError};
+pub use crate::framing::{Framing, Handshake, MCP_PROTOCOL_VERSION};
+pub use crate::progress::Progress;
+pub use crate::stream::{CallStream, CallStreaming, PROGRESS_BUFFER, Streamed};
 pub use crate::spec::{CoprocessSpec, DEFAULT_CLOSE_GRACE, DEFAULT_MAX_LINE_BYTES, ReadyMode};
 pub use crate::thread::ThreadWorker;

@@ -214,7 +214,7 @@ async fn check_answer(w: &mut Coprocess, out: &[u8], got: Result<Value, ProcessE
     let want = expect_reply(out, LIMIT);
     match (&want, &got) {
         (Expect::Reply(v), Ok(r)) => assert_eq!(r, v),
-        (Expect::WorkerError(m), Err(ProcessError::Worker { message })) => {
+        (Expect::WorkerError(m), Err(ProcessError::Worker { message, .. })) => {
             assert_eq!(message, m);
         }
         (Expect::Protocol, Err(e @ ProcessError::Protocol { message, .. })) => {
@@ -331,7 +331,7 @@ proptest! {
             let fits = match (expect_reply(&out, LIMIT), &got) {
                 (_, Err(Error::Crashed { .. })) => true,
                 (Expect::Reply(v), Ok(Ok(r))) => *r == v,
-                (Expect::WorkerError(m), Ok(Err(ProcessError::Worker { message }))) => *message == m,
+                (Expect::WorkerError(m), Ok(Err(ProcessError::Worker { message, .. }))) => *message == m,
                 (Expect::Protocol, Ok(Err(ProcessError::Protocol { .. }))) => true,
                 (Expect::Crashed, Ok(Err(ProcessError::Crashed { .. }))) => true,
                 _ => false,
