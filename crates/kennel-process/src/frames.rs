@@ -171,7 +171,10 @@ mod tests {
         let none = all(b"Content-Type: x\r\n\r\n{}", Framing::ContentLength, 100).await;
         assert_eq!(none, ["bad: a frame has no Content-Length header"]);
         let text = all(b"hello\r\n\r\n", Framing::ContentLength, 100).await;
-        assert!(text[0].starts_with("bad: a header line has no colon"), "{text:?}");
+        assert!(
+            text[0].starts_with("bad: a header line has no colon"),
+            "{text:?}"
+        );
     }
 
     #[tokio::test]

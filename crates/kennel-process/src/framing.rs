@@ -167,7 +167,10 @@ mod tests {
             .client_info("app", "2")
             .capabilities(json!({"roots": {}}));
         assert_eq!(h.params()["protocolVersion"], "2024-11-05");
-        assert_eq!(h.params()["clientInfo"], json!({"name": "app", "version": "2"}));
+        assert_eq!(
+            h.params()["clientInfo"],
+            json!({"name": "app", "version": "2"})
+        );
         assert_eq!(h.params()["capabilities"], json!({"roots": {}}));
     }
 }

@@ -92,6 +92,6 @@ pub use crate::coprocess::{Coprocess, STDERR_TAIL_BYTES, STDERR_TAIL_LINES, Stde
 pub use crate::error::{ProcessError, ThreadError};
 pub use crate::framing::{Framing, Handshake, MCP_PROTOCOL_VERSION};
 pub use crate::progress::Progress;
-pub use crate::stream::{CallStream, CallStreaming, PROGRESS_BUFFER, Streamed};
 pub use crate::spec::{CoprocessSpec, DEFAULT_CLOSE_GRACE, DEFAULT_MAX_LINE_BYTES, ReadyMode};
+pub use crate::stream::{CallStream, CallStreaming, PROGRESS_BUFFER, Streamed};
 pub use crate::thread::ThreadWorker;

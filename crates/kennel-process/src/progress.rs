@@ -37,7 +37,10 @@ impl Progress {
     /// the progress itself.
     pub(crate) fn from_object(mut map: Map<String, Value>) -> Self {
         let Some(progress) = map.remove("progress") else {
-            let message = map.get("message").and_then(Value::as_str).map(str::to_owned);
+            let message = map
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
             return Self::new(Value::Object(map), None, message);
         };
         let total = map.remove("total").filter(|t| !t.is_null());

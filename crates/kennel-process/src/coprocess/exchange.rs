@@ -294,7 +294,13 @@ impl Coprocess {
             (bytes, Open { id, token })
         } else {
             let bytes = encode(job)?;
-            (bytes, Open { id: 0, token: Value::Null })
+            (
+                bytes,
+                Open {
+                    id: 0,
+                    token: Value::Null,
+                },
+            )
         };
         self.phase = Phase::InFlight;
         self.open = Some(open.clone());

@@ -64,7 +64,10 @@ impl Coprocess {
         loop {
             let bytes = self.next_message(Reading::Reply).await?;
             match rpc::classify(&bytes) {
-                Inbound::Response { id: Some(id), outcome } if id == open.id => {
+                Inbound::Response {
+                    id: Some(id),
+                    outcome,
+                } if id == open.id => {
                     self.settled();
                     return outcome;
                 }

@@ -95,9 +95,7 @@ pub(super) fn classify(bytes: &[u8]) -> Inbound {
     let id = serde_json::from_str::<u64>(id.get()).ok();
     let outcome = match envelope.error {
         Some(error) if !error.is_null() => Err(failure(error)),
-        _ => Ok(envelope
-            .result
-            .map_or_else(null, |r| r.to_owned())),
+        _ => Ok(envelope.result.map_or_else(null, |r| r.to_owned())),
     };
     Inbound::Response { id, outcome }
 }
@@ -220,7 +218,10 @@ pub(super) fn request(
                 jsonrpc: "2.0",
                 id,
                 method,
-                params: Some(WithToken { params: map, token: id }),
+                params: Some(WithToken {
+                    params: map,
+                    token: id,
+                }),
             })
         }
         _ => serde_json::to_vec(&Call {
@@ -289,7 +290,9 @@ pub(super) fn call_of<'a>(
         return Ok((method, Some(job)));
     }
     let not_a_call = |why: &str| ProcessError::NotACall {
-        message: format!("{why} (allowed: {{\"method\": \"…\", \"params\": …}}, or a pool with a method)"),
+        message: format!(
+            "{why} (allowed: {{\"method\": \"…\", \"params\": …}}, or a pool with a method)"
+        ),
     };
     let Value::Object(map) = job else {
         return Err(not_a_call("it is not an object"));
@@ -325,12 +328,31 @@ mod tests {
     #[test]
     fn responses_progress_and_requests_are_told_apart() {
         let r = classify(br#"{"jsonrpc":"2.0","id":3,"result":{"b":1,"a":[1.50]}}"#);
-        let Inbound::Response { id: Some(3), outcome: Ok(raw) } = r else { panic!("{r:?}") };
+        let Inbound::Response {
+            id: Some(3),
+            outcome: Ok(raw),
+        } = r
+        else {
+            panic!("{r:?}")
+        };
         assert_eq!(raw.get(), r#"{"b":1,"a":[1.50]}"#);
         let r = classify(br#"{"jsonrpc":"2.0","id":3,"result":null}"#);
-        assert!(matches!(r, Inbound::Response { id: Some(3), outcome: Ok(raw) } if raw.get() == "null"));
+        assert!(
+            matches!(r, Inbound::Response { id: Some(3), outcome: Ok(raw) } if raw.get() == "null")
+        );
         let r = classify(br#"{"jsonrpc":"2.0","id":4,"error":{"code":-32000,"message":"no","data":{"status":422}}}"#);
-        let Inbound::Response { id: Some(4), outcome: Err(ProcessError::Worker { message, fields, rpc_code }) } = r else { panic!() };
+        let Inbound::Response {
+            id: Some(4),
+            outcome:
+                Err(ProcessError::Worker {
+                    message,
+                    fields,
+                    rpc_code,
+                }),
+        } = r
+        else {
+            panic!()
+        };
         assert_eq!((message.as_str(), rpc_code), ("no", Some(-32000)));
         assert_eq!(fields["status"], 422);
         let r = classify(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":5,"progress":1,"total":2}}"#);
@@ -351,6 +373,9 @@ mod tests {
         assert!(call_of(None, &json!({"text": "x"})).is_err());
         assert!(call_of(None, &json!({"method": "m", "id": 1})).is_err());
         let job = json!({"name": "t"});
-        assert_eq!(call_of(Some("tools/call"), &job).unwrap(), ("tools/call", Some(&job)));
+        assert_eq!(
+            call_of(Some("tools/call"), &job).unwrap(),
+            ("tools/call", Some(&job))
+        );
     }
 }
