@@ -30,10 +30,12 @@ pub mod metrics;
 pub mod pools;
 pub mod rundir;
 pub mod sse;
+pub mod stream;
 pub mod watch;
 
 mod app;
 mod error;
+pub mod payload;
 mod segment;
 mod state;
 

@@ -37,7 +37,13 @@ pub fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpec {
     if let Some(max) = pool.max_reply {
         spec = spec.max_line_bytes(usize::try_from(max.0).unwrap_or(usize::MAX));
     }
-    spec
+    crate::config::protocol::apply(
+        spec,
+        pool.protocol,
+        pool.cancel_lines,
+        pool.method.as_deref(),
+        pool.initialize.as_ref(),
+    )
 }
 
 /// Builds the pool a `[[pool]]` entry describes. Each worker is told its pool
