@@ -298,7 +298,7 @@ async fn progress_comes_in_order_then_the_reply() {
         let reply = within(
             "progress",
             w.request_with_progress(&job(framing, "progress", json!({"steps": 5})), |p| {
-                seen.push(p)
+                seen.push(p);
             }),
         )
         .await

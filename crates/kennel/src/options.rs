@@ -442,7 +442,7 @@ mod tests {
         type Case = (&'static str, fn(&mut Options));
         let cases: [Case; 12] = [
             ("job_kill_after", |o| {
-                o.job_kill_after = Some(Duration::ZERO)
+                o.job_kill_after = Some(Duration::ZERO);
             }),
             ("job_kill_after", |o| {
                 o.job_timeout = Some(Duration::from_secs(5));

@@ -52,7 +52,7 @@ impl Coprocess {
                 } => {
                     self.handshake_result = Some(result);
                     if let Some(method) = &handshake.initialized {
-                        let note = rpc::notification(framing, method, serde_json::json!({}));
+                        let note = rpc::notification(framing, method, &serde_json::json!({}));
                         if let Err(err) = self.write(&note).await {
                             let reason = format!("writing {method} failed: {err}");
                             let status = self.break_after_eof(&reason).await;

@@ -236,7 +236,7 @@ pub(super) fn request(
 }
 
 /// A notification, framed.
-pub(super) fn notification(framing: Framing, method: &str, params: Value) -> Vec<u8> {
+pub(super) fn notification(framing: Framing, method: &str, params: &Value) -> Vec<u8> {
     let body = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
     frame(framing, body.into_bytes())
 }
@@ -260,11 +260,11 @@ pub(super) fn answer(framing: Framing, id: &RawValue, method: &str) -> Vec<u8> {
 /// The cancel notification of the framing, for request `id`.
 pub(super) fn cancel(framing: Framing, id: u64) -> Vec<u8> {
     match framing {
-        Framing::ContentLength => notification(framing, "$/cancelRequest", json!({"id": id})),
+        Framing::ContentLength => notification(framing, "$/cancelRequest", &json!({"id": id})),
         _ => notification(
             framing,
             "notifications/cancelled",
-            json!({"requestId": id, "reason": "the job was aborted or timed out"}),
+            &json!({"requestId": id, "reason": "the job was aborted or timed out"}),
         ),
     }
 }
