@@ -28,6 +28,7 @@ pub mod demo;
 pub mod embed;
 pub mod metrics;
 pub mod pools;
+pub mod reaper;
 pub mod rundir;
 pub mod sse;
 pub mod stream;
