@@ -247,7 +247,7 @@ async fn a_pool_cancels_a_timed_out_job_keeps_the_worker_and_says_so() {
             .name("cancel")
             .startup(Parallel)
             .sizing(Fixed(1))
-            .job_timeout(Duration::from_millis(500))
+            .job_timeout(Duration::from_secs(3))
             .cancel_grace(Duration::from_secs(5))
             .build()
             .unwrap();

@@ -62,10 +62,28 @@ fn expect_reply(out: &[u8], limit: usize) -> Expect {
             Ok(v) if v.get("error") == Some(&Value::Bool(true)) => {
                 Expect::WorkerError(error_message(&v))
             }
+            // A second ready line is never a reply (ADR 0036).
+            Ok(v) if v.get("ready") == Some(&Value::Bool(true)) => Expect::Protocol,
+            // A progress line: read on for the reply.
+            Ok(v) if is_progress(&v) => continue,
             Ok(v) => Expect::Reply(v),
             Err(_) => Expect::Protocol,
         };
     }
+}
+
+/// `{"progress": …}` with at most `total` and a string `message` besides.
+fn is_progress(v: &Value) -> bool {
+    let Some(map) = v.as_object() else {
+        return false;
+    };
+    map.get("progress").is_some_and(|p| !p.is_null())
+        && map
+            .keys()
+            .all(|k| matches!(k.as_str(), "progress" | "total" | "message"))
+        && map
+            .get("message")
+            .is_none_or(|m| m.is_string() || m.is_null())
 }
 
 fn error_message(v: &Value) -> String {
