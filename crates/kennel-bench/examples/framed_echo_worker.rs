@@ -16,14 +16,16 @@ fn main() -> std::io::Result<()> {
     }
     for line in std::io::stdin().lock().lines() {
         let line = line?;
-        let Ok(request) = serde_json::from_str::<Value>(&line) else {
+        let Ok(mut request) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
         let reply = if rpc {
             if request.get("id").is_none() {
                 continue; // a notification
             }
-            json!({"jsonrpc": "2.0", "id": request["id"], "result": request["params"]})
+            let id = request["id"].take();
+            let params = request["params"].take();
+            json!({"jsonrpc": "2.0", "id": id, "result": params})
         } else {
             request
         };

@@ -17,8 +17,8 @@ use kennel::{Fixed, Parallel, Pool};
 use kennel_process::{Coprocess, CoprocessSpec, Framing};
 use serde_json::json;
 
-const ECHOES: usize = 5_000;
-const ROUNDS: usize = 5;
+const ECHOES: usize = 2_000;
+const ROUNDS: usize = 15;
 const ABORTS: usize = 3;
 
 fn root() -> PathBuf {
@@ -134,18 +134,31 @@ async fn main() {
         a.push(echo_round(&lines, Framing::JsonLines).await);
         b.push(echo_round(&rpc, Framing::JsonRpc).await);
     }
+    let mut ratios: Vec<f64> = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| y.as_secs_f64() / x.as_secs_f64())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let (best_a, best_b) = (a.iter().min().copied(), b.iter().min().copied());
+    let (best_a, best_b) = (best_a.unwrap_or_default(), best_b.unwrap_or_default());
     let (a, b) = (median(a), median(b));
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
     println!(
-        "echo round trip, json-lines: {:.1} µs",
-        a.as_secs_f64() * 1e6
+        "echo round trip, json-lines: median {:.1} µs, best {:.1} µs",
+        us(a),
+        us(best_a)
     );
     println!(
-        "echo round trip, json-rpc:   {:.1} µs",
-        b.as_secs_f64() * 1e6
+        "echo round trip, json-rpc:   median {:.1} µs, best {:.1} µs",
+        us(b),
+        us(best_b)
     );
     println!(
-        "json-rpc / json-lines: {:.3}",
-        b.as_secs_f64() / a.as_secs_f64()
+        "json-rpc / json-lines: median of paired rounds {:.3}, of medians {:.3}, of best rounds {:.3}",
+        ratios[ratios.len() / 2],
+        us(b) / us(a),
+        us(best_b) / us(best_a)
     );
     lines.close().await;
     rpc.close().await;

@@ -161,18 +161,31 @@ struct WithToken<'a> {
 
 impl Serialize for WithToken<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Meta {
+            #[serde(rename = "progressToken")]
+            progress_token: u64,
+        }
         let mut map = s.serialize_map(Some(self.params.len() + 1))?;
         for (k, v) in self.params {
             if k != "_meta" {
                 map.serialize_entry(k, v)?;
             }
         }
-        let mut meta = match self.params.get("_meta") {
-            Some(Value::Object(meta)) => meta.clone(),
-            _ => Map::new(),
-        };
-        meta.insert("progressToken".to_owned(), self.token.into());
-        map.serialize_entry("_meta", &meta)?;
+        match self.params.get("_meta") {
+            // Other `_meta` keys are kept beside the token.
+            Some(Value::Object(meta)) => {
+                let mut meta = meta.clone();
+                meta.insert("progressToken".to_owned(), self.token.into());
+                map.serialize_entry("_meta", &meta)?;
+            }
+            _ => map.serialize_entry(
+                "_meta",
+                &Meta {
+                    progress_token: self.token,
+                },
+            )?,
+        }
         map.end()
     }
 }
