@@ -87,6 +87,7 @@ mod progress;
 mod spec;
 mod stream;
 mod thread;
+mod threads;
 
 pub use crate::coprocess::{Coprocess, STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail};
 pub use crate::error::{ProcessError, ThreadError};
@@ -95,3 +96,4 @@ pub use crate::progress::Progress;
 pub use crate::spec::{CoprocessSpec, DEFAULT_CLOSE_GRACE, DEFAULT_MAX_LINE_BYTES, ReadyMode};
 pub use crate::stream::{CallStream, CallStreaming, PROGRESS_BUFFER, Streamed};
 pub use crate::thread::ThreadWorker;
+pub use crate::threads::{THREAD_VARIABLES, ThreadBudget};

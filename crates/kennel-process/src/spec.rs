@@ -66,6 +66,10 @@ pub struct CoprocessSpec {
     pub(crate) cancel_lines: bool,
     pub(crate) method: Option<Arc<str>>,
     pub(crate) handshake: Option<Arc<Handshake>>,
+    /// The request a probe sends ([`Worker::check`](kennel::Worker::check)).
+    pub(crate) probe: Option<std::sync::Arc<serde_json::Value>>,
+    /// The threads each worker of a pool may use.
+    pub(crate) threads: Option<crate::ThreadBudget>,
 }
 
 impl CoprocessSpec {
@@ -91,6 +95,8 @@ impl CoprocessSpec {
             cancel_lines: false,
             method: None,
             handshake: None,
+            probe: None,
+            threads: None,
         }
     }
 
@@ -178,6 +184,26 @@ impl CoprocessSpec {
     pub fn label(mut self, pool: impl Into<String>, slot: usize) -> Self {
         self.pool = Some(pool.into());
         self.slot = Some(slot);
+        self
+    }
+
+    /// The request [`Coprocess`]'s probe sends (HikariCP's
+    /// `connectionTestQuery`), for a pool with `probe_every` or
+    /// `probe_on_lend`: the worker passes when it answers with a reply that
+    /// is not an error. Without one, the probe checks only that the process
+    /// still runs.
+    pub fn probe(mut self, request: serde_json::Value) -> Self {
+        self.probe = Some(std::sync::Arc::new(request));
+        self
+    }
+
+    /// Gives each worker of a pool built from this spec a thread budget
+    /// (see [`ThreadBudget`](crate::ThreadBudget)): the variables of
+    /// [`THREAD_VARIABLES`](crate::THREAD_VARIABLES) set to its share, each
+    /// unless the spec sets it itself. Applied per slot by
+    /// [`pool`](Self::pool) and [`for_slot`](Self::for_slot).
+    pub fn threads(mut self, budget: crate::ThreadBudget) -> Self {
+        self.threads = Some(budget);
         self
     }
 

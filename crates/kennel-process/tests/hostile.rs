@@ -88,8 +88,10 @@ fn is_progress(v: &Value) -> bool {
 
 fn error_message(v: &Value) -> String {
     match v.get("message") {
-        Some(Value::String(m)) => m.clone(),
-        None | Some(Value::Null) => "worker returned an error with no message".to_owned(),
+        Some(Value::String(m)) if !m.is_empty() => m.clone(),
+        None | Some(Value::Null) | Some(Value::String(_)) => {
+            "worker returned an error with no message".to_owned()
+        }
         Some(other) => other.to_string(),
     }
 }

@@ -31,6 +31,9 @@ pub enum RetireReason {
     MaxJobs,
     /// The worker's memory passed `max_memory`.
     MaxMemory,
+    /// The worker failed its probe ([`Worker::check`](crate::Worker::check)),
+    /// or did not answer it within `probe_timeout`.
+    ProbeFailed,
 }
 
 impl RetireReason {
@@ -46,6 +49,7 @@ impl RetireReason {
             Self::Memory => "memory",
             Self::MaxJobs => "max-jobs",
             Self::MaxMemory => "max-memory",
+            Self::ProbeFailed => "probe-failed",
         }
     }
 }
@@ -192,6 +196,14 @@ pub enum Event {
         /// How long the job has held it.
         running_for: Duration,
     },
+    /// A worker failed its probe, or did not answer it in time
+    /// (`worker:probe-failed`); it is retired and replaced.
+    ProbeFailed {
+        /// The slot.
+        slot: usize,
+        /// What the probe said, or that it timed out.
+        message: String,
+    },
     /// The pool closed (`pool:closed`).
     Closed,
 }
@@ -218,6 +230,7 @@ impl Event {
             Self::Retried { .. } => "job:retried",
             Self::SlowJob { .. } => "job:slow",
             Self::Cancelled { .. } => "job:cancelled",
+            Self::ProbeFailed { .. } => "worker:probe-failed",
             Self::Closed => "pool:closed",
         }
     }
@@ -236,7 +249,8 @@ impl Event {
             | Self::Retired { slot, .. }
             | Self::Backoff { slot, .. }
             | Self::SlowJob { slot, .. }
-            | Self::Cancelled { slot, .. } => Some(*slot),
+            | Self::Cancelled { slot, .. }
+            | Self::ProbeFailed { slot, .. } => Some(*slot),
             _ => None,
         }
     }
@@ -254,7 +268,8 @@ impl Event {
             | Self::Rejected { .. }
             | Self::Backoff { .. }
             | Self::SlowJob { .. }
-            | Self::Cancelled { .. } => {
+            | Self::Cancelled { .. }
+            | Self::ProbeFailed { .. } => {
                 tracing::info!(target: "kennel", pool, event = name, ?self);
             }
             _ => tracing::debug!(target: "kennel", pool, event = name, ?self),

@@ -87,6 +87,8 @@ mod pool;
 mod reconfig;
 mod registry;
 mod run;
+#[cfg(feature = "serde")]
+mod size_serde;
 mod sizing;
 mod slot;
 mod startup;
@@ -107,7 +109,9 @@ pub use crate::eviction::{
 pub use crate::exit::ExitSignal;
 pub use crate::heartbeat::Heartbeat;
 pub use crate::lease::Lease;
-pub use crate::options::{MAX_DURATION, MAX_RETRIES, MAX_WAITING, MIN_LIFETIME, Options};
+pub use crate::options::{
+    MAX_DURATION, MAX_RETRIES, MAX_WAITING, MIN_LIFETIME, MIN_PROBE_EVERY, Options,
+};
 pub use crate::pool::Pool;
 pub use crate::reconfig::{Action, Reconfig};
 pub use crate::registry::{Group, PoolEntry, Registry};

@@ -85,8 +85,8 @@ pub(super) fn error_reply(text: &str) -> ProcessError {
 
 pub(super) fn message_of(message: Option<Value>) -> String {
     match message {
-        Some(Value::String(message)) => message,
-        None | Some(Value::Null) => NO_MESSAGE.to_owned(),
+        Some(Value::String(message)) if !message.is_empty() => message,
+        None | Some(Value::Null) | Some(Value::String(_)) => NO_MESSAGE.to_owned(),
         Some(other) => other.to_string(),
     }
 }

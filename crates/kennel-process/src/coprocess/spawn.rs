@@ -112,6 +112,7 @@ impl Coprocess {
             close_grace: spec.close_grace,
             label,
             tail,
+            probe: spec.probe.clone(),
         })
     }
 }

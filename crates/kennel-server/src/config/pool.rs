@@ -114,6 +114,15 @@ pub struct PoolConfig {
     /// multipart), before base64 (default: the server's `body_limit`).
     #[serde(default)]
     pub upload_limit: Option<HumanSize>,
+    /// `probe_request`: the request a probe sends (with `probe_every` or
+    /// `probe_on_lend`); the worker passes when it answers with a reply that
+    /// is not an error. Without it a probe checks only that the process runs.
+    #[serde(default)]
+    pub probe_request: Option<serde_json::Value>,
+    /// `threads`: each worker's CPU budget (default `"auto"`: the cores
+    /// shared out among the running workers).
+    #[serde(default)]
+    pub threads: super::ThreadsConfig,
     /// kennel's options, each at its own key (`job_timeout = "30s"`).
     #[serde(flatten)]
     pub options: Options,
@@ -143,6 +152,8 @@ impl PoolConfig {
             method: None,
             initialize: None,
             upload_limit: None,
+            probe_request: None,
+            threads: super::ThreadsConfig::default(),
             options: Options::default(),
         }
     }
