@@ -97,8 +97,15 @@ impl Coprocess {
                 continue;
             }
             match serde_json::from_slice::<Value>(&bytes) {
-                Ok(value) if value.get("ready") == Some(&Value::Bool(true)) => {
+                Ok(mut value) if value.get("ready") == Some(&Value::Bool(true)) => {
                     self.phase = Phase::Idle;
+                    // What it said of itself besides: its status row shows it.
+                    if let Some(fields) = value.as_object_mut() {
+                        fields.remove("ready");
+                        if !fields.is_empty() {
+                            self.about = Some(value.to_string());
+                        }
+                    }
                     tracing::debug!(
                         pool = self.label.pool.as_deref(),
                         slot = self.label.slot,

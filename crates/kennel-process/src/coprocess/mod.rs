@@ -143,6 +143,8 @@ pub struct Coprocess {
     handshake_sent: bool,
     /// The handshake's result, once the worker answered it.
     handshake_result: Option<Box<RawValue>>,
+    /// The fields of its ready line besides `ready`, as JSON text.
+    about: Option<String>,
     /// Beaten for each progress item of the request in hand.
     heartbeat: Heartbeat,
     /// The end, recorded by the task that waits for the child.
@@ -275,6 +277,14 @@ impl Worker for Coprocess {
 
     fn is_alive(&self) -> bool {
         self.try_exited().is_none()
+    }
+
+    /// The fields of its ready line besides `ready` (JSON lines), or the
+    /// handshake's result (JSON-RPC: the server's name and capabilities).
+    fn about(&self) -> Option<String> {
+        self.about
+            .clone()
+            .or_else(|| self.handshake_result.as_ref().map(|r| r.get().to_owned()))
     }
 
     fn can_cancel(&self) -> bool {

@@ -93,6 +93,7 @@ impl Coprocess {
             open: None,
             handshake_sent: false,
             handshake_result: None,
+            about: None,
             heartbeat: kennel::Heartbeat::new(),
             exit,
             phase: if spec.framing.is_rpc() {
