@@ -33,10 +33,12 @@ pub mod queue;
 pub mod reaper;
 pub mod rundir;
 pub mod sse;
+pub mod stream;
 pub mod watch;
 
 mod app;
 mod error;
+pub mod payload;
 mod segment;
 mod state;
 

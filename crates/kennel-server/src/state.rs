@@ -51,6 +51,8 @@ struct Inner {
     run_dir: Option<Arc<RunDir>>,
     /// What is kept of each pool's workers (pools built by `start_pools`).
     watches: Mutex<HashMap<String, Watch>>,
+    /// Each pool's `upload_limit`, where it has one.
+    uploads: Mutex<HashMap<String, usize>>,
     /// The pools fed by a JetStream work queue.
     queues: crate::queue::Queues,
 }
@@ -121,6 +123,7 @@ impl AppStateBuilder {
                 reconfig: Mutex::new(()),
                 run_dir: self.run_dir,
                 watches: Mutex::new(HashMap::new()),
+                uploads: Mutex::new(HashMap::new()),
                 queues: crate::queue::Queues::default(),
             }),
         }
@@ -199,6 +202,9 @@ impl AppState {
                 return Err(fail(e));
             }
             self.watches().insert(pool.name.clone(), watch);
+            if let Some(limit) = pool.upload_limit {
+                self.set_upload_limit(&pool.name, usize::try_from(limit.0).unwrap_or(usize::MAX));
+            }
         }
         Ok(())
     }
@@ -275,6 +281,26 @@ impl AppState {
     /// The largest request body, in bytes.
     pub fn body_limit(&self) -> usize {
         self.inner.body_limit
+    }
+
+    /// The largest binary job body of pool `name` (its `upload_limit`, or
+    /// the `body_limit`).
+    pub fn upload_limit(&self, name: &str) -> usize {
+        let uploads = self
+            .inner
+            .uploads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        uploads.get(name).copied().unwrap_or(self.inner.body_limit)
+    }
+
+    /// Sets the `upload_limit` of pool `name`.
+    pub fn set_upload_limit(&self, name: &str, bytes: usize) {
+        self.inner
+            .uploads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), bytes);
     }
 
     pub(crate) fn metrics(&self) -> Option<&PrometheusHandle> {

@@ -96,6 +96,8 @@ mod tests {
         assert_eq!(dispose(Ok(()), 1, &queue()), Disposition::Ack);
         let worker = ApiError::Worker {
             message: "no".into(),
+            status: Some(422),
+            fields: serde_json::Map::new(),
         };
         assert_eq!(dispose(Err(&worker), 5, &queue()), Disposition::Ack);
     }
