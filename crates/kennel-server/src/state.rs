@@ -11,6 +11,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::{broadcast, watch};
 
 use crate::config::{Config, DEFAULT_BODY_LIMIT};
+use crate::ops::live::LivePolicies;
 use crate::pools::build_watched_pool;
 use crate::rundir::RunDir;
 use crate::watch::Watch;
@@ -51,6 +52,8 @@ struct Inner {
     run_dir: Option<Arc<RunDir>>,
     /// What is kept of each pool's workers (pools built by `start_pools`).
     watches: Mutex<HashMap<String, Watch>>,
+    /// The sizing and eviction each pool was last given.
+    live: LivePolicies,
 }
 
 impl fmt::Debug for AppState {
@@ -119,6 +122,7 @@ impl AppStateBuilder {
                 reconfig: Mutex::new(()),
                 run_dir: self.run_dir,
                 watches: Mutex::new(HashMap::new()),
+                live: LivePolicies::default(),
             }),
         }
     }
@@ -191,11 +195,14 @@ impl AppState {
                     return Err(fail(e.into()));
                 }
             };
+            let capacity = built.stats().capacity;
             if let Err(e) = self.add_pool(built, pool.group.as_deref()) {
                 self.registry().close_all().await;
                 return Err(fail(e));
             }
             self.watches().insert(pool.name.clone(), watch);
+            self.live()
+                .built(&pool.name, pool.sizing, pool.eviction, capacity);
         }
         Ok(())
     }
@@ -251,6 +258,11 @@ impl AppState {
             .watches
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The sizing and eviction each pool was last given.
+    pub(crate) fn live(&self) -> &LivePolicies {
+        &self.inner.live
     }
 
     /// The run directory, if the state has one.

@@ -78,6 +78,7 @@ mod event;
 mod eviction;
 mod exit;
 mod lease;
+mod metric_families;
 mod metrics;
 mod options;
 mod pool;
@@ -102,6 +103,7 @@ pub use crate::eviction::{
 };
 pub use crate::exit::ExitSignal;
 pub use crate::lease::Lease;
+pub use crate::metric_families::{METRIC_FAMILIES, MetricFamily, MetricKind, describe_metrics};
 pub use crate::options::{MAX_DURATION, MAX_RETRIES, MAX_WAITING, MIN_LIFETIME, Options};
 pub use crate::pool::Pool;
 pub use crate::reconfig::{Action, Reconfig};
