@@ -25,7 +25,7 @@ pub mod workers;
 /// its path with the `PUT` of [`app`](crate::app).
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
-        .route(page::PATH, get(page::page))
+        .route("/", get(page::page))
         .route("/pools/{name}/workers", get(workers::pool_workers))
         .route("/openapi.json", get(openapi::serve))
 }
