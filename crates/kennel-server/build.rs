@@ -31,13 +31,26 @@ fn main() {
         .or_else(|| {
             let rev = git(&["rev-parse", "--short", "HEAD"])?;
             // Build again when HEAD moves: HEAD itself, and the branch it names.
-            for path in [Some("HEAD".to_owned()), git(&["symbolic-ref", "-q", "HEAD"])]
-                .into_iter()
-                .flatten()
+            for path in [
+                Some("HEAD".to_owned()),
+                git(&["symbolic-ref", "-q", "HEAD"]),
+            ]
+            .into_iter()
+            .flatten()
             {
-                watch(git(&["rev-parse", "--path-format=absolute", "--git-path", &path]));
+                watch(git(&[
+                    "rev-parse",
+                    "--path-format=absolute",
+                    "--git-path",
+                    &path,
+                ]));
             }
-            watch(git(&["rev-parse", "--path-format=absolute", "--git-path", "packed-refs"]));
+            watch(git(&[
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-path",
+                "packed-refs",
+            ]));
             Some(rev)
         });
     match rev {

@@ -38,17 +38,24 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
         if let Some(t) = &token {
             request = request.header(header::AUTHORIZATION, format!("Bearer {t}"));
         }
-        let request = request.body(Empty::new()).context("cannot make the request")?;
+        let request = request
+            .body(Empty::new())
+            .context("cannot make the request")?;
         let response = tokio::time::timeout(REQUEST_LIMIT, client.request(request))
             .await
             .map_err(|_| anyhow::anyhow!("{base} did not answer within {REQUEST_LIMIT:?}"))?
             .map_err(|e| {
-                anyhow::anyhow!("cannot reach {base}: {} (is `kennel serve` running there?)", root_cause(&e))
+                anyhow::anyhow!(
+                    "cannot reach {base}: {} (is `kennel serve` running there?)",
+                    root_cause(&e)
+                )
             })?;
         let status = response.status();
         let body = tokio::time::timeout(REQUEST_LIMIT, response.into_body().collect())
             .await
-            .map_err(|_| anyhow::anyhow!("{base} did not finish its answer within {REQUEST_LIMIT:?}"))?
+            .map_err(|_| {
+                anyhow::anyhow!("{base} did not finish its answer within {REQUEST_LIMIT:?}")
+            })?
             .with_context(|| format!("{base}{path}: the answer broke off"))?
             .to_bytes();
         let value: Value = serde_json::from_slice(&body)
@@ -79,8 +86,10 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
     for pool in chosen {
         let name = pool["name"].as_str().unwrap_or_default();
         let segment = percent_encode(name);
-        let workers: WorkersBody = serde_json::from_value(get(&format!("/pools/{segment}/workers")).await?)
-            .with_context(|| format!("{base}/pools/{segment}/workers: not a list of workers"))?;
+        let workers: WorkersBody = serde_json::from_value(
+            get(&format!("/pools/{segment}/workers")).await?,
+        )
+        .with_context(|| format!("{base}/pools/{segment}/workers: not a list of workers"))?;
         out.push_str(&pool_line(pool));
         out.push_str(&table(&workers.workers));
     }
@@ -153,7 +162,10 @@ fn percent_encode(name: &str) -> String {
 /// `pool NAME (group G): capacity …, size … | starting …, … | healthy`.
 fn pool_line(pool: &Value) -> String {
     let s = &pool["stats"];
-    let n = |k: &str| s[k].as_u64().map_or_else(|| "?".to_owned(), |v| v.to_string());
+    let n = |k: &str| {
+        s[k].as_u64()
+            .map_or_else(|| "?".to_owned(), |v| v.to_string())
+    };
     let group = pool["group"]
         .as_str()
         .map(|g| format!(" (group {g})"))
@@ -168,15 +180,22 @@ fn pool_line(pool: &Value) -> String {
         n("lent"),
         n("waiting"),
         n("kept"),
-        if s["healthy"] == true { "healthy" } else { "unhealthy" },
+        if s["healthy"] == true {
+            "healthy"
+        } else {
+            "unhealthy"
+        },
     )
 }
 
-/// A duration in milliseconds, short: `15ms`, `1.2s`, `4m10s`, `2h05m`.
+/// A duration in milliseconds, short: `0.4ms`, `15ms`, `1.2s`, `4m10s`, `2h05m`.
 fn short(ms: Option<f64>) -> String {
     let Some(ms) = ms else {
         return "-".into();
     };
+    if ms < 10.0 {
+        return format!("{ms:.1}ms");
+    }
     if ms < 1000.0 {
         return format!("{ms:.0}ms");
     }
@@ -260,6 +279,7 @@ mod tests {
     #[test]
     fn durations_are_short_and_a_missing_one_is_a_dash() {
         assert_eq!(short(None), "-");
+        assert_eq!(short(Some(0.44)), "0.4ms");
         assert_eq!(short(Some(15.4)), "15ms");
         assert_eq!(short(Some(1234.0)), "1.2s");
         assert_eq!(short(Some(250_000.0)), "4m10s");

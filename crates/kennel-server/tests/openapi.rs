@@ -94,13 +94,19 @@ fn routes_in_source() -> BTreeSet<(String, String)> {
             let path = path
                 .strip_prefix('"')
                 .and_then(|p| p.strip_suffix('"'))
-                .unwrap_or_else(|| panic!("{}: a route's path is a string literal: {path}", file.display()))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{}: a route's path is a string literal: {path}",
+                        file.display()
+                    )
+                })
                 .to_owned();
             let bytes = handlers.as_bytes();
             for m in METHODS {
                 for (i, _) in handlers.match_indices(&format!("{m}(")) {
                     let before = i.checked_sub(1).map(|j| bytes[j]);
-                    if before.is_none_or(|b| !(b.is_ascii_alphanumeric() || b == b'_' || b == b':')) {
+                    if before.is_none_or(|b| !(b.is_ascii_alphanumeric() || b == b'_' || b == b':'))
+                    {
                         routes.insert((m.to_owned(), path.clone()));
                     }
                 }
@@ -114,7 +120,9 @@ fn routes_in_source() -> BTreeSet<(String, String)> {
 async fn openapi_json_is_an_openapi_3_document_of_every_route_and_no_other() {
     let doc = document().await;
     let spec = oas3::from_json(doc.to_string()).expect("an OpenAPI 3.1 document");
-    let version = spec.validate_version().expect("a supported OpenAPI version");
+    let version = spec
+        .validate_version()
+        .expect("a supported OpenAPI version");
     assert_eq!(version.major, 3);
     assert_eq!(spec.info.title, "kennel");
     assert_eq!(spec.info.version, env!("CARGO_PKG_VERSION"));
@@ -133,7 +141,10 @@ async fn openapi_json_is_an_openapi_3_document_of_every_route_and_no_other() {
     // Every operation answers something, each reference resolves, each
     // path parameter is declared.
     for (path, method, op) in spec.operations() {
-        assert!(!op.responses(&spec).is_empty(), "{method} {path}: no answer");
+        assert!(
+            !op.responses(&spec).is_empty(),
+            "{method} {path}: no answer"
+        );
         for (status, response) in op.responses(&spec) {
             for (media, content) in &response.content {
                 if let Some(schema) = &content.schema {
@@ -145,11 +156,7 @@ async fn openapi_json_is_an_openapi_3_document_of_every_route_and_no_other() {
         }
         for segment in path.split('/') {
             if let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-                let declared = op
-                    .parameters(&spec)
-                    .unwrap()
-                    .iter()
-                    .any(|p| p.name == name);
+                let declared = op.parameters(&spec).unwrap().iter().any(|p| p.name == name);
                 assert!(declared, "{method} {path}: `{name}` is not declared");
             }
         }
@@ -210,8 +217,8 @@ async fn each_body_the_document_describes_is_the_one_its_route_answers() {
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
             let uri = path.replace("{name}", "demo").replace("{group}", "demo");
-            let reference = op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
-                .as_str();
+            let reference =
+                op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].as_str();
             let Some(reference) = reference else {
                 continue;
             };
@@ -222,7 +229,10 @@ async fn each_body_the_document_describes_is_the_one_its_route_answers() {
             let answer: Value = serde_json::from_slice(&answer).unwrap();
             let keys: BTreeSet<String> = answer.as_object().unwrap().keys().cloned().collect();
             let (props, required) = properties(&doc, reference);
-            assert_eq!(keys, props, "{method} {uri} answers other keys than {reference}");
+            assert_eq!(
+                keys, props,
+                "{method} {uri} answers other keys than {reference}"
+            );
             assert!(required.is_subset(&keys), "{method} {uri}: {required:?}");
             checked += 1;
         }
@@ -234,6 +244,9 @@ async fn each_body_the_document_describes_is_the_one_its_route_answers() {
     let answer: Value = serde_json::from_slice(&answer).unwrap();
     let keys: BTreeSet<String> = answer.as_object().unwrap().keys().cloned().collect();
     let (props, required) = properties(&doc, "#/components/schemas/ErrorBody");
-    assert!(keys.is_subset(&props) && required.is_subset(&keys), "{answer}");
+    assert!(
+        keys.is_subset(&props) && required.is_subset(&keys),
+        "{answer}"
+    );
     state.close().await;
 }

@@ -261,7 +261,12 @@ async fn the_status_page_is_served_without_the_token_and_its_data_asks_for_it() 
     let rest = html.replace("\"http://www.w3.org/2000/svg\"", "");
     assert!(!rest.contains("://"), "the page names another site");
     assert!(!rest.contains(" src="), "the page loads a file");
-    for uri in ["/pools", "/pools/demo/workers", "/pools/demo/config", "/events"] {
+    for uri in [
+        "/pools",
+        "/pools/demo/workers",
+        "/pools/demo/config",
+        "/events",
+    ] {
         let (status, body) = call(&router, get(uri)).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{uri}: {body}");
     }

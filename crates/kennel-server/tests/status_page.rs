@@ -13,9 +13,9 @@ mod serve_support;
 
 use std::path::{Path, PathBuf};
 
+use chromiumoxide::Page;
 use chromiumoxide::browser::{Browser, BrowserConfig};
 use chromiumoxide::page::ScreenshotParams;
-use chromiumoxide::Page;
 use futures_util::StreamExt;
 use serde_json::Value;
 use serve_support::{LIMIT, Server};
@@ -27,10 +27,15 @@ fn chromium(test: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| {
             let path = std::env::var_os("PATH")?;
-            ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
-                .iter()
-                .flat_map(|name| std::env::split_paths(&path).map(move |d| d.join(name)))
-                .find(|p| p.is_file())
+            [
+                "chromium",
+                "chromium-browser",
+                "google-chrome",
+                "google-chrome-stable",
+            ]
+            .iter()
+            .flat_map(|name| std::env::split_paths(&path).map(move |d| d.join(name)))
+            .find(|p| p.is_file())
         });
     if found.is_none() {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
@@ -38,7 +43,9 @@ fn chromium(test: &str) -> Option<PathBuf> {
             !ci,
             "{test}: chromium not found and CI=true; .ci/run installs it (apt-get install chromium)"
         );
-        eprintln!("SKIPPED: {test}: chromium not found; .ci/run installs it (apt-get install chromium)");
+        eprintln!(
+            "SKIPPED: {test}: chromium not found; .ci/run installs it (apt-get install chromium)"
+        );
     }
     found
 }
@@ -71,7 +78,8 @@ struct Chromium {
 
 impl Chromium {
     async fn launch(binary: &Path, name: &str) -> Self {
-        let profile = std::env::temp_dir().join(format!("kennel-chromium-{name}-{}", std::process::id()));
+        let profile =
+            std::env::temp_dir().join(format!("kennel-chromium-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&profile);
         let config = BrowserConfig::builder()
             .chrome_executable(binary)
@@ -80,7 +88,11 @@ impl Chromium {
             .no_sandbox()
             .window_size(1280, 900)
             .viewport(None)
-            .args(["--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars"])
+            .args([
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--hide-scrollbars",
+            ])
             .launch_timeout(LIMIT)
             .request_timeout(LIMIT)
             .build()
@@ -140,7 +152,11 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
     server.wait_idle("batch", 1, None);
     let chrome = Chromium::launch(&binary, "page").await;
     let url = format!("http://{}/", server.addr);
-    let page = chrome.browser.new_page(url.as_str()).await.expect("the page loads");
+    let page = chrome
+        .browser
+        .new_page(url.as_str())
+        .await
+        .expect("the page loads");
 
     // Both pools, by name, with their group.
     let names = wait_for(
@@ -158,16 +174,25 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
         .collect();
     assert_eq!(names, Value::Array(listed));
     assert_eq!(names, serde_json::json!(["batch", "demo"]));
-    let title = eval(&page, "document.querySelector('section[data-pool=demo] h2').innerText").await;
+    let title = eval(
+        &page,
+        "document.querySelector('section[data-pool=demo] h2').innerText",
+    )
+    .await;
     let title = title.as_str().unwrap();
-    assert!(title.contains("demo") && title.contains("group web") && title.contains("healthy"), "{title}");
+    assert!(
+        title.contains("demo") && title.contains("group web") && title.contains("healthy"),
+        "{title}"
+    );
 
     // Its counts are the server's.
     let stats = server.json("/pools/demo/stats", None);
     for key in ["idle", "capacity", "size", "lent", "waiting"] {
         let shown = eval(
             &page,
-            &format!("document.querySelector('section[data-pool=demo] [data-count={key}] dd').innerText"),
+            &format!(
+                "document.querySelector('section[data-pool=demo] [data-count={key}] dd').innerText"
+            ),
         )
         .await;
         assert_eq!(shown, stats[key].to_string(), "{key}: {stats}");
@@ -175,7 +200,9 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
 
     // A worker's row: its state and pid as the server lists them.
     let workers = server.json("/pools/demo/workers", None);
-    let pid = workers["workers"][0]["pid"].as_u64().expect("slot 0 has a pid");
+    let pid = workers["workers"][0]["pid"]
+        .as_u64()
+        .expect("slot 0 has a pid");
     let row = wait_for(
         &page,
         "slot 0's row",
@@ -185,7 +212,11 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
     assert_eq!(row[0], "0");
     assert_eq!(row[1], "idle");
     assert_eq!(row[2], pid.to_string(), "{row}");
-    let batch_rows = eval(&page, "document.querySelectorAll('table[data-workers=batch] tbody tr').length").await;
+    let batch_rows = eval(
+        &page,
+        "document.querySelectorAll('table[data-workers=batch] tbody tr').length",
+    )
+    .await;
     assert_eq!(batch_rows, 1);
 
     // The size chart draws the size line, at the pool's size.
@@ -198,7 +229,12 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
     assert!(points.as_str().is_some_and(|p| !p.is_empty()));
 
     // An event that happens while the page is open arrives in its feed.
-    wait_for(&page, "a live event stream", "document.getElementById('conn').dataset.state === 'live'").await;
+    wait_for(
+        &page,
+        "a live event stream",
+        "document.getElementById('conn').dataset.state === 'live'",
+    )
+    .await;
     let (status, body) = server.http("POST", "/pools/demo/jobs", r#"{"crash": true}"#, None);
     assert_eq!(status, 502, "{body}");
     let crashed: Value = serde_json::from_str(&body).unwrap();
@@ -210,7 +246,10 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
     )
     .await;
     let event = event.as_str().unwrap();
-    assert!(event.contains("worker:crashed") && event.contains("\"slot\":"), "{event}");
+    assert!(
+        event.contains("worker:crashed") && event.contains("\"slot\":"),
+        "{event}"
+    );
     // The replacement's warm-up follows, and the counts come back.
     wait_for(
         &page,
@@ -245,7 +284,11 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
         .screenshot(ScreenshotParams::builder().full_page(true).build())
         .await
         .expect("a screenshot");
-    assert!(shot.starts_with(b"\x89PNG\r\n\x1a\n") && shot.len() > 10_000, "{} bytes", shot.len());
+    assert!(
+        shot.starts_with(b"\x89PNG\r\n\x1a\n") && shot.len() > 10_000,
+        "{} bytes",
+        shot.len()
+    );
     let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("status.png");
     std::fs::write(&keep, &shot).unwrap();
     if std::env::var("KENNEL_SCREENSHOT").is_ok_and(|v| v == "docs") {
@@ -273,8 +316,17 @@ async fn behind_a_token_the_page_asks_for_it_and_then_shows_the_pools() {
     server.wait_idle("batch", 1, Some("s3cret"));
     let chrome = Chromium::launch(&binary, "page-token").await;
     let url = format!("http://{}/", server.addr);
-    let page = chrome.browser.new_page(url.as_str()).await.expect("the page loads");
-    wait_for(&page, "the token form", "!document.getElementById('auth').hidden").await;
+    let page = chrome
+        .browser
+        .new_page(url.as_str())
+        .await
+        .expect("the page loads");
+    wait_for(
+        &page,
+        "the token form",
+        "!document.getElementById('auth').hidden",
+    )
+    .await;
     let pools = eval(&page, "document.querySelectorAll('section.pool').length").await;
     assert_eq!(pools, 0, "no pool is shown without the token");
     eval(
@@ -289,7 +341,12 @@ async fn behind_a_token_the_page_asks_for_it_and_then_shows_the_pools() {
     )
     .await;
     assert_eq!(names, serde_json::json!(["batch", "demo"]));
-    wait_for(&page, "a live event stream", "document.getElementById('conn').dataset.state === 'live'").await;
+    wait_for(
+        &page,
+        "a live event stream",
+        "document.getElementById('conn').dataset.state === 'live'",
+    )
+    .await;
     chrome.close().await;
     assert!(server.stop());
 }
@@ -297,6 +354,7 @@ async fn behind_a_token_the_page_asks_for_it_and_then_shows_the_pools() {
 #[test]
 fn docs_keep_a_screenshot_of_the_status_page() {
     let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/img/status.png");
-    let png = std::fs::read(&docs).expect("docs/img/status.png (KENNEL_SCREENSHOT=docs cargo test --test status_page)");
+    let png = std::fs::read(&docs)
+        .expect("docs/img/status.png (KENNEL_SCREENSHOT=docs cargo test --test status_page)");
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
 }

@@ -116,7 +116,11 @@ pub const METRIC_FAMILIES: &[MetricFamily] = &[
         MetricKind::Gauge,
         "Workers in each state (starting, idle, lent, kept).",
     ),
-    family("kennel_waiting", MetricKind::Gauge, "Jobs waiting for a worker."),
+    family(
+        "kennel_waiting",
+        MetricKind::Gauge,
+        "Jobs waiting for a worker.",
+    ),
     family(
         "kennel_capacity",
         MetricKind::Gauge,

@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use kennel::Options;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::{OpenApi, PartialSchema, ToSchema};
 
 use crate::ops::workers::{RetireDueJson, WorkerJson, WorkersBody};

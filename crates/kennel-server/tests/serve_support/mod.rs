@@ -64,7 +64,9 @@ impl Server {
     pub fn http(&self, method: &str, path: &str, body: &str, token: Option<&str>) -> (u16, String) {
         let mut stream = TcpStream::connect_timeout(&self.addr, LIMIT).unwrap();
         stream.set_read_timeout(Some(LIMIT)).unwrap();
-        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
         write!(
             stream,
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{auth}Content-Length: {}\r\n\r\n{body}",
@@ -77,7 +79,10 @@ impl Server {
         let raw = String::from_utf8(raw).unwrap();
         let (head, body) = raw.split_once("\r\n\r\n").expect("no end of headers");
         let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        let body = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
             unchunk(body)
         } else {
             body.to_owned()
@@ -101,7 +106,10 @@ impl Server {
             if stats["idle"] == n {
                 return;
             }
-            assert!(start.elapsed() < LIMIT, "{pool} never had {n} idle: {stats}");
+            assert!(
+                start.elapsed() < LIMIT,
+                "{pool} never had {n} idle: {stats}"
+            );
             std::thread::yield_now();
         }
     }
