@@ -20,13 +20,13 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use serve_support::{LIMIT, Server};
 
-/// The Chromium binary: `KENNEL_CHROMIUM`, else the first of the usual
-/// names on `PATH`. `None`: the test is skipped (and fails under CI).
+/// The Chromium binary: `KENNEL_CHROMIUM` (missing if that file is not
+/// there), else the first of the usual names on `PATH`. `None`: the test is skipped (and fails under CI).
 fn chromium(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("KENNEL_CHROMIUM")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let path = std::env::var_os("PATH")?;
+    let found = match std::env::var_os("KENNEL_CHROMIUM") {
+        // Named: that one, if it is there.
+        Some(named) => Some(PathBuf::from(named)).filter(|p| p.is_file()),
+        None => std::env::var_os("PATH").and_then(|path| {
             [
                 "chromium",
                 "chromium-browser",
@@ -36,7 +36,8 @@ fn chromium(test: &str) -> Option<PathBuf> {
             .iter()
             .flat_map(|name| std::env::split_paths(&path).map(move |d| d.join(name)))
             .find(|p| p.is_file())
-        });
+        }),
+    };
     if found.is_none() {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
         assert!(
@@ -73,7 +74,7 @@ sizing = { kind = "fixed", workers = 1 }
 struct Chromium {
     browser: Browser,
     handler: tokio::task::JoinHandle<()>,
-    _profile: PathBuf,
+    profile: PathBuf,
 }
 
 impl Chromium {
@@ -108,7 +109,7 @@ impl Chromium {
         Self {
             browser,
             handler,
-            _profile: profile,
+            profile,
         }
     }
 
@@ -116,6 +117,7 @@ impl Chromium {
         let _ = self.browser.close().await;
         let _ = self.browser.wait().await;
         self.handler.abort();
+        let _ = std::fs::remove_dir_all(&self.profile);
     }
 }
 
