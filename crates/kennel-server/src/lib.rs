@@ -29,6 +29,7 @@ pub mod embed;
 pub mod metrics;
 pub mod ops;
 pub mod pools;
+pub mod reaper;
 pub mod rundir;
 pub mod sse;
 pub mod watch;

@@ -46,6 +46,10 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Command::Reaper { run_dir } = &command {
+        // Beside a server, until it ends: no runtime, nothing on stdout.
+        return reap(run_dir);
+    }
     // `serve` logs what its pools do; `run` and `check` keep stderr for
     // their progress bar and report, and log only warnings.
     init_tracing(if matches!(command, Command::Serve(_)) {
@@ -69,7 +73,9 @@ fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Check(args) => check::check(args).await,
             Command::Status(args) => status::status(args).await,
-            Command::Worker(_) | Command::Completions { .. } => unreachable!("handled above"),
+            Command::Worker(_) | Command::Completions { .. } | Command::Reaper { .. } => {
+                unreachable!("handled above")
+            }
         }
     });
     match result {
@@ -77,6 +83,26 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("kennel: {e:#}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// `kennel reaper DIR`: waits for the server to end, then kills the worker
+/// groups it left (see `kennel_server::reaper`).
+fn reap(run_dir: &std::path::Path) -> ExitCode {
+    match kennel_server::reaper::watch(run_dir) {
+        Ok(Some(reaped)) if !reaped.groups.is_empty() => {
+            eprintln!(
+                "kennel reaper: the server ended; killed {} process group(s) it left: {:?}",
+                reaped.groups.len(),
+                reaped.groups
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kennel reaper: cannot reap {}: {e}", run_dir.display());
+            ExitCode::FAILURE
         }
     }
 }

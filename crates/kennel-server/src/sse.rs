@@ -46,11 +46,13 @@ pub fn event_json(pool: &str, event: &Event) -> Value {
             "status": exit.status.to_string(),
             "ran_for_ms": ms(exit.ran_for),
             "early": early,
+            "stderr": exit.last_words,
         }),
         Event::Crashed { slot, exit } => json!({
             "slot": slot,
             "status": exit.status.to_string(),
             "ran_for_ms": ms(exit.ran_for),
+            "stderr": exit.last_words,
         }),
         Event::TimedOut { slot, after } => json!({ "slot": slot, "after_ms": ms(*after) }),
         Event::Evicted { slot, idle_for } => json!({ "slot": slot, "idle_for_ms": ms(*idle_for) }),
@@ -136,4 +138,46 @@ pub(crate) async fn events(
         },
     );
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kennel::{Exit, ExitStatus};
+
+    #[test]
+    fn a_crashed_or_exited_worker_event_carries_its_last_words() {
+        let exit = Exit {
+            status: ExitStatus::Code(139),
+            ran_for: Duration::from_millis(1500),
+            last_words: vec!["CUDA error: out of memory".into()],
+        };
+        let crashed = event_json(
+            "vision",
+            &Event::Crashed {
+                slot: 1,
+                exit: exit.clone(),
+            },
+        );
+        assert_eq!(
+            crashed,
+            json!({
+                "pool": "vision",
+                "event": "worker:crashed",
+                "slot": 1,
+                "status": "exited with code 139",
+                "ran_for_ms": 1500.0,
+                "stderr": ["CUDA error: out of memory"],
+            })
+        );
+        let exited = event_json(
+            "vision",
+            &Event::Exited {
+                slot: 1,
+                exit,
+                early: true,
+            },
+        );
+        assert_eq!(exited["stderr"], json!(["CUDA error: out of memory"]));
+    }
 }

@@ -183,6 +183,10 @@ pub struct Exit {
     pub status: ExitStatus,
     /// How long it ran, from its start to its end.
     pub ran_for: Duration,
+    /// Its last words: the last lines it wrote to stderr, oldest first, for
+    /// a worker type that keeps them (`Coprocess` keeps a bounded tail);
+    /// empty otherwise.
+    pub last_words: Vec<String>,
 }
 
 /// The owned future that resolves once, when a worker has ended.

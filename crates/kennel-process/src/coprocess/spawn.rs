@@ -66,15 +66,16 @@ impl Coprocess {
             slot: spec.slot,
         };
         let group = Arc::new(ProcessGroup::new(pid));
+        let tail = StderrTail::new();
+        tokio::spawn(forward_stderr(stderr, label.clone(), pid, tail.clone()));
         tokio::spawn(wait_for_exit(
             child,
             Arc::clone(&group),
             exit.clone(),
             label.clone(),
             pid,
+            tail.clone(),
         ));
-        let tail = StderrTail::new();
-        tokio::spawn(forward_stderr(stderr, label.clone(), pid, tail.clone()));
         tracing::debug!(pool = label.pool.as_deref(), slot = label.slot, pid, %program, "worker started");
 
         Ok(Self {
