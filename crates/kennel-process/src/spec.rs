@@ -59,6 +59,8 @@ pub struct CoprocessSpec {
     pub(crate) close_grace: Duration,
     pub(crate) pool: Option<String>,
     pub(crate) slot: Option<usize>,
+    /// The request a probe sends ([`Worker::check`](kennel::Worker::check)).
+    pub(crate) probe: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 impl CoprocessSpec {
@@ -80,6 +82,7 @@ impl CoprocessSpec {
             close_grace: DEFAULT_CLOSE_GRACE,
             pool: None,
             slot: None,
+            probe: None,
         }
     }
 
@@ -130,6 +133,16 @@ impl CoprocessSpec {
     pub fn label(mut self, pool: impl Into<String>, slot: usize) -> Self {
         self.pool = Some(pool.into());
         self.slot = Some(slot);
+        self
+    }
+
+    /// The request [`Coprocess`]'s probe sends (HikariCP's
+    /// `connectionTestQuery`), for a pool with `probe_every` or
+    /// `probe_on_lend`: the worker passes when it answers with a reply that
+    /// is not an error. Without one, the probe checks only that the process
+    /// still runs.
+    pub fn probe(mut self, request: serde_json::Value) -> Self {
+        self.probe = Some(std::sync::Arc::new(request));
         self
     }
 

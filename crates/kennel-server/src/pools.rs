@@ -37,6 +37,9 @@ pub fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpec {
     if let Some(max) = pool.max_reply {
         spec = spec.max_line_bytes(usize::try_from(max.0).unwrap_or(usize::MAX));
     }
+    if let Some(request) = &pool.probe_request {
+        spec = spec.probe(request.clone());
+    }
     spec
 }
 

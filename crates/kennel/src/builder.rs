@@ -210,6 +210,26 @@ impl<W: Worker> PoolBuilder<W> {
         self
     }
 
+    /// Probes each worker idle for `every` with [`Worker::check`] (see
+    /// [`Options::probe_every`]).
+    pub fn probe_every(mut self, every: Duration) -> Self {
+        self.options.probe_every = Some(every);
+        self
+    }
+
+    /// The longest a probe may take (default 5 s).
+    pub fn probe_timeout(mut self, d: Duration) -> Self {
+        self.options.probe_timeout = d;
+        self
+    }
+
+    /// Probes every worker before a job gets it (see
+    /// [`Options::probe_on_lend`]).
+    pub fn probe_on_lend(mut self, on: bool) -> Self {
+        self.options.probe_on_lend = on;
+        self
+    }
+
     /// Every option at once (what the service reads from its config).
     pub fn options(mut self, options: Options) -> Self {
         self.options = options;

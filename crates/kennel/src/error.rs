@@ -76,11 +76,11 @@ pub enum Error {
     #[error(
         "worker failed before responding{}{}",
         attempts_note(*attempts),
-        last_words_note(exit.as_ref())
+        last_words_note(exit.as_deref())
     )]
     Crashed {
         /// How the worker ended, when the pool knows.
-        exit: Option<Exit>,
+        exit: Option<Box<Exit>>,
         /// How many times the job ran (more than 1 with `retry_on_crash`),
         /// each time on a worker that crashed under it.
         attempts: u32,

@@ -30,6 +30,9 @@ pub enum RetireReason {
     MaxJobs,
     /// The worker's memory passed `max_memory`.
     MaxMemory,
+    /// The worker failed its probe ([`Worker::check`](crate::Worker::check)),
+    /// or did not answer it within `probe_timeout`.
+    ProbeFailed,
 }
 
 impl RetireReason {
@@ -45,6 +48,7 @@ impl RetireReason {
             Self::Memory => "memory",
             Self::MaxJobs => "max-jobs",
             Self::MaxMemory => "max-memory",
+            Self::ProbeFailed => "probe-failed",
         }
     }
 }
@@ -175,6 +179,14 @@ pub enum Event {
         /// How long the job has held it.
         running_for: Duration,
     },
+    /// A worker failed its probe, or did not answer it in time
+    /// (`worker:probe-failed`); it is retired and replaced.
+    ProbeFailed {
+        /// The slot.
+        slot: usize,
+        /// What the probe said, or that it timed out.
+        message: String,
+    },
     /// The pool closed (`pool:closed`).
     Closed,
 }
@@ -200,6 +212,7 @@ impl Event {
             Self::Recovered { .. } => "pool:recovered",
             Self::Retried { .. } => "job:retried",
             Self::SlowJob { .. } => "job:slow",
+            Self::ProbeFailed { .. } => "worker:probe-failed",
             Self::Closed => "pool:closed",
         }
     }
@@ -217,7 +230,8 @@ impl Event {
             | Self::Evicted { slot, .. }
             | Self::Retired { slot, .. }
             | Self::Backoff { slot, .. }
-            | Self::SlowJob { slot, .. } => Some(*slot),
+            | Self::SlowJob { slot, .. }
+            | Self::ProbeFailed { slot, .. } => Some(*slot),
             _ => None,
         }
     }
@@ -234,7 +248,8 @@ impl Event {
             Self::TimedOut { .. }
             | Self::Rejected { .. }
             | Self::Backoff { .. }
-            | Self::SlowJob { .. } => {
+            | Self::SlowJob { .. }
+            | Self::ProbeFailed { .. } => {
                 tracing::info!(target: "kennel", pool, event = name, ?self);
             }
             _ => tracing::debug!(target: "kennel", pool, event = name, ?self),

@@ -85,6 +85,8 @@ mod pool;
 mod reconfig;
 mod registry;
 mod run;
+#[cfg(feature = "serde")]
+mod size_serde;
 mod sizing;
 mod slot;
 mod startup;
@@ -104,7 +106,9 @@ pub use crate::eviction::{
 pub use crate::exit::ExitSignal;
 pub use crate::lease::Lease;
 pub use crate::metric_families::{METRIC_FAMILIES, MetricFamily, MetricKind, describe_metrics};
-pub use crate::options::{MAX_DURATION, MAX_RETRIES, MAX_WAITING, MIN_LIFETIME, Options};
+pub use crate::options::{
+    MAX_DURATION, MAX_RETRIES, MAX_WAITING, MIN_LIFETIME, MIN_PROBE_EVERY, Options,
+};
 pub use crate::pool::Pool;
 pub use crate::reconfig::{Action, Reconfig};
 pub use crate::registry::{Group, PoolEntry, Registry};

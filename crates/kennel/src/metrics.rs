@@ -12,7 +12,7 @@ use crate::error::RejectReason;
 use crate::event::{Event, RetireReason};
 use crate::stats::Stats;
 
-const RETIRE_REASONS: [RetireReason; 9] = [
+const RETIRE_REASONS: [RetireReason; 10] = [
     RetireReason::Failed,
     RetireReason::Aborted,
     RetireReason::Panicked,
@@ -22,13 +22,14 @@ const RETIRE_REASONS: [RetireReason; 9] = [
     RetireReason::Memory,
     RetireReason::MaxJobs,
     RetireReason::MaxMemory,
+    RetireReason::ProbeFailed,
 ];
 
 pub(crate) struct PoolMetrics {
     jobs: Counter,
     rejected_full: Counter,
     rejected_wait: Counter,
-    retired: [Counter; 9],
+    retired: [Counter; RETIRE_REASONS.len()],
     started: Counter,
     evicted: Counter,
     exited: Counter,

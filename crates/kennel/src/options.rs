@@ -23,6 +23,10 @@ pub const MAX_WAITING: usize = 1_000_000;
 /// configuration says.
 pub const MIN_LIFETIME: Duration = Duration::from_secs(1);
 
+/// The shortest `probe_every`: an idle worker is probed at most once a
+/// second.
+pub const MIN_PROBE_EVERY: Duration = Duration::from_secs(1);
+
 /// The most times `retry_on_crash` may run a job again.
 pub const MAX_RETRIES: u32 = 10;
 
@@ -128,12 +132,28 @@ pub struct Options {
     /// resident memory of its whole process group, from `/proc`), sampled
     /// every `memory_check_every` and when a job returns. With the `serde`
     /// feature, a size such as `"2GiB"`. `None`: no limit.
-    #[cfg_attr(feature = "serde", serde(with = "size_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::size_serde"))]
     pub max_memory: Option<u64>,
     /// How often the memory of idle and lent workers is sampled for
     /// `max_memory` (default 10 s).
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub memory_check_every: Duration,
+    /// Probes each idle worker that has been idle this long with
+    /// [`Worker::check`](crate::Worker::check), then again as often
+    /// (HikariCP's `keepaliveTime`): a worker that fails it, or does not
+    /// answer within `probe_timeout`, is retired and replaced. A probed
+    /// worker is not lent meanwhile; a job takes another or waits at most
+    /// the probe. At least 1 s. `None`: no probes (the default).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub probe_every: Option<Duration>,
+    /// The longest a probe may take; past it the worker counts as failed
+    /// (default 5 s).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub probe_timeout: Duration,
+    /// Probes every worker before a job gets it (bb8's `test_on_check_out`,
+    /// HikariCP's `connectionTestQuery`): one more round trip per job; a
+    /// worker that fails is retired and the job gets another.
+    pub probe_on_lend: bool,
 }
 
 impl Default for Options {
@@ -156,6 +176,9 @@ impl Default for Options {
             slow_job: None,
             max_memory: None,
             memory_check_every: Duration::from_secs(10),
+            probe_every: None,
+            probe_timeout: Duration::from_secs(5),
+            probe_on_lend: false,
         }
     }
 }
@@ -201,6 +224,18 @@ impl Options {
             check_limit("slow_job", d)?;
         }
         check_limit("memory_check_every", self.memory_check_every)?;
+        check_limit("probe_timeout", self.probe_timeout)?;
+        if let Some(every) = self.probe_every {
+            if every < MIN_PROBE_EVERY || every > MAX_DURATION {
+                return Err(BuildError::new(
+                    "probe_every",
+                    format!(
+                        "{every:?} is out of range (allowed: at least {MIN_PROBE_EVERY:?} and at most {} ms)",
+                        MAX_DURATION.as_millis()
+                    ),
+                ));
+            }
+        }
         if self.max_memory == Some(0) {
             return Err(BuildError::new(
                 "max_memory",
@@ -327,42 +362,10 @@ impl Options {
             "memory_check_every",
             self.memory_check_every != other.memory_check_every,
         );
+        differs("probe_every", self.probe_every != other.probe_every);
+        differs("probe_timeout", self.probe_timeout != other.probe_timeout);
+        differs("probe_on_lend", self.probe_on_lend != other.probe_on_lend);
         names
-    }
-}
-
-/// Sizes in humane form (`"2GiB"`, `"512 MB"`) or a number of bytes.
-#[cfg(feature = "serde")]
-mod size_serde {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(n) => s.serialize_str(&bytesize::ByteSize(*n).to_string()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Size {
-            Bytes(u64),
-            Text(String),
-        }
-        match Option::<Size>::deserialize(d)? {
-            None => Ok(None),
-            Some(Size::Bytes(n)) => Ok(Some(n)),
-            Some(Size::Text(t)) => t
-                .trim()
-                .parse::<bytesize::ByteSize>()
-                .map(|b| Some(b.as_u64()))
-                .map_err(|e| {
-                    serde::de::Error::custom(format!(
-                        "invalid size {t:?}: {e} (allowed: a size such as \"512MiB\" or \"2GB\", or a number of bytes)"
-                    ))
-                }),
-        }
     }
 }
 

@@ -168,6 +168,22 @@ impl Reconfig {
         self.edit("max_memory", move |o| o.max_memory = bytes)
     }
 
+    /// A new `probe_every` (`None`: no probes); the next round is due
+    /// `every` from now.
+    pub fn probe_every(self, every: Option<Duration>) -> Self {
+        self.edit("probe_every", move |o| o.probe_every = every)
+    }
+
+    /// A new `probe_timeout`, for probes that start from now.
+    pub fn probe_timeout(self, d: Duration) -> Self {
+        self.edit("probe_timeout", move |o| o.probe_timeout = d)
+    }
+
+    /// Probes on lend, or no longer.
+    pub fn probe_on_lend(self, on: bool) -> Self {
+        self.edit("probe_on_lend", move |o| o.probe_on_lend = on)
+    }
+
     /// A new close grace.
     pub fn close_grace(self, d: Duration) -> Self {
         self.edit("close_grace", move |o| o.close_grace = d)

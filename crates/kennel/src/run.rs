@@ -118,7 +118,7 @@ pub(crate) async fn run_seen<W: Worker, R>(
                 Error::Closed
             } else {
                 Error::Crashed {
-                    exit: cell.exit(),
+                    exit: cell.exit().map(Box::new),
                     attempts: 1,
                 }
             };
@@ -161,7 +161,7 @@ impl<W: Worker> Pool<W> {
                 }
                 Err(Error::Crashed { exit, .. }) if attempt <= retries => {
                     attempt += 1;
-                    self.engine().retried(attempt, exit);
+                    self.engine().retried(attempt, exit.map(|e| *e));
                 }
                 Err(Error::Crashed { exit, .. }) => {
                     return Err(Error::Crashed {

@@ -25,6 +25,8 @@ pub enum WorkerState {
     Kept,
     /// A job has the worker.
     Lent,
+    /// The pool probes the worker (`probe_every`); no job gets it meanwhile.
+    Probing,
     /// The pool ends the worker, or it ended under its job and the job has
     /// not given it back yet.
     Closing,
@@ -41,6 +43,7 @@ impl WorkerState {
             Self::Idle => "idle",
             Self::Kept => "kept",
             Self::Lent => "lent",
+            Self::Probing => "probing",
             Self::Closing => "closing",
         }
     }

@@ -105,6 +105,23 @@ pub trait Worker: Send + 'static {
     /// future from [`exited`](Worker::exited) must resolve.
     fn killer(&self) -> Killer;
 
+    /// A health probe, for a pool with `probe_every` or `probe_on_lend`:
+    /// checks that the worker still serves (a cheap request, a ping). The
+    /// pool calls it only on a worker no job holds. The default: healthy.
+    ///
+    /// # Errors
+    ///
+    /// An error means the worker is not fit to serve: the pool retires it
+    /// (`RetireReason::ProbeFailed`) and starts a replacement.
+    ///
+    /// # Cancel safety
+    ///
+    /// The pool drops this future when `probe_timeout` ends; it then
+    /// retires the worker, so no state needs to survive.
+    fn check(&mut self) -> impl Future<Output = Result<(), BoxError>> + Send {
+        std::future::ready(Ok(()))
+    }
+
     /// Whether the worker is still alive, as far as it knows without waiting.
     ///
     /// The pool asks when a job gives the worker back, so that a worker that

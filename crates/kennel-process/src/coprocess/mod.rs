@@ -110,6 +110,8 @@ pub struct Coprocess {
     label: Label,
     /// The last lines of its stderr.
     tail: StderrTail,
+    /// The request its probe sends, if the spec gave one.
+    probe: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 impl Coprocess {
@@ -207,6 +209,18 @@ impl Worker for Coprocess {
 
     fn is_alive(&self) -> bool {
         self.try_exited().is_none()
+    }
+
+    /// Sends the spec's probe request and passes on a reply that is not an
+    /// error; without a probe request, passes while the process runs.
+    async fn check(&mut self) -> Result<(), BoxError> {
+        if self.try_exited().is_some() {
+            return Err("the worker has ended".into());
+        }
+        match self.probe.clone() {
+            Some(request) => self.request(&request).await.map(drop).map_err(Into::into),
+            None => Ok(()),
+        }
     }
 
     async fn close(self) {

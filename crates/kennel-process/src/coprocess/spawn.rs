@@ -92,6 +92,7 @@ impl Coprocess {
             close_grace: spec.close_grace,
             label,
             tail,
+            probe: spec.probe.clone(),
         })
     }
 }

@@ -96,6 +96,11 @@ pub struct PoolConfig {
     /// `max_reply`: the largest reply line a worker may write (default 16 MiB).
     #[serde(default)]
     pub max_reply: Option<HumanSize>,
+    /// `probe_request`: the request a probe sends (with `probe_every` or
+    /// `probe_on_lend`); the worker passes when it answers with a reply that
+    /// is not an error. Without it a probe checks only that the process runs.
+    #[serde(default)]
+    pub probe_request: Option<serde_json::Value>,
     /// kennel's options, each at its own key (`job_timeout = "30s"`).
     #[serde(flatten)]
     pub options: Options,
@@ -120,6 +125,7 @@ impl PoolConfig {
             eviction: EvictionConfig::default(),
             ready: ReadyKind::default(),
             max_reply: None,
+            probe_request: None,
             options: Options::default(),
         }
     }

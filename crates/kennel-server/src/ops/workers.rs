@@ -37,7 +37,7 @@ pub struct WorkerJson {
     /// The slot.
     pub slot: usize,
     /// What the slot holds: `empty`, `backing-off`, `evicted`, `starting`,
-    /// `idle`, `kept`, `lent` or `closing`.
+    /// `idle`, `kept`, `lent`, `probing` or `closing`.
     #[schema(example = "idle")]
     pub state: String,
     /// Grows with each worker the slot starts.

@@ -115,7 +115,7 @@ impl<W: Worker> State<W> {
             // job may. Either way it is no longer bound to this slot.
             self.waiters.set_bound(id, None);
         }
-        self.place(fx, i, worker, &mut Now::unread());
+        self.place(fx, i, worker, &mut Now::unread(), None);
         self.kick_startup(fx);
         self.pump(fx, None);
     }
@@ -249,6 +249,7 @@ impl<W: Worker> State<W> {
                         | RetireReason::Lifetime
                         | RetireReason::MaxJobs
                         | RetireReason::MaxMemory
+                        | RetireReason::ProbeFailed
                 );
                 // The pool's own limits never restart a slot more than once
                 // a second, however they are set: a worker they retired
@@ -256,7 +257,10 @@ impl<W: Worker> State<W> {
                 // old (a job that needs the slot still starts one at once).
                 let own_limit = matches!(
                     reason,
-                    RetireReason::Lifetime | RetireReason::MaxJobs | RetireReason::MaxMemory
+                    RetireReason::Lifetime
+                        | RetireReason::MaxJobs
+                        | RetireReason::MaxMemory
+                        | RetireReason::ProbeFailed
                 );
                 if always && i < self.slots.size() && !self.closed {
                     if own_limit && ran < MIN_LIFETIME {

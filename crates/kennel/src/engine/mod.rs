@@ -18,6 +18,7 @@ mod guard;
 mod lend;
 mod life;
 mod memory;
+mod probe;
 mod reconfigure;
 mod release;
 mod resize;
@@ -113,6 +114,7 @@ impl<W: Worker> Engine<W> {
             st.kick_startup(fx);
             st.keep_spares(fx);
             st.arm_memory(fx);
+            st.arm_probe(fx);
         });
         engine.sync_memory_limit();
         engine
@@ -178,6 +180,7 @@ impl<W: Worker> Engine<W> {
             wakes,
             holders,
             meters,
+            probes,
             ended,
             job_done,
         } = *pending;
@@ -224,6 +227,11 @@ impl<W: Worker> Engine<W> {
                     engine.act(|st, fx| st.on_memory(fx, samples));
                 }
             });
+        }
+        if let Some(me) = self.me.upgrade().filter(|_| !probes.is_empty()) {
+            for run in probes {
+                self.rt.spawn(tasks::probe(me.clone(), run));
+            }
         }
         if ended {
             self.ended.notify_waiters();
@@ -373,6 +381,7 @@ impl<W: Worker> State<W> {
             Wake::Trial => self.on_trial_due(fx),
             Wake::Slow { slot, generation } => self.on_slow(fx, slot, generation),
             Wake::Memory => self.on_memory_tick(fx),
+            Wake::Probe => self.on_probe_tick(fx),
             Wake::Rested { slot, generation } => self.on_rested(fx, slot, generation),
             Wake::StartRetry => {
                 self.start_retry = None;
