@@ -83,8 +83,10 @@ mod lines;
 mod pool;
 mod spec;
 mod thread;
+mod threads;
 
 pub use crate::coprocess::{Coprocess, STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail};
 pub use crate::error::{ProcessError, ThreadError};
 pub use crate::spec::{CoprocessSpec, DEFAULT_CLOSE_GRACE, DEFAULT_MAX_LINE_BYTES, ReadyMode};
 pub use crate::thread::ThreadWorker;
+pub use crate::threads::{THREAD_VARIABLES, ThreadBudget};

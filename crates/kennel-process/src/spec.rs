@@ -61,6 +61,8 @@ pub struct CoprocessSpec {
     pub(crate) slot: Option<usize>,
     /// The request a probe sends ([`Worker::check`](kennel::Worker::check)).
     pub(crate) probe: Option<std::sync::Arc<serde_json::Value>>,
+    /// The threads each worker of a pool may use.
+    pub(crate) threads: Option<crate::ThreadBudget>,
 }
 
 impl CoprocessSpec {
@@ -83,6 +85,7 @@ impl CoprocessSpec {
             pool: None,
             slot: None,
             probe: None,
+            threads: None,
         }
     }
 
@@ -143,6 +146,16 @@ impl CoprocessSpec {
     /// still runs.
     pub fn probe(mut self, request: serde_json::Value) -> Self {
         self.probe = Some(std::sync::Arc::new(request));
+        self
+    }
+
+    /// Gives each worker of a pool built from this spec a thread budget
+    /// (see [`ThreadBudget`](crate::ThreadBudget)): the variables of
+    /// [`THREAD_VARIABLES`](crate::THREAD_VARIABLES) set to its share, each
+    /// unless the spec sets it itself. Applied per slot by
+    /// [`pool`](Self::pool) and [`for_slot`](Self::for_slot).
+    pub fn threads(mut self, budget: crate::ThreadBudget) -> Self {
+        self.threads = Some(budget);
         self
     }
 

@@ -692,7 +692,7 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
         ),
         (
             r#"job_timeut = "1s""#,
-            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `probe_request`, `job_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `close_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`".to_owned(),
+            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `probe_request`, `threads`, `job_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `close_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`".to_owned(),
         ),
         (
             "max_waiting = -1",
@@ -702,6 +702,14 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
         (
             r#"dispatch = "random""#,
             "test.toml:4:12: `pool[0].dispatch`: unknown variant `random`, expected `lowest-slot` or `round-robin`".to_owned(),
+        ),
+        (
+            "threads = 0",
+            r#"test.toml:4:11: `pool[0].threads`: 0 is out of range (allowed: "auto", "off" or a number of threads from 1 to 1024)"#.to_owned(),
+        ),
+        (
+            r#"threads = "all""#,
+            r#"test.toml:4:11: `pool[0].threads`: invalid value "all" (allowed: "auto", "off" or a number of threads from 1 to 1024)"#.to_owned(),
         ),
         (
             "warmup_timeout = 10",

@@ -76,6 +76,10 @@ pub struct WorkerRow {
     /// When the pool will retire it itself, and why: `Lifetime` with the
     /// time left, or `MaxJobs` with the jobs left (as a count in `jobs_left`).
     pub retire_due: Option<RetireDue>,
+    /// What the worker said of itself when it became ready, as the text of
+    /// a JSON object ([`Worker::about`](crate::Worker::about); for a
+    /// `Coprocess`, the fields of its ready line besides `ready`).
+    pub about: Option<std::sync::Arc<str>>,
 }
 
 /// A retirement the pool has scheduled for a worker.

@@ -18,15 +18,26 @@ pub struct SlotInfo {
     pub pool: Arc<str>,
     /// The slot the worker will live in.
     pub slot: usize,
+    /// How many slots the pool runs as the worker starts (its size then),
+    /// for a factory that shares something out among the workers, such as
+    /// CPU threads. 1 when not known.
+    pub size: usize,
 }
 
 impl SlotInfo {
-    /// The slot `slot` of the pool `pool`.
+    /// The slot `slot` of the pool `pool`, whose size is not known (1).
     pub fn new(pool: impl Into<Arc<str>>, slot: usize) -> Self {
         Self {
             pool: pool.into(),
             slot,
+            size: 1,
         }
+    }
+
+    /// The same, for a pool that runs `size` slots.
+    pub fn with_size(mut self, size: usize) -> Self {
+        self.size = size.max(1);
+        self
     }
 }
 
@@ -120,6 +131,14 @@ pub trait Worker: Send + 'static {
     /// retires the worker, so no state needs to survive.
     fn check(&mut self) -> impl Future<Output = Result<(), BoxError>> + Send {
         std::future::ready(Ok(()))
+    }
+
+    /// What the worker said of itself when it became ready (a model
+    /// version, a device), as the text of a JSON object, for its status row
+    /// ([`Pool::workers`](crate::Pool::workers)). Asked once, after
+    /// [`ready`](Worker::ready). The default: nothing.
+    fn about(&self) -> Option<String> {
+        None
     }
 
     /// Whether the worker is still alive, as far as it knows without waiting.

@@ -46,6 +46,7 @@ mod policy;
 mod pool;
 mod reconfig;
 mod server;
+mod threads;
 
 pub use self::error::ConfigError;
 pub use self::human::{HumanDuration, HumanSize};
@@ -56,6 +57,7 @@ pub use self::server::{
     DEFAULT_BODY_LIMIT, DEFAULT_PORT, DEFAULT_SHUTDOWN_GRACE, MAX_BODY_LIMIT, ServerConfig,
     parse_listen,
 };
+pub use self::threads::ThreadsConfig;
 
 use self::error::{Refusal, join, line_col, path_string};
 

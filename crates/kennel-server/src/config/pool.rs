@@ -101,6 +101,10 @@ pub struct PoolConfig {
     /// is not an error. Without it a probe checks only that the process runs.
     #[serde(default)]
     pub probe_request: Option<serde_json::Value>,
+    /// `threads`: each worker's CPU budget (default `"auto"`: the cores
+    /// shared out among the running workers).
+    #[serde(default)]
+    pub threads: super::ThreadsConfig,
     /// kennel's options, each at its own key (`job_timeout = "30s"`).
     #[serde(flatten)]
     pub options: Options,
@@ -126,6 +130,7 @@ impl PoolConfig {
             ready: ReadyKind::default(),
             max_reply: None,
             probe_request: None,
+            threads: super::ThreadsConfig::default(),
             options: Options::default(),
         }
     }

@@ -116,6 +116,8 @@ impl<W> Effects<W> {
 #[derive(Debug)]
 pub(crate) struct Warmup {
     pub(crate) slot: usize,
+    /// The pool's running size as it starts.
+    pub(crate) size: usize,
     pub(crate) generation: u64,
     pub(crate) limit: Option<Duration>,
     pub(crate) token: CancellationToken,

@@ -35,10 +35,12 @@ impl<W: Worker> State<W> {
         let Some(respawn) = self.slots.apply(i, |s| t::start(s, awaited_by, warmup)) else {
             return;
         };
+        let size = self.slots.size();
         let (generation, _) = self.slots.slot_mut(i);
         *generation += 1;
         fx.add().warmups.push(Warmup {
             slot: i,
+            size,
             generation: *generation,
             limit: self.opts.warmup_timeout,
             token,
@@ -103,9 +105,11 @@ impl<W: Worker> State<W> {
             return;
         };
         self.ever_ready = true;
+        let about = worker.about().map(Arc::<str>::from);
         self.slots.edit(i, |s| {
             if let Some(live) = s.live_mut() {
                 live.record.ready_after = Some(warmup);
+                live.record.about = about;
             }
         });
         fx.emit(Event::Ready { slot: i, warmup });

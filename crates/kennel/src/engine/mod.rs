@@ -205,7 +205,7 @@ impl<W: Worker> Engine<W> {
             });
         }
         for w in warmups {
-            let info = SlotInfo::new(self.name.clone(), w.slot);
+            let info = SlotInfo::new(self.name.clone(), w.slot).with_size(w.size);
             self.rt.spawn(tasks::warm_up(self.me.clone(), w, info));
         }
         for (slot, generation, exited) in watches {

@@ -230,6 +230,7 @@ impl<W> State<W> {
                     early_exits: self.slots.early_exits(i),
                     memory: live.and_then(|l| l.record.memory),
                     retire_due,
+                    about: live.and_then(|l| l.record.about.clone()),
                 }
             })
             .collect()

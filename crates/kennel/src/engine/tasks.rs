@@ -21,6 +21,7 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
         generation,
         limit,
         token,
+        ..
     } = w;
     let started = Instant::now();
     let work = async {

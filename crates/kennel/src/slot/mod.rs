@@ -187,6 +187,8 @@ pub(crate) struct Record {
     pub(crate) memory: Option<u64>,
     /// Set while the pool probes it (lent to its probe, not to a job).
     pub(crate) probe: Option<Probed>,
+    /// What it said of itself when ready ([`Worker::about`](crate::Worker::about)).
+    pub(crate) about: Option<Arc<str>>,
 }
 
 /// A worker under its probe.

@@ -272,6 +272,10 @@ impl Worker for Fake {
         !self.signal.has_exited()
     }
 
+    fn about(&self) -> Option<String> {
+        Some(format!("{{\"fake\":{}}}", self.id))
+    }
+
     async fn check(&mut self) -> Result<(), BoxError> {
         let health = {
             let mut p = self.probes.lock().unwrap();
