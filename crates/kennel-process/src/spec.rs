@@ -4,8 +4,11 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use crate::coprocess::Coprocess;
 use crate::error::ProcessError;
+use crate::framing::{Framing, Handshake};
 
 /// The default limit on one line of a worker's stdout: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -59,6 +62,10 @@ pub struct CoprocessSpec {
     pub(crate) close_grace: Duration,
     pub(crate) pool: Option<String>,
     pub(crate) slot: Option<usize>,
+    pub(crate) framing: Framing,
+    pub(crate) cancel_lines: bool,
+    pub(crate) method: Option<Arc<str>>,
+    pub(crate) handshake: Option<Arc<Handshake>>,
     /// The request a probe sends ([`Worker::check`](kennel::Worker::check)).
     pub(crate) probe: Option<std::sync::Arc<serde_json::Value>>,
     /// The threads each worker of a pool may use.
@@ -84,9 +91,50 @@ impl CoprocessSpec {
             close_grace: DEFAULT_CLOSE_GRACE,
             pool: None,
             slot: None,
+            framing: Framing::default(),
+            cancel_lines: false,
+            method: None,
+            handshake: None,
             probe: None,
             threads: None,
         }
+    }
+
+    /// How messages are framed (default [`Framing::JsonLines`]).
+    ///
+    /// In the JSON-RPC framings kennel numbers each request and takes as
+    /// its reply only the response with that id; the worker counts as warm
+    /// when the [`handshake`](Self::handshake) is answered, or at once
+    /// without one (the [`ready`](Self::ready) mode is for JSON lines).
+    pub fn framing(mut self, framing: Framing) -> Self {
+        self.framing = framing;
+        self
+    }
+
+    /// JSON lines: the worker reads `{"cancel":true}` lines while it works
+    /// (the SDKs do), so a job that is aborted or times out is cancelled
+    /// with one instead of a kill. Off by default: a worker that does not
+    /// read them would take the line as its next request. The JSON-RPC
+    /// framings always cancel (`notifications/cancelled`,
+    /// `$/cancelRequest`).
+    pub fn cancel_lines(mut self, on: bool) -> Self {
+        self.cancel_lines = on;
+        self
+    }
+
+    /// JSON-RPC: every job is a call of `method` (such as MCP's
+    /// `tools/call`) whose params are the job. Without it a job is
+    /// `{"method": …, "params": …}`.
+    pub fn method(mut self, method: impl Into<String>) -> Self {
+        self.method = Some(Arc::from(method.into()));
+        self
+    }
+
+    /// JSON-RPC: the warm-up is this `initialize` handshake (for MCP,
+    /// [`Handshake::mcp`]).
+    pub fn handshake(mut self, handshake: Handshake) -> Self {
+        self.handshake = Some(Arc::new(handshake));
+        self
     }
 
     /// Sets an environment variable for the worker (on top of the inherited

@@ -22,17 +22,20 @@ use std::sync::{Arc, PoisonError};
 
 use axum::Json;
 use axum::Router;
+use axum::body::Body;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::HeaderMap;
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use kennel::{Pool, Stats};
-use kennel_process::{Coprocess, StderrTail};
+use kennel_process::{Coprocess, Progress, StderrTail};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::config::ReconfigBody;
@@ -42,6 +45,7 @@ use crate::ops::openapi::{
 };
 use crate::segment::Segment;
 use crate::state::AppState;
+use crate::stream::Answer;
 use crate::watch::{Watch, last_words};
 
 /// The routes that never ask for the bearer token: the probes.
@@ -166,7 +170,8 @@ async fn run_job(
     target: Target,
     request: Value,
     watch: Option<Watch>,
-) -> Result<Json<Value>, ApiError> {
+    progress: Option<mpsc::Sender<Progress>>,
+) -> Result<Box<RawValue>, ApiError> {
     let (reply_tx, reply_rx) = oneshot::channel();
     let (gone_tx, gone_rx) = oneshot::channel::<()>();
     let tail: Arc<std::sync::Mutex<Option<StderrTail>>> = Arc::default();
@@ -177,7 +182,13 @@ async fn run_job(
         let job = async move |w: &mut Coprocess| {
             flag.store(true, Ordering::SeqCst);
             *seen.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
-            w.request(&request).await
+            w.request_with_progress(&request, |p| {
+                if let Some(tx) = &progress {
+                    // A client that reads too slowly misses items, never the reply.
+                    let _ = tx.try_send(p);
+                }
+            })
+            .await
         };
         let run = async move {
             match target {
@@ -204,7 +215,7 @@ async fn run_job(
     let result = reply_rx.await;
     drop(gone_tx);
     match result {
-        Ok(Ok(Ok(reply))) => Ok(Json(reply)),
+        Ok(Ok(Ok(reply))) => Ok(reply),
         Ok(Ok(Err(e))) => Err(e.into()),
         Ok(Err(e @ kennel::Error::Crashed { .. })) => {
             let tail = tail.lock().unwrap_or_else(PoisonError::into_inner).clone();
@@ -225,15 +236,18 @@ async fn run_job(
     }
 }
 
-/// Runs the body as one job on a worker of the pool.
+/// `POST /pools/{name}/jobs`: the body (JSON, or bytes as base64: see
+/// [`crate::payload`]) is the job; the answer is the worker's reply as it
+/// wrote it, or the progress then the reply for a client that streams
+/// ([`crate::stream`]).
 #[utoipa::path(
     post,
     path = "/pools/{name}/jobs",
     tag = "jobs",
     params(("name" = String, Path, description = "the pool's name")),
-    request_body(content = Value, description = "the job: any JSON value, handed to the worker as its request"),
+    request_body(content = Value, description = "the job: a JSON value handed to the worker as its request, or bytes (an upload, sent to the worker as base64; see SERVICE.md)"),
     responses(
-        (status = 200, description = "the worker's JSON reply", body = Value),
+        (status = 200, description = "the worker's reply as it wrote it; a client that asks for `text/event-stream` or `application/x-ndjson` gets the job's progress, then the reply", body = Value),
         (status = 400, description = "the body is not JSON or is empty (`bad-json`)", body = ErrorBody),
         (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
         (status = 413, description = "the body is over `body_limit` (`too-large`)", body = ErrorBody),
@@ -247,13 +261,28 @@ async fn run_job(
 pub(crate) async fn pool_job(
     State(state): State<AppState>,
     Segment(name): Segment,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let pool = pool_named(&state, &name)?;
-    let request = json_body(body, state.body_limit())?;
-    run_job(Target::Pool(pool.clone()), request, state.watch(&name))
-        .await
-        .map_err(|e| e.retry_after_projected(pool.projected_wait()))
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let pool = match pool_named(&state, &name) {
+        Ok(pool) => pool,
+        Err(e) => return e.into_response(),
+    };
+    let limits = crate::payload::Limits {
+        json: state.body_limit(),
+        upload: state.upload_limit(&name),
+    };
+    let request = match crate::payload::job_of(&headers, body, limits).await {
+        Ok(request) => request,
+        Err(e) => return e.into_response(),
+    };
+    let watch = state.watch(&name);
+    crate::stream::respond(Answer::of(&headers), move |progress| async move {
+        run_job(Target::Pool(pool.clone()), request, watch, progress)
+            .await
+            .map_err(|e| e.retry_after_projected(pool.projected_wait()))
+    })
+    .await
 }
 
 /// Runs the body as one job on a random pool of the group that can lend at
@@ -278,20 +307,28 @@ pub(crate) async fn pool_job(
 pub(crate) async fn group_job(
     State(state): State<AppState>,
     Segment(group): Segment,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Response {
     let registry = state.registry();
     if registry.list().is_empty() {
-        return Err(ApiError::NotSupported);
+        return ApiError::NotSupported.into_response();
     }
     let group = registry.group(&group);
     if group.pools().is_empty() {
-        return Err(ApiError::NoSuchGroup {
+        return ApiError::NoSuchGroup {
             group: group.name().to_owned(),
-        });
+        }
+        .into_response();
     }
-    let request = json_body(body, state.body_limit())?;
-    run_job(Target::Group(group), request, None).await
+    let request = match json_body(body, state.body_limit()) {
+        Ok(request) => request,
+        Err(e) => return e.into_response(),
+    };
+    crate::stream::respond(Answer::of(&headers), move |progress| {
+        run_job(Target::Group(group), request, None, progress)
+    })
+    .await
 }
 
 fn stats_json(stats: &Stats) -> Value {

@@ -32,10 +32,12 @@ pub mod pools;
 pub mod reaper;
 pub mod rundir;
 pub mod sse;
+pub mod stream;
 pub mod watch;
 
 mod app;
 mod error;
+pub mod payload;
 mod segment;
 mod state;
 

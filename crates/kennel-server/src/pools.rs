@@ -43,7 +43,13 @@ pub fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpec {
     if let Some(budget) = pool.threads.budget() {
         spec = spec.threads(budget);
     }
-    spec
+    crate::config::protocol::apply(
+        spec,
+        pool.protocol,
+        pool.cancel_lines,
+        pool.method.as_deref(),
+        pool.initialize.as_ref(),
+    )
 }
 
 /// Builds the pool a `[[pool]]` entry describes. Each worker is told its pool

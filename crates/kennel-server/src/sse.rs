@@ -71,6 +71,17 @@ pub fn event_json(pool: &str, event: &Event) -> Value {
             "figures": step.figures,
         }),
         Event::Warning { message } => json!({ "message": message }),
+        Event::Cancelled {
+            slot,
+            reason,
+            outcome,
+            took,
+        } => json!({
+            "slot": slot,
+            "reason": reason.as_str(),
+            "outcome": outcome.as_str(),
+            "took_ms": ms(*took),
+        }),
         _ => json!({ "slot": event.slot() }),
     };
     if let (Some(v), Value::Object(fields)) = (v.as_object_mut(), fields) {

@@ -54,6 +54,8 @@ struct Inner {
     watches: Mutex<HashMap<String, Watch>>,
     /// The sizing and eviction each pool was last given.
     live: LivePolicies,
+    /// Each pool's `upload_limit`, where it has one.
+    uploads: Mutex<HashMap<String, usize>>,
 }
 
 impl fmt::Debug for AppState {
@@ -123,6 +125,7 @@ impl AppStateBuilder {
                 run_dir: self.run_dir,
                 watches: Mutex::new(HashMap::new()),
                 live: LivePolicies::default(),
+                uploads: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -203,6 +206,9 @@ impl AppState {
             self.watches().insert(pool.name.clone(), watch);
             self.live()
                 .built(&pool.name, pool.sizing, pool.eviction, capacity);
+            if let Some(limit) = pool.upload_limit {
+                self.set_upload_limit(&pool.name, usize::try_from(limit.0).unwrap_or(usize::MAX));
+            }
         }
         Ok(())
     }
@@ -278,6 +284,26 @@ impl AppState {
     /// The largest request body, in bytes.
     pub fn body_limit(&self) -> usize {
         self.inner.body_limit
+    }
+
+    /// The largest binary job body of pool `name` (its `upload_limit`, or
+    /// the `body_limit`).
+    pub fn upload_limit(&self, name: &str) -> usize {
+        let uploads = self
+            .inner
+            .uploads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        uploads.get(name).copied().unwrap_or(self.inner.body_limit)
+    }
+
+    /// Sets the `upload_limit` of pool `name`.
+    pub fn set_upload_limit(&self, name: &str, bytes: usize) {
+        self.inner
+            .uploads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), bytes);
     }
 
     pub(crate) fn metrics(&self) -> Option<&PrometheusHandle> {

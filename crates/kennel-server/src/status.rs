@@ -3,10 +3,10 @@
 //! (php-fpm's `status?full`, printed).
 //!
 //! ```text
-//! pool demo (group demo): capacity 2, size 2 | starting 0, idle 2, lent 0, waiting 0, kept 0 | healthy
-//!   slot  state  pid    gen  jobs  running  warm-up  last job  memory  retire due
-//!   0     idle   81321  1    3     12.0s    1.0s     15ms      -       -
-//!   1     idle   81322  1    0     12.0s    1.0s     -         -       -
+//! pool model: capacity 2, size 2 | starting 0, idle 2, lent 0, waiting 0, kept 0 | healthy
+//!   slot  state  pid   gen  jobs  running  warm-up  last job  memory    retire due          about
+//!   0     idle   5244  1    3     3.6s     1.0s     32ms      10.4 MiB  lifetime in 59m56s  {"pid":5244}
+//!   1     idle   5247  1    0     3.6s     1.0s     -         9.6 MiB   lifetime in 59m56s  {"pid":5247}
 //! ```
 
 use std::io::Write;
@@ -227,6 +227,7 @@ fn table(workers: &[WorkerJson]) -> String {
             "last job",
             "memory",
             "retire due",
+            "about",
         ]
         .map(str::to_owned),
     ];
@@ -253,6 +254,9 @@ fn table(workers: &[WorkerJson]) -> String {
                 |b| bytesize::ByteSize(b).display().iec().to_string(),
             ),
             retire,
+            w.about
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), ToString::to_string),
         ]);
     }
     let widths: Vec<usize> = (0..rows[0].len())

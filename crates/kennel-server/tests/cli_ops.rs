@@ -23,9 +23,6 @@ fn text(bytes: &[u8]) -> String {
 }
 
 const CONFIG: &str = r#"
-[server]
-run_dir = "{dir}/run"
-
 [[pool]]
 name = "demo"
 argv = ["@kennel", "worker", "demo", "--warmup", "100ms"]
@@ -73,7 +70,8 @@ fn status_prints_each_pools_counts_and_one_row_per_worker() {
             "warm-up",
             "last job",
             "memory",
-            "retire due"
+            "retire due",
+            "about"
         ]
     );
     let demo_at = lines
@@ -89,6 +87,12 @@ fn status_prints_each_pools_counts_and_one_row_per_worker() {
         assert_eq!(cells[1], "idle", "{row}");
         assert_eq!(cells[2], worker["pid"].to_string(), "{row}");
         jobs += cells[4].parse::<u64>().unwrap();
+        // The demo worker's ready line says its pid beside `ready`.
+        assert_eq!(
+            cells[cells.len() - 1],
+            format!("{{\"pid\":{}}}", worker["pid"]),
+            "{row}"
+        );
     }
     assert_eq!(jobs, 1, "{stdout}");
     assert_eq!(lines.len(), demo_at + 4, "{stdout}");
@@ -110,10 +114,7 @@ fn status_prints_each_pools_counts_and_one_row_per_worker() {
 
 #[test]
 fn status_reads_the_address_and_token_from_the_config_and_says_when_it_is_refused() {
-    let config = format!(
-        "[server]\ntoken_env = \"KENNEL_STATUS_TOKEN\"\n{}",
-        CONFIG.replace("[server]\n", "")
-    );
+    let config = format!("[server]\ntoken_env = \"KENNEL_STATUS_TOKEN\"\n{}", CONFIG);
     let server = Server::start(
         "status-token",
         &config,

@@ -158,6 +158,32 @@ async fn get_config_answers_the_live_config_and_put_takes_it_back_unchanged() {
     state.close().await;
 }
 
+/// SERVICE.md shows the demo pool's `GET /pools/{name}/config` as the
+/// program prints it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_md_shows_the_demo_pools_config_as_it_is_printed() {
+    let state = AppState::builder().build();
+    state
+        .start_pools(&Config::demo(), kennel_bin())
+        .await
+        .unwrap();
+    let router = app(state.clone());
+    let (status, config) = call(&router, get("/pools/demo/config")).await;
+    assert_eq!(status, StatusCode::OK);
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/SERVICE.md"
+    ))
+    .unwrap();
+    let shown = doc
+        .split("$ curl -s localhost:7878/pools/demo/config\n")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .expect("SERVICE.md shows GET /pools/demo/config");
+    assert_eq!(shown, config.to_string(), "docs/SERVICE.md is out of date");
+    state.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pool_built_without_a_sizing_shows_the_fixed_size_it_runs() {
     let mut pool = demo("plain", 1);
@@ -222,6 +248,8 @@ async fn workers_answers_one_row_per_slot_with_its_process_and_jobs() {
             "pid {pid} is not a live process"
         );
         pids.insert(pid);
+        // The demo worker's ready line says its pid beside `ready`.
+        assert_eq!(w.about, Some(json!({"pid": pid})), "{body}");
         assert!(w.ready_after_ms.is_some_and(|ms| ms > 0.0), "{body}");
         assert!(
             w.running_for_ms.unwrap() >= w.ready_after_ms.unwrap(),

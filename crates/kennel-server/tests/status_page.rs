@@ -52,9 +52,6 @@ fn chromium(test: &str) -> Option<PathBuf> {
 }
 
 const CONFIG: &str = r#"
-[server]
-run_dir = "{dir}/run"
-
 [[pool]]
 name = "demo"
 argv = ["@kennel", "worker", "demo", "--warmup", "200ms"]
@@ -310,10 +307,7 @@ async fn behind_a_token_the_page_asks_for_it_and_then_shows_the_pools() {
     let Some(binary) = chromium(test) else {
         return;
     };
-    let config = format!(
-        "[server]\ntoken_env = \"KENNEL_PAGE_TOKEN\"\n{}",
-        CONFIG.replace("[server]\n", "")
-    );
+    let config = format!("[server]\ntoken_env = \"KENNEL_PAGE_TOKEN\"\n{}", CONFIG);
     let server = Server::start("page-token", &config, &[("KENNEL_PAGE_TOKEN", "s3cret")]);
     server.wait_idle("batch", 1, Some("s3cret"));
     let chrome = Chromium::launch(&binary, "page-token").await;

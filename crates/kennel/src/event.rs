@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::cancel::CancelOutcome;
 use crate::error::RejectReason;
 use crate::sizing::SizingStep;
 use crate::worker::Exit;
@@ -101,7 +102,9 @@ pub enum Event {
         /// How it ended.
         exit: Exit,
     },
-    /// A job ran past its time limit; its worker is killed (`worker:timeout`).
+    /// A job ran past its time limit (`worker:timeout`); its worker is
+    /// killed, or asked to cancel when it can (then a `job:cancelled`
+    /// follows).
     TimedOut {
         /// The slot.
         slot: usize,
@@ -171,6 +174,20 @@ pub enum Event {
         /// How the crashed worker ended, when the pool knows.
         exit: Option<Exit>,
     },
+    /// A job was dropped mid-job or ran past its `job_timeout`, and its
+    /// worker was asked to cancel it (`job:cancelled`): it answered within
+    /// `cancel_grace` and stays (`kept`), or it did not and was killed
+    /// (`killed`).
+    Cancelled {
+        /// The worker's slot.
+        slot: usize,
+        /// [`RetireReason::Aborted`] or [`RetireReason::Timeout`].
+        reason: RetireReason,
+        /// Kept or killed.
+        outcome: CancelOutcome,
+        /// From the cancel to the worker's answer (or to the kill).
+        took: Duration,
+    },
     /// A job has held its worker longer than `slow_job` (`job:slow`); said
     /// once per job.
     SlowJob {
@@ -212,6 +229,7 @@ impl Event {
             Self::Recovered { .. } => "pool:recovered",
             Self::Retried { .. } => "job:retried",
             Self::SlowJob { .. } => "job:slow",
+            Self::Cancelled { .. } => "job:cancelled",
             Self::ProbeFailed { .. } => "worker:probe-failed",
             Self::Closed => "pool:closed",
         }
@@ -231,6 +249,7 @@ impl Event {
             | Self::Retired { slot, .. }
             | Self::Backoff { slot, .. }
             | Self::SlowJob { slot, .. }
+            | Self::Cancelled { slot, .. }
             | Self::ProbeFailed { slot, .. } => Some(*slot),
             _ => None,
         }
@@ -249,6 +268,7 @@ impl Event {
             | Self::Rejected { .. }
             | Self::Backoff { .. }
             | Self::SlowJob { .. }
+            | Self::Cancelled { .. }
             | Self::ProbeFailed { .. } => {
                 tracing::info!(target: "kennel", pool, event = name, ?self);
             }

@@ -119,7 +119,8 @@ impl<W: Worker> fmt::Debug for Lease<W> {
 
 /// A lease whose job is running: dropped before [`disarm`](Self::disarm)
 /// (the job's future was dropped mid-job), it retires the worker as
-/// aborted, since its state is unknown.
+/// aborted, since its state is unknown, unless the worker can cancel the
+/// job in hand (then it is asked to, and stays if it answers in time).
 #[must_use = "dropping the guard aborts the job"]
 pub(crate) struct InFlight<W: Worker>(Option<Lease<W>>);
 
@@ -151,12 +152,12 @@ impl<W: Worker> DerefMut for InFlight<W> {
 impl<W: Worker> Drop for InFlight<W> {
     fn drop(&mut self) {
         if let Some(lease) = self.0.take() {
-            let reason = if std::thread::panicking() {
-                RetireReason::Panicked
+            if std::thread::panicking() {
+                lease.retire(RetireReason::Panicked);
             } else {
-                RetireReason::Aborted
-            };
-            lease.retire(reason);
+                // A worker that can cancel is asked to, and may stay.
+                crate::cancel::settle(lease, RetireReason::Aborted, None);
+            }
         }
     }
 }

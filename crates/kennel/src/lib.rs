@@ -70,13 +70,16 @@
 
 mod backoff;
 mod builder;
+mod cancel;
 mod computer;
+mod deadline;
 mod dispatch;
 mod engine;
 mod error;
 mod event;
 mod eviction;
 mod exit;
+mod heartbeat;
 mod lease;
 mod metric_families;
 mod metrics;
@@ -96,6 +99,7 @@ mod timer;
 mod worker;
 
 pub use crate::builder::PoolBuilder;
+pub use crate::cancel::CancelOutcome;
 pub use crate::computer::{Computer, SystemComputer, TestComputer};
 pub use crate::dispatch::Dispatch;
 pub use crate::error::{BuildError, Error, RejectReason};
@@ -104,6 +108,7 @@ pub use crate::eviction::{
     EvictAfter, Eviction, IdleTimeout, IdleWorker, MAX_IDLE_TIMEOUT, NoEviction,
 };
 pub use crate::exit::ExitSignal;
+pub use crate::heartbeat::Heartbeat;
 pub use crate::lease::Lease;
 pub use crate::metric_families::{METRIC_FAMILIES, MetricFamily, MetricKind, describe_metrics};
 pub use crate::options::{

@@ -67,6 +67,11 @@ pub const METRIC_FAMILIES: &[MetricFamily] = &[
         "Jobs that ran past their job_timeout.",
     ),
     family(
+        "kennel_jobs_cancelled_total",
+        MetricKind::Counter,
+        "Jobs aborted or past job_timeout whose worker was asked to cancel, by outcome (kept, killed).",
+    ),
+    family(
         "kennel_workers_started_total",
         MetricKind::Counter,
         "Workers the pool started.",

@@ -57,9 +57,29 @@ pub(crate) const WAITING_PER_WORKER: usize = 8;
 #[non_exhaustive]
 pub struct Options {
     /// The longest a job may hold its worker; past it the job fails with
-    /// `Timeout` and the worker is killed. `None`: no limit (the default).
+    /// `Timeout` and the worker is killed, or, if it can cancel (a
+    /// JSON-RPC coprocess, a JSON-lines one with cancel lines), asked to
+    /// stop and kept if it answers within `cancel_grace` (a soft limit,
+    /// Celery's `soft_time_limit`). `None`: no limit (the default).
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub job_timeout: Option<Duration>,
+    /// The hard limit on a job, from the moment it got its worker: past it
+    /// the worker is killed at once, cancel or not, progress or not
+    /// (Celery's `time_limit`). Above `job_timeout` when both are set.
+    /// `None`: no hard limit.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub job_kill_after: Option<Duration>,
+    /// How long a worker asked to cancel (its job aborted or past
+    /// `job_timeout`) has to answer before it is killed (default 5 s; 0
+    /// kills at once, as for a worker that cannot cancel).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub cancel_grace: Duration,
+    /// Each progress item a job's worker sends (its
+    /// [`Heartbeat`](crate::Heartbeat)) moves the job's `job_timeout`
+    /// deadline to a full `job_timeout` from then: a long job that keeps
+    /// saying how far it got is not cut short, one that goes quiet is.
+    /// `job_kill_after` still holds. Default false.
+    pub progress_extends_timeout: bool,
     /// The longest a warm-up may take; past it the worker is killed and the
     /// job waiting for it fails with `WarmupFailed`. `None`: no limit.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
@@ -160,6 +180,9 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             job_timeout: None,
+            job_kill_after: None,
+            cancel_grace: Duration::from_secs(5),
+            progress_extends_timeout: false,
             warmup_timeout: None,
             max_waiting: None,
             max_queue_wait: None,
@@ -193,6 +216,7 @@ impl Options {
     pub fn validate(&self) -> Result<(), BuildError> {
         for (option, value) in [
             ("job_timeout", self.job_timeout),
+            ("job_kill_after", self.job_kill_after),
             ("warmup_timeout", self.warmup_timeout),
             ("max_queue_wait", self.max_queue_wait),
             ("max_lifetime", self.max_lifetime),
@@ -208,6 +232,26 @@ impl Options {
                     "{:?} is out of range (allowed: at most {} ms)",
                     self.close_grace,
                     MAX_DURATION.as_millis()
+                ),
+            ));
+        }
+        if self.cancel_grace > MAX_DURATION {
+            return Err(BuildError::new(
+                "cancel_grace",
+                format!(
+                    "{:?} is out of range (allowed: 0 to {} ms)",
+                    self.cancel_grace,
+                    MAX_DURATION.as_millis()
+                ),
+            ));
+        }
+        if let (Some(hard), Some(soft)) = (self.job_kill_after, self.job_timeout)
+            && hard <= soft
+        {
+            return Err(BuildError::new(
+                "job_kill_after",
+                format!(
+                    "{hard:?} is not above job_timeout {soft:?} (allowed: above job_timeout, or none)"
                 ),
             ));
         }
@@ -323,6 +367,15 @@ impl Options {
         };
         differs("job_timeout", self.job_timeout != other.job_timeout);
         differs(
+            "job_kill_after",
+            self.job_kill_after != other.job_kill_after,
+        );
+        differs("cancel_grace", self.cancel_grace != other.cancel_grace);
+        differs(
+            "progress_extends_timeout",
+            self.progress_extends_timeout != other.progress_extends_timeout,
+        );
+        differs(
             "warmup_timeout",
             self.warmup_timeout != other.warmup_timeout,
         );
@@ -390,7 +443,15 @@ mod tests {
     #[test]
     fn each_out_of_range_value_names_its_option() {
         type Case = (&'static str, fn(&mut Options));
-        let cases: [Case; 9] = [
+        let cases: [Case; 12] = [
+            ("job_kill_after", |o| {
+                o.job_kill_after = Some(Duration::ZERO);
+            }),
+            ("job_kill_after", |o| {
+                o.job_timeout = Some(Duration::from_secs(5));
+                o.job_kill_after = Some(Duration::from_secs(5));
+            }),
+            ("cancel_grace", |o| o.cancel_grace = Duration::MAX),
             ("max_lifetime", |o| {
                 o.max_lifetime = Some(Duration::from_millis(999));
             }),

@@ -94,6 +94,11 @@ impl Reconfig {
         self.edit("job_timeout", move |o| o.job_timeout = d)
     }
 
+    /// A new `cancel_grace`, for cancels that start from now.
+    pub fn cancel_grace(self, d: Duration) -> Self {
+        self.edit("cancel_grace", move |o| o.cancel_grace = d)
+    }
+
     /// A new `warmup_timeout` (`None`: no limit), for warm-ups that start
     /// from now.
     pub fn warmup_timeout(self, d: Option<Duration>) -> Self {

@@ -7,6 +7,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cancel::CancelOutcome;
+use crate::heartbeat::Heartbeat;
+
 /// A boxed error as a worker reports it (a failed warm-up, for example).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -161,6 +164,39 @@ pub trait Worker: Send + 'static {
     /// takes it once, when the worker is made. The default: none (the
     /// memory is unknown, and `max_memory` never retires the worker).
     fn meter(&self) -> Option<Meter> {
+        None
+    }
+
+    /// Whether [`cancel`](Worker::cancel) can stop the job in hand without
+    /// killing the worker. The pool asks when a job is dropped mid-job or
+    /// runs past its `job_timeout`: a worker that says yes is asked to
+    /// cancel instead of being killed (ADR 0035). The default: no.
+    fn can_cancel(&self) -> bool {
+        false
+    }
+
+    /// Asks the worker to stop the job that was in hand when the job's
+    /// future was dropped, and waits up to `grace` for it to answer.
+    ///
+    /// [`CancelOutcome::Kept`] means the worker stopped (or had finished)
+    /// and can take the next job; [`CancelOutcome::Killed`] that the pool
+    /// must kill it. Called only when [`can_cancel`](Worker::can_cancel)
+    /// said yes. The default says `Killed`.
+    ///
+    /// # Cancel safety
+    ///
+    /// The pool drops this future after `grace` (or when the worker ends)
+    /// and then kills the worker, so no state needs to survive a drop.
+    fn cancel(&mut self, grace: Duration) -> impl Future<Output = CancelOutcome> + Send {
+        let _ = grace;
+        std::future::ready(CancelOutcome::Killed)
+    }
+
+    /// A heartbeat that the worker beats for each progress item of the job
+    /// in hand; with the pool's `progress_extends_timeout` each beat moves
+    /// the job's deadline. The pool reads it at the start of each job. The
+    /// default: none.
+    fn heartbeat(&self) -> Option<Heartbeat> {
         None
     }
 

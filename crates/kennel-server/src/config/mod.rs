@@ -44,6 +44,7 @@ mod human;
 mod keys;
 mod policy;
 mod pool;
+pub(crate) mod protocol;
 mod reconfig;
 mod server;
 mod threads;
@@ -52,6 +53,7 @@ pub use self::error::ConfigError;
 pub use self::human::{HumanDuration, HumanSize};
 pub use self::policy::{EvictionConfig, MAX_FIXED_WORKERS, Policies, SizingConfig};
 pub use self::pool::{PoolConfig, ReadyKind, SELF_EXE, StartupKind, check_name};
+pub use self::protocol::{ClientInfo, InitializeConfig, ProtocolKind};
 pub use self::reconfig::ReconfigBody;
 pub use self::server::{
     DEFAULT_BODY_LIMIT, DEFAULT_PORT, DEFAULT_SHUTDOWN_GRACE, MAX_BODY_LIMIT, ServerConfig,
@@ -62,7 +64,7 @@ pub use self::threads::ThreadsConfig;
 use self::error::{Refusal, join, line_col, path_string};
 
 /// The whole configuration: the server and its pools.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Config {

@@ -111,8 +111,18 @@ impl From<kennel::Error> for ApiError {
 impl From<ProcessError> for ApiError {
     fn from(e: ProcessError) -> Self {
         let stderr = e.stderr().to_vec();
+        let status = e.status();
         match e {
-            ProcessError::Worker { message } => Self::Worker { message },
+            ProcessError::Worker {
+                message, fields, ..
+            } => Self::Worker {
+                message,
+                status,
+                fields,
+            },
+            ProcessError::NotACall { message } => Self::BadRequest {
+                message: format!("the job is not a method call: {message}"),
+            },
             ProcessError::Crashed { .. } => Self::Crashed {
                 message: e.to_string(),
                 stderr,

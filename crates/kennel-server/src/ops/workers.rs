@@ -4,7 +4,7 @@
 //! ```text
 //! {"pool":"demo","workers":[{"slot":0,"state":"idle","generation":1,"pid":8132,
 //!   "running_for_ms":12003.1,"ready_after_ms":1003.4,"jobs":3,"last_job_ms":15.8,
-//!   "early_exits":0,"memory_bytes":null,"retire_due":null}, …]}
+//!   "early_exits":0,"memory_bytes":null,"retire_due":null,"about":{"pid":8132}}, …]}
 //! ```
 
 use std::time::Duration;
@@ -59,6 +59,11 @@ pub struct WorkerJson {
     pub memory_bytes: Option<u64>,
     /// When the pool will retire it itself, and why.
     pub retire_due: Option<RetireDueJson>,
+    /// What the worker said of itself when it became ready (for a process
+    /// worker, the fields of its ready line besides `ready`, such as a
+    /// model's version), as JSON.
+    #[schema(value_type = Object)]
+    pub about: Option<serde_json::Value>,
 }
 
 /// A retirement the pool has scheduled for a worker.
@@ -103,6 +108,11 @@ impl From<&WorkerRow> for WorkerJson {
             early_exits: row.early_exits,
             memory_bytes: row.memory,
             retire_due: row.retire_due.as_ref().map(Into::into),
+            // The library keeps it as the text of a JSON object; a text that
+            // is not JSON is shown as a string rather than lost.
+            about: row.about.as_deref().map(|text| {
+                serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::from(text))
+            }),
         }
     }
 }

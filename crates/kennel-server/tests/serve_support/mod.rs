@@ -24,7 +24,9 @@ pub struct Server {
 
 impl Server {
     /// Starts `kennel serve --config <dir>/kennel.toml --listen 127.0.0.1:0`
-    /// with `config` (its `{dir}` replaced by the directory) and `envs`.
+    /// with `config` (its `{dir}` replaced by the directory) and `envs`. The
+    /// run directory is the default one of its port (a config that names
+    /// one in the directory would race its reaper with the removal).
     pub fn start(name: &str, config: &str, envs: &[(&str, &str)]) -> Self {
         let dir = std::env::temp_dir().join(format!("kennel-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

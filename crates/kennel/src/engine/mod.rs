@@ -273,8 +273,19 @@ impl<W: Worker> Engine<W> {
         self.lock().closed
     }
 
-    pub(crate) fn default_job_timeout(&self) -> Option<Duration> {
-        self.lock().opts.job_timeout
+    /// A job's `job_timeout` (the call's own when it gives one),
+    /// `job_kill_after` and `progress_extends_timeout`, under one lock.
+    pub(crate) fn job_limits(
+        &self,
+        call: Option<Option<Duration>>,
+    ) -> (Option<Duration>, Option<Duration>, bool) {
+        let st = self.lock();
+        let soft = call.unwrap_or(st.opts.job_timeout);
+        (
+            soft,
+            st.opts.job_kill_after,
+            st.opts.progress_extends_timeout,
+        )
     }
 
     pub(crate) fn options(&self) -> crate::Options {
@@ -283,6 +294,21 @@ impl<W: Worker> Engine<W> {
 
     pub(crate) fn timed_out(&self, slot: usize, after: Duration) {
         self.emit(Event::TimedOut { slot, after });
+    }
+
+    pub(crate) fn cancelled(
+        &self,
+        slot: usize,
+        reason: crate::RetireReason,
+        outcome: crate::CancelOutcome,
+        took: Duration,
+    ) {
+        self.emit(Event::Cancelled {
+            slot,
+            reason,
+            outcome,
+            took,
+        });
     }
 
     pub(crate) fn retried(&self, attempt: u32, exit: Option<crate::Exit>) {
