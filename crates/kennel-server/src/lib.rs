@@ -28,6 +28,7 @@ pub mod config;
 pub mod demo;
 pub mod embed;
 pub mod metrics;
+pub mod ops;
 pub mod pools;
 pub mod queue;
 pub mod reaper;

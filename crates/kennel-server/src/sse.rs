@@ -97,6 +97,18 @@ pub(crate) struct EventsQuery {
     pool: Option<String>,
 }
 
+/// Server-sent events of every pool.
+#[utoipa::path(
+    get,
+    path = "/events",
+    tag = "operators",
+    params(("pool" = Option<String>, Query, description = "keep one pool's events")),
+    responses(
+        (status = 200, description = "server-sent events: the SSE name is the event's (`worker:ready`, …), the data one JSON object with `pool`, `event` and its fields", content_type = "text/event-stream"),
+        (status = 400, description = "a bad query string (`bad-request`)", body = crate::ops::openapi::ErrorBody),
+        (status = 404, description = "no pool of this name (`no-such-pool`)", body = crate::ops::openapi::ErrorBody),
+    )
+)]
 pub(crate) async fn events(
     State(state): State<AppState>,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,

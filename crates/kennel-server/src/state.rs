@@ -11,6 +11,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::{broadcast, watch};
 
 use crate::config::{Config, DEFAULT_BODY_LIMIT};
+use crate::ops::live::LivePolicies;
 use crate::pools::build_watched_pool;
 use crate::rundir::RunDir;
 use crate::watch::Watch;
@@ -51,6 +52,8 @@ struct Inner {
     run_dir: Option<Arc<RunDir>>,
     /// What is kept of each pool's workers (pools built by `start_pools`).
     watches: Mutex<HashMap<String, Watch>>,
+    /// The sizing and eviction each pool was last given.
+    live: LivePolicies,
     /// Each pool's `upload_limit`, where it has one.
     uploads: Mutex<HashMap<String, usize>>,
     /// The pools fed by a JetStream work queue.
@@ -123,6 +126,7 @@ impl AppStateBuilder {
                 reconfig: Mutex::new(()),
                 run_dir: self.run_dir,
                 watches: Mutex::new(HashMap::new()),
+                live: LivePolicies::default(),
                 uploads: Mutex::new(HashMap::new()),
                 queues: crate::queue::Queues::default(),
             }),
@@ -197,11 +201,14 @@ impl AppState {
                     return Err(fail(e.into()));
                 }
             };
+            let capacity = built.stats().capacity;
             if let Err(e) = self.add_pool(built, pool.group.as_deref()) {
                 self.registry().close_all().await;
                 return Err(fail(e));
             }
             self.watches().insert(pool.name.clone(), watch);
+            self.live()
+                .built(&pool.name, pool.sizing, pool.eviction, capacity);
             if let Some(limit) = pool.upload_limit {
                 self.set_upload_limit(&pool.name, usize::try_from(limit.0).unwrap_or(usize::MAX));
             }
@@ -266,6 +273,11 @@ impl AppState {
     /// ([`start_queues`](Self::start_queues)).
     pub fn queues(&self) -> &crate::queue::Queues {
         &self.inner.queues
+    }
+
+    /// The sizing and eviction each pool was last given.
+    pub(crate) fn live(&self) -> &LivePolicies {
+        &self.inner.live
     }
 
     /// The run directory, if the state has one.
