@@ -11,12 +11,13 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
+use crate::http::labels::{method_label, route_label};
 use crate::state::AppState;
 
 /// Histogram buckets, in seconds: from 1 ms to 5 minutes.
@@ -77,19 +78,17 @@ fn record_stats(state: &AppState) {
     }
 }
 
-/// Counts and times every request by method, matched route and status.
+/// Counts and times every request by method, matched route and status,
+/// each label from a closed set ([`crate::http::labels`]).
 pub(crate) async fn track(request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = method_label(request.method());
+    let route = route_label(&request);
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();
     metrics::counter!(
         "kennel_http_requests_total",
-        "method" => method.clone(),
+        "method" => method,
         "route" => route.clone(),
         "status" => status
     )

@@ -67,7 +67,7 @@ max_queue_wait = "2s"
 max_lifetime = "1h"
 max_lifetime_jitter = "5m"
 auto_grow_threshold = 1
-close_grace = "10s"
+job_grace = "10s"
 max_reply = "4MiB"
 
 [[pool]]
@@ -127,7 +127,7 @@ sizing = { kind = "gradient", memory_per_worker = 1048576 }
     assert_eq!(o.max_lifetime, Some(secs(3600).0));
     assert_eq!(o.max_lifetime_jitter, secs(300).0);
     assert_eq!(o.auto_grow_threshold, Some(1));
-    assert_eq!(o.close_grace, secs(10).0);
+    assert_eq!(o.job_grace, secs(10).0);
     assert_eq!(p.max_reply, Some(HumanSize(4 * 1024 * 1024)));
     let q = &c.pools[1];
     assert_eq!(q.startup, StartupKind::OrderedReady);
@@ -449,8 +449,8 @@ fn each_bad_value_is_refused_with_its_key() {
             "0 to 1",
         ),
         (
-            &pool_with("close_grace = \"30days\""),
-            "pool[0].close_grace",
+            &pool_with("job_grace = \"30days\""),
+            "pool[0].job_grace",
             "(allowed: at most 2147483647 ms)",
         ),
         (&pool_with("max_reply = 0"), "pool[0].max_reply", "1 byte"),
@@ -523,7 +523,7 @@ fn reconfig_bodies_name_their_keys() {
         br#"{"sizing":{"kind":"fixed","workers":3},"job_timeout":null,"max_waiting":4,
             "eviction":{"kind":"idle-timeout","after":"1m"},"group":"g","max_lifetime":"1h",
             "max_lifetime_jitter":"1m","auto_grow_threshold":1,"warmup_timeout":"5s",
-            "max_queue_wait":"1s","close_grace":"2s","dispatch":"round-robin"}"#,
+            "max_queue_wait":"1s","job_grace":"2s","dispatch":"round-robin"}"#,
         &live,
     )
     .unwrap();
@@ -544,7 +544,7 @@ fn reconfig_bodies_name_their_keys() {
     assert_eq!(o.max_lifetime, Some(secs(3600).0));
     assert_eq!(o.max_lifetime_jitter, secs(60).0);
     assert_eq!(o.auto_grow_threshold, Some(1));
-    assert_eq!(o.close_grace, secs(2).0);
+    assert_eq!(o.job_grace, secs(2).0);
     assert_eq!(o.dispatch, Dispatch::RoundRobin);
 
     // An empty body changes nothing.
@@ -559,11 +559,11 @@ fn reconfig_bodies_name_their_keys() {
     let mut live = Options::default();
     live.job_timeout = Some(secs(30).0);
     live.max_waiting = Some(7);
-    live.close_grace = secs(1).0;
-    let b = ReconfigBody::from_json(br#"{"max_waiting":null,"close_grace":null}"#, &live).unwrap();
+    live.job_grace = secs(1).0;
+    let b = ReconfigBody::from_json(br#"{"max_waiting":null,"job_grace":null}"#, &live).unwrap();
     assert_eq!(b.options.job_timeout, Some(secs(30).0));
     assert_eq!(b.options.max_waiting, None);
-    assert_eq!(b.options.close_grace, Options::default().close_grace);
+    assert_eq!(b.options.job_grace, Options::default().job_grace);
     // A null group leaves the pool's group; a null sizing keeps the sizing.
     let b = ReconfigBody::from_json(br#"{"group":null,"sizing":null}"#, &live).unwrap();
     assert_eq!((b.group, b.sizing), (Some(None), None));
@@ -577,7 +577,7 @@ fn reconfig_bodies_name_their_keys() {
         (
             &br#"{"name":"x"}"#[..],
             "name",
-            "unknown field `name`, expected one of `sizing`, `eviction`, `group`, `job_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `close_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`",
+            "unknown field `name`, expected one of `sizing`, `eviction`, `group`, `job_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`",
         ),
         (
             br#"{"sizing":{"kind":"fixed","workers":0}}"#,
@@ -692,7 +692,7 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
         ),
         (
             r#"job_timeut = "1s""#,
-            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `job_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `close_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`".to_owned(),
+            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `job_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`".to_owned(),
         ),
         (
             "max_waiting = -1",

@@ -85,7 +85,7 @@ max_queue_wait = "2s"
 max_lifetime = "1h"
 max_lifetime_jitter = "5m"
 auto_grow_threshold = 1
-close_grace = "10s"
+job_grace = "10s"
 max_reply = "4MiB"
 
 [[pool]]
@@ -164,7 +164,7 @@ fn key_token() -> impl Strategy<Value = String> {
         Just("max_lifetime"),
         Just("max_lifetime_jitter"),
         Just("auto_grow_threshold"),
-        Just("close_grace"),
+        Just("job_grace"),
         Just("max_reply"),
         Just("port"),
         Just("\"quoted key\""),
@@ -380,7 +380,7 @@ fn reconfig_json() -> impl Strategy<Value = Value> {
         Just("max_lifetime"),
         Just("max_lifetime_jitter"),
         Just("auto_grow_threshold"),
-        Just("close_grace"),
+        Just("job_grace"),
         Just("group"),
         Just("name"),
         Just("argv"),
