@@ -16,6 +16,7 @@ use tokio::process::{ChildStdin, ChildStdout};
 use crate::group::ProcessGroup;
 use crate::lines::LineReader;
 
+mod budget;
 mod ending;
 mod exchange;
 mod memory;
@@ -23,6 +24,9 @@ mod reap;
 mod spawn;
 mod stderr;
 
+pub use self::budget::{
+    STDERR_BYTES_BURST, STDERR_BYTES_PER_SEC, STDERR_LINES_BURST, STDERR_LINES_PER_SEC,
+};
 pub use self::stderr::{STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail};
 
 /// Where the conversation with the worker stands.
