@@ -85,8 +85,8 @@ mod spec;
 mod thread;
 
 pub use crate::coprocess::{
-    Coprocess, STDERR_BYTES_BURST, STDERR_BYTES_PER_SEC, STDERR_LINES_BURST,
-    STDERR_LINES_PER_SEC, STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail,
+    Coprocess, STDERR_BYTES_BURST, STDERR_BYTES_PER_SEC, STDERR_LINES_BURST, STDERR_LINES_PER_SEC,
+    STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail,
 };
 pub use crate::error::{ProcessError, ThreadError};
 pub use crate::spec::{CoprocessSpec, DEFAULT_CLOSE_GRACE, DEFAULT_MAX_LINE_BYTES, ReadyMode};

@@ -97,13 +97,21 @@ async fn a_worker_flooding_stderr_has_the_excess_dropped_and_counted_never_block
         .label("flood", 0)
         .spawn()
         .expect("spawn");
-    within("the flooding warm-up", worker.ready()).await.expect("ready");
-    let reply = within("a request after the flood", worker.request(&json!({"n": 1})))
+    within("the flooding warm-up", worker.ready())
         .await
-        .expect("reply");
+        .expect("ready");
+    let reply = within(
+        "a request after the flood",
+        worker.request(&json!({"n": 1})),
+    )
+    .await
+    .expect("reply");
     assert_eq!(reply, json!({"n": 1}));
     worker.kill();
-    common::eventually("the drops are said", || captured.text().contains("line(s) dropped")).await;
+    common::eventually("the drops are said", || {
+        captured.text().contains("line(s) dropped")
+    })
+    .await;
     let text = captured.text();
     let logged = text
         .lines()

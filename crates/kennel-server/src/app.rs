@@ -11,14 +11,18 @@
 //! | `GET /healthz` | the same as `/readyz` |
 //! | `GET /livez` | 200 while the process answers (no token needed) |
 //! | `GET /metrics` | Prometheus text |
-//! | `GET /events` | server-sent events of every pool (`?pool=NAME` for one) |
+//! | `GET /events` | server-sent events of every pool (`?pool=NAME` for one, `?since=ID` or `Last-Event-ID` to replay) |
+//! | `POST /reload` | reads the config file again and applies what changed (as `SIGHUP`) |
+//!
+//! Before any route runs, a request with a `Host` not allowed, or a
+//! browser's cross-site request, is answered 403 ([`crate::http::host`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 
 use axum::Json;
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{StatusCode, header};
@@ -60,11 +64,20 @@ pub fn app(state: AppState) -> Router {
         .route("/livez", get(livez))
         .route("/metrics", get(crate::metrics::render))
         .route("/events", get(crate::sse::events))
+        .route("/reload", post(reload))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn_with_state(state.clone(), auth))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::http::host::guard,
+        ))
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn(crate::metrics::track))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::logs::access,
+        ))
         .layer(
             TraceLayer::new_for_http()
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
@@ -82,13 +95,19 @@ async fn auth(State(state): State<AppState>, request: Request, next: Next) -> Re
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
+            .and_then(bearer);
         if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
             return ApiError::Unauthorized.into_response();
         }
     }
     next.run(request).await
+}
+
+/// The token of an `Authorization` value of the `Bearer` scheme, whose
+/// name is case-insensitive (RFC 9110, 11.1).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// Compares without an early exit on the first differing byte.
@@ -216,10 +235,10 @@ async fn run_job(
 async fn pool_job(
     State(state): State<AppState>,
     Segment(name): Segment,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let pool = pool_named(&state, &name)?;
-    let request = json_body(body, state.body_limit())?;
+    let request = state.bodies().json(body).await?;
     run_job(Target::Pool(pool.clone()), request, state.watch(&name))
         .await
         .map_err(|e| e.retry_after_projected(pool.projected_wait()))
@@ -228,7 +247,7 @@ async fn pool_job(
 async fn group_job(
     State(state): State<AppState>,
     Segment(group): Segment,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let registry = state.registry();
     if registry.list().is_empty() {
@@ -240,7 +259,7 @@ async fn group_job(
             group: group.name().to_owned(),
         });
     }
-    let request = json_body(body, state.body_limit())?;
+    let request = state.bodies().json(body).await?;
     run_job(Target::Group(group), request, None).await
 }
 
@@ -286,24 +305,13 @@ async fn pool_stats(
 async fn pool_config(
     State(state): State<AppState>,
     Segment(name): Segment,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let pool = pool_named(&state, &name)?;
-    let limit = state.body_limit();
-    let bytes = body.map_err(|e| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge { limit }
-        } else {
-            ApiError::BadJson {
-                message: e.body_text(),
-            }
-        }
-    })?;
+    let (bytes, _parsing) = state.bodies().bytes(body).await?;
     // Bad JSON is 400 bad-json; good JSON with a bad key or value is 400
     // bad-config naming the key.
-    serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::BadJson {
-        message: e.to_string(),
-    })?;
+    crate::http::body::parse_json(&bytes)?;
     // The body patches the live options: none may change in between.
     let _one_at_a_time = state.reconfig_lock();
     let body =
@@ -321,6 +329,24 @@ async fn pool_config(
     let actions: Vec<String> = actions.iter().map(ToString::to_string).collect();
     tracing::info!(target: "kennel_server", pool = %name, ?actions, "pool reconfigured");
     Ok(Json(json!({ "pool": name, "actions": actions })))
+}
+
+/// Reads the config file again and applies what changed: 200 with what
+/// was done, 400 `bad-config` (the running config is kept) with the error
+/// a start would give.
+async fn reload(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    match state.reload() {
+        Ok(done) => {
+            tracing::info!(target: "kennel_server", ?done, "config reloaded (POST /reload)");
+            Ok(Json(serde_json::to_value(done).unwrap_or_default()))
+        }
+        Err(e) => {
+            tracing::error!(target: "kennel_server", error = %e, "reload refused; the running config is kept");
+            Err(ApiError::BadConfig {
+                message: e.to_string(),
+            })
+        }
+    }
 }
 
 /// 200 `{"status":"ok","pools":{name: word}}` when every pool can serve,

@@ -230,7 +230,10 @@ impl<'a> Drops<'a> {
     /// the last note is old enough (or `now`).
     fn note(&mut self, now: bool) {
         if self.pending == 0
-            || (!now && self.last_note.is_some_and(|t| t.elapsed() < DROP_NOTE_EVERY))
+            || (!now
+                && self
+                    .last_note
+                    .is_some_and(|t| t.elapsed() < DROP_NOTE_EVERY))
         {
             return;
         }

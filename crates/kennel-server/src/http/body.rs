@@ -139,7 +139,10 @@ mod tests {
         let gate = BodyGate::new(4, 1, Duration::from_secs(5));
         let err = gate.json(Body::from("[1, 2, 3]")).await.unwrap_err();
         assert!(matches!(err, ApiError::TooLarge { limit: 4 }), "{err:?}");
-        assert_eq!(gate.json(Body::from("[1]")).await.unwrap(), serde_json::json!([1]));
+        assert_eq!(
+            gate.json(Body::from("[1]")).await.unwrap(),
+            serde_json::json!([1])
+        );
     }
 
     #[tokio::test(start_paused = true)]

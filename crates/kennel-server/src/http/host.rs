@@ -123,7 +123,9 @@ impl HostPolicy {
     /// not allowed, an `Origin` that is neither this service's nor listed,
     /// or `Sec-Fetch-Site: cross-site` from an origin not listed.
     pub fn refusal(&self, headers: &HeaderMap) -> Option<String> {
-        let host = headers.get(header::HOST).map(|v| v.to_str().unwrap_or("\u{fffd}"));
+        let host = headers
+            .get(header::HOST)
+            .map(|v| v.to_str().unwrap_or("\u{fffd}"));
         if let Some(host) = host
             && !self.allows_host(host)
         {
@@ -230,17 +232,34 @@ mod tests {
     #[test]
     fn loopback_names_and_the_listen_address_are_allowed_with_any_port() {
         let p = HostPolicy::new("10.1.2.3:7878".parse().unwrap(), &[], &[]);
-        for h in ["localhost", "localhost:7878", "LOCALHOST.", "127.0.0.1:80", "[::1]:7878", "::1", "10.1.2.3:7878"] {
+        for h in [
+            "localhost",
+            "localhost:7878",
+            "LOCALHOST.",
+            "127.0.0.1:80",
+            "[::1]:7878",
+            "::1",
+            "10.1.2.3:7878",
+        ] {
             assert!(p.allows_host(h), "{h}");
         }
-        for h in ["evil.example", "evil.example:7878", "10.1.2.4", "localhost.evil.example"] {
+        for h in [
+            "evil.example",
+            "evil.example:7878",
+            "10.1.2.4",
+            "localhost.evil.example",
+        ] {
             assert!(!p.allows_host(h), "{h}");
         }
     }
 
     #[test]
     fn listening_on_every_address_allows_ip_literals_but_not_names() {
-        let p = HostPolicy::new("0.0.0.0:7878".parse().unwrap(), &["kennel.internal".into()], &[]);
+        let p = HostPolicy::new(
+            "0.0.0.0:7878".parse().unwrap(),
+            &["kennel.internal".into()],
+            &[],
+        );
         assert!(p.allows_host("192.168.1.9:7878"));
         assert!(p.allows_host("[fe80::1]:7878"));
         assert!(p.allows_host("Kennel.Internal:7878"));
@@ -251,16 +270,25 @@ mod tests {
 
     #[test]
     fn a_request_without_browser_headers_passes() {
-        assert_eq!(local().refusal(&headers(&[("host", "127.0.0.1:7878")])), None);
+        assert_eq!(
+            local().refusal(&headers(&[("host", "127.0.0.1:7878")])),
+            None
+        );
         assert_eq!(local().refusal(&HeaderMap::new()), None);
     }
 
     #[test]
     fn a_foreign_origin_or_a_cross_site_fetch_is_refused() {
         let p = local();
-        let foreign = headers(&[("host", "127.0.0.1:7878"), ("origin", "http://evil.example")]);
+        let foreign = headers(&[
+            ("host", "127.0.0.1:7878"),
+            ("origin", "http://evil.example"),
+        ]);
         assert!(p.refusal(&foreign).unwrap().contains("evil.example"));
-        let other_port = headers(&[("host", "localhost:7878"), ("origin", "http://localhost:3000")]);
+        let other_port = headers(&[
+            ("host", "localhost:7878"),
+            ("origin", "http://localhost:3000"),
+        ]);
         assert!(p.refusal(&other_port).is_some());
         let null = headers(&[("host", "localhost:7878"), ("origin", "null")]);
         assert!(p.refusal(&null).is_some());
@@ -293,7 +321,12 @@ mod tests {
 
     #[test]
     fn a_foreign_host_is_refused_naming_what_is_allowed() {
-        let m = local().refusal(&headers(&[("host", "rebind.evil.example:7878")])).unwrap();
-        assert!(m.contains("rebind.evil.example") && m.contains("localhost, 127.0.0.1, ::1"), "{m}");
+        let m = local()
+            .refusal(&headers(&[("host", "rebind.evil.example:7878")]))
+            .unwrap();
+        assert!(
+            m.contains("rebind.evil.example") && m.contains("localhost, 127.0.0.1, ::1"),
+            "{m}"
+        );
     }
 }
