@@ -1,8 +1,9 @@
 //! Request bodies read within bounds: at most `body_limit` bytes each,
 //! within `body_timeout` from the first byte asked for to the last, and at
-//! most `max_bodies` read and parsed at once, so that neither slow
-//! uploads nor many large bodies can hold memory without bound (a 1 MiB
-//! body of zeros parses into some 6.5 MB of JSON values).
+//! most `max_bodies` parsed at once, so that many large bodies cannot
+//! multiply their memory at once (a 1 MiB body of zeros parses into some
+//! 6.5 MB of JSON values). Reading takes no permit: a slow upload holds
+//! nothing but its own bytes, and only until its timeout.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,7 +46,7 @@ impl BodyGate {
     }
 
     /// Reads the whole body and parses it as one JSON value, holding one of
-    /// the gate's permits throughout.
+    /// the gate's permits while it parses.
     ///
     /// # Errors
     ///
@@ -57,13 +58,13 @@ impl BodyGate {
     ///
     /// Cancel safe: dropping the future drops the body and the permit.
     pub async fn json(&self, body: Body) -> Result<Value, ApiError> {
-        let _permit = self.permits.acquire().await.map_err(|_| ApiError::Closed)?;
         let bytes = self.read(body).await?;
+        let _permit = self.permits.acquire().await.map_err(|_| ApiError::Closed)?;
         parse_json(&bytes)
     }
 
-    /// Reads the whole body, holding one of the gate's permits while it is
-    /// read; the caller parses it.
+    /// Reads the whole body and takes one of the gate's permits, for the
+    /// caller to parse it while it holds the permit.
     ///
     /// # Errors
     ///
@@ -73,13 +74,13 @@ impl BodyGate {
     ///
     /// Cancel safe: dropping the future drops the body and the permit.
     pub async fn bytes(&self, body: Body) -> Result<(Bytes, BodyPermit), ApiError> {
+        let bytes = self.read(body).await?;
         let permit = self
             .permits
             .clone()
             .acquire_owned()
             .await
             .map_err(|_| ApiError::Closed)?;
-        let bytes = self.read(body).await?;
         Ok((bytes, BodyPermit(permit)))
     }
 
@@ -146,24 +147,26 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn bodies_beyond_the_bound_wait_for_a_permit() {
+    async fn parsing_beyond_the_bound_waits_for_a_permit_reading_does_not() {
         let gate = BodyGate::new(1024, 1, Duration::from_secs(60));
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
-        let first = tokio::spawn({
+        let (bytes, permit) = gate.bytes(Body::from("{}")).await.unwrap();
+        assert_eq!(&bytes[..], b"{}");
+        // A slow upload holds no permit while it is read.
+        let (_tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
+        let slow = tokio::spawn({
             let gate = gate.clone();
             async move { gate.json(Body::from_stream(tokio_stream_of(rx))).await }
         });
-        tokio::task::yield_now().await;
         let second = tokio::spawn({
             let gate = gate.clone();
-            async move { gate.json(Body::from("{}")).await }
+            async move { gate.json(Body::from("[1]")).await }
         });
         tokio::time::sleep(Duration::from_secs(1)).await;
-        assert!(!second.is_finished(), "the second body waits for the first");
-        tx.send(Ok(bytes::Bytes::from_static(b"{}"))).await.unwrap();
-        drop(tx);
-        assert!(first.await.unwrap().is_ok());
-        assert!(second.await.unwrap().is_ok());
+        assert!(!second.is_finished(), "the parse waits for the permit");
+        drop(permit);
+        assert_eq!(second.await.unwrap().unwrap(), serde_json::json!([1]));
+        assert!(!slow.is_finished());
+        slow.abort();
     }
 
     fn tokio_stream_of(
