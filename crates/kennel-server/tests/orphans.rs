@@ -1,7 +1,7 @@
 //! No orphans, whatever kills the server: after `kill -9` of `kennel serve`
 //! its workers die with it (the death signal), and the next server on the
 //! same port and run directory kills the groups the first one left (its
-//! workers' own children); after SIGHUP the server stops gracefully and
+//! workers' own children); after SIGTERM the server stops gracefully and
 //! leaves no worker.
 
 #![cfg(target_os = "linux")]
@@ -204,7 +204,7 @@ fn groups_recorded(run_dir: &Path) -> usize {
 }
 
 #[test]
-fn after_kill_9_no_worker_or_grandchild_outlives_the_next_start_and_sighup_leaves_none() {
+fn after_kill_9_no_worker_or_grandchild_outlives_the_next_start_and_sigterm_leaves_none() {
     let dir: PathBuf = std::env::temp_dir().join(format!("kennel-orphans-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -254,15 +254,15 @@ fn after_kill_9_no_worker_or_grandchild_outlives_the_next_start_and_sighup_leave
     let all_gone = killed.elapsed();
     eprintln!("after kill -9: workers gone in {workers_gone:?}, all gone in {all_gone:?}");
 
-    // SIGHUP: a graceful stop, no worker left, no group left recorded.
+    // SIGTERM: a graceful stop, no worker left, no group left recorded.
     let procs = second.wait_for_workers();
-    second.signal(Signal::SIGHUP);
+    second.signal(Signal::SIGTERM);
     let hup = Instant::now();
     let status = second.exit();
     assert!(status.success(), "{status:?}");
     assert!(procs.iter().all(|p| !p.alive()), "{procs:?}");
     assert_eq!(groups_recorded(&run_dir), 0);
-    eprintln!("SIGHUP: stopped in {:?}", hup.elapsed());
+    eprintln!("SIGTERM: stopped in {:?}", hup.elapsed());
 
     // So a third server finds nothing to reap.
     let mut third = Server::start(&dir, port);
