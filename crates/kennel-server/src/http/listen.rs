@@ -29,6 +29,28 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a write may wait for the peer to read when no limit is given.
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The listen queue asked for: connections the kernel completes before the
+/// loop accepts them (the kernel caps it at `net.core.somaxconn`). The
+/// standard library's 128 overflows under a burst of connections, and a
+/// dropped SYN costs its client a second.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds a listener on `addr` with a listen queue of [`LISTEN_BACKLOG`].
+///
+/// # Errors
+///
+/// When the address cannot be bound (in use, not local, …).
+pub fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// After an accept fails (no descriptor left, …), the loop waits this long.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(50);
 

@@ -14,4 +14,4 @@ mod timer;
 pub use self::body::{BodyGate, BodyPermit};
 pub use self::host::HostPolicy;
 pub use self::limits::ConnectionBudget;
-pub use self::listen::{ConnOptions, serve};
+pub use self::listen::{ConnOptions, bind, serve};
