@@ -23,7 +23,7 @@ use crate::http::labels::route_label;
 use crate::state::AppState;
 
 /// How many log lines may wait for stderr before new ones are dropped.
-pub const LOG_BUFFER_LINES: usize = 16_384;
+pub const LOG_BUFFER_LINES: usize = 8_192;
 
 /// The longest path an access log line shows; longer ones are cut.
 const ACCESS_PATH_CHARS: usize = 256;

@@ -1,0 +1,82 @@
+//! 2,000 slowloris connections against the real `kennel serve`: each is
+//! dropped once its header timeout is over, and `/readyz` answers within
+//! 100 ms all along. A test binary of its own, so that no other test of
+//! this crate shares the two cores while it measures.
+
+#![cfg(target_os = "linux")]
+
+mod served;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use served::{Server, Stderr, demo_pool, sample};
+
+const SERVER: &str = "[server]\nlisten = \"127.0.0.1:0\"\n";
+
+#[test]
+fn two_thousand_slowloris_connections_are_dropped_after_the_header_timeout_while_readyz_answers() {
+    const CONNECTIONS: usize = 2_000;
+    // Each connection is two descriptors here (this process and the
+    // server's end is the server's own): make room.
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+    let toml = format!("{SERVER}header_timeout = \"3s\"\n{}", demo_pool("demo", 1));
+    let server = Server::start("slowloris", &toml, &[], &[], Stderr::Collected);
+    let addr = server.addr;
+    let probing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let probe = {
+        let probing = probing.clone();
+        std::thread::spawn(move || {
+            let mut worst = Duration::ZERO;
+            let mut probes = 0;
+            while probing.load(std::sync::atomic::Ordering::Relaxed) {
+                let started = Instant::now();
+                let a = served::http(addr, "GET", "/readyz", &[], "");
+                assert_eq!(a.status, 200, "{}", a.body);
+                worst = worst.max(started.elapsed());
+                probes += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            (probes, worst)
+        })
+    };
+    let opened = Instant::now();
+    let mut slow = Vec::with_capacity(CONNECTIONS);
+    for _ in 0..CONNECTIONS {
+        let mut s = TcpStream::connect(addr).unwrap();
+        // A head that never ends.
+        s.write_all(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").unwrap();
+        slow.push(s);
+    }
+    let all_open = opened.elapsed();
+    eprintln!("{CONNECTIONS} connections opened in {all_open:?}");
+    server.eventually("every connection is open at the server", || {
+        let metrics = server.http("GET", "/metrics", &[], "").body;
+        sample(&metrics, "kennel_http_connections") >= CONNECTIONS as f64
+    });
+    // Each is closed by the server once its header timeout is over.
+    for s in &mut slow {
+        s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        let mut buf = [0u8; 512];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    }
+    let all_closed = opened.elapsed();
+    probing.store(false, std::sync::atomic::Ordering::Relaxed);
+    let (probes, worst) = probe.join().unwrap();
+    eprintln!(
+        "{CONNECTIONS} slowloris connections: open in {all_open:?}, all closed {all_closed:?} after the first; {probes} /readyz probes, the slowest {worst:?}"
+    );
+    assert!(all_closed >= Duration::from_secs(3), "closed before the header timeout: {all_closed:?}");
+    assert!(all_closed < all_open + Duration::from_secs(3 + 5), "{all_closed:?}");
+    assert!(probes >= 20, "{probes}");
+    assert!(worst < Duration::from_millis(100), "a /readyz took {worst:?}");
+    let metrics = server.http("GET", "/metrics", &[], "").body;
+    assert!(sample(&metrics, "kennel_http_connections") <= 2.0, "{metrics}");
+}
+
