@@ -110,7 +110,7 @@ async fn a_subscriber_that_stops_reading_is_let_go_with_a_last_lagged_event() {
         kennel_server::http::ConnOptions::default(),
         std::future::pending(),
     ));
-    let mut slow = tokio::task::spawn_blocking(move || subscribe(addr, "/events", "")).await.unwrap();
+    let mut slow = tokio::task::spawn_blocking(move || subscribe(addr, "/events", "Connection: close\r\n")).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Far more than the subscriber's buffer and the socket's, unread.
     let pool: Arc<str> = "p".into();
