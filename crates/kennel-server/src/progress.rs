@@ -88,9 +88,11 @@ impl Progress {
 
     /// How long the warm-up took, and the jobs per second since, for the
     /// summary (`None` when no worker was ever ready).
+    #[allow(clippy::cast_precision_loss)]
     pub(crate) fn measured(&self, done: u64) -> Option<(Duration, f64)> {
-        let (at, _) = *self.ready_at.get()?;
-        Some((at - self.started, rate_since(&self.ready_at, done)?))
+        let (at, from) = *self.ready_at.get()?;
+        let secs = at.elapsed().as_secs_f64().max(1e-3);
+        Some((at - self.started, done.saturating_sub(from) as f64 / secs))
     }
 }
 

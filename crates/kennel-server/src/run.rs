@@ -185,7 +185,12 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let outcome = outcome.context("cannot read the jobs")?;
         writeln!(output, "{}", outcome.line).context("cannot write a result")?;
         match outcome.failed {
-            None => ok += 1,
+            None => {
+                // A reply: a worker was ready, whether or not its event
+                // was read yet.
+                bar.ready();
+                ok += 1;
+            }
             Some(kind) => {
                 *failed.entry(kind).or_default() += 1;
                 if !outcome.stderr.is_empty() {

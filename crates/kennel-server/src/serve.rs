@@ -37,7 +37,8 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tracing::warn!(target: "kennel_server", %addr, "listening beyond loopback with no bearer token (set server.token_env)");
     }
     // Bind first: a busy port fails before any worker starts.
-    let listener = kennel_server::http::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
+    let listener =
+        kennel_server::http::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("no local address")?;
     let mut signals = Signals::watch()?;
     // Before any worker starts: kill what a dead predecessor left.

@@ -46,37 +46,72 @@ fn subscribe(addr: std::net::SocketAddr, path: &str, headers: &str) -> TcpStream
 
 #[test]
 fn a_late_subscriber_replays_the_warm_ups_with_their_pids() {
-    let server = Server::start("replay", &format!("{SERVER}{}", demo_pool("demo", 2)), &[], &[], Stderr::Collected);
-    server.eventually("both warm", || server.get_json("/pools/demo/stats")["idle"] == 2);
+    let server = Server::start(
+        "replay",
+        &format!("{SERVER}{}", demo_pool("demo", 2)),
+        &[],
+        &[],
+        Stderr::Collected,
+    );
+    server.eventually("both warm", || {
+        server.get_json("/pools/demo/stats")["idle"] == 2
+    });
     let mut ready = 0;
     let got = frames(subscribe(server.addr, "/events?since=0", ""), |n, _| {
         ready += usize::from(n == "worker:ready");
         ready == 2
     });
     let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["worker:starting", "worker:starting", "worker:ready", "worker:ready"]);
+    assert_eq!(
+        names,
+        [
+            "worker:starting",
+            "worker:starting",
+            "worker:ready",
+            "worker:ready"
+        ]
+    );
     for (_, v) in got.iter().filter(|(n, _)| n == "worker:ready") {
         let pid = v["pid"].as_u64().unwrap();
         assert!(served::alive(u32::try_from(pid).unwrap()), "{v}");
         assert_eq!(v["pool"], "demo");
     }
     // Last-Event-ID: only what came after.
-    let got = frames(subscribe(server.addr, "/events", "Last-Event-ID: 3\r\n"), |_, _| true);
+    let got = frames(
+        subscribe(server.addr, "/events", "Last-Event-ID: 3\r\n"),
+        |_, _| true,
+    );
     assert_eq!(got[0].0, "worker:ready");
 }
 
 #[test]
 fn rejections_come_as_one_count_a_second() {
     let toml = format!("{SERVER}{}max_waiting = 0\n", demo_pool("demo", 1));
-    let server = Arc::new(Server::start("rejections", &toml, &[], &[], Stderr::Collected));
+    let server = Arc::new(Server::start(
+        "rejections",
+        &toml,
+        &[],
+        &[],
+        Stderr::Collected,
+    ));
     server.eventually("warm", || server.get_json("/pools/demo/stats")["idle"] == 1);
     let events = subscribe(server.addr, "/events?pool=demo", "");
     // One job holds the only worker; the others are turned away at once.
     let busy = {
         let addr = server.addr;
-        std::thread::spawn(move || served::http(addr, "POST", "/pools/demo/jobs", &[], r#"{"iterations": 3000000000}"#))
+        std::thread::spawn(move || {
+            served::http(
+                addr,
+                "POST",
+                "/pools/demo/jobs",
+                &[],
+                r#"{"iterations": 3000000000}"#,
+            )
+        })
     };
-    server.eventually("the worker is lent", || server.get_json("/pools/demo/stats")["lent"] == 1);
+    server.eventually("the worker is lent", || {
+        server.get_json("/pools/demo/stats")["lent"] == 1
+    });
     for _ in 0..200 {
         let a = server.http("POST", "/pools/demo/jobs", &[], "{}");
         assert_eq!(a.status, 503, "{}", a.body);
@@ -88,9 +123,20 @@ fn rejections_come_as_one_count_a_second() {
         }
         counted >= 200
     });
-    let rejected: Vec<&Value> = got.iter().filter(|(n, _)| n == "jobs:rejected").map(|(_, v)| v).collect();
-    assert!(rejected.len() <= 5, "{} jobs:rejected events for 200 rejections", rejected.len());
-    assert_eq!(rejected[0]["reasons"], json!({"queue-depth": rejected[0]["count"]}));
+    let rejected: Vec<&Value> = got
+        .iter()
+        .filter(|(n, _)| n == "jobs:rejected")
+        .map(|(_, v)| v)
+        .collect();
+    assert!(
+        rejected.len() <= 5,
+        "{} jobs:rejected events for 200 rejections",
+        rejected.len()
+    );
+    assert_eq!(
+        rejected[0]["reasons"],
+        json!({"queue-depth": rejected[0]["count"]})
+    );
     assert!(!got.iter().any(|(n, _)| n == "worker:rejected"));
     drop(busy);
     // The log has a summary, not a line per rejection.
@@ -110,13 +156,18 @@ async fn a_subscriber_that_stops_reading_is_let_go_with_a_last_lagged_event() {
         kennel_server::http::ConnOptions::default(),
         std::future::pending(),
     ));
-    let mut slow = tokio::task::spawn_blocking(move || subscribe(addr, "/events", "Connection: close\r\n")).await.unwrap();
+    let mut slow =
+        tokio::task::spawn_blocking(move || subscribe(addr, "/events", "Connection: close\r\n"))
+            .await
+            .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Far more than the subscriber's buffer and the socket's, unread.
     let pool: Arc<str> = "p".into();
     let big = "x".repeat(4096);
     for i in 0..(kennel_server::events::EVENT_BUFFER * 8) {
-        state.events().publish(&pool, "pool:warning", json!({ "i": i, "pad": big }));
+        state
+            .events()
+            .publish(&pool, "pool:warning", json!({ "i": i, "pad": big }));
         if i % 256 == 0 {
             tokio::task::yield_now().await;
         }
@@ -128,8 +179,16 @@ async fn a_subscriber_that_stops_reading_is_let_go_with_a_last_lagged_event() {
     })
     .await
     .unwrap();
-    let last = tail.trim_end().rsplit("\n\n").find(|f| f.contains("event:")).unwrap();
-    assert!(last.contains("event: lagged"), "{}", &tail[tail.len().saturating_sub(500)..]);
+    let last = tail
+        .trim_end()
+        .rsplit("\n\n")
+        .find(|f| f.contains("event:"))
+        .unwrap();
+    assert!(
+        last.contains("event: lagged"),
+        "{}",
+        &tail[tail.len().saturating_sub(500)..]
+    );
     assert!(last.contains("\"missed\":"), "{last}");
     server.abort();
 }

@@ -23,7 +23,12 @@ fn pools(server: &Server) -> Vec<(String, u64)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p: &Value| (p["name"].as_str().unwrap().to_owned(), p["stats"]["capacity"].as_u64().unwrap()))
+        .map(|p: &Value| {
+            (
+                p["name"].as_str().unwrap().to_owned(),
+                p["stats"]["capacity"].as_u64().unwrap(),
+            )
+        })
         .collect();
     out.sort();
     out
@@ -31,39 +36,92 @@ fn pools(server: &Server) -> Vec<(String, u64)> {
 
 #[test]
 fn sighup_applies_an_edited_file_and_refuses_a_broken_one() {
-    let first = format!("{SERVER}{}{}{}", demo_pool("resized", 1), demo_pool("removed", 1), demo_pool("kept", 1));
+    let first = format!(
+        "{SERVER}{}{}{}",
+        demo_pool("resized", 1),
+        demo_pool("removed", 1),
+        demo_pool("kept", 1)
+    );
     let server = Server::start("reload", &first, &[], &[], Stderr::Collected);
-    assert_eq!(pools(&server), [("kept".into(), 1), ("removed".into(), 1), ("resized".into(), 1)]);
+    assert_eq!(
+        pools(&server),
+        [
+            ("kept".into(), 1),
+            ("removed".into(), 1),
+            ("resized".into(), 1)
+        ]
+    );
     let kept_pid = server.http("POST", "/pools/kept/jobs", &[], "{}").json()["pid"].clone();
 
     // Edited: one resized, one removed, one added; `kept` untouched.
-    let edited = format!("{SERVER}{}{}{}", demo_pool("resized", 3), demo_pool("kept", 1), demo_pool("added", 2));
+    let edited = format!(
+        "{SERVER}{}{}{}",
+        demo_pool("resized", 3),
+        demo_pool("kept", 1),
+        demo_pool("added", 2)
+    );
     std::fs::write(&server.config, &edited).unwrap();
     server.signal(Signal::SIGHUP);
     server.eventually("the edit is applied", || {
-        pools(&server) == [("added".into(), 2), ("kept".into(), 1), ("resized".into(), 3)]
+        pools(&server)
+            == [
+                ("added".into(), 2),
+                ("kept".into(), 1),
+                ("resized".into(), 3),
+            ]
     });
     let a = server.http("POST", "/pools/added/jobs", &[], "{}");
     assert_eq!(a.status, 200, "{}", a.body);
-    assert_eq!(server.http("POST", "/pools/removed/jobs", &[], "{}").status, 404);
+    assert_eq!(
+        server.http("POST", "/pools/removed/jobs", &[], "{}").status,
+        404
+    );
     // The pool that did not change kept its worker.
-    assert_eq!(server.http("POST", "/pools/kept/jobs", &[], "{}").json()["pid"], kept_pid);
-    server.eventually("the reload is logged", || server.log().contains("config reloaded"));
+    assert_eq!(
+        server.http("POST", "/pools/kept/jobs", &[], "{}").json()["pid"],
+        kept_pid
+    );
+    server.eventually("the reload is logged", || {
+        server.log().contains("config reloaded")
+    });
 
     // Broken: refused with the words a start prints; nothing changes.
     let broken = format!("{edited}[[pool]]\nname = \"bad\"\nargv = [\"x\"]\njob_timeut = \"1s\"\n");
     std::fs::write(&server.config, &broken).unwrap();
-    let check = Command::new(kennel_bin()).args(["check", "--config"]).arg(&server.config).output().unwrap();
+    let check = Command::new(kennel_bin())
+        .args(["check", "--config"])
+        .arg(&server.config)
+        .output()
+        .unwrap();
     let start_error = String::from_utf8_lossy(&check.stderr);
-    let start_error = start_error.lines().find_map(|l| l.strip_prefix("invalid: ")).unwrap().to_owned();
-    assert!(start_error.contains("`pool[3].job_timeut`: unknown field"), "{start_error}");
+    let start_error = start_error
+        .lines()
+        .find_map(|l| l.strip_prefix("invalid: "))
+        .unwrap()
+        .to_owned();
+    assert!(
+        start_error.contains("`pool[3].job_timeut`: unknown field"),
+        "{start_error}"
+    );
     server.signal(Signal::SIGHUP);
-    server.eventually("the refusal is logged", || server.log().contains("reload refused"));
+    server.eventually("the refusal is logged", || {
+        server.log().contains("reload refused")
+    });
     let log = server.log();
     let refusal = log.lines().find(|l| l.contains("reload refused")).unwrap();
-    assert!(refusal.contains(&start_error), "{refusal}\nvs {start_error}");
+    assert!(
+        refusal.contains(&start_error),
+        "{refusal}\nvs {start_error}"
+    );
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(pools(&server), [("added".into(), 2), ("kept".into(), 1), ("resized".into(), 3)]);
+    assert_eq!(
+        pools(&server),
+        [
+            ("added".into(), 2),
+            ("kept".into(), 1),
+            ("resized".into(), 3)
+        ]
+    );
 
     // POST /reload: the same refusal, as a 400.
     let a = server.http("POST", "/reload", &[], "");

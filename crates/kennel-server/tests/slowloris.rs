@@ -46,7 +46,8 @@ fn two_thousand_slowloris_connections_are_dropped_after_the_header_timeout_while
     for _ in 0..CONNECTIONS {
         let mut s = TcpStream::connect(addr).unwrap();
         // A head that never ends.
-        s.write_all(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").unwrap();
+        s.write_all(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            .unwrap();
         slow.push(s);
     }
     let all_open = opened.elapsed();
@@ -72,11 +73,22 @@ fn two_thousand_slowloris_connections_are_dropped_after_the_header_timeout_while
     eprintln!(
         "{CONNECTIONS} slowloris connections: open in {all_open:?}, all closed {all_closed:?} after the first; {probes} /readyz probes, the slowest {worst:?}"
     );
-    assert!(all_closed >= Duration::from_secs(3), "closed before the header timeout: {all_closed:?}");
-    assert!(all_closed < all_open + Duration::from_secs(3 + 5), "{all_closed:?}");
+    assert!(
+        all_closed >= Duration::from_secs(3),
+        "closed before the header timeout: {all_closed:?}"
+    );
+    assert!(
+        all_closed < all_open + Duration::from_secs(3 + 5),
+        "{all_closed:?}"
+    );
     assert!(probes >= 20, "{probes}");
-    assert!(worst < Duration::from_millis(100), "a /readyz took {worst:?}");
+    assert!(
+        worst < Duration::from_millis(100),
+        "a /readyz took {worst:?}"
+    );
     let metrics = server.http("GET", "/metrics", &[], "").body;
-    assert!(sample(&metrics, "kennel_http_connections") <= 2.0, "{metrics}");
+    assert!(
+        sample(&metrics, "kennel_http_connections") <= 2.0,
+        "{metrics}"
+    );
 }
-

@@ -64,7 +64,13 @@ pub struct Server {
 impl Server {
     /// Starts `kennel serve --config <dir>/kennel.toml` with `toml` (which
     /// should listen on `127.0.0.1:0`), extra `args` and `env`.
-    pub fn start(name: &str, toml: &str, args: &[&str], env: &[(&str, &str)], stderr: Stderr) -> Self {
+    pub fn start(
+        name: &str,
+        toml: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stderr: Stderr,
+    ) -> Self {
         let dir = TempDir::new(name);
         let config = dir.0.join("kennel.toml");
         std::fs::write(&config, toml).unwrap();
@@ -154,7 +160,11 @@ impl Server {
     pub fn eventually(&self, what: &str, mut holds: impl FnMut() -> bool) {
         let started = Instant::now();
         while !holds() {
-            assert!(started.elapsed() < LIMIT, "never: {what}\nlog:\n{}", self.log());
+            assert!(
+                started.elapsed() < LIMIT,
+                "never: {what}\nlog:\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -197,10 +207,19 @@ impl Answer {
 
 /// One HTTP/1.1 exchange with `Connection: close` (a `Host` of the
 /// address unless `headers` gives one).
-pub fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+pub fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
     let mut stream = TcpStream::connect_timeout(&addr, LIMIT).unwrap();
     stream.set_read_timeout(Some(LIMIT)).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
         req.push_str(&format!("Host: {addr}\r\n"));
     }
@@ -217,9 +236,14 @@ pub fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]
 
 fn parse(raw: &[u8]) -> Answer {
     let raw = String::from_utf8_lossy(raw);
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no end of headers: {raw:?}"));
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no end of headers: {raw:?}"));
     let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         unchunk(body)
     } else {
         body.to_owned()
