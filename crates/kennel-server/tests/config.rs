@@ -713,3 +713,72 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
         assert_eq!(refused(&pool_with(line)).to_string(), shown, "{line}");
     }
 }
+
+#[test]
+fn a_table_given_as_a_list_is_refused_never_filled_by_position() {
+    for (text, key) in [
+        (pool_with("sizing = [\"fixed\", 3]"), "pool[0].sizing"),
+        (pool_with("eviction = [\"idle-timeout\", \"5m\", 1]"), "pool[0].eviction"),
+        ("server = [\"127.0.0.1:1\"]\n".to_owned(), "server"),
+    ] {
+        let e = refused(&text);
+        assert_eq!(e.key, key, "{e}");
+        assert!(e.message.contains("expected a table"), "{e}");
+    }
+    let live = kennel::Options::default();
+    let e = ReconfigBody::from_json(br#"{"sizing": ["fixed", 3]}"#, &live).unwrap_err();
+    assert_eq!(e.key, "sizing", "{e}");
+    assert!(e.message.contains("expected a table"), "{e}");
+}
+
+#[test]
+fn names_no_path_can_reach_are_refused() {
+    for name in [".", ".."] {
+        let e = refused(&format!("[[pool]]\nname = \"{name}\"\nargv = [\"cat\"]\n"));
+        assert_eq!(e.key, "pool[0].name", "{e}");
+        let e = refused(&pool_with(&format!("group = \"{name}\"")));
+        assert_eq!(e.key, "pool[0].group", "{e}");
+    }
+    assert!(parse(&pool_with("group = \"a.b\"")).is_ok());
+}
+
+#[test]
+fn close_grace_is_refused_naming_its_two_successors() {
+    let e = refused(&pool_with("close_grace = \"5s\""));
+    assert_eq!(e.key, "pool[0].close_grace");
+    assert!(e.message.contains("`job_grace`") && e.message.contains("`worker_close_grace`"), "{e}");
+    let c = parse(&pool_with("job_grace = \"7s\"\nworker_close_grace = \"2s\"")).unwrap();
+    assert_eq!(c.pools[0].options.job_grace, secs(7).0);
+    assert_eq!(c.pools[0].worker_close_grace, secs(2));
+}
+
+#[test]
+fn the_token_variable_never_goes_to_a_worker() {
+    let server = "[server]\ntoken_env = \"TOK\"\n";
+    let c = parse(&format!("{server}{}", pool_with(""))).unwrap();
+    assert_eq!(c.pools[0].env_remove, ["TOK"]);
+    let e = refused(&format!("{server}{}", pool_with("env = { TOK = \"x\" }")));
+    assert_eq!(e.key, "pool[0].env.TOK", "{e}");
+    let e = refused(&format!("{server}{}", pool_with("env_clear = true\nenv_keep = [\"PATH\", \"TOK\"]")));
+    assert_eq!(e.key, "pool[0].env_keep", "{e}");
+    let e = refused(&pool_with("env_keep = [\"PATH\"]"));
+    assert!(e.message.contains("env_clear = true"), "{e}");
+}
+
+#[test]
+fn the_http_keys_are_checked_naming_their_range() {
+    for (line, key, words) in [
+        ("header_timeout = \"0s\"", "server.header_timeout", "allowed: 1ms to"),
+        ("max_connections = 0", "server.max_connections", "allowed: 1 to 1000000"),
+        ("max_bodies = 20000", "server.max_bodies", "allowed: 1 to 10000"),
+        ("allowed_hosts = [\"http://x\"]", "server.allowed_hosts[0]", "not a host"),
+        ("allowed_origins = [\"dash.example\"]", "server.allowed_origins[0]", "not an origin"),
+        ("histogram_buckets = [1, 0.5]", "server.histogram_buckets", "increasing order"),
+        ("histogram_buckets = []", "server.histogram_buckets", "0 bound(s)"),
+        ("log_format = \"xml\"", "server.log_format", "unknown variant"),
+    ] {
+        let e = refused(&format!("[server]\n{line}\n"));
+        assert_eq!(e.key, key, "{e}");
+        assert!(e.message.contains(words), "{e}");
+    }
+}

@@ -44,6 +44,7 @@ impl Drop for TempDir {
 }
 
 /// How the server's stderr is treated.
+#[derive(Clone, Copy)]
 pub enum Stderr {
     /// Read by a thread into [`Server::log`].
     Collected,
