@@ -59,3 +59,14 @@ export declare function serve<Request = any>(
   handler: (request: Request, job: Job<Request>) => unknown | Promise<unknown>,
   options?: ServeOptions,
 ): Promise<number>;
+
+/** One file of a binary job. */
+export interface File {
+  name: string | null;
+  filename: string | null;
+  contentType: string | null;
+  data: Buffer;
+}
+
+/** The files of a binary job (`request.files`), their bytes decoded. */
+export function filesOf(request: unknown): File[];

@@ -125,6 +125,32 @@ function note(text) {
 }
 
 /** Which framing: the argument, else KENNEL_FRAMING, else json-lines. */
+/**
+ * The files of a binary job, their bytes decoded: kennel's service sends an
+ * application/octet-stream body, and the file parts of a multipart/form-data
+ * one, as `{"files": [{name, filename, content_type, size, base64}]}`.
+ * Returns [] for a request without files; throws a WorkerError (status 400)
+ * for one whose base64 is not.
+ */
+export function filesOf(request) {
+  const items = request !== null && typeof request === 'object' ? request.files : undefined;
+  if (!Array.isArray(items)) return [];
+  return items.map((item) => {
+    if (item === null || typeof item !== 'object' || typeof item.base64 !== 'string') {
+      throw new WorkerError('a file of the request has no base64 text', { status: 400 });
+    }
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(item.base64) || item.base64.length % 4 !== 0) {
+      throw new WorkerError('a file of the request is not base64', { status: 400 });
+    }
+    return {
+      name: item.name ?? null,
+      filename: item.filename ?? null,
+      contentType: item.content_type ?? null,
+      data: Buffer.from(item.base64, 'base64'),
+    };
+  });
+}
+
 export function resolveFraming(framing, env = process.env) {
   const chosen = framing ?? (env.KENNEL_FRAMING || 'json-lines');
   if (!FRAMINGS.includes(chosen)) {

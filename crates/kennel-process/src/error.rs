@@ -11,9 +11,9 @@ pub(crate) const NO_MESSAGE: &str = "worker returned an error with no message";
 ///
 /// The variants say whether the worker can still be used:
 ///
-/// - [`Worker`](Self::Worker), [`Encode`](Self::Encode) and
-///   [`Decode`](Self::Decode) leave the stream in step: the worker stays
-///   usable.
+/// - [`Worker`](Self::Worker), [`NotACall`](Self::NotACall),
+///   [`Encode`](Self::Encode) and [`Decode`](Self::Decode) leave the stream
+///   in step: the worker stays usable.
 /// - [`Protocol`](Self::Protocol), [`Crashed`](Self::Crashed) and
 ///   [`NotReady`](Self::NotReady) mean the stream can no longer be trusted:
 ///   the coprocess has already killed its process group and waited (up to
@@ -33,12 +33,29 @@ pub enum ProcessError {
         #[source]
         source: io::Error,
     },
-    /// The worker replied `{"error":true,"message":"…"}`: a failure it
-    /// reports itself. The worker is still usable.
+    /// The worker replied `{"error":true,"message":"…"}` (JSON lines) or
+    /// with a JSON-RPC error object: a failure it reports itself. The
+    /// worker is still usable.
     #[error("worker reported an error: {message}")]
     Worker {
         /// The worker's message, or "worker returned an error with no
         /// message".
+        message: String,
+        /// The error's other fields as the worker wrote them: in JSON lines
+        /// every key but `error` and `message` (`{"status":422,
+        /// "code":"too_long"}`); in JSON-RPC the fields of its `data` (or
+        /// `{"data": …}` when `data` is not an object).
+        fields: serde_json::Map<String, serde_json::Value>,
+        /// The JSON-RPC error's `code` (-32000 and the like); `None` in JSON
+        /// lines.
+        rpc_code: Option<i64>,
+    },
+    /// The job cannot be sent in this framing: in JSON-RPC without a pool
+    /// method, a job must be `{"method": "…", "params": …}`. Nothing was
+    /// sent; the worker is still usable.
+    #[error("the job is not a method call: {message}")]
+    NotACall {
+        /// What is wrong with it.
         message: String,
     },
     /// The worker wrote something that breaks the protocol: a line that is
@@ -124,8 +141,21 @@ impl ProcessError {
     pub fn worker_is_usable(&self) -> bool {
         matches!(
             self,
-            Self::Worker { .. } | Self::Encode { .. } | Self::Decode { .. }
+            Self::Worker { .. } | Self::Encode { .. } | Self::Decode { .. } | Self::NotACall { .. }
         )
+    }
+
+    /// The HTTP status a worker asked for with its error's `status` field
+    /// (400 to 599), if any.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Worker { fields, .. } => fields
+                .get("status")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|s| u16::try_from(s).ok())
+                .filter(|s| (400..=599).contains(s)),
+            _ => None,
+        }
     }
 }
 

@@ -78,16 +78,25 @@ mod coprocess;
 #[cfg(target_os = "linux")]
 mod deathsig;
 mod error;
+mod frames;
+mod framing;
 mod group;
 mod lines;
 mod pool;
+mod progress;
 mod spec;
+mod stream;
 mod thread;
+mod threads;
 
 pub use crate::coprocess::{
     Coprocess, STDERR_BYTES_BURST, STDERR_BYTES_PER_SEC, STDERR_LINES_BURST, STDERR_LINES_PER_SEC,
     STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail,
 };
 pub use crate::error::{ProcessError, ThreadError};
+pub use crate::framing::{Framing, Handshake, MCP_PROTOCOL_VERSION};
+pub use crate::progress::Progress;
 pub use crate::spec::{CoprocessSpec, DEFAULT_CLOSE_GRACE, DEFAULT_MAX_LINE_BYTES, ReadyMode};
+pub use crate::stream::{CallStream, CallStreaming, PROGRESS_BUFFER, Streamed};
 pub use crate::thread::ThreadWorker;
+pub use crate::threads::{THREAD_VARIABLES, ThreadBudget};

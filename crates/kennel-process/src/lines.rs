@@ -148,6 +148,26 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 
+    /// Reads exactly `n` bytes (a `Content-Length` body); `None` at the end
+    /// of the stream before all of them came.
+    ///
+    /// # Cancel safety
+    ///
+    /// This method is cancel safe: the bytes read so far stay in the reader,
+    /// and the next call with the same `n` goes on from there.
+    pub(crate) async fn next_bytes(&mut self, n: usize) -> io::Result<Option<Vec<u8>>> {
+        while self.buf.len() < n {
+            let available = self.inner.fill_buf().await?;
+            if available.is_empty() {
+                return Ok(None);
+            }
+            let take = available.len().min(n - self.buf.len());
+            self.buf.extend_from_slice(&available[..take]);
+            self.inner.consume(take);
+        }
+        Ok(Some(std::mem::take(&mut self.buf)))
+    }
+
     /// Output that is already waiting, read or readable at once, when no
     /// one asked for any: returns its first bytes if any of them is not
     /// whitespace. Whitespace alone (blank lines) is consumed, as

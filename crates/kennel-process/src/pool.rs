@@ -56,11 +56,22 @@ impl CoprocessSpec {
         })
     }
 
-    /// This spec for the worker of `info`'s slot: labelled, and told its
-    /// pool and slot in its environment.
-    fn for_slot(&self, info: &SlotInfo) -> Self {
-        self.clone()
-            .env("KENNEL_POOL", &*info.pool)
+    /// This spec for the worker of `info`'s slot, as [`pool`](Self::pool)'s
+    /// factory makes it: labelled, told its pool and slot in its
+    /// environment (`KENNEL_POOL`, `KENNEL_SLOT`), and, with a
+    /// [`threads`](Self::threads) budget, its share of threads for the
+    /// pool's size as it starts.
+    pub fn for_slot(&self, info: &SlotInfo) -> Self {
+        let mut spec = self.clone();
+        if let Some(budget) = self.threads {
+            let n = budget.threads(info.size).to_string();
+            for var in crate::THREAD_VARIABLES {
+                if !self.env.iter().any(|(k, _)| k == var) {
+                    spec = spec.env(var, &n);
+                }
+            }
+        }
+        spec.env("KENNEL_POOL", &*info.pool)
             .env("KENNEL_SLOT", info.slot.to_string())
             .label(&*info.pool, info.slot)
     }

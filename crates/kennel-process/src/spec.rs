@@ -4,8 +4,11 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use crate::coprocess::Coprocess;
 use crate::error::ProcessError;
+use crate::framing::{Framing, Handshake};
 
 /// The default limit on one line of a worker's stdout: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -60,6 +63,14 @@ pub struct CoprocessSpec {
     pub(crate) close_grace: Duration,
     pub(crate) pool: Option<String>,
     pub(crate) slot: Option<usize>,
+    pub(crate) framing: Framing,
+    pub(crate) cancel_lines: bool,
+    pub(crate) method: Option<Arc<str>>,
+    pub(crate) handshake: Option<Arc<Handshake>>,
+    /// The request a probe sends ([`Worker::check`](kennel::Worker::check)).
+    pub(crate) probe: Option<std::sync::Arc<serde_json::Value>>,
+    /// The threads each worker of a pool may use.
+    pub(crate) threads: Option<crate::ThreadBudget>,
 }
 
 impl CoprocessSpec {
@@ -82,7 +93,50 @@ impl CoprocessSpec {
             close_grace: DEFAULT_CLOSE_GRACE,
             pool: None,
             slot: None,
+            framing: Framing::default(),
+            cancel_lines: false,
+            method: None,
+            handshake: None,
+            probe: None,
+            threads: None,
         }
+    }
+
+    /// How messages are framed (default [`Framing::JsonLines`]).
+    ///
+    /// In the JSON-RPC framings kennel numbers each request and takes as
+    /// its reply only the response with that id; the worker counts as warm
+    /// when the [`handshake`](Self::handshake) is answered, or at once
+    /// without one (the [`ready`](Self::ready) mode is for JSON lines).
+    pub fn framing(mut self, framing: Framing) -> Self {
+        self.framing = framing;
+        self
+    }
+
+    /// JSON lines: the worker reads `{"cancel":true}` lines while it works
+    /// (the SDKs do), so a job that is aborted or times out is cancelled
+    /// with one instead of a kill. Off by default: a worker that does not
+    /// read them would take the line as its next request. The JSON-RPC
+    /// framings always cancel (`notifications/cancelled`,
+    /// `$/cancelRequest`).
+    pub fn cancel_lines(mut self, on: bool) -> Self {
+        self.cancel_lines = on;
+        self
+    }
+
+    /// JSON-RPC: every job is a call of `method` (such as MCP's
+    /// `tools/call`) whose params are the job. Without it a job is
+    /// `{"method": …, "params": …}`.
+    pub fn method(mut self, method: impl Into<String>) -> Self {
+        self.method = Some(Arc::from(method.into()));
+        self
+    }
+
+    /// JSON-RPC: the warm-up is this `initialize` handshake (for MCP,
+    /// [`Handshake::mcp`]).
+    pub fn handshake(mut self, handshake: Handshake) -> Self {
+        self.handshake = Some(Arc::new(handshake));
+        self
     }
 
     /// Sets an environment variable for the worker (on top of the inherited
@@ -140,6 +194,26 @@ impl CoprocessSpec {
     pub fn label(mut self, pool: impl Into<String>, slot: usize) -> Self {
         self.pool = Some(pool.into());
         self.slot = Some(slot);
+        self
+    }
+
+    /// The request [`Coprocess`]'s probe sends (HikariCP's
+    /// `connectionTestQuery`), for a pool with `probe_every` or
+    /// `probe_on_lend`: the worker passes when it answers with a reply that
+    /// is not an error. Without one, the probe checks only that the process
+    /// still runs.
+    pub fn probe(mut self, request: serde_json::Value) -> Self {
+        self.probe = Some(std::sync::Arc::new(request));
+        self
+    }
+
+    /// Gives each worker of a pool built from this spec a thread budget
+    /// (see [`ThreadBudget`](crate::ThreadBudget)): the variables of
+    /// [`THREAD_VARIABLES`](crate::THREAD_VARIABLES) set to its share, each
+    /// unless the spec sets it itself. Applied per slot by
+    /// [`pool`](Self::pool) and [`for_slot`](Self::for_slot).
+    pub fn threads(mut self, budget: crate::ThreadBudget) -> Self {
+        self.threads = Some(budget);
         self
     }
 

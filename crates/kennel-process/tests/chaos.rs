@@ -274,7 +274,7 @@ fn judge(fault: Fault, request: &Value, r: &JobResult) -> Result<Ending, String>
         Fault::Slow => matches!(r, Ok(Ok(v)) if v["slept"] == request["ms"]),
         Fault::Grandchild => matches!(r, Ok(Ok(v)) if v["pid"].is_u64()),
         Fault::Error => {
-            matches!(r, Ok(Err(ProcessError::Worker { message })) if *message == request["message"])
+            matches!(r, Ok(Err(ProcessError::Worker { message, .. })) if *message == request["message"])
         }
         Fault::Crash => matches!(crash_status(r), Some(None | Some(ExitStatus::Code(11)))),
         Fault::Partial => matches!(crash_status(r), Some(None | Some(ExitStatus::Code(12)))),

@@ -97,7 +97,7 @@ async fn an_error_reply_is_a_worker_error_with_its_message_and_the_worker_goes_o
     .await
     .expect_err("error reply");
     match &err {
-        ProcessError::Worker { message } => assert_eq!(message, "model not loaded"),
+        ProcessError::Worker { message, .. } => assert_eq!(message, "model not loaded"),
         other => panic!("expected a worker error, got {other:?}"),
     }
     assert_eq!(
@@ -120,7 +120,7 @@ async fn an_error_reply_without_a_message_reads_the_default_message() {
         .await
         .expect_err("error reply");
     match err {
-        ProcessError::Worker { message } => {
+        ProcessError::Worker { message, .. } => {
             assert_eq!(message, "worker returned an error with no message");
         }
         other => panic!("expected a worker error, got {other:?}"),

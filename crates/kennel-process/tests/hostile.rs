@@ -62,16 +62,36 @@ fn expect_reply(out: &[u8], limit: usize) -> Expect {
             Ok(v) if v.get("error") == Some(&Value::Bool(true)) => {
                 Expect::WorkerError(error_message(&v))
             }
+            // A second ready line is never a reply (ADR 0036).
+            Ok(v) if v.get("ready") == Some(&Value::Bool(true)) => Expect::Protocol,
+            // A progress line: read on for the reply.
+            Ok(v) if is_progress(&v) => continue,
             Ok(v) => Expect::Reply(v),
             Err(_) => Expect::Protocol,
         };
     }
 }
 
+/// `{"progress": …}` with at most `total` and a string `message` besides.
+fn is_progress(v: &Value) -> bool {
+    let Some(map) = v.as_object() else {
+        return false;
+    };
+    map.get("progress").is_some_and(|p| !p.is_null())
+        && map
+            .keys()
+            .all(|k| matches!(k.as_str(), "progress" | "total" | "message"))
+        && map
+            .get("message")
+            .is_none_or(|m| m.is_string() || m.is_null())
+}
+
 fn error_message(v: &Value) -> String {
     match v.get("message") {
-        Some(Value::String(m)) => m.clone(),
-        None | Some(Value::Null) => "worker returned an error with no message".to_owned(),
+        Some(Value::String(m)) if !m.is_empty() => m.clone(),
+        None | Some(Value::Null) | Some(Value::String(_)) => {
+            "worker returned an error with no message".to_owned()
+        }
         Some(other) => other.to_string(),
     }
 }
@@ -214,7 +234,7 @@ async fn check_answer(w: &mut Coprocess, out: &[u8], got: Result<Value, ProcessE
     let want = expect_reply(out, LIMIT);
     match (&want, &got) {
         (Expect::Reply(v), Ok(r)) => assert_eq!(r, v),
-        (Expect::WorkerError(m), Err(ProcessError::Worker { message })) => {
+        (Expect::WorkerError(m), Err(ProcessError::Worker { message, .. })) => {
             assert_eq!(message, m);
         }
         (Expect::Protocol, Err(e @ ProcessError::Protocol { message, .. })) => {
@@ -331,7 +351,7 @@ proptest! {
             let fits = match (expect_reply(&out, LIMIT), &got) {
                 (_, Err(Error::Crashed { .. })) => true,
                 (Expect::Reply(v), Ok(Ok(r))) => *r == v,
-                (Expect::WorkerError(m), Ok(Err(ProcessError::Worker { message }))) => *message == m,
+                (Expect::WorkerError(m), Ok(Err(ProcessError::Worker { message, .. }))) => *message == m,
                 (Expect::Protocol, Ok(Err(ProcessError::Protocol { .. }))) => true,
                 (Expect::Crashed, Ok(Err(ProcessError::Crashed { .. }))) => true,
                 _ => false,

@@ -139,3 +139,67 @@ async fn the_stderr_tail_stays_readable_after_the_worker_ended() {
     assert_eq!(tail.lines(), ["bye"]);
     assert_eq!(tail.last_line().as_deref(), Some("bye"));
 }
+
+/// The next event of `events` that `pick` takes.
+async fn next_event<T>(
+    events: &mut tokio::sync::broadcast::Receiver<kennel::Event>,
+    mut pick: impl FnMut(kennel::Event) -> Option<T>,
+) -> T {
+    within("the event", async {
+        loop {
+            if let Some(found) = pick(events.recv().await.expect("the pool's events")) {
+                return found;
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_worker_that_crashes_under_a_job_says_its_last_words_in_the_event_and_the_error() {
+    let pool = sh("echo '{\"ready\":true}'; read line; \
+         echo 'loading weights' >&2; echo 'CUDA error: out of memory' >&2; exit 139")
+    .pool()
+    .sizing(kennel::Fixed(1))
+    .build()
+    .expect("pool");
+    let mut events = pool.events();
+    let err = within(
+        "the job",
+        pool.run(async |w: &mut kennel_process::Coprocess| w.request(&json!({"n": 1})).await),
+    )
+    .await
+    .expect("the job ran")
+    .expect_err("the worker crashed");
+    let exit = next_event(&mut events, |e| match e {
+        kennel::Event::Crashed { exit, .. } => Some(exit),
+        _ => None,
+    })
+    .await;
+    assert_eq!(exit.status, ExitStatus::Code(139));
+    assert_eq!(
+        exit.last_words,
+        ["loading weights", "CUDA error: out of memory"]
+    );
+    assert_eq!(err.stderr(), exit.last_words);
+    pool.close().await;
+}
+
+#[tokio::test]
+async fn a_worker_that_exits_while_idle_says_its_last_words_in_the_event() {
+    let pool = sh("echo '{\"ready\":true}'; echo 'lost the GPU' >&2; exit 3")
+        .pool()
+        .startup(kennel::Parallel)
+        .sizing(kennel::Fixed(1))
+        .build()
+        .expect("pool");
+    let mut events = pool.events();
+    let exit = next_event(&mut events, |e| match e {
+        kennel::Event::Exited { exit, .. } => Some(exit),
+        _ => None,
+    })
+    .await;
+    assert_eq!(exit.status, ExitStatus::Code(3));
+    assert_eq!(exit.last_words, ["lost the GPU"]);
+    pool.close().await;
+}

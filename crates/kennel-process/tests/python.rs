@@ -42,7 +42,7 @@ async fn the_python_echo_worker_speaks_the_protocol() {
     .await
     .expect_err("error reply");
     assert!(
-        matches!(&err, ProcessError::Worker { message } if message == "no GPU"),
+        matches!(&err, ProcessError::Worker { message, .. } if message == "no GPU"),
         "{err:?}"
     );
 

@@ -22,23 +22,27 @@ use std::sync::{Arc, PoisonError};
 
 use axum::Json;
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
+use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::HeaderMap;
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use kennel::{Pool, Stats};
-use kennel_process::{Coprocess, StderrTail};
+use kennel_process::{Coprocess, Progress, StderrTail};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::config::ReconfigBody;
 use crate::error::{ApiError, with_last_words};
 use crate::segment::Segment;
 use crate::state::AppState;
+use crate::stream::Answer;
 use crate::watch::{Watch, last_words};
 
 /// The routes that never ask for the bearer token: the probes.
@@ -173,7 +177,8 @@ async fn run_job(
     target: Target,
     request: Value,
     watch: Option<Watch>,
-) -> Result<Json<Value>, ApiError> {
+    progress: Option<mpsc::Sender<Progress>>,
+) -> Result<Box<RawValue>, ApiError> {
     let (reply_tx, reply_rx) = oneshot::channel();
     let (gone_tx, gone_rx) = oneshot::channel::<()>();
     let tail: Arc<std::sync::Mutex<Option<StderrTail>>> = Arc::default();
@@ -184,7 +189,13 @@ async fn run_job(
         let job = async move |w: &mut Coprocess| {
             flag.store(true, Ordering::SeqCst);
             *seen.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
-            w.request(&request).await
+            w.request_with_progress(&request, |p| {
+                if let Some(tx) = &progress {
+                    // A client that reads too slowly misses items, never the reply.
+                    let _ = tx.try_send(p);
+                }
+            })
+            .await
         };
         let run = async move {
             match target {
@@ -211,7 +222,7 @@ async fn run_job(
     let result = reply_rx.await;
     drop(gone_tx);
     match result {
-        Ok(Ok(Ok(reply))) => Ok(Json(reply)),
+        Ok(Ok(Ok(reply))) => Ok(reply),
         Ok(Ok(Err(e))) => Err(e.into()),
         Ok(Err(e @ kennel::Error::Crashed { .. })) => {
             let tail = tail.lock().unwrap_or_else(PoisonError::into_inner).clone();
@@ -232,35 +243,59 @@ async fn run_job(
     }
 }
 
+/// `POST /pools/{name}/jobs`: the body (JSON, or bytes as base64: see
+/// [`crate::payload`]) is the job; the answer is the worker's reply as it
+/// wrote it, or the progress then the reply for a client that streams
+/// ([`crate::stream`]).
 async fn pool_job(
     State(state): State<AppState>,
     Segment(name): Segment,
+    headers: HeaderMap,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
-    let pool = pool_named(&state, &name)?;
-    let request = state.bodies().json(body).await?;
-    run_job(Target::Pool(pool.clone()), request, state.watch(&name))
-        .await
-        .map_err(|e| e.retry_after_projected(pool.projected_wait()))
+) -> Response {
+    let pool = match pool_named(&state, &name) {
+        Ok(pool) => pool,
+        Err(e) => return e.into_response(),
+    };
+    let upload = state.upload_limit(&name);
+    let request = match state.bodies().job(&headers, body, upload).await {
+        Ok(request) => request,
+        Err(e) => return e.into_response(),
+    };
+    let watch = state.watch(&name);
+    crate::stream::respond(Answer::of(&headers), move |progress| async move {
+        run_job(Target::Pool(pool.clone()), request, watch, progress)
+            .await
+            .map_err(|e| e.retry_after_projected(pool.projected_wait()))
+    })
+    .await
 }
 
 async fn group_job(
     State(state): State<AppState>,
     Segment(group): Segment,
+    headers: HeaderMap,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Response {
     let registry = state.registry();
     if registry.list().is_empty() {
-        return Err(ApiError::NotSupported);
+        return ApiError::NotSupported.into_response();
     }
     let group = registry.group(&group);
     if group.pools().is_empty() {
-        return Err(ApiError::NoSuchGroup {
+        return ApiError::NoSuchGroup {
             group: group.name().to_owned(),
-        });
+        }
+        .into_response();
     }
-    let request = state.bodies().json(body).await?;
-    run_job(Target::Group(group), request, None).await
+    let request = match state.bodies().json(body).await {
+        Ok(request) => request,
+        Err(e) => return e.into_response(),
+    };
+    crate::stream::respond(Answer::of(&headers), move |progress| {
+        run_job(Target::Group(group), request, None, progress)
+    })
+    .await
 }
 
 fn stats_json(stats: &Stats) -> Value {

@@ -29,6 +29,13 @@ pub(crate) enum Command {
     /// Runs a built-in worker on stdin/stdout (used by pools).
     #[command(hide = true, subcommand)]
     Worker(WorkerCommand),
+    /// The reaper `serve` starts beside itself: when its stdin ends (the
+    /// server is gone), kills the worker groups left in the run directory.
+    #[command(hide = true)]
+    Reaper {
+        /// The server's run directory.
+        run_dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Default, clap::Args)]

@@ -31,13 +31,16 @@ pub mod http;
 pub mod logs;
 pub mod metrics;
 pub mod pools;
+pub mod reaper;
 pub mod reload;
 pub mod rundir;
 pub mod sse;
+pub mod stream;
 pub mod watch;
 
 mod app;
 mod error;
+pub mod payload;
 mod segment;
 mod state;
 

@@ -31,6 +31,10 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Command::Reaper { run_dir } = &command {
+        // Beside a server, until it ends: no runtime, nothing on stdout.
+        return reap(run_dir);
+    }
     // `serve` sets up its logging once its config is read; `run` and
     // `check` keep stderr for their progress bar and report, and log only
     // warnings.
@@ -51,7 +55,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::serve(args).await,
             Command::Run(args) => run::run(args).await,
             Command::Check(args) => check::check(args).await,
-            Command::Worker(_) => unreachable!("handled above"),
+            Command::Worker(_) | Command::Reaper { .. } => unreachable!("handled above"),
         }
     });
     match result {
@@ -59,6 +63,26 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("kennel: {e:#}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// `kennel reaper DIR`: waits for the server to end, then kills the worker
+/// groups it left (see `kennel_server::reaper`).
+fn reap(run_dir: &std::path::Path) -> ExitCode {
+    match kennel_server::reaper::watch(run_dir) {
+        Ok(Some(reaped)) if !reaped.groups.is_empty() => {
+            eprintln!(
+                "kennel reaper: the server ended; killed {} process group(s) it left: {:?}",
+                reaped.groups.len(),
+                reaped.groups
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kennel reaper: cannot reap {}: {e}", run_dir.display());
+            ExitCode::FAILURE
         }
     }
 }

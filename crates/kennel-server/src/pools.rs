@@ -59,11 +59,24 @@ pub fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpec {
     if let Some(max) = pool.max_reply {
         spec = spec.max_line_bytes(usize::try_from(max.0).unwrap_or(usize::MAX));
     }
-    spec
+    if let Some(request) = &pool.probe_request {
+        spec = spec.probe(request.clone());
+    }
+    if let Some(budget) = pool.threads.budget() {
+        spec = spec.threads(budget);
+    }
+    crate::config::protocol::apply(
+        spec,
+        pool.protocol,
+        pool.cancel_lines,
+        pool.method.as_deref(),
+        pool.initialize.as_ref(),
+    )
 }
 
 /// Builds the pool a `[[pool]]` entry describes. Each worker is told its pool
-/// and slot in `KENNEL_POOL` and `KENNEL_SLOT`.
+/// and slot in `KENNEL_POOL` and `KENNEL_SLOT`, and its thread budget
+/// (`threads`) in `OMP_NUM_THREADS`, `KENNEL_THREADS` and the like.
 ///
 /// # Errors
 ///
@@ -94,12 +107,9 @@ pub fn build_watched_pool(
     let spec = coprocess_spec(pool, self_exe);
     let watch = watch.clone();
     let builder = Pool::builder(move |info: SlotInfo| {
-        // As `CoprocessSpec::pool` does: labelled, and told its pool and slot.
-        let spec = spec
-            .clone()
-            .env("KENNEL_POOL", &*info.pool)
-            .env("KENNEL_SLOT", info.slot.to_string())
-            .label(&*info.pool, info.slot);
+        // As `CoprocessSpec::pool` does: labelled, told its pool and slot
+        // and its thread budget.
+        let spec = spec.for_slot(&info);
         let watch = watch.clone();
         let slot = info.slot;
         async move {

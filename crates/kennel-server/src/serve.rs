@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use kennel_server::config::Config;
 use kennel_server::http::{ConnOptions, ConnectionBudget, HostPolicy};
+use kennel_server::reaper::Reaper;
 use kennel_server::rundir::{Reaped, RunDir, default_run_dir};
 use kennel_server::{AppState, app, metrics};
 use tokio_util::task::AbortOnDropHandle;
@@ -47,9 +48,26 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .run_dir
         .clone()
         .unwrap_or_else(|| default_run_dir(local.port()));
-    let (run_dir, reaped) = RunDir::open(&run_path)
-        .with_context(|| format!("cannot use the run directory {}", run_path.display()))?;
+    // The reaper of a server that just ended may hold the lock a moment.
+    let opened = tokio::task::block_in_place(|| {
+        kennel_server::reaper::open_within(&run_path, std::time::Duration::from_secs(1))
+    })
+    .with_context(|| format!("cannot use the run directory {}", run_path.display()))?;
+    let Some((run_dir, reaped)) = opened else {
+        anyhow::bail!(
+            "cannot use the run directory {}: another kennel server uses it",
+            run_path.display()
+        );
+    };
     let run_dir = Arc::new(run_dir);
+    // Kills what the workers' children leave if this process is killed.
+    let reaper = match Reaper::spawn(&crate::self_exe()?, &run_path) {
+        Ok(reaper) => Some(reaper),
+        Err(err) => {
+            tracing::warn!(target: "kennel_server", %err, "cannot start the reaper: if the server is killed, its workers' children live until the next server starts");
+            None
+        }
+    };
 
     let handle = match &config.server.histogram_buckets {
         Some(b) => metrics::install_with(&b.0),
@@ -166,6 +184,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Dropping the state kills any worker left; then no group is live.
     drop(state);
     run_dir.clean();
+    drop(reaper);
     drop(upkeep);
     tracing::info!(target: "kennel_server", "stopped");
     Ok(ExitCode::SUCCESS)

@@ -49,6 +49,8 @@ struct Inner {
     run_dir: Option<Arc<RunDir>>,
     /// What is kept of each pool's workers (pools built by `start_pools`).
     watches: Mutex<HashMap<String, Watch>>,
+    /// Each pool's `upload_limit`, where it has one.
+    uploads: Mutex<HashMap<String, usize>>,
 }
 
 impl fmt::Debug for AppState {
@@ -154,6 +156,7 @@ impl AppStateBuilder {
                 reconfig: Mutex::new(()),
                 run_dir: self.run_dir,
                 watches: Mutex::new(HashMap::new()),
+                uploads: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -239,6 +242,9 @@ impl AppState {
         let built = build_watched_pool(pool, self_exe, &watch)?;
         self.add_pool(built, pool.group.as_deref())?;
         self.watches().insert(pool.name.clone(), watch);
+        if let Some(limit) = pool.upload_limit {
+            self.set_upload_limit(&pool.name, usize::try_from(limit.0).unwrap_or(usize::MAX));
+        }
         Ok(())
     }
 
@@ -345,6 +351,29 @@ impl AppState {
             .reload
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The largest binary job body of pool `name` (its `upload_limit`, or
+    /// the `body_limit`).
+    pub fn upload_limit(&self, name: &str) -> usize {
+        let uploads = self
+            .inner
+            .uploads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        uploads
+            .get(name)
+            .copied()
+            .unwrap_or(self.inner.bodies.limit())
+    }
+
+    /// Sets the `upload_limit` of pool `name`.
+    pub fn set_upload_limit(&self, name: &str, bytes: usize) {
+        self.inner
+            .uploads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), bytes);
     }
 
     pub(crate) fn metrics(&self) -> Option<&PrometheusHandle> {

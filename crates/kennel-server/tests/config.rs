@@ -577,7 +577,7 @@ fn reconfig_bodies_name_their_keys() {
         (
             &br#"{"name":"x"}"#[..],
             "name",
-            "unknown field `name`, expected one of `sizing`, `eviction`, `group`, `job_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`",
+            "unknown field `name`, expected one of `sizing`, `eviction`, `group`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`",
         ),
         (
             br#"{"sizing":{"kind":"fixed","workers":0}}"#,
@@ -692,7 +692,7 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
         ),
         (
             r#"job_timeut = "1s""#,
-            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `env_clear`, `env_keep`, `worker_close_grace`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `job_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`".to_owned(),
+            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `protocol`, `cancel_lines`, `method`, `initialize`, `upload_limit`, `probe_request`, `threads`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`".to_owned(),
         ),
         (
             "max_waiting = -1",
@@ -702,6 +702,14 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
         (
             r#"dispatch = "random""#,
             "test.toml:4:12: `pool[0].dispatch`: unknown variant `random`, expected `lowest-slot` or `round-robin`".to_owned(),
+        ),
+        (
+            "threads = 0",
+            r#"test.toml:4:11: `pool[0].threads`: 0 is out of range (allowed: "auto", "off" or a number of threads from 1 to 1024)"#.to_owned(),
+        ),
+        (
+            r#"threads = "all""#,
+            r#"test.toml:4:11: `pool[0].threads`: invalid value "all" (allowed: "auto", "off" or a number of threads from 1 to 1024)"#.to_owned(),
         ),
         (
             "warmup_timeout = 10",
@@ -718,7 +726,10 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
 fn a_table_given_as_a_list_is_refused_never_filled_by_position() {
     for (text, key) in [
         (pool_with("sizing = [\"fixed\", 3]"), "pool[0].sizing"),
-        (pool_with("eviction = [\"idle-timeout\", \"5m\", 1]"), "pool[0].eviction"),
+        (
+            pool_with("eviction = [\"idle-timeout\", \"5m\", 1]"),
+            "pool[0].eviction",
+        ),
         ("server = [\"127.0.0.1:1\"]\n".to_owned(), "server"),
     ] {
         let e = refused(&text);
@@ -746,8 +757,14 @@ fn names_no_path_can_reach_are_refused() {
 fn close_grace_is_refused_naming_its_two_successors() {
     let e = refused(&pool_with("close_grace = \"5s\""));
     assert_eq!(e.key, "pool[0].close_grace");
-    assert!(e.message.contains("`job_grace`") && e.message.contains("`worker_close_grace`"), "{e}");
-    let c = parse(&pool_with("job_grace = \"7s\"\nworker_close_grace = \"2s\"")).unwrap();
+    assert!(
+        e.message.contains("`job_grace`") && e.message.contains("`worker_close_grace`"),
+        "{e}"
+    );
+    let c = parse(&pool_with(
+        "job_grace = \"7s\"\nworker_close_grace = \"2s\"",
+    ))
+    .unwrap();
     assert_eq!(c.pools[0].options.job_grace, secs(7).0);
     assert_eq!(c.pools[0].worker_close_grace, secs(2));
 }
@@ -759,7 +776,10 @@ fn the_token_variable_never_goes_to_a_worker() {
     assert_eq!(c.pools[0].env_remove, ["TOK"]);
     let e = refused(&format!("{server}{}", pool_with("env = { TOK = \"x\" }")));
     assert_eq!(e.key, "pool[0].env.TOK", "{e}");
-    let e = refused(&format!("{server}{}", pool_with("env_clear = true\nenv_keep = [\"PATH\", \"TOK\"]")));
+    let e = refused(&format!(
+        "{server}{}",
+        pool_with("env_clear = true\nenv_keep = [\"PATH\", \"TOK\"]")
+    ));
     assert_eq!(e.key, "pool[0].env_keep", "{e}");
     let e = refused(&pool_with("env_keep = [\"PATH\"]"));
     assert!(e.message.contains("env_clear = true"), "{e}");
@@ -768,14 +788,46 @@ fn the_token_variable_never_goes_to_a_worker() {
 #[test]
 fn the_http_keys_are_checked_naming_their_range() {
     for (line, key, words) in [
-        ("header_timeout = \"0s\"", "server.header_timeout", "allowed: 1ms to"),
-        ("max_connections = 0", "server.max_connections", "allowed: 1 to 1000000"),
-        ("max_bodies = 20000", "server.max_bodies", "allowed: 1 to 10000"),
-        ("allowed_hosts = [\"http://x\"]", "server.allowed_hosts[0]", "not a host"),
-        ("allowed_origins = [\"dash.example\"]", "server.allowed_origins[0]", "not an origin"),
-        ("histogram_buckets = [1, 0.5]", "server.histogram_buckets", "increasing order"),
-        ("histogram_buckets = []", "server.histogram_buckets", "0 bound(s)"),
-        ("log_format = \"xml\"", "server.log_format", "unknown variant"),
+        (
+            "header_timeout = \"0s\"",
+            "server.header_timeout",
+            "allowed: 1ms to",
+        ),
+        (
+            "max_connections = 0",
+            "server.max_connections",
+            "allowed: 1 to 1000000",
+        ),
+        (
+            "max_bodies = 20000",
+            "server.max_bodies",
+            "allowed: 1 to 10000",
+        ),
+        (
+            "allowed_hosts = [\"http://x\"]",
+            "server.allowed_hosts[0]",
+            "not a host",
+        ),
+        (
+            "allowed_origins = [\"dash.example\"]",
+            "server.allowed_origins[0]",
+            "not an origin",
+        ),
+        (
+            "histogram_buckets = [1, 0.5]",
+            "server.histogram_buckets",
+            "increasing order",
+        ),
+        (
+            "histogram_buckets = []",
+            "server.histogram_buckets",
+            "0 bound(s)",
+        ),
+        (
+            "log_format = \"xml\"",
+            "server.log_format",
+            "unknown variant",
+        ),
     ] {
         let e = refused(&format!("[server]\n{line}\n"));
         assert_eq!(e.key, key, "{e}");

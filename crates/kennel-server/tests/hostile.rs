@@ -455,7 +455,15 @@ fn expect_job(body: &[u8]) -> Result<Value, (StatusCode, &'static str)> {
     match serde_json::from_slice::<Value>(body) {
         Err(_) => Err((StatusCode::BAD_REQUEST, "bad-json")),
         Ok(v) if v.get("error") == Some(&Value::Bool(true)) => {
-            Err((StatusCode::INTERNAL_SERVER_ERROR, "worker-error"))
+            // The worker's own status when it is an HTTP error status.
+            let status = v["status"]
+                .as_u64()
+                .filter(|s| (400..=599).contains(s))
+                .and_then(|s| StatusCode::from_u16(u16::try_from(s).ok()?).ok());
+            Err((
+                status.unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                "worker-error",
+            ))
         }
         Ok(v) => Ok(v),
     }

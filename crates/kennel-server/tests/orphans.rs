@@ -1,8 +1,8 @@
 //! No orphans, whatever kills the server: after `kill -9` of `kennel serve`
-//! its workers die with it (the death signal), and the next server on the
-//! same port and run directory kills the groups the first one left (its
-//! workers' own children); after SIGTERM the server stops gracefully and
-//! leaves no worker.
+//! its workers die with it (the death signal) and its reaper kills their
+//! own children; if the reaper was killed too, the next server on the same
+//! port and run directory kills the groups the first one left; after
+//! SIGTERM the server stops gracefully and leaves no worker.
 
 #![cfg(target_os = "linux")]
 
@@ -39,6 +39,12 @@ impl Proc {
             !matches!(f[0].as_str(), "Z" | "X") && f[19].parse() == Ok(self.started)
         })
     }
+}
+
+/// Whether `pid` is a server's reaper (`kennel reaper DIR`).
+fn is_reaper(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|&b| b == 0).nth(1) == Some(b"reaper"))
 }
 
 /// Every live descendant of `pid`.
@@ -159,18 +165,24 @@ sizing = {{ kind = "fixed", workers = 1 }}
         lines
     }
 
-    /// Waits until its 3 workers and their 3 children run.
-    fn wait_for_workers(&self) -> BTreeSet<Proc> {
+    /// Waits until its 3 workers and their 3 children run; those six, and
+    /// its reaper.
+    fn wait_for_workers(&self) -> (BTreeSet<Proc>, Proc) {
         let pid = self.child.id();
         let mut procs = BTreeSet::new();
         assert!(
             poll(LIMIT, || {
                 procs = descendants(pid);
-                procs.len() >= 6
+                procs.len() >= 7
             }),
             "the workers never all ran: {procs:?}"
         );
-        procs
+        let reaper = *procs
+            .iter()
+            .find(|p| is_reaper(p.pid))
+            .expect("the server's reaper");
+        procs.remove(&reaper);
+        (procs, reaper)
     }
 
     fn signal(&self, signal: Signal) {
@@ -204,15 +216,18 @@ fn groups_recorded(run_dir: &Path) -> usize {
 }
 
 #[test]
-fn after_kill_9_no_worker_or_grandchild_outlives_the_next_start_and_sigterm_leaves_none() {
+fn after_kill_9_no_worker_or_grandchild_outlives_the_server_nor_the_next_start_and_sigterm_leaves_none()
+ {
     let dir: PathBuf = std::env::temp_dir().join(format!("kennel-orphans-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let run_dir = dir.join("run");
 
+    // kill -9 of the server: its workers die with it, its reaper kills
+    // their children.
     let mut first = Server::start(&dir, 0);
     let port = first.port;
-    let procs = first.wait_for_workers();
+    let (procs, reaper) = first.wait_for_workers();
     assert!(poll(LIMIT, || groups_recorded(&run_dir) == 3));
     let workers: BTreeSet<Proc> = procs
         .iter()
@@ -224,7 +239,6 @@ fn after_kill_9_no_worker_or_grandchild_outlives_the_next_start_and_sigterm_leav
     first.signal(Signal::SIGKILL);
     let killed = Instant::now();
     first.exit();
-    // The workers die with the server.
     assert!(
         poll(Duration::from_secs(2), || workers
             .iter()
@@ -232,12 +246,42 @@ fn after_kill_9_no_worker_or_grandchild_outlives_the_next_start_and_sigterm_leav
         "workers outlived the server: {workers:?}"
     );
     let workers_gone = killed.elapsed();
+    assert!(
+        poll(
+            Duration::from_secs(2).saturating_sub(killed.elapsed()),
+            || { procs.iter().all(|p| !p.alive()) }
+        ),
+        "still alive 2 s after kill -9: {:?}",
+        procs.iter().filter(|p| p.alive()).collect::<Vec<_>>()
+    );
+    let all_gone = killed.elapsed();
+    assert!(poll(LIMIT, || !reaper.alive()), "the reaper stayed");
+    assert_eq!(groups_recorded(&run_dir), 0, "the reaper removed the files");
+    eprintln!("after kill -9: workers gone in {workers_gone:?}, all gone in {all_gone:?}");
 
-    // The next server on the same port and run directory reaps the rest.
+    // The next server finds nothing left to reap. Then kill -9 of it and of
+    // its reaper: the server after it reaps what they left.
     let mut second = Server::start(&dir, port);
     assert_eq!(second.port, port);
     let said = second.announcement();
-    eprintln!("the next server said:\n{}", said.join("\n"));
+    assert!(!said.iter().any(|l| l.contains("killed")), "{said:?}");
+    let (procs, reaper) = second.wait_for_workers();
+    kill(
+        Pid::from_raw(i32::try_from(reaper.pid).unwrap()),
+        Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(poll(LIMIT, || !reaper.alive()));
+    second.signal(Signal::SIGKILL);
+    let killed = Instant::now();
+    second.exit();
+
+    let mut third = Server::start(&dir, port);
+    let said = third.announcement();
+    eprintln!(
+        "the server after a killed server and reaper said:\n{}",
+        said.join("\n")
+    );
     assert!(
         said.iter()
             .any(|l| l.starts_with("  killed 3 process group(s) left by a previous run")),
@@ -246,29 +290,29 @@ fn after_kill_9_no_worker_or_grandchild_outlives_the_next_start_and_sigterm_leav
     assert!(
         poll(
             Duration::from_secs(2).saturating_sub(killed.elapsed()),
-            || procs.iter().all(|p| !p.alive())
+            || { procs.iter().all(|p| !p.alive()) }
         ),
         "still alive 2 s after kill -9: {:?}",
         procs.iter().filter(|p| p.alive()).collect::<Vec<_>>()
     );
-    let all_gone = killed.elapsed();
-    eprintln!("after kill -9: workers gone in {workers_gone:?}, all gone in {all_gone:?}");
+    eprintln!("reaped by the next start in {:?}", killed.elapsed());
 
     // SIGTERM: a graceful stop, no worker left, no group left recorded.
-    let procs = second.wait_for_workers();
-    second.signal(Signal::SIGTERM);
+    let (procs, reaper) = third.wait_for_workers();
+    third.signal(Signal::SIGTERM);
     let hup = Instant::now();
-    let status = second.exit();
+    let status = third.exit();
     assert!(status.success(), "{status:?}");
     assert!(procs.iter().all(|p| !p.alive()), "{procs:?}");
     assert_eq!(groups_recorded(&run_dir), 0);
+    assert!(poll(LIMIT, || !reaper.alive()), "the reaper stayed");
     eprintln!("SIGTERM: stopped in {:?}", hup.elapsed());
 
-    // So a third server finds nothing to reap.
-    let mut third = Server::start(&dir, port);
-    let said = third.announcement();
+    // So a fourth server finds nothing to reap.
+    let mut fourth = Server::start(&dir, port);
+    let said = fourth.announcement();
     assert!(!said.iter().any(|l| l.contains("killed")), "{said:?}");
-    third.signal(Signal::SIGTERM);
-    assert!(third.exit().success());
+    fourth.signal(Signal::SIGTERM);
+    assert!(fourth.exit().success());
     let _ = std::fs::remove_dir_all(&dir);
 }

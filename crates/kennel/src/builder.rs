@@ -87,9 +87,33 @@ impl<W: Worker> PoolBuilder<W> {
     }
 
     /// The longest a job may hold its worker; past it the job fails with
-    /// [`Error::Timeout`](crate::Error::Timeout) and the worker is killed.
+    /// [`Error::Timeout`](crate::Error::Timeout) and the worker is killed,
+    /// or asked to cancel if it can (see [`Options::job_timeout`]).
+    ///
+    /// [`Options::job_timeout`]: crate::Options::job_timeout
     pub fn job_timeout(mut self, d: Duration) -> Self {
         self.options.job_timeout = Some(d);
+        self
+    }
+
+    /// The hard limit on a job: past it the worker is killed, cancel or not
+    /// (see [`Options::job_kill_after`](crate::Options::job_kill_after)).
+    pub fn job_kill_after(mut self, d: Duration) -> Self {
+        self.options.job_kill_after = Some(d);
+        self
+    }
+
+    /// How long a worker asked to cancel has to answer before it is killed
+    /// (default 5 s; see [`Options::cancel_grace`](crate::Options::cancel_grace)).
+    pub fn cancel_grace(mut self, d: Duration) -> Self {
+        self.options.cancel_grace = d;
+        self
+    }
+
+    /// Lets each progress item of a job move its `job_timeout` deadline (see
+    /// [`Options::progress_extends_timeout`](crate::Options::progress_extends_timeout)).
+    pub fn progress_extends_timeout(mut self, on: bool) -> Self {
+        self.options.progress_extends_timeout = on;
         self
     }
 
@@ -207,6 +231,26 @@ impl<W: Worker> PoolBuilder<W> {
     /// How often workers' memory is sampled for `max_memory` (default 10 s).
     pub fn memory_check_every(mut self, d: Duration) -> Self {
         self.options.memory_check_every = d;
+        self
+    }
+
+    /// Probes each worker idle for `every` with [`Worker::check`] (see
+    /// [`Options::probe_every`]).
+    pub fn probe_every(mut self, every: Duration) -> Self {
+        self.options.probe_every = Some(every);
+        self
+    }
+
+    /// The longest a probe may take (default 5 s).
+    pub fn probe_timeout(mut self, d: Duration) -> Self {
+        self.options.probe_timeout = d;
+        self
+    }
+
+    /// Probes every worker before a job gets it (see
+    /// [`Options::probe_on_lend`]).
+    pub fn probe_on_lend(mut self, on: bool) -> Self {
+        self.options.probe_on_lend = on;
         self
     }
 

@@ -73,10 +73,14 @@ pub enum Error {
         source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
     },
     /// The worker ended while the job held it.
-    #[error("worker failed before responding{}", attempts_note(*attempts))]
+    #[error(
+        "worker failed before responding{}{}",
+        attempts_note(*attempts),
+        last_words_note(exit.as_deref())
+    )]
     Crashed {
         /// How the worker ended, when the pool knows.
-        exit: Option<Exit>,
+        exit: Option<Box<Exit>>,
         /// How many times the job ran (more than 1 with `retry_on_crash`),
         /// each time on a worker that crashed under it.
         attempts: u32,
@@ -125,6 +129,13 @@ fn attempts_note(attempts: u32) -> String {
     } else {
         String::new()
     }
+}
+
+/// The last line the worker wrote to stderr, when its exit carries it.
+fn last_words_note(exit: Option<&Exit>) -> String {
+    exit.and_then(|e| e.last_words.last())
+        .map(|line| format!("; last stderr line: {line}"))
+        .unwrap_or_default()
 }
 
 impl Error {

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::cancel::CancelOutcome;
 use crate::error::RejectReason;
 use crate::sizing::SizingStep;
 use crate::worker::Exit;
@@ -30,6 +31,9 @@ pub enum RetireReason {
     MaxJobs,
     /// The worker's memory passed `max_memory`.
     MaxMemory,
+    /// The worker failed its probe ([`Worker::check`](crate::Worker::check)),
+    /// or did not answer it within `probe_timeout`.
+    ProbeFailed,
 }
 
 impl RetireReason {
@@ -45,6 +49,7 @@ impl RetireReason {
             Self::Memory => "memory",
             Self::MaxJobs => "max-jobs",
             Self::MaxMemory => "max-memory",
+            Self::ProbeFailed => "probe-failed",
         }
     }
 }
@@ -105,7 +110,9 @@ pub enum Event {
         /// How it ended.
         exit: Exit,
     },
-    /// A job ran past its time limit; its worker is killed (`worker:timeout`).
+    /// A job ran past its time limit (`worker:timeout`); its worker is
+    /// killed, or asked to cancel when it can (then a `job:cancelled`
+    /// follows).
     TimedOut {
         /// The slot.
         slot: usize,
@@ -181,6 +188,20 @@ pub enum Event {
         /// How the crashed worker ended, when the pool knows.
         exit: Option<Exit>,
     },
+    /// A job was dropped mid-job or ran past its `job_timeout`, and its
+    /// worker was asked to cancel it (`job:cancelled`): it answered within
+    /// `cancel_grace` and stays (`kept`), or it did not and was killed
+    /// (`killed`).
+    Cancelled {
+        /// The worker's slot.
+        slot: usize,
+        /// [`RetireReason::Aborted`] or [`RetireReason::Timeout`].
+        reason: RetireReason,
+        /// Kept or killed.
+        outcome: CancelOutcome,
+        /// From the cancel to the worker's answer (or to the kill).
+        took: Duration,
+    },
     /// A job has held its worker longer than `slow_job` (`job:slow`); said
     /// once per job.
     SlowJob {
@@ -190,6 +211,14 @@ pub enum Event {
         pid: Option<u32>,
         /// How long the job has held it.
         running_for: Duration,
+    },
+    /// A worker failed its probe, or did not answer it in time
+    /// (`worker:probe-failed`); it is retired and replaced.
+    ProbeFailed {
+        /// The slot.
+        slot: usize,
+        /// What the probe said, or that it timed out.
+        message: String,
     },
     /// The pool closed (`pool:closed`).
     Closed,
@@ -216,6 +245,8 @@ impl Event {
             Self::Recovered { .. } => "pool:recovered",
             Self::Retried { .. } => "job:retried",
             Self::SlowJob { .. } => "job:slow",
+            Self::Cancelled { .. } => "job:cancelled",
+            Self::ProbeFailed { .. } => "worker:probe-failed",
             Self::Closed => "pool:closed",
         }
     }
@@ -233,7 +264,9 @@ impl Event {
             | Self::Evicted { slot, .. }
             | Self::Retired { slot, .. }
             | Self::Backoff { slot, .. }
-            | Self::SlowJob { slot, .. } => Some(*slot),
+            | Self::SlowJob { slot, .. }
+            | Self::Cancelled { slot, .. }
+            | Self::ProbeFailed { slot, .. } => Some(*slot),
             _ => None,
         }
     }
@@ -309,6 +342,17 @@ impl Event {
                 at!(debug, slot, pid, idle_for = ?idle_for, "worker evicted");
             }
             Self::Retried { attempt, .. } => at!(debug, attempt, "job retried"),
+            Self::Cancelled {
+                reason,
+                outcome,
+                took,
+                ..
+            } => {
+                at!(info, slot, reason = reason.as_str(), outcome = ?outcome, took = ?took, "job cancelled");
+            }
+            Self::ProbeFailed { message, .. } => {
+                at!(info, slot, reason = %message, "worker probe failed");
+            }
             _ => at!(debug, slot, "pool event"),
         }
     }

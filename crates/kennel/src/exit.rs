@@ -73,6 +73,7 @@ impl ExitSignal {
                     return rx.borrow().clone().unwrap_or(Exit {
                         status: ExitStatus::Other("worker dropped".into()),
                         ran_for: Duration::ZERO,
+                        last_words: Vec::new(),
                     });
                 }
             }
@@ -82,12 +83,23 @@ impl ExitSignal {
     /// Records that the worker ended with `status`, having run since
     /// [`started`](Self::started). Only the first call counts.
     pub fn exit(&self, status: ExitStatus) {
+        self.exit_with(status, Vec::new());
+    }
+
+    /// As [`exit`](Self::exit), with the worker's last words (the last lines
+    /// it wrote to stderr), which the pool's `worker:exited` and
+    /// `worker:crashed` events carry. Only the first call counts.
+    pub fn exit_with(&self, status: ExitStatus, last_words: Vec<String>) {
         let ran_for = self.inner.started.elapsed();
         self.inner.tx.send_if_modified(|seen| {
             if seen.is_some() {
                 return false;
             }
-            *seen = Some(Exit { status, ran_for });
+            *seen = Some(Exit {
+                status,
+                ran_for,
+                last_words,
+            });
             true
         });
     }
@@ -153,6 +165,7 @@ mod tests {
         let exit = Exit {
             status: ExitStatus::Code(1),
             ran_for: Duration::from_secs(3),
+            last_words: Vec::new(),
         };
         assert_eq!(first.await, exit);
         assert_eq!(second.await, exit);

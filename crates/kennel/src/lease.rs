@@ -119,7 +119,8 @@ impl<W: Worker> fmt::Debug for Lease<W> {
 
 /// A lease whose job is running: dropped before [`disarm`](Self::disarm)
 /// (the job's future was dropped mid-job), it retires the worker as
-/// aborted, since its state is unknown.
+/// aborted, since its state is unknown, unless the worker can cancel the
+/// job in hand (then it is asked to, and stays if it answers in time).
 #[must_use = "dropping the guard aborts the job"]
 pub(crate) struct InFlight<W: Worker>(Option<Lease<W>>);
 
@@ -151,12 +152,12 @@ impl<W: Worker> DerefMut for InFlight<W> {
 impl<W: Worker> Drop for InFlight<W> {
     fn drop(&mut self) {
         if let Some(lease) = self.0.take() {
-            let reason = if std::thread::panicking() {
-                RetireReason::Panicked
+            if std::thread::panicking() {
+                lease.retire(RetireReason::Panicked);
             } else {
-                RetireReason::Aborted
-            };
-            lease.retire(reason);
+                // A worker that can cancel is asked to, and may stay.
+                crate::cancel::settle(lease, RetireReason::Aborted, None);
+            }
         }
     }
 }
@@ -164,5 +165,22 @@ impl<W: Worker> Drop for InFlight<W> {
 impl<W: Worker> fmt::Debug for InFlight<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("InFlight").field(&self.0).finish()
+    }
+}
+
+/// Probes the lent worker with [`Worker::check`] within `timeout`: the lease
+/// back if it passed, or with what went wrong. Dropped midway, the worker
+/// is retired as aborted (its state is unknown), as a dropped job's is.
+pub(crate) async fn check<W: Worker>(
+    lease: Lease<W>,
+    timeout: std::time::Duration,
+) -> Result<Lease<W>, (Lease<W>, String)> {
+    let mut guard = InFlight::new(lease);
+    let checked = tokio::time::timeout(timeout, guard.check()).await;
+    let lease = guard.disarm();
+    match checked {
+        Ok(Ok(())) => Ok(lease),
+        Ok(Err(e)) => Err((lease, format!("the probe failed: {e}"))),
+        Err(_) => Err((lease, format!("no answer to the probe within {timeout:?}"))),
     }
 }

@@ -70,13 +70,16 @@
 
 mod backoff;
 mod builder;
+mod cancel;
 mod computer;
+mod deadline;
 mod dispatch;
 mod engine;
 mod error;
 mod event;
 mod eviction;
 mod exit;
+mod heartbeat;
 mod lease;
 mod metrics;
 mod options;
@@ -84,6 +87,8 @@ mod pool;
 mod reconfig;
 mod registry;
 mod run;
+#[cfg(feature = "serde")]
+mod size_serde;
 mod sizing;
 mod slot;
 mod startup;
@@ -93,6 +98,7 @@ mod timer;
 mod worker;
 
 pub use crate::builder::PoolBuilder;
+pub use crate::cancel::CancelOutcome;
 pub use crate::computer::{Computer, SystemComputer, TestComputer};
 pub use crate::dispatch::Dispatch;
 pub use crate::error::{BuildError, Error, RejectReason};
@@ -101,8 +107,11 @@ pub use crate::eviction::{
     EvictAfter, Eviction, IdleTimeout, IdleWorker, MAX_IDLE_TIMEOUT, NoEviction,
 };
 pub use crate::exit::ExitSignal;
+pub use crate::heartbeat::Heartbeat;
 pub use crate::lease::Lease;
-pub use crate::options::{MAX_DURATION, MAX_RETRIES, MAX_WAITING, MIN_LIFETIME, Options};
+pub use crate::options::{
+    MAX_DURATION, MAX_RETRIES, MAX_WAITING, MIN_LIFETIME, MIN_PROBE_EVERY, Options,
+};
 pub use crate::pool::Pool;
 pub use crate::reconfig::{Action, Reconfig};
 pub use crate::registry::{Group, PoolEntry, Registry};

@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
+use crate::cancel::CancelOutcome;
 use crate::error::RejectReason;
 use crate::event::{Event, RetireReason};
 use crate::stats::Stats;
 
-const RETIRE_REASONS: [RetireReason; 9] = [
+const RETIRE_REASONS: [RetireReason; 10] = [
     RetireReason::Failed,
     RetireReason::Aborted,
     RetireReason::Panicked,
@@ -22,18 +23,21 @@ const RETIRE_REASONS: [RetireReason; 9] = [
     RetireReason::Memory,
     RetireReason::MaxJobs,
     RetireReason::MaxMemory,
+    RetireReason::ProbeFailed,
 ];
 
 pub(crate) struct PoolMetrics {
     jobs: Counter,
     rejected_full: Counter,
     rejected_wait: Counter,
-    retired: [Counter; 9],
+    retired: [Counter; RETIRE_REASONS.len()],
     started: Counter,
     evicted: Counter,
     exited: Counter,
     crashed: Counter,
     timed_out: Counter,
+    cancelled_kept: Counter,
+    cancelled_killed: Counter,
     warmup_failed: Counter,
     warmup_seconds: Histogram,
     job_seconds: Histogram,
@@ -75,6 +79,8 @@ impl PoolMetrics {
             exited: counter!("kennel_workers_exited_total", "pool" => p.clone()),
             crashed: counter!("kennel_workers_crashed_total", "pool" => p.clone()),
             timed_out: counter!("kennel_jobs_timed_out_total", "pool" => p.clone()),
+            cancelled_kept: counter!("kennel_jobs_cancelled_total", "pool" => p.clone(), "outcome" => CancelOutcome::Kept.as_str()),
+            cancelled_killed: counter!("kennel_jobs_cancelled_total", "pool" => p.clone(), "outcome" => CancelOutcome::Killed.as_str()),
             warmup_failed: counter!("kennel_warmups_failed_total", "pool" => p.clone()),
             warmup_seconds: histogram!("kennel_warmup_seconds", "pool" => p.clone()),
             job_seconds: histogram!("kennel_job_seconds", "pool" => p.clone()),
@@ -99,6 +105,10 @@ impl PoolMetrics {
             Event::Exited { .. } => self.exited.increment(1),
             Event::Crashed { .. } => self.crashed.increment(1),
             Event::TimedOut { .. } => self.timed_out.increment(1),
+            Event::Cancelled { outcome, .. } => match outcome {
+                CancelOutcome::Kept => self.cancelled_kept.increment(1),
+                CancelOutcome::Killed => self.cancelled_killed.increment(1),
+            },
             Event::Evicted { .. } => self.evicted.increment(1),
             Event::Retired { reason, .. } => {
                 if let Some(i) = RETIRE_REASONS.iter().position(|r| r == reason) {
@@ -172,6 +182,8 @@ impl PoolMetrics {
             exited: Counter::noop(),
             crashed: Counter::noop(),
             timed_out: Counter::noop(),
+            cancelled_kept: Counter::noop(),
+            cancelled_killed: Counter::noop(),
             warmup_failed: Counter::noop(),
             warmup_seconds: Histogram::noop(),
             job_seconds: Histogram::noop(),

@@ -23,6 +23,10 @@ pub const MAX_WAITING: usize = 1_000_000;
 /// configuration says.
 pub const MIN_LIFETIME: Duration = Duration::from_secs(1);
 
+/// The shortest `probe_every`: an idle worker is probed at most once a
+/// second.
+pub const MIN_PROBE_EVERY: Duration = Duration::from_secs(1);
+
 /// The most times `retry_on_crash` may run a job again.
 pub const MAX_RETRIES: u32 = 10;
 
@@ -53,9 +57,29 @@ pub(crate) const WAITING_PER_WORKER: usize = 8;
 #[non_exhaustive]
 pub struct Options {
     /// The longest a job may hold its worker; past it the job fails with
-    /// `Timeout` and the worker is killed. `None`: no limit (the default).
+    /// `Timeout` and the worker is killed, or, if it can cancel (a
+    /// JSON-RPC coprocess, a JSON-lines one with cancel lines), asked to
+    /// stop and kept if it answers within `cancel_grace` (a soft limit,
+    /// Celery's `soft_time_limit`). `None`: no limit (the default).
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub job_timeout: Option<Duration>,
+    /// The hard limit on a job, from the moment it got its worker: past it
+    /// the worker is killed at once, cancel or not, progress or not
+    /// (Celery's `time_limit`). Above `job_timeout` when both are set.
+    /// `None`: no hard limit.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub job_kill_after: Option<Duration>,
+    /// How long a worker asked to cancel (its job aborted or past
+    /// `job_timeout`) has to answer before it is killed (default 5 s; 0
+    /// kills at once, as for a worker that cannot cancel).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub cancel_grace: Duration,
+    /// Each progress item a job's worker sends (its
+    /// [`Heartbeat`](crate::Heartbeat)) moves the job's `job_timeout`
+    /// deadline to a full `job_timeout` from then: a long job that keeps
+    /// saying how far it got is not cut short, one that goes quiet is.
+    /// `job_kill_after` still holds. Default false.
+    pub progress_extends_timeout: bool,
     /// The longest a warm-up may take; past it the worker is killed and the
     /// job waiting for it fails with `WarmupFailed`. `None`: no limit.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
@@ -130,18 +154,37 @@ pub struct Options {
     /// resident memory of its whole process group, from `/proc`), sampled
     /// every `memory_check_every` and when a job returns. With the `serde`
     /// feature, a size such as `"2GiB"`. `None`: no limit.
-    #[cfg_attr(feature = "serde", serde(with = "size_serde"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::size_serde"))]
     pub max_memory: Option<u64>,
     /// How often the memory of idle and lent workers is sampled for
     /// `max_memory` (default 10 s).
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub memory_check_every: Duration,
+    /// Probes each idle worker that has been idle this long with
+    /// [`Worker::check`](crate::Worker::check), then again as often
+    /// (HikariCP's `keepaliveTime`): a worker that fails it, or does not
+    /// answer within `probe_timeout`, is retired and replaced. A probed
+    /// worker is not lent meanwhile; a job takes another or waits at most
+    /// the probe. At least 1 s. `None`: no probes (the default).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub probe_every: Option<Duration>,
+    /// The longest a probe may take; past it the worker counts as failed
+    /// (default 5 s).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub probe_timeout: Duration,
+    /// Probes every worker before a job gets it (bb8's `test_on_check_out`,
+    /// HikariCP's `connectionTestQuery`): one more round trip per job; a
+    /// worker that fails is retired and the job gets another.
+    pub probe_on_lend: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Self {
             job_timeout: None,
+            job_kill_after: None,
+            cancel_grace: Duration::from_secs(5),
+            progress_extends_timeout: false,
             warmup_timeout: None,
             max_waiting: None,
             max_queue_wait: None,
@@ -158,6 +201,9 @@ impl Default for Options {
             slow_job: None,
             max_memory: None,
             memory_check_every: Duration::from_secs(10),
+            probe_every: None,
+            probe_timeout: Duration::from_secs(5),
+            probe_on_lend: false,
         }
     }
 }
@@ -172,6 +218,7 @@ impl Options {
     pub fn validate(&self) -> Result<(), BuildError> {
         for (option, value) in [
             ("job_timeout", self.job_timeout),
+            ("job_kill_after", self.job_kill_after),
             ("warmup_timeout", self.warmup_timeout),
             ("max_queue_wait", self.max_queue_wait),
             ("max_lifetime", self.max_lifetime),
@@ -190,6 +237,26 @@ impl Options {
                 ),
             ));
         }
+        if self.cancel_grace > MAX_DURATION {
+            return Err(BuildError::new(
+                "cancel_grace",
+                format!(
+                    "{:?} is out of range (allowed: 0 to {} ms)",
+                    self.cancel_grace,
+                    MAX_DURATION.as_millis()
+                ),
+            ));
+        }
+        if let (Some(hard), Some(soft)) = (self.job_kill_after, self.job_timeout)
+            && hard <= soft
+        {
+            return Err(BuildError::new(
+                "job_kill_after",
+                format!(
+                    "{hard:?} is not above job_timeout {soft:?} (allowed: above job_timeout, or none)"
+                ),
+            ));
+        }
         if let Some(life) = self.max_lifetime.filter(|&l| l < MIN_LIFETIME) {
             return Err(BuildError::new(
                 "max_lifetime",
@@ -203,6 +270,18 @@ impl Options {
             check_limit("slow_job", d)?;
         }
         check_limit("memory_check_every", self.memory_check_every)?;
+        check_limit("probe_timeout", self.probe_timeout)?;
+        if let Some(every) = self.probe_every {
+            if every < MIN_PROBE_EVERY || every > MAX_DURATION {
+                return Err(BuildError::new(
+                    "probe_every",
+                    format!(
+                        "{every:?} is out of range (allowed: at least {MIN_PROBE_EVERY:?} and at most {} ms)",
+                        MAX_DURATION.as_millis()
+                    ),
+                ));
+            }
+        }
         if self.max_memory == Some(0) {
             return Err(BuildError::new(
                 "max_memory",
@@ -290,6 +369,15 @@ impl Options {
         };
         differs("job_timeout", self.job_timeout != other.job_timeout);
         differs(
+            "job_kill_after",
+            self.job_kill_after != other.job_kill_after,
+        );
+        differs("cancel_grace", self.cancel_grace != other.cancel_grace);
+        differs(
+            "progress_extends_timeout",
+            self.progress_extends_timeout != other.progress_extends_timeout,
+        );
+        differs(
             "warmup_timeout",
             self.warmup_timeout != other.warmup_timeout,
         );
@@ -329,42 +417,10 @@ impl Options {
             "memory_check_every",
             self.memory_check_every != other.memory_check_every,
         );
+        differs("probe_every", self.probe_every != other.probe_every);
+        differs("probe_timeout", self.probe_timeout != other.probe_timeout);
+        differs("probe_on_lend", self.probe_on_lend != other.probe_on_lend);
         names
-    }
-}
-
-/// Sizes in humane form (`"2GiB"`, `"512 MB"`) or a number of bytes.
-#[cfg(feature = "serde")]
-mod size_serde {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(n) => s.serialize_str(&bytesize::ByteSize(*n).to_string()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Size {
-            Bytes(u64),
-            Text(String),
-        }
-        match Option::<Size>::deserialize(d)? {
-            None => Ok(None),
-            Some(Size::Bytes(n)) => Ok(Some(n)),
-            Some(Size::Text(t)) => t
-                .trim()
-                .parse::<bytesize::ByteSize>()
-                .map(|b| Some(b.as_u64()))
-                .map_err(|e| {
-                    serde::de::Error::custom(format!(
-                        "invalid size {t:?}: {e} (allowed: a size such as \"512MiB\" or \"2GB\", or a number of bytes)"
-                    ))
-                }),
-        }
     }
 }
 
@@ -389,7 +445,15 @@ mod tests {
     #[test]
     fn each_out_of_range_value_names_its_option() {
         type Case = (&'static str, fn(&mut Options));
-        let cases: [Case; 9] = [
+        let cases: [Case; 12] = [
+            ("job_kill_after", |o| {
+                o.job_kill_after = Some(Duration::ZERO);
+            }),
+            ("job_kill_after", |o| {
+                o.job_timeout = Some(Duration::from_secs(5));
+                o.job_kill_after = Some(Duration::from_secs(5));
+            }),
+            ("cancel_grace", |o| o.cancel_grace = Duration::MAX),
             ("max_lifetime", |o| {
                 o.max_lifetime = Some(Duration::from_millis(999));
             }),

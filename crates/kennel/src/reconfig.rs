@@ -94,6 +94,11 @@ impl Reconfig {
         self.edit("job_timeout", move |o| o.job_timeout = d)
     }
 
+    /// A new `cancel_grace`, for cancels that start from now.
+    pub fn cancel_grace(self, d: Duration) -> Self {
+        self.edit("cancel_grace", move |o| o.cancel_grace = d)
+    }
+
     /// A new `warmup_timeout` (`None`: no limit), for warm-ups that start
     /// from now.
     pub fn warmup_timeout(self, d: Option<Duration>) -> Self {
@@ -166,6 +171,22 @@ impl Reconfig {
     /// A new `max_memory` (`None`: no limit).
     pub fn max_memory(self, bytes: Option<u64>) -> Self {
         self.edit("max_memory", move |o| o.max_memory = bytes)
+    }
+
+    /// A new `probe_every` (`None`: no probes); the next round is due
+    /// `every` from now.
+    pub fn probe_every(self, every: Option<Duration>) -> Self {
+        self.edit("probe_every", move |o| o.probe_every = every)
+    }
+
+    /// A new `probe_timeout`, for probes that start from now.
+    pub fn probe_timeout(self, d: Duration) -> Self {
+        self.edit("probe_timeout", move |o| o.probe_timeout = d)
+    }
+
+    /// Probes on lend, or no longer.
+    pub fn probe_on_lend(self, on: bool) -> Self {
+        self.edit("probe_on_lend", move |o| o.probe_on_lend = on)
     }
 
     /// A new job grace (`job_grace`).

@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
+use crate::cancel::settle;
+use crate::deadline::{End, Limits, race};
 use crate::error::Error;
 use crate::event::RetireReason;
 use crate::lease::{InFlight, Lease};
@@ -52,8 +56,10 @@ pub enum JobError<E> {
     Job(#[source] E),
 }
 
-/// Runs `job` on a lent worker: the job timeout applies, the worker's end
-/// fails the job as crashed, and a drop mid-job kills the worker.
+/// Runs `job` on a lent worker: the job timeout applies (a worker that can
+/// cancel is asked to, else killed; `job_kill_after` kills), the worker's
+/// end fails the job as crashed, and a drop mid-job cancels or kills the
+/// worker.
 pub(crate) async fn run_lease<W: Worker, R>(
     lease: Lease<W>,
     job_timeout: Option<Option<Duration>>,
@@ -70,32 +76,19 @@ pub(crate) async fn run_seen<W: Worker, R>(
     job_timeout: Option<Option<Duration>>,
     job: impl AsyncFnOnce(&mut W) -> R,
 ) -> (Result<R, Error>, bool) {
-    let limit = match job_timeout {
-        Some(limit) => limit,
-        None => lease.engine.default_job_timeout(),
+    let (soft, hard, beats) = lease.engine.job_limits(job_timeout);
+    let start = Instant::now();
+    let beats = match (soft, beats) {
+        (Some(_), true) => lease.heartbeat().map(|h| h.subscribe()),
+        _ => None,
     };
+    let limits = Limits { soft, hard, beats };
+    let hard_at = limits.hard_at(start);
     let cell = lease.cell.clone();
     let mut job_guard = InFlight::new(lease);
-    enum End<R> {
-        Done(R),
-        TimedOut(Duration),
-        Died,
-    }
     let end = {
         let fut = job(&mut job_guard);
-        let died = cell.died();
-        match limit {
-            Some(d) => tokio::select! {
-                biased;
-                r = tokio::time::timeout(d, fut) => r.map_or(End::TimedOut(d), End::Done),
-                () = died => End::Died,
-            },
-            None => tokio::select! {
-                biased;
-                r = fut => End::Done(r),
-                () = died => End::Died,
-            },
-        }
+        race(fut, cell.died(), limits, start).await
     };
     match end {
         End::Done(r) => {
@@ -105,6 +98,13 @@ pub(crate) async fn run_seen<W: Worker, R>(
             (Ok(r), ended)
         }
         End::TimedOut(after) => {
+            let lease = job_guard.disarm();
+            lease.engine.timed_out(lease.slot, after);
+            // A worker that can cancel is asked to, and may stay.
+            settle(lease, RetireReason::Timeout, hard_at);
+            (Err(Error::Timeout { after }), false)
+        }
+        End::KillAfter(after) => {
             let lease = job_guard.disarm();
             lease.engine.timed_out(lease.slot, after);
             lease.retire(RetireReason::Timeout);
@@ -118,7 +118,7 @@ pub(crate) async fn run_seen<W: Worker, R>(
                 Error::Closed
             } else {
                 Error::Crashed {
-                    exit: cell.exit(),
+                    exit: cell.exit().map(Box::new),
                     attempts: 1,
                 }
             };
@@ -161,7 +161,7 @@ impl<W: Worker> Pool<W> {
                 }
                 Err(Error::Crashed { exit, .. }) if attempt <= retries => {
                     attempt += 1;
-                    self.engine().retried(attempt, exit);
+                    self.engine().retried(attempt, exit.map(|e| *e));
                 }
                 Err(Error::Crashed { exit, .. }) => {
                     return Err(Error::Crashed {

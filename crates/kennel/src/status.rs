@@ -25,6 +25,8 @@ pub enum WorkerState {
     Kept,
     /// A job has the worker.
     Lent,
+    /// The pool probes the worker (`probe_every`); no job gets it meanwhile.
+    Probing,
     /// The pool ends the worker, or it ended under its job and the job has
     /// not given it back yet.
     Closing,
@@ -41,6 +43,7 @@ impl WorkerState {
             Self::Idle => "idle",
             Self::Kept => "kept",
             Self::Lent => "lent",
+            Self::Probing => "probing",
             Self::Closing => "closing",
         }
     }
@@ -73,6 +76,10 @@ pub struct WorkerRow {
     /// When the pool will retire it itself, and why: `Lifetime` with the
     /// time left, or `MaxJobs` with the jobs left (as a count in `jobs_left`).
     pub retire_due: Option<RetireDue>,
+    /// What the worker said of itself when it became ready, as the text of
+    /// a JSON object ([`Worker::about`](crate::Worker::about); for a
+    /// `Coprocess`, the fields of its ready line besides `ready`).
+    pub about: Option<std::sync::Arc<str>>,
 }
 
 /// A retirement the pool has scheduled for a worker.

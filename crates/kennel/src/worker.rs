@@ -7,6 +7,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cancel::CancelOutcome;
+use crate::heartbeat::Heartbeat;
+
 /// A boxed error as a worker reports it (a failed warm-up, for example).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -18,15 +21,26 @@ pub struct SlotInfo {
     pub pool: Arc<str>,
     /// The slot the worker will live in.
     pub slot: usize,
+    /// How many slots the pool runs as the worker starts (its size then),
+    /// for a factory that shares something out among the workers, such as
+    /// CPU threads. 1 when not known.
+    pub size: usize,
 }
 
 impl SlotInfo {
-    /// The slot `slot` of the pool `pool`.
+    /// The slot `slot` of the pool `pool`, whose size is not known (1).
     pub fn new(pool: impl Into<Arc<str>>, slot: usize) -> Self {
         Self {
             pool: pool.into(),
             slot,
+            size: 1,
         }
+    }
+
+    /// The same, for a pool that runs `size` slots.
+    pub fn with_size(mut self, size: usize) -> Self {
+        self.size = size.max(1);
+        self
     }
 }
 
@@ -105,6 +119,31 @@ pub trait Worker: Send + 'static {
     /// future from [`exited`](Worker::exited) must resolve.
     fn killer(&self) -> Killer;
 
+    /// A health probe, for a pool with `probe_every` or `probe_on_lend`:
+    /// checks that the worker still serves (a cheap request, a ping). The
+    /// pool calls it only on a worker no job holds. The default: healthy.
+    ///
+    /// # Errors
+    ///
+    /// An error means the worker is not fit to serve: the pool retires it
+    /// (`RetireReason::ProbeFailed`) and starts a replacement.
+    ///
+    /// # Cancel safety
+    ///
+    /// The pool drops this future when `probe_timeout` ends; it then
+    /// retires the worker, so no state needs to survive.
+    fn check(&mut self) -> impl Future<Output = Result<(), BoxError>> + Send {
+        std::future::ready(Ok(()))
+    }
+
+    /// What the worker said of itself when it became ready (a model
+    /// version, a device), as the text of a JSON object, for its status row
+    /// ([`Pool::workers`](crate::Pool::workers)). Asked once, after
+    /// [`ready`](Worker::ready). The default: nothing.
+    fn about(&self) -> Option<String> {
+        None
+    }
+
     /// Whether the worker is still alive, as far as it knows without waiting.
     ///
     /// The pool asks when a job gives the worker back, so that a worker that
@@ -125,6 +164,39 @@ pub trait Worker: Send + 'static {
     /// takes it once, when the worker is made. The default: none (the
     /// memory is unknown, and `max_memory` never retires the worker).
     fn meter(&self) -> Option<Meter> {
+        None
+    }
+
+    /// Whether [`cancel`](Worker::cancel) can stop the job in hand without
+    /// killing the worker. The pool asks when a job is dropped mid-job or
+    /// runs past its `job_timeout`: a worker that says yes is asked to
+    /// cancel instead of being killed (ADR 0035). The default: no.
+    fn can_cancel(&self) -> bool {
+        false
+    }
+
+    /// Asks the worker to stop the job that was in hand when the job's
+    /// future was dropped, and waits up to `grace` for it to answer.
+    ///
+    /// [`CancelOutcome::Kept`] means the worker stopped (or had finished)
+    /// and can take the next job; [`CancelOutcome::Killed`] that the pool
+    /// must kill it. Called only when [`can_cancel`](Worker::can_cancel)
+    /// said yes. The default says `Killed`.
+    ///
+    /// # Cancel safety
+    ///
+    /// The pool drops this future after `grace` (or when the worker ends)
+    /// and then kills the worker, so no state needs to survive a drop.
+    fn cancel(&mut self, grace: Duration) -> impl Future<Output = CancelOutcome> + Send {
+        let _ = grace;
+        std::future::ready(CancelOutcome::Killed)
+    }
+
+    /// A heartbeat that the worker beats for each progress item of the job
+    /// in hand; with the pool's `progress_extends_timeout` each beat moves
+    /// the job's deadline. The pool reads it at the start of each job. The
+    /// default: none.
+    fn heartbeat(&self) -> Option<Heartbeat> {
         None
     }
 
@@ -183,6 +255,10 @@ pub struct Exit {
     pub status: ExitStatus,
     /// How long it ran, from its start to its end.
     pub ran_for: Duration,
+    /// Its last words: the last lines it wrote to stderr, oldest first, for
+    /// a worker type that keeps them (`Coprocess` keeps a bounded tail);
+    /// empty otherwise.
+    pub last_words: Vec<String>,
 }
 
 /// The owned future that resolves once, when a worker has ended.

@@ -246,3 +246,15 @@ async fn a_slot_whose_worker_the_pools_own_limit_retired_young_rests_until_a_sec
     settle().await;
     assert_eq!(pool.run(async |w: &mut Fake| w.id).await.unwrap(), 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_workers_row_says_what_it_said_of_itself_when_ready() {
+    let farm = Farm::new();
+    let pool = fixed(&farm, Parallel, 2).build().unwrap();
+    settle().await;
+    let about: Vec<_> = pool.workers().into_iter().map(|r| r.about).collect();
+    assert_eq!(
+        about,
+        [Some("{\"fake\":0}".into()), Some("{\"fake\":1}".into())]
+    );
+}

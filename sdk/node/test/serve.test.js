@@ -465,3 +465,22 @@ describe('framing choice', () => {
     assert.throws(() => resolveFraming('xml', {}), /unknown framing "xml"/);
   });
 });
+
+describe('filesOf', () => {
+  test('files come back as bytes', async () => {
+    const { filesOf } = await import('../index.js');
+    const got = filesOf({
+      lang: 'fr',
+      files: [{ name: 'photo', filename: 'a.png', content_type: 'image/png', size: 3, base64: 'AQID' }],
+    });
+    assert.equal(got.length, 1);
+    assert.deepEqual([got[0].name, got[0].filename, got[0].contentType], ['photo', 'a.png', 'image/png']);
+    assert.deepEqual([...got[0].data], [1, 2, 3]);
+    assert.deepEqual(filesOf({ text: 'no files' }), []);
+  });
+
+  test('bad base64 is a 400 worker error', async () => {
+    const { filesOf, WorkerError } = await import('../index.js');
+    assert.throws(() => filesOf({ files: [{ name: 'x', base64: 'not base64!' }] }), (err) => err instanceof WorkerError && err.status === 400);
+  });
+});

@@ -15,6 +15,7 @@ framings of docs/PROTOCOL.md: "json-lines" (the default), "json-rpc" and
 "content-length".
 """
 
+import base64
 import inspect
 import json
 import os
@@ -26,10 +27,12 @@ import traceback
 __all__ = [
     "FRAMINGS",
     "Cancelled",
+    "File",
     "Job",
     "WorkerError",
     "cancelled",
     "current_job",
+    "files",
     "raise_if_cancelled",
     "report",
     "serve",
@@ -150,6 +153,47 @@ def report(progress, total=None, message=None):
         _note("report() outside a job is ignored")
         return
     job.report(progress, total, message)
+
+
+class File:
+    """One file of a binary job: `name` (the form field, "body" for an
+    application/octet-stream body), `filename`, `content_type` and `data`,
+    its bytes."""
+
+    __slots__ = ("name", "filename", "content_type", "data")
+
+    def __init__(self, name, filename, content_type, data):
+        self.name = name
+        self.filename = filename
+        self.content_type = content_type
+        self.data = data
+
+    def __repr__(self):
+        return f"File(name={self.name!r}, filename={self.filename!r}, content_type={self.content_type!r}, {len(self.data)} bytes)"
+
+
+def files(request):
+    """The files of a binary job, their bytes decoded.
+
+    kennel's service sends an application/octet-stream body, and the file
+    parts of a multipart/form-data one, as `{"files": [{"name", "filename",
+    "content_type", "size", "base64"}]}` (beside the fields of the form's
+    `json` part). Returns [] for a request without files; raises
+    `WorkerError` (status 400) for one whose base64 is not.
+    """
+    items = request.get("files") if isinstance(request, dict) else None
+    if not isinstance(items, list):
+        return []
+    out = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("base64"), str):
+            raise WorkerError("a file of the request has no base64 text", status=400)
+        try:
+            data = base64.b64decode(item["base64"], validate=True)
+        except ValueError as err:
+            raise WorkerError(f"a file of the request is not base64: {err}", status=400) from err
+        out.append(File(item.get("name"), item.get("filename"), item.get("content_type"), data))
+    return out
 
 
 def _note(text):

@@ -455,3 +455,30 @@ class FramingChoiceTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+if os.path.join(HERE, "..") not in sys.path:  # the source next to the tests
+    sys.path.insert(0, os.path.join(HERE, ".."))
+
+
+class FilesTests(unittest.TestCase):
+    """`files(request)` decodes what kennel's service sends for binary bodies."""
+
+    def test_files_come_back_as_bytes(self):
+        from kennel_worker import files
+
+        got = files({"lang": "fr", "files": [
+            {"name": "photo", "filename": "a.png", "content_type": "image/png", "size": 3, "base64": "AQID"},
+        ]})
+        self.assertEqual(len(got), 1)
+        self.assertEqual((got[0].name, got[0].filename, got[0].content_type), ("photo", "a.png", "image/png"))
+        self.assertEqual(got[0].data, b"\x01\x02\x03")
+        self.assertEqual(files({"text": "no files"}), [])
+        self.assertEqual(files([1, 2]), [])
+
+    def test_bad_base64_is_a_400_worker_error(self):
+        from kennel_worker import WorkerError, files
+
+        with self.assertRaises(WorkerError) as caught:
+            files({"files": [{"name": "x", "base64": "not base64!"}]})
+        self.assertEqual(caught.exception.status, 400)

@@ -1,5 +1,5 @@
-//! The conversation with a [`Coprocess`]: its ready line, then one request
-//! line and one reply line at a time.
+//! The conversation with a [`Coprocess`]: its ready line (JSON lines), then
+//! one request and one reply at a time, with progress in between.
 
 use std::sync::Arc;
 
@@ -7,15 +7,22 @@ use nix::sys::signal::Signal;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
+use serde_json::value::RawValue;
 
-use super::{Coprocess, Phase};
-use crate::error::{NO_MESSAGE, ProcessError};
+use super::reply;
+use super::rpc;
+use super::{Coprocess, Open, Phase};
+use crate::error::ProcessError;
 use crate::group::ProcessGroup;
 use crate::lines::{Line, excerpt};
+use crate::progress::Progress;
 
 impl Coprocess {
-    /// Waits until the worker has written its ready line `{"ready":true}`.
+    /// Waits until the worker is warm: in JSON lines, until it has written
+    /// its ready line `{"ready":true}`; in the JSON-RPC framings, until it
+    /// has answered the [`handshake`](crate::CoprocessSpec::handshake)
+    /// (then kennel sends the `initialized` notification), or at once
+    /// without one.
     ///
     /// With [`ReadyMode::Immediate`], or once the worker is ready, this
     /// resolves at once. Lines the worker writes before its ready line that
@@ -30,7 +37,8 @@ impl Coprocess {
     ///
     /// - [`ProcessError::NotReady`] if the worker exits or closes its stdout
     ///   before its ready line, or writes an error line
-    ///   `{"error":true,"message":"…"}` instead (the reason is its message).
+    ///   `{"error":true,"message":"…"}` instead (the reason is its message),
+    ///   or answers the handshake with an error.
     /// - [`ProcessError::Protocol`] if a line is over the size limit.
     /// - [`ProcessError::Crashed`] if the worker was already broken.
     ///
@@ -49,8 +57,11 @@ impl Coprocess {
             Phase::Broken => return Err(self.crashed_now()),
             Phase::Warming => {}
         }
+        if self.talk.framing.is_rpc() {
+            return self.handshake().await;
+        }
         loop {
-            let bytes = match self.stdout.next_line().await {
+            let bytes = match self.stdout.lines().next_line().await {
                 Ok(Line::Complete(bytes) | Line::Truncated(bytes)) => bytes,
                 Ok(Line::TooLong(head)) => {
                     let err = self.too_long(&head);
@@ -86,8 +97,15 @@ impl Coprocess {
                 continue;
             }
             match serde_json::from_slice::<Value>(&bytes) {
-                Ok(value) if value.get("ready") == Some(&Value::Bool(true)) => {
+                Ok(mut value) if value.get("ready") == Some(&Value::Bool(true)) => {
                     self.phase = Phase::Idle;
+                    // What it said of itself besides: its status row shows it.
+                    if let Some(fields) = value.as_object_mut() {
+                        fields.remove("ready");
+                        if !fields.is_empty() {
+                            self.about = Some(value.to_string());
+                        }
+                    }
                     tracing::debug!(
                         pool = self.label.pool.as_deref(),
                         slot = self.label.slot,
@@ -98,7 +116,7 @@ impl Coprocess {
                 }
                 Ok(value) if is_error_reply(&value) => {
                     let err = ProcessError::NotReady {
-                        reason: error_message(&value),
+                        reason: reply::message_of(value.get("message").cloned()),
                         status: None,
                         stderr: Vec::new(),
                     };
@@ -123,17 +141,27 @@ impl Coprocess {
 
     /// Sends one request and returns the worker's reply.
     ///
-    /// The request is written as one line of compact JSON; the next line the
-    /// worker writes is its reply. If the worker is still warming up, this
-    /// first waits for [`ready`](Self::ready).
+    /// In JSON lines the request is written as one line of compact JSON and
+    /// the next line that is not a progress line is its reply. In the
+    /// JSON-RPC framings the request is a method call (the spec's
+    /// [`method`](crate::CoprocessSpec::method) with `request` as its
+    /// params, or `request` is `{"method": …, "params": …}`) with an id of
+    /// kennel's, and its reply is the response with that id: a response to
+    /// another id (a late or unasked one) is skipped, never taken for it.
+    /// If the worker is still warming up, this first waits for
+    /// [`ready`](Self::ready).
     ///
     /// # Errors
     ///
-    /// - [`ProcessError::Worker`] if the reply is `{"error":true,…}`. The
-    ///   worker stays usable.
-    /// - [`ProcessError::Protocol`] if the reply is not JSON, is over the size
-    ///   limit, the worker had already written output no request asked for,
-    ///   or an earlier request was dropped before its reply was read.
+    /// - [`ProcessError::Worker`] if the reply is `{"error":true,…}` or a
+    ///   JSON-RPC error. The worker stays usable.
+    /// - [`ProcessError::NotACall`] if, in JSON-RPC without a method,
+    ///   `request` is not a method call. Nothing is sent.
+    /// - [`ProcessError::Protocol`] if the reply is not JSON, a line or
+    ///   frame is over the size limit, the framing is broken, or (JSON
+    ///   lines) the worker had already written output no request asked for,
+    ///   wrote a second ready line, or an earlier request was dropped before
+    ///   its reply was read.
     /// - [`ProcessError::Crashed`] if the worker exits or closes its stdout
     ///   before it replies, or was already broken.
     /// - The errors of [`ready`](Self::ready) while it warms up.
@@ -143,15 +171,52 @@ impl Coprocess {
     ///
     /// # Cancel safety
     ///
-    /// This method is not cancel safe. If it is dropped after the request was
-    /// written but before the reply was read, the worker's reply would be
-    /// taken as the answer to the next request, so the coprocess kills its
-    /// process group at once, and the next request fails with
-    /// [`ProcessError::Protocol`]. A pool that drops a job (abort, timeout)
-    /// kills the worker anyway.
+    /// This method is not cancel safe. Dropped while the request is being
+    /// written, it kills the worker. Dropped after that, in JSON lines
+    /// without cancel lines, the worker's reply would be taken as the
+    /// answer to the next request, so the coprocess kills its process
+    /// group at once and the next request fails with
+    /// [`ProcessError::Protocol`]. In a framing that can cancel, the
+    /// request stays in hand: [`cancel`](Self::cancel) settles it (a pool
+    /// does, on an abort or a timeout); in JSON-RPC a later request also
+    /// works, the dropped one's reply being skipped by its id.
     pub async fn request(&mut self, request: &Value) -> Result<Value, ProcessError> {
-        let line = encode(request)?;
-        self.exchange(line).await
+        let raw = self.exchange(request, &mut |_| {}).await?;
+        serde_json::from_str(raw.get()).map_err(|source| ProcessError::Decode { source })
+    }
+
+    /// As [`request`](Self::request), the reply as the worker wrote it:
+    /// checked to be JSON, never re-serialised (key order, number
+    /// spelling and inner whitespace kept).
+    ///
+    /// # Errors
+    ///
+    /// As [`request`](Self::request).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`request`](Self::request).
+    pub async fn request_raw(&mut self, request: &Value) -> Result<Box<RawValue>, ProcessError> {
+        self.exchange(request, &mut |_| {}).await
+    }
+
+    /// As [`request_raw`](Self::request_raw), with each progress item the
+    /// worker sends for the request handed to `on_progress` as it comes, in
+    /// order, all before the reply.
+    ///
+    /// # Errors
+    ///
+    /// As [`request`](Self::request).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`request`](Self::request).
+    pub async fn request_with_progress(
+        &mut self,
+        request: &Value,
+        mut on_progress: impl FnMut(Progress) + Send,
+    ) -> Result<Box<RawValue>, ProcessError> {
+        self.exchange(request, &mut on_progress).await
     }
 
     /// Sends a typed request and decodes the typed reply, through serde.
@@ -185,17 +250,23 @@ impl Coprocess {
         Req: Serialize + ?Sized,
         Resp: DeserializeOwned,
     {
-        let line = encode(request)?;
-        let reply = self.exchange(line).await?;
-        serde_json::from_value(reply).map_err(|source| ProcessError::Decode { source })
+        let request =
+            serde_json::to_value(request).map_err(|source| ProcessError::Encode { source })?;
+        let raw = self.exchange(&request, &mut |_| {}).await?;
+        serde_json::from_str(raw.get()).map_err(|source| ProcessError::Decode { source })
     }
 
-    /// Writes `line` and reads the reply. See [`Self::request`].
-    pub(super) async fn exchange(&mut self, line: Vec<u8>) -> Result<Value, ProcessError> {
+    /// Sends `job` and reads its reply. See [`Self::request`].
+    pub(super) async fn exchange(
+        &mut self,
+        job: &Value,
+        on_progress: &mut (dyn FnMut(Progress) + Send),
+    ) -> Result<Box<RawValue>, ProcessError> {
+        let rpc = self.talk.framing.is_rpc();
         match self.phase {
             Phase::Warming => self.ready().await?,
-            Phase::Idle => {
-                if let Some(head) = self.stdout.unsolicited() {
+            Phase::Idle if !rpc => {
+                if let Some(head) = self.stdout.lines().unsolicited() {
                     let err = ProcessError::Protocol {
                         message: format!(
                             "the worker wrote output no request asked for, so replies would no \
@@ -207,7 +278,8 @@ impl Coprocess {
                     return Err(self.break_stream(err).await);
                 }
             }
-            Phase::InFlight => {
+            Phase::Idle => {}
+            Phase::InFlight if !rpc => {
                 let err = ProcessError::Protocol {
                     message: "an earlier request was dropped before its reply was read, so \
                               replies no longer match requests; the worker was killed"
@@ -216,20 +288,32 @@ impl Coprocess {
                 };
                 return Err(self.break_stream(err).await);
             }
+            // The dropped request's reply will be skipped by its id.
+            Phase::InFlight => {}
             Phase::Broken => return Err(self.crashed_now()),
         }
+        let (bytes, open) = if rpc {
+            let (method, params) = rpc::call_of(self.talk.method.as_deref(), job)?;
+            let id = self.next_id;
+            let bytes = rpc::request(self.talk.framing, id, method, params, true)?;
+            self.next_id += 1;
+            let token = rpc::token_of(params, id);
+            (bytes, Open { id, token })
+        } else {
+            let bytes = encode(job)?;
+            (
+                bytes,
+                Open {
+                    id: 0,
+                    token: Value::Null,
+                },
+            )
+        };
         self.phase = Phase::InFlight;
+        self.open = Some(open.clone());
         // Dropping this future from here on leaves the stream out of step.
         let guard = KillOnDrop(Some(Arc::clone(&self.group)));
-
-        let written = match self.stdin.as_mut() {
-            Some(stdin) => match stdin.write_all(&line).await {
-                Ok(()) => stdin.flush().await,
-                Err(err) => Err(err),
-            },
-            None => Err(std::io::ErrorKind::BrokenPipe.into()),
-        };
-        if let Err(err) = written {
+        if let Err(err) = self.write(&bytes).await {
             guard.disarm();
             let status = self
                 .break_after_eof(&format!("writing a request failed: {err}"))
@@ -237,53 +321,21 @@ impl Coprocess {
             let stderr = self.last_words().await;
             return Err(ProcessError::Crashed { status, stderr });
         }
-
-        let result = loop {
-            let bytes = match self.stdout.next_line().await {
-                Ok(Line::Complete(bytes) | Line::Truncated(bytes)) => bytes,
-                Ok(Line::TooLong(head)) => {
-                    let err = self.too_long(&head);
-                    break Err(self.break_stream(err).await);
-                }
-                Ok(Line::Eof { .. }) => {
-                    let status = self
-                        .break_after_eof("it closed its stdout before replying")
-                        .await;
-                    let stderr = self.last_words().await;
-                    break Err(ProcessError::Crashed { status, stderr });
-                }
-                Err(err) => {
-                    let status = self
-                        .break_after_eof(&format!("reading a reply failed: {err}"))
-                        .await;
-                    let stderr = self.last_words().await;
-                    break Err(ProcessError::Crashed { status, stderr });
-                }
-            };
-            if bytes.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match serde_json::from_slice::<Value>(&bytes) {
-                Ok(value) if is_error_reply(&value) => {
-                    self.phase = Phase::Idle;
-                    break Err(ProcessError::Worker {
-                        message: error_message(&value),
-                    });
-                }
-                Ok(value) => {
-                    self.phase = Phase::Idle;
-                    break Ok(value);
-                }
-                Err(err) => {
-                    let err = ProcessError::Protocol {
-                        message: format!("reply is not JSON ({err}); it reads {}", excerpt(&bytes)),
-                        stderr: Vec::new(),
-                    };
-                    break Err(self.break_stream(err).await);
-                }
-            }
+        // Written whole: a framing that can cancel settles a drop from here.
+        let guard = if self.can_cancel() {
+            guard.disarm();
+            None
+        } else {
+            Some(guard)
         };
-        guard.disarm();
+        let result = if rpc {
+            self.rpc_reply(&open, on_progress).await
+        } else {
+            self.line_reply(on_progress).await
+        };
+        if let Some(guard) = guard {
+            guard.disarm();
+        }
         result
     }
 
@@ -316,7 +368,7 @@ impl Drop for KillOnDrop {
     }
 }
 
-fn encode<T: Serialize + ?Sized>(request: &T) -> Result<Vec<u8>, ProcessError> {
+fn encode(request: &Value) -> Result<Vec<u8>, ProcessError> {
     let mut line = serde_json::to_vec(request).map_err(|source| ProcessError::Encode { source })?;
     line.push(b'\n');
     Ok(line)
@@ -324,12 +376,4 @@ fn encode<T: Serialize + ?Sized>(request: &T) -> Result<Vec<u8>, ProcessError> {
 
 fn is_error_reply(value: &Value) -> bool {
     value.get("error") == Some(&Value::Bool(true))
-}
-
-fn error_message(value: &Value) -> String {
-    match value.get("message") {
-        Some(Value::String(message)) => message.clone(),
-        None | Some(Value::Null) => NO_MESSAGE.to_owned(),
-        Some(other) => other.to_string(),
-    }
 }

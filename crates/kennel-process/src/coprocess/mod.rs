@@ -1,26 +1,37 @@
-//! [`Coprocess`]: a child process that speaks JSON lines.
+//! [`Coprocess`]: a child process that speaks JSON lines or JSON-RPC.
 //!
 //! The type and what it shares are here; how it starts (`spawn.rs`), reads
-//! its ready line and exchanges requests and replies (`exchange.rs`), ends
-//! (`ending.rs`), is reaped (`reap.rs`) and forwards its stderr
-//! (`stderr.rs`) each have a file.
+//! its ready line and exchanges requests and replies (`exchange.rs`), reads
+//! one message (`read.rs`) and tells a reply from progress (`reply.rs` for
+//! JSON lines, `rpc.rs` for JSON-RPC), warms up by a handshake
+//! (`handshake.rs`), cancels (`cancel.rs`), ends (`ending.rs`), is reaped
+//! (`reap.rs`) and forwards its stderr (`stderr.rs`) each have a file.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kennel::{BoxError, Exit, ExitSignal, Exited, Killer, Meter, Worker};
+use kennel::{BoxError, CancelOutcome, Exit, ExitSignal, Exited, Heartbeat, Killer, Meter, Worker};
 use nix::sys::signal::Signal;
+use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::process::{ChildStdin, ChildStdout};
 
+use crate::frames::Frames;
+use crate::framing::{Framing, Handshake};
 use crate::group::ProcessGroup;
-use crate::lines::LineReader;
 
 mod budget;
+mod cancel;
 mod ending;
 mod exchange;
+mod handshake;
 mod memory;
+mod read;
 mod reap;
+mod replies;
+mod reply;
+mod rpc;
 mod spawn;
 mod stderr;
 
@@ -41,6 +52,27 @@ enum Phase {
     InFlight,
     /// The stream can no longer be trusted; the group has been killed.
     Broken,
+}
+
+/// The request in hand (written, its reply not read yet).
+#[derive(Debug, Clone)]
+struct Open {
+    /// Its JSON-RPC id (0 in JSON lines, which has none).
+    id: u64,
+    /// The token its progress notifications carry.
+    token: Value,
+}
+
+/// How this coprocess speaks: its framing and what goes with it.
+#[derive(Debug, Clone)]
+struct Talk {
+    framing: Framing,
+    /// JSON lines: the worker reads `{"cancel":true}` lines.
+    cancel_lines: bool,
+    /// JSON-RPC: every job calls this method with the job as its params.
+    method: Option<Arc<str>>,
+    /// JSON-RPC: the warm-up is this handshake.
+    handshake: Option<Arc<Handshake>>,
 }
 
 /// The pool and slot a worker serves, for its log lines.
@@ -105,7 +137,20 @@ pub struct Coprocess {
     pid: u32,
     group: Arc<ProcessGroup>,
     stdin: Option<ChildStdin>,
-    stdout: LineReader<ChildStdout>,
+    stdout: Frames<ChildStdout>,
+    talk: Talk,
+    /// The id of the next JSON-RPC request (0 is the handshake's).
+    next_id: u64,
+    /// The request in hand, while the phase is `InFlight`.
+    open: Option<Open>,
+    /// The handshake's `initialize` was written.
+    handshake_sent: bool,
+    /// The handshake's result, once the worker answered it.
+    handshake_result: Option<Box<RawValue>>,
+    /// The fields of its ready line besides `ready`, as JSON text.
+    about: Option<String>,
+    /// Beaten for each progress item of the request in hand.
+    heartbeat: Heartbeat,
     /// The end, recorded by the task that waits for the child.
     exit: ExitSignal,
     phase: Phase,
@@ -114,6 +159,8 @@ pub struct Coprocess {
     label: Label,
     /// The last lines of its stderr.
     tail: StderrTail,
+    /// The request its probe sends, if the spec gave one.
+    probe: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 impl Coprocess {
@@ -148,6 +195,28 @@ impl Coprocess {
         self.tail.clone()
     }
 
+    /// The framing the worker speaks.
+    pub fn framing(&self) -> Framing {
+        self.talk.framing
+    }
+
+    /// The result the worker answered to the handshake's `initialize`, as
+    /// it wrote it (an MCP server's `serverInfo`, `capabilities`, …), once
+    /// it is ready; `None` without a handshake.
+    pub fn handshake_result(&self) -> Option<&RawValue> {
+        self.handshake_result.as_deref()
+    }
+
+    /// Whether [`cancel`](Self::cancel) can stop a request in hand without
+    /// a kill: in a JSON-RPC framing, or in JSON lines with cancel lines
+    /// ([`CoprocessSpec::cancel_lines`](crate::CoprocessSpec::cancel_lines)),
+    /// while the stream is sound.
+    pub fn can_cancel(&self) -> bool {
+        matches!(self.phase, Phase::Idle | Phase::InFlight)
+            && (self.talk.framing.is_rpc() || self.talk.cancel_lines)
+            && self.try_exited().is_none()
+    }
+
     /// How the worker ended, if it has.
     pub fn try_exited(&self) -> Option<Exit> {
         self.exit.try_exited()
@@ -180,6 +249,7 @@ impl fmt::Debug for Coprocess {
             .field("pid", &self.pid)
             .field("pool", &self.label.pool)
             .field("slot", &self.label.slot)
+            .field("framing", &self.talk.framing)
             .field("phase", &self.phase)
             .field("exited", &self.try_exited())
             .finish_non_exhaustive()
@@ -211,6 +281,38 @@ impl Worker for Coprocess {
 
     fn is_alive(&self) -> bool {
         self.try_exited().is_none()
+    }
+
+    /// The fields of its ready line besides `ready` (JSON lines), or the
+    /// handshake's result (JSON-RPC: the server's name and capabilities).
+    fn about(&self) -> Option<String> {
+        self.about
+            .clone()
+            .or_else(|| self.handshake_result.as_ref().map(|r| r.get().to_owned()))
+    }
+
+    fn can_cancel(&self) -> bool {
+        Self::can_cancel(self)
+    }
+
+    async fn cancel(&mut self, grace: Duration) -> CancelOutcome {
+        Self::cancel(self, grace).await
+    }
+
+    fn heartbeat(&self) -> Option<Heartbeat> {
+        Some(self.heartbeat.clone())
+    }
+
+    /// Sends the spec's probe request and passes on a reply that is not an
+    /// error; without a probe request, passes while the process runs.
+    async fn check(&mut self) -> Result<(), BoxError> {
+        if self.try_exited().is_some() {
+            return Err("the worker has ended".into());
+        }
+        match self.probe.clone() {
+            Some(request) => self.request(&request).await.map(drop).map_err(Into::into),
+            None => Ok(()),
+        }
     }
 
     async fn close(self) {

@@ -3,21 +3,29 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use kennel::{ExitSignal, ExitStatus};
 use tokio::process::Child;
 
 use super::Label;
+use super::stderr::StderrTail;
 use crate::group::ProcessGroup;
 
+/// How long the exit waits, once the child is reaped, for the rest of its
+/// stderr: its last words are often the lines it wrote just before it died.
+/// Bounded, as a child of the worker may hold the pipe open.
+const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
+
 /// Owns the child, waits for it, kills what is left of its group and
-/// records the exit.
+/// records the exit with the worker's last words.
 pub(super) async fn wait_for_exit(
     mut child: Child,
     group: Arc<ProcessGroup>,
     exit: ExitSignal,
     label: Label,
     pid: u32,
+    tail: StderrTail,
 ) {
     // Stopped before the child was reaped (its runtime shut down): the end
     // is recorded all the same, so no `exited()` waits for ever.
@@ -33,8 +41,9 @@ pub(super) async fn wait_for_exit(
         },
         Err(err) => ExitStatus::Other(format!("could not wait for the worker: {err}")),
     };
+    let _ = tokio::time::timeout(LAST_WORDS_WAIT, tail.closed()).await;
     let exit = &stopped.0;
-    exit.exit(status);
+    exit.exit_with(status, tail.lines());
     if let Some(exit) = exit.try_exited() {
         tracing::debug!(pool = label.pool.as_deref(), slot = label.slot, pid, status = %exit.status, ran_for = ?exit.ran_for, "worker ended");
     }

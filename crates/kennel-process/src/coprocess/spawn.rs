@@ -10,10 +10,10 @@ use tokio::process::Command;
 
 use super::reap::wait_for_exit;
 use super::stderr::{StderrTail, forward_stderr};
-use super::{Coprocess, Label, Phase};
+use super::{Coprocess, Label, Phase, Talk};
 use crate::error::ProcessError;
+use crate::frames::Frames;
 use crate::group::ProcessGroup;
-use crate::lines::{LineReader, Overflow};
 use crate::spec::{CoprocessSpec, ReadyMode};
 
 impl Coprocess {
@@ -69,31 +69,54 @@ impl Coprocess {
             slot: spec.slot,
         };
         let group = Arc::new(ProcessGroup::new(pid));
+        let tail = StderrTail::new();
+        tokio::spawn(forward_stderr(stderr, label.clone(), pid, tail.clone()));
         tokio::spawn(wait_for_exit(
             child,
             Arc::clone(&group),
             exit.clone(),
             label.clone(),
             pid,
+            tail.clone(),
         ));
-        let tail = StderrTail::new();
-        tokio::spawn(forward_stderr(stderr, label.clone(), pid, tail.clone()));
         tracing::debug!(pool = label.pool.as_deref(), slot = label.slot, pid, %program, "worker started");
 
         Ok(Self {
             pid,
             group,
             stdin: Some(stdin),
-            stdout: LineReader::new(stdout, spec.max_line_bytes, Overflow::Fail),
+            stdout: Frames::new(stdout, spec.framing, spec.max_line_bytes),
+            talk: Talk {
+                framing: spec.framing,
+                cancel_lines: spec.cancel_lines,
+                method: spec.method.clone(),
+                handshake: spec.handshake.clone(),
+            },
+            next_id: 1,
+            open: None,
+            handshake_sent: false,
+            handshake_result: None,
+            about: None,
+            heartbeat: kennel::Heartbeat::new(),
             exit,
-            phase: match spec.ready {
-                ReadyMode::Line => Phase::Warming,
-                ReadyMode::Immediate => Phase::Idle,
+            phase: if spec.framing.is_rpc() {
+                // The warm-up of a JSON-RPC worker is its handshake, if any.
+                if spec.handshake.is_some() {
+                    Phase::Warming
+                } else {
+                    Phase::Idle
+                }
+            } else {
+                match spec.ready {
+                    ReadyMode::Line => Phase::Warming,
+                    ReadyMode::Immediate => Phase::Idle,
+                }
             },
             max_line_bytes: spec.max_line_bytes,
             close_grace: spec.close_grace,
             label,
             tail,
+            probe: spec.probe.clone(),
         })
     }
 }

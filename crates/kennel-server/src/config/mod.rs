@@ -44,10 +44,12 @@ mod human;
 mod keys;
 mod policy;
 mod pool;
+pub(crate) mod protocol;
 mod reconfig;
 mod server;
 mod server_http;
 mod table;
+mod threads;
 
 pub use self::error::ConfigError;
 pub use self::human::{HumanDuration, HumanSize};
@@ -56,17 +58,19 @@ pub use self::pool::{
     DEFAULT_ENV_KEEP, DEFAULT_WORKER_CLOSE_GRACE, PoolConfig, ReadyKind, SELF_EXE, StartupKind,
     check_name,
 };
+pub use self::protocol::{ClientInfo, InitializeConfig, ProtocolKind};
 pub use self::reconfig::ReconfigBody;
 pub use self::server::{
     Buckets, DEFAULT_BODY_LIMIT, DEFAULT_PORT, DEFAULT_SHUTDOWN_GRACE, LogFormat, MAX_BODY_LIMIT,
     ServerConfig, parse_listen,
 };
 pub use self::server_http::{MAX_BODIES, MAX_BUCKETS, MAX_CONNECTIONS};
+pub use self::threads::ThreadsConfig;
 
 use self::error::{Refusal, join, line_col, path_string};
 
 /// The whole configuration: the server and its pools.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Config {

@@ -11,6 +11,7 @@ use super::Source;
 use super::error::{Refusal, refusal};
 use super::human::{HumanDuration, HumanSize};
 use super::policy::{EvictionConfig, SizingConfig};
+use super::protocol::{InitializeConfig, ProtocolKind};
 use super::server::MAX_BODY_LIMIT;
 
 /// The first element of an argv that stands for the `kennel` binary itself
@@ -62,7 +63,7 @@ pub enum ReadyKind {
 /// [`Config::parse`](super::Config::parse) names the key of an unknown key
 /// or a bad value; deserialising this type alone refuses an unknown key too,
 /// without naming where.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct PoolConfig {
@@ -114,6 +115,32 @@ pub struct PoolConfig {
     /// `max_reply`: the largest reply line a worker may write (default 16 MiB).
     #[serde(default)]
     pub max_reply: Option<HumanSize>,
+    /// `protocol` (default `"json-lines"`).
+    #[serde(default)]
+    pub protocol: ProtocolKind,
+    /// `cancel_lines`: json-lines workers that read `{"cancel":true}`
+    /// (default false).
+    #[serde(default)]
+    pub cancel_lines: bool,
+    /// `method`: JSON-RPC, every job calls it with the body as params.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// `initialize`: JSON-RPC, the handshake that is the warm-up.
+    #[serde(default)]
+    pub initialize: Option<InitializeConfig>,
+    /// `upload_limit`: the largest binary job body (octet-stream or
+    /// multipart), before base64 (default: the server's `body_limit`).
+    #[serde(default)]
+    pub upload_limit: Option<HumanSize>,
+    /// `probe_request`: the request a probe sends (with `probe_every` or
+    /// `probe_on_lend`); the worker passes when it answers with a reply that
+    /// is not an error. Without it a probe checks only that the process runs.
+    #[serde(default)]
+    pub probe_request: Option<serde_json::Value>,
+    /// `threads`: each worker's CPU budget (default `"auto"`: the cores
+    /// shared out among the running workers).
+    #[serde(default)]
+    pub threads: super::ThreadsConfig,
     /// kennel's options, each at its own key (`job_timeout = "30s"`).
     #[serde(flatten)]
     pub options: Options,
@@ -142,6 +169,13 @@ impl PoolConfig {
             eviction: EvictionConfig::default(),
             ready: ReadyKind::default(),
             max_reply: None,
+            protocol: ProtocolKind::default(),
+            cancel_lines: false,
+            method: None,
+            initialize: None,
+            upload_limit: None,
+            probe_request: None,
+            threads: super::ThreadsConfig::default(),
             options: Options::default(),
         }
     }
@@ -228,6 +262,20 @@ impl PoolConfig {
                     "{n} is not below the {workers} workers of the sizing (allowed: 0 to {})",
                     workers - 1
                 ),
+            ));
+        }
+        super::protocol::check(
+            self.protocol,
+            self.cancel_lines,
+            self.method.as_deref(),
+            self.initialize.as_ref(),
+        )?;
+        if let Some(m) = self.upload_limit
+            && (m.0 == 0 || m.0 > MAX_BODY_LIMIT)
+        {
+            return Err((
+                at("upload_limit"),
+                format!("{m} is out of range (allowed: 1 byte to 1 GiB)"),
             ));
         }
         if let Some(m) = self.max_reply

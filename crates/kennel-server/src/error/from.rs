@@ -73,7 +73,7 @@ impl From<kennel::Error> for ApiError {
             },
             kennel::Error::Crashed { exit, attempts } => {
                 let mut message = "worker failed before responding".to_owned();
-                if let Some(exit) = exit {
+                if let Some(exit) = &exit {
                     message.push_str(&format!(" ({})", exit.status));
                 }
                 if attempts > 1 {
@@ -81,10 +81,11 @@ impl From<kennel::Error> for ApiError {
                         " after {attempts} attempts, each on a worker that crashed"
                     ));
                 }
-                Self::Crashed {
-                    message,
-                    stderr: Vec::new(),
+                let stderr = exit.map(|e| e.last_words).unwrap_or_default();
+                if !stderr.is_empty() {
+                    message.push_str(&last_line(&stderr));
                 }
+                Self::Crashed { message, stderr }
             }
             kennel::Error::Unavailable {
                 retry_after,
@@ -110,8 +111,18 @@ impl From<kennel::Error> for ApiError {
 impl From<ProcessError> for ApiError {
     fn from(e: ProcessError) -> Self {
         let stderr = e.stderr().to_vec();
+        let status = e.status();
         match e {
-            ProcessError::Worker { message } => Self::Worker { message },
+            ProcessError::Worker {
+                message, fields, ..
+            } => Self::Worker {
+                message,
+                status,
+                fields,
+            },
+            ProcessError::NotACall { message } => Self::BadRequest {
+                message: format!("the job is not a method call: {message}"),
+            },
             ProcessError::Crashed { .. } => Self::Crashed {
                 message: e.to_string(),
                 stderr,

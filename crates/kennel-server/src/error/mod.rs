@@ -7,7 +7,7 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use kennel::RejectReason;
-use serde_json::json;
+use serde_json::{Value, json};
 
 mod from;
 
@@ -147,6 +147,11 @@ pub enum ApiError {
     Worker {
         /// The worker's message.
         message: String,
+        /// The HTTP status it asked for (its `status` field, 400 to 599);
+        /// 500 otherwise.
+        status: Option<u16>,
+        /// Its other fields, sent in the body beside `error` and `message`.
+        fields: serde_json::Map<String, Value>,
     },
     /// Something the client cannot fix; the detail is logged, not sent.
     Internal {
@@ -216,6 +221,10 @@ impl ApiError {
             Self::Crashed { .. } | Self::WarmupFailed { .. } | Self::Protocol { .. } => {
                 StatusCode::BAD_GATEWAY
             }
+            Self::Worker {
+                status: Some(status),
+                ..
+            } => StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             Self::Worker { .. } | Self::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -263,7 +272,7 @@ impl ApiError {
             Self::Crashed { message, .. }
             | Self::WarmupFailed { message, .. }
             | Self::Protocol { message, .. }
-            | Self::Worker { message } => message.clone(),
+            | Self::Worker { message, .. } => message.clone(),
             Self::Internal { .. } => "internal error".into(),
         }
     }
@@ -321,18 +330,7 @@ impl std::error::Error for ApiError {}
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        if let Self::Internal { detail } = &self {
-            tracing::error!(target: "kennel_server", %detail, "internal error");
-        } else if status.is_server_error() {
-            tracing::debug!(target: "kennel_server", kind = self.kind(), message = %self.message(), "job failed");
-        }
-        let mut body = json!({ "error": self.kind(), "message": self.message() });
-        if let Self::Rejected { reason, .. } = &self {
-            body["reason"] = reason.as_str().into();
-        }
-        if !self.stderr().is_empty() {
-            body["stderr"] = self.stderr().into();
-        }
+        let body = self.body();
         let mut response = (status, Json(body)).into_response();
         if let Some(secs) = self.retry_after() {
             response
@@ -345,5 +343,33 @@ impl IntoResponse for ApiError {
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
+    }
+}
+
+impl ApiError {
+    /// The JSON body: `error` (the kind) and `message`, and what the kind
+    /// adds (`reason`, `stderr`, a worker error's own fields). Logs it.
+    pub fn body(&self) -> Value {
+        let status = self.status();
+        if let Self::Internal { detail } = &self {
+            tracing::error!(target: "kennel_server", %detail, "internal error");
+        } else if status.is_server_error() {
+            tracing::debug!(target: "kennel_server", kind = self.kind(), message = %self.message(), "job failed");
+        }
+        let mut body = json!({ "error": self.kind(), "message": self.message() });
+        if let Self::Rejected { reason, .. } = &self {
+            body["reason"] = reason.as_str().into();
+        }
+        if !self.stderr().is_empty() {
+            body["stderr"] = self.stderr().into();
+        }
+        if let (Self::Worker { fields, .. }, Some(map)) = (self, body.as_object_mut()) {
+            for (k, v) in fields {
+                if k != "error" && k != "message" {
+                    map.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        body
     }
 }

@@ -28,11 +28,24 @@ pub fn event_json(pool: &str, event: &Event) -> Value {
             "status": exit.status.to_string(),
             "ran_for_ms": ms(exit.ran_for),
             "early": early,
+            "stderr": exit.last_words,
         }),
         Event::Crashed { exit, .. } => json!({
             "status": exit.status.to_string(),
             "ran_for_ms": ms(exit.ran_for),
+            "stderr": exit.last_words,
         }),
+        Event::Cancelled {
+            reason,
+            outcome,
+            took,
+            ..
+        } => json!({
+            "reason": reason.as_str(),
+            "outcome": outcome.as_str(),
+            "took_ms": ms(*took),
+        }),
+        Event::ProbeFailed { message, .. } => json!({ "message": message }),
         Event::TimedOut { after, .. } => json!({ "after_ms": ms(*after) }),
         Event::Evicted { idle_for, .. } => json!({ "idle_for_ms": ms(*idle_for) }),
         Event::Retired { reason, .. } => json!({ "reason": reason.as_str() }),
@@ -68,4 +81,50 @@ pub fn event_json(pool: &str, event: &Event) -> Value {
         v.extend(fields);
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kennel::{Exit, ExitStatus};
+
+    #[test]
+    fn a_crashed_or_exited_worker_event_carries_its_pid_and_last_words() {
+        let exit = Exit {
+            status: ExitStatus::Code(139),
+            ran_for: Duration::from_millis(1500),
+            last_words: vec!["CUDA error: out of memory".into()],
+        };
+        let crashed = event_json(
+            "vision",
+            &Event::Crashed {
+                slot: 1,
+                pid: Some(4242),
+                exit: exit.clone(),
+            },
+        );
+        assert_eq!(
+            crashed,
+            json!({
+                "pool": "vision",
+                "event": "worker:crashed",
+                "slot": 1,
+                "pid": 4242,
+                "status": "exited with code 139",
+                "ran_for_ms": 1500.0,
+                "stderr": ["CUDA error: out of memory"],
+            })
+        );
+        let exited = event_json(
+            "vision",
+            &Event::Exited {
+                slot: 1,
+                pid: None,
+                exit,
+                early: true,
+            },
+        );
+        assert_eq!(exited["stderr"], json!(["CUDA error: out of memory"]));
+        assert!(exited.get("pid").is_none());
+    }
 }

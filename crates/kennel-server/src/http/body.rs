@@ -63,6 +63,44 @@ impl BodyGate {
         parse_json(&bytes)
     }
 
+    /// Reads a job's body of any kind (JSON; bytes or multipart, within
+    /// `upload` bytes, see [`crate::payload`]) within the gate's timeout;
+    /// a JSON body as [`json`](Self::json) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`json`](Self::json), and [`crate::payload::job_of`]'s.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops the body and the permit.
+    pub async fn job(
+        &self,
+        headers: &axum::http::HeaderMap,
+        body: Body,
+        upload: usize,
+    ) -> Result<Value, ApiError> {
+        let essence = headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|v| v.trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        if essence != "application/octet-stream" && essence != "multipart/form-data" {
+            return self.json(body).await;
+        }
+        let limits = crate::payload::Limits {
+            json: self.limit,
+            upload,
+        };
+        let _permit = self.permits.acquire().await.map_err(|_| ApiError::Closed)?;
+        tokio::time::timeout(self.timeout, crate::payload::job_of(headers, body, limits))
+            .await
+            .unwrap_or(Err(ApiError::BodyTimeout {
+                after: self.timeout,
+            }))
+    }
+
     /// Reads the whole body and takes one of the gate's permits, for the
     /// caller to parse it while it holds the permit.
     ///

@@ -52,6 +52,7 @@ impl<W: Worker> State<W> {
         self.sizing_wake = None;
         self.start_retry = None;
         self.memory_tick = None;
+        self.probe_tick = None;
         for i in 0..self.slots.len() {
             self.slots.apply(i, t::end_backoff);
             if let Some(aborted) = self

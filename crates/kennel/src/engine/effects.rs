@@ -36,6 +36,8 @@ pub(crate) struct Pending<W> {
     pub(crate) holders: Vec<Arc<WorkerCell>>,
     /// Meters to read off the lock (slot, generation, meter), then report.
     pub(crate) meters: Vec<(usize, u64, crate::worker::Meter)>,
+    /// Workers taken for their probe, each to check on a task of its own.
+    pub(crate) probes: Vec<super::probe::ProbeRun<W>>,
     /// Something that `close` waits for may have ended.
     pub(crate) ended: bool,
     /// A returned job held its worker this long (for the metrics).
@@ -60,6 +62,7 @@ impl<W> Default for Pending<W> {
             wakes: Vec::new(),
             holders: Vec::new(),
             meters: Vec::new(),
+            probes: Vec::new(),
             ended: false,
             job_done: None,
         }
@@ -113,6 +116,8 @@ impl<W> Effects<W> {
 #[derive(Debug)]
 pub(crate) struct Warmup {
     pub(crate) slot: usize,
+    /// The pool's running size as it starts.
+    pub(crate) size: usize,
     pub(crate) generation: u64,
     pub(crate) limit: Option<Duration>,
     pub(crate) token: CancellationToken,
@@ -165,6 +170,8 @@ pub(crate) enum Wake {
     Slow { slot: usize, generation: u64 },
     /// Time to sample the workers' memory.
     Memory,
+    /// Time to probe the workers idle for `probe_every`.
+    Probe,
     /// A slot rested after the pool's own limit retired a young worker.
     Rested { slot: usize, generation: u64 },
 }

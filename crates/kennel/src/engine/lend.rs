@@ -46,6 +46,13 @@ impl<W: Worker> State<W> {
             choice => choice,
         };
         match choice {
+            Choice::Idle(i) if self.opts.probe_on_lend => {
+                // The job waits for the worker's probe, then gets it (or,
+                // if it fails, the next free worker).
+                let id = self.waiters.push(None);
+                self.probe_slot(fx, i, None);
+                Ok(Acquired::Wait(id))
+            }
             Choice::Idle(i) => {
                 let granted = self.lend_idle(i);
                 if self.opts.slow_job.is_some() {
@@ -238,8 +245,13 @@ impl<W: Worker> State<W> {
     /// workers, empty running slots. `now` is the time if the caller read it.
     pub(crate) fn pump(&mut self, fx: &mut Effects<W>, now: Option<Instant>) {
         while !self.waiters.is_empty() && !self.closed {
+            if self.jobs_covered_by_probes() {
+                // The freed workers go to them when their probes pass.
+                return;
+            }
             let unbound = self.waiters.unbound() > 0;
             match self.choose(unbound) {
+                Choice::Idle(i) if self.opts.probe_on_lend => self.probe_slot(fx, i, None),
                 Choice::Idle(i) => {
                     let g = self.lend_idle(i);
                     self.grant_oldest(fx, g, now);

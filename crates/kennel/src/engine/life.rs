@@ -35,10 +35,12 @@ impl<W: Worker> State<W> {
         let Some(respawn) = self.slots.apply(i, |s| t::start(s, awaited_by, warmup)) else {
             return;
         };
+        let size = self.slots.size();
         let (generation, _) = self.slots.slot_mut(i);
         *generation += 1;
         fx.add().warmups.push(Warmup {
             slot: i,
+            size,
             generation: *generation,
             limit: self.opts.warmup_timeout,
             token,
@@ -103,9 +105,11 @@ impl<W: Worker> State<W> {
             return;
         };
         self.ever_ready = true;
+        let about = worker.about().map(Arc::<str>::from);
         self.slots.edit(i, |s| {
             if let Some(live) = s.live_mut() {
                 live.record.ready_after = Some(warmup);
+                live.record.about = about;
             }
         });
         fx.emit(Event::Ready {
@@ -119,7 +123,7 @@ impl<W: Worker> State<W> {
             // job may. Either way it is no longer bound to this slot.
             self.waiters.set_bound(id, None);
         }
-        self.place(fx, i, worker, &mut Now::unread());
+        self.place(fx, i, worker, &mut Now::unread(), None);
         self.kick_startup(fx);
         self.pump(fx, None);
     }
@@ -259,6 +263,7 @@ impl<W: Worker> State<W> {
                         | RetireReason::Lifetime
                         | RetireReason::MaxJobs
                         | RetireReason::MaxMemory
+                        | RetireReason::ProbeFailed
                 );
                 // The pool's own limits never restart a slot more than once
                 // a second, however they are set: a worker they retired
@@ -266,7 +271,10 @@ impl<W: Worker> State<W> {
                 // old (a job that needs the slot still starts one at once).
                 let own_limit = matches!(
                     reason,
-                    RetireReason::Lifetime | RetireReason::MaxJobs | RetireReason::MaxMemory
+                    RetireReason::Lifetime
+                        | RetireReason::MaxJobs
+                        | RetireReason::MaxMemory
+                        | RetireReason::ProbeFailed
                 );
                 if always && i < self.slots.size() && !self.closed {
                     if own_limit && ran < MIN_LIFETIME {

@@ -18,6 +18,7 @@ mod guard;
 mod lend;
 mod life;
 mod memory;
+mod probe;
 mod reconfigure;
 mod release;
 mod resize;
@@ -113,6 +114,7 @@ impl<W: Worker> Engine<W> {
             st.kick_startup(fx);
             st.keep_spares(fx);
             st.arm_memory(fx);
+            st.arm_probe(fx);
         });
         engine.sync_memory_limit();
         engine
@@ -178,6 +180,7 @@ impl<W: Worker> Engine<W> {
             wakes,
             holders,
             meters,
+            probes,
             ended,
             job_done,
         } = *pending;
@@ -202,7 +205,7 @@ impl<W: Worker> Engine<W> {
             });
         }
         for w in warmups {
-            let info = SlotInfo::new(self.name.clone(), w.slot);
+            let info = SlotInfo::new(self.name.clone(), w.slot).with_size(w.size);
             self.rt.spawn(tasks::warm_up(self.me.clone(), w, info));
         }
         for (slot, generation, exited) in watches {
@@ -224,6 +227,11 @@ impl<W: Worker> Engine<W> {
                     engine.act(|st, fx| st.on_memory(fx, samples));
                 }
             });
+        }
+        if let Some(me) = self.me.upgrade().filter(|_| !probes.is_empty()) {
+            for run in probes {
+                self.rt.spawn(tasks::probe(me.clone(), run));
+            }
         }
         if ended {
             self.ended.notify_waiters();
@@ -265,8 +273,19 @@ impl<W: Worker> Engine<W> {
         self.lock().closed
     }
 
-    pub(crate) fn default_job_timeout(&self) -> Option<Duration> {
-        self.lock().opts.job_timeout
+    /// A job's `job_timeout` (the call's own when it gives one),
+    /// `job_kill_after` and `progress_extends_timeout`, under one lock.
+    pub(crate) fn job_limits(
+        &self,
+        call: Option<Option<Duration>>,
+    ) -> (Option<Duration>, Option<Duration>, bool) {
+        let st = self.lock();
+        let soft = call.unwrap_or(st.opts.job_timeout);
+        (
+            soft,
+            st.opts.job_kill_after,
+            st.opts.progress_extends_timeout,
+        )
     }
 
     pub(crate) fn options(&self) -> crate::Options {
@@ -277,6 +296,21 @@ impl<W: Worker> Engine<W> {
         // Read before the worker is killed: the slot still holds it.
         let pid = self.lock().pid_of(slot);
         self.emit(Event::TimedOut { slot, pid, after });
+    }
+
+    pub(crate) fn cancelled(
+        &self,
+        slot: usize,
+        reason: crate::RetireReason,
+        outcome: crate::CancelOutcome,
+        took: Duration,
+    ) {
+        self.emit(Event::Cancelled {
+            slot,
+            reason,
+            outcome,
+            took,
+        });
     }
 
     pub(crate) fn retried(&self, attempt: u32, exit: Option<crate::Exit>) {
@@ -375,6 +409,7 @@ impl<W: Worker> State<W> {
             Wake::Trial => self.on_trial_due(fx),
             Wake::Slow { slot, generation } => self.on_slow(fx, slot, generation),
             Wake::Memory => self.on_memory_tick(fx),
+            Wake::Probe => self.on_probe_tick(fx),
             Wake::Rested { slot, generation } => self.on_rested(fx, slot, generation),
             Wake::StartRetry => {
                 self.start_retry = None;

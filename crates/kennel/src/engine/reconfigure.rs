@@ -47,6 +47,9 @@ impl<W: Worker> State<W> {
         {
             self.arm_memory(fx);
         }
+        if old.probe_every != self.opts.probe_every {
+            self.arm_probe(fx);
+        }
         if old.max_waiting != self.opts.max_waiting {
             let bound = self.opts.waiting_bound(self.slots.capacity());
             self.turn_away_above(fx, bound, &mut actions);

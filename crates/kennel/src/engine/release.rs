@@ -78,6 +78,8 @@ impl<W: Worker> State<W> {
             }
         }
         let served_all = job && self.count_job(i, held);
+        // Back from its probe: idle again as idle since before it.
+        let idle_since = if job { None } else { self.end_probe(i) };
         let over_memory = self.opts.max_memory.is_some() && self.note_memory(i, memory);
         if cell.is_dead() {
             // It ended while lent; its exit was handled when seen.
@@ -116,7 +118,7 @@ impl<W: Worker> State<W> {
         };
         match retire {
             Some(reason) => self.retire_lent(fx, i, worker, reason),
-            None => self.place(fx, i, worker, now),
+            None => self.place(fx, i, worker, now, idle_since),
         }
         if self.opts.min_idle.is_some() {
             self.keep_spares(fx);
@@ -125,7 +127,15 @@ impl<W: Worker> State<W> {
 
     /// A ready worker is free in slot `i`, whose state is `Lent`: close it,
     /// keep it, give it to the oldest job, or make it idle.
-    pub(crate) fn place(&mut self, fx: &mut Effects<W>, i: usize, worker: W, now: &mut Now) {
+    /// `idle_since`: for a worker back from its probe, when it turned idle.
+    pub(crate) fn place(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        worker: W,
+        now: &mut Now,
+        idle_since: Option<Instant>,
+    ) {
         let SlotState::Lent { live } = self.slots.state(i) else {
             fx.add().drops.push(worker);
             return;
@@ -160,9 +170,9 @@ impl<W: Worker> State<W> {
             self.retire_lent(fx, i, worker, RetireReason::Memory);
             return;
         }
-        // Without an eviction that may evict, nothing reads when it
-        // turned idle: the clock is not read for it.
-        let since = self.eviction.may_evict().then(|| now.get());
+        // Without an eviction that may evict or probes, nothing reads when
+        // it turned idle: the clock is not read for it.
+        let since = idle_since.or_else(|| self.reads_idle_time().then(|| now.get()));
         let evict = match since {
             Some(since) if i < self.slots.size() => self.arm_eviction(fx, i, since, started),
             _ => None,

@@ -72,7 +72,7 @@ impl<W: Worker> State<W> {
             for i in old..size {
                 // Through Lent, as `place` wants it.
                 if let Some((worker, _)) = self.slots.apply(i, t::lend_idle) {
-                    self.place(fx, i, worker, &mut Now::unread());
+                    self.place(fx, i, worker, &mut Now::unread(), None);
                 }
             }
         }

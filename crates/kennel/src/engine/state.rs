@@ -51,6 +51,11 @@ pub(crate) struct State<W> {
     pub(crate) breaker: Breaker,
     /// The next memory sample, with `max_memory`.
     pub(crate) memory_tick: Option<Timer>,
+    /// The next round of probes, with `probe_every`.
+    pub(crate) probe_tick: Option<Timer>,
+    /// Probes running on workers on their way to a waiting job
+    /// (`probe_on_lend`).
+    pub(crate) probes_for_jobs: usize,
 }
 
 /// What a pool is built from.
@@ -93,6 +98,8 @@ impl<W> State<W> {
             published: Published::none(),
             breaker: Breaker::default(),
             memory_tick: None,
+            probe_tick: None,
+            probes_for_jobs: 0,
         };
         st.retime();
         st
@@ -186,6 +193,7 @@ impl<W> State<W> {
                     SlotState::Starting { .. } => WorkerState::Starting,
                     SlotState::Idle { .. } if i < size => WorkerState::Idle,
                     SlotState::Idle { .. } => WorkerState::Kept,
+                    SlotState::Lent { live } if live.record.probe.is_some() => WorkerState::Probing,
                     SlotState::Lent { .. } => WorkerState::Lent,
                     SlotState::LentGone { .. } | SlotState::Closing { .. } => WorkerState::Closing,
                 };
@@ -222,6 +230,7 @@ impl<W> State<W> {
                     early_exits: self.slots.early_exits(i),
                     memory: live.and_then(|l| l.record.memory),
                     retire_due,
+                    about: live.and_then(|l| l.record.about.clone()),
                 }
             })
             .collect()

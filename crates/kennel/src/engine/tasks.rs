@@ -21,6 +21,7 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
         generation,
         limit,
         token,
+        ..
     } = w;
     let started = Instant::now();
     let work = async {
@@ -114,5 +115,24 @@ pub(super) async fn wake<W: Worker>(me: Weak<Engine<W>>, arm: Arm) {
                 st.on_wake(fx, wake);
             }
         });
+    }
+}
+
+/// A probe, on a task of the pool: the worker's [`Worker::check`] under a
+/// lease of the pool's own, within its timeout. A worker that fails it is
+/// retired; one that passes goes back idle, its idle time kept.
+pub(super) async fn probe<W: Worker>(
+    engine: std::sync::Arc<Engine<W>>,
+    run: super::probe::ProbeRun<W>,
+) {
+    let super::probe::ProbeRun { granted, timeout } = run;
+    let slot = granted.slot;
+    let lease = crate::lease::Lease::new(engine.clone(), granted, None).not_a_job();
+    match crate::lease::check(lease, timeout).await {
+        Ok(lease) => drop(lease),
+        Err((lease, message)) => {
+            engine.act(|_, fx| fx.emit(crate::event::Event::ProbeFailed { slot, message }));
+            lease.retire(crate::event::RetireReason::ProbeFailed);
+        }
     }
 }

@@ -131,6 +131,7 @@ fn an_idle_worker_that_exits_early_under_an_eager_startup_backs_off_one_second()
     let exit = Exit {
         status: ExitStatus::Code(1),
         ran_for: Duration::from_secs(1),
+        last_words: Vec::new(),
     };
     st.on_exit(&mut fx, 0, generation, exit);
     assert_eq!(

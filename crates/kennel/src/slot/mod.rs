@@ -185,6 +185,18 @@ pub(crate) struct Record {
     pub(crate) last_job: Option<std::time::Duration>,
     /// Its memory when last sampled, in bytes.
     pub(crate) memory: Option<u64>,
+    /// Set while the pool probes it (lent to its probe, not to a job).
+    pub(crate) probe: Option<Probed>,
+    /// What it said of itself when ready ([`Worker::about`](crate::Worker::about)).
+    pub(crate) about: Option<Arc<str>>,
+}
+
+/// A worker under its probe.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Probed {
+    /// When it turned idle, kept for when it goes back idle (`None` for a
+    /// worker probed on its way to a job).
+    pub(crate) idle_since: Option<Instant>,
 }
 
 /// When a worker has outlived its `max_lifetime` (with its jitter), and the

@@ -26,6 +26,27 @@ pub enum Warmup {
     Hangs,
 }
 
+/// How one fake worker answers its probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Health {
+    /// Passes at once.
+    #[default]
+    Good,
+    /// Passes after this long.
+    Slow(Duration),
+    /// Fails at once.
+    Bad,
+    /// Never answers.
+    Hangs,
+}
+
+/// What a fake worker's probes see and say.
+#[derive(Debug, Default)]
+struct Probes {
+    health: Health,
+    count: usize,
+}
+
 #[derive(Debug)]
 struct Made {
     id: usize,
@@ -33,6 +54,7 @@ struct Made {
     signal: ExitSignal,
     started: Instant,
     memory: Arc<AtomicU64>,
+    probes: Arc<Mutex<Probes>>,
 }
 
 #[derive(Debug, Default)]
@@ -93,12 +115,14 @@ impl Farm {
         let (signal, exited) = ExitSignal::new();
         let id = st.made.len();
         let memory = Arc::new(AtomicU64::new(0));
+        let probes = Arc::new(Mutex::new(Probes::default()));
         st.made.push(Made {
             id,
             slot,
             signal: signal.clone(),
             started: Instant::now(),
             memory: memory.clone(),
+            probes: probes.clone(),
         });
         Ok(Fake {
             id,
@@ -108,6 +132,7 @@ impl Farm {
             signal,
             exited: Some(exited),
             memory,
+            probes,
         })
     }
 
@@ -169,6 +194,24 @@ impl Farm {
             .store(bytes, Ordering::SeqCst);
     }
 
+    /// How worker `id` answers its probes from now.
+    pub fn set_health(&self, id: usize, health: Health) {
+        self.state.lock().unwrap().made[id]
+            .probes
+            .lock()
+            .unwrap()
+            .health = health;
+    }
+
+    /// How many probes worker `id` has been asked.
+    pub fn probes(&self, id: usize) -> usize {
+        self.state.lock().unwrap().made[id]
+            .probes
+            .lock()
+            .unwrap()
+            .count
+    }
+
     /// When worker `id` was made.
     pub fn started_at(&self, id: usize) -> Instant {
         self.state.lock().unwrap().made[id].started
@@ -185,6 +228,7 @@ pub struct Fake {
     signal: ExitSignal,
     exited: Option<Exited>,
     memory: Arc<AtomicU64>,
+    probes: Arc<Mutex<Probes>>,
 }
 
 impl Fake {
@@ -226,6 +270,27 @@ impl Worker for Fake {
 
     fn is_alive(&self) -> bool {
         !self.signal.has_exited()
+    }
+
+    fn about(&self) -> Option<String> {
+        Some(format!("{{\"fake\":{}}}", self.id))
+    }
+
+    async fn check(&mut self) -> Result<(), BoxError> {
+        let health = {
+            let mut p = self.probes.lock().unwrap();
+            p.count += 1;
+            p.health
+        };
+        match health {
+            Health::Good => Ok(()),
+            Health::Slow(d) => {
+                tokio::time::sleep(d).await;
+                Ok(())
+            }
+            Health::Bad => Err("the model answers garbage".into()),
+            Health::Hangs => std::future::pending().await,
+        }
     }
 
     fn meter(&self) -> Option<Meter> {

@@ -1,0 +1,101 @@
+//! The warm-up of a JSON-RPC coprocess: its `initialize` handshake.
+
+use super::read::Reading;
+use super::rpc::{self, Inbound};
+use super::{Coprocess, Phase};
+use crate::error::ProcessError;
+
+/// The id of the handshake's `initialize`; jobs count from 1.
+const HANDSHAKE_ID: u64 = 0;
+
+impl Coprocess {
+    /// Sends `initialize` (once, however often this is called), waits for
+    /// its response, sends the `initialized` notification and counts the
+    /// worker ready. Without a handshake the worker is ready at once.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe once `initialize` is written: a later call goes on
+    /// waiting for the same response.
+    pub(super) async fn handshake(&mut self) -> Result<(), ProcessError> {
+        let Some(handshake) = self.talk.handshake.clone() else {
+            self.phase = Phase::Idle;
+            return Ok(());
+        };
+        let framing = self.talk.framing;
+        if !self.handshake_sent {
+            let bytes = rpc::request(
+                framing,
+                HANDSHAKE_ID,
+                &handshake.method,
+                Some(&handshake.params),
+                false,
+            )?;
+            if let Err(err) = self.write(&bytes).await {
+                let reason = format!("writing the handshake failed: {err}");
+                let status = self.break_after_eof(&reason).await;
+                let stderr = self.last_words().await;
+                return Err(ProcessError::NotReady {
+                    reason,
+                    status,
+                    stderr,
+                });
+            }
+            self.handshake_sent = true;
+        }
+        loop {
+            let bytes = self.next_message(Reading::WarmUp).await?;
+            match rpc::classify(&bytes) {
+                Inbound::Response {
+                    id: Some(HANDSHAKE_ID),
+                    outcome: Ok(result),
+                } => {
+                    self.handshake_result = Some(result);
+                    if let Some(method) = &handshake.initialized {
+                        let note = rpc::notification(framing, method, &serde_json::json!({}));
+                        if let Err(err) = self.write(&note).await {
+                            let reason = format!("writing {method} failed: {err}");
+                            let status = self.break_after_eof(&reason).await;
+                            let stderr = self.last_words().await;
+                            return Err(ProcessError::NotReady {
+                                reason,
+                                status,
+                                stderr,
+                            });
+                        }
+                    }
+                    self.phase = Phase::Idle;
+                    tracing::debug!(
+                        pool = self.label.pool.as_deref(),
+                        slot = self.label.slot,
+                        pid = self.pid,
+                        "worker answered the handshake; ready"
+                    );
+                    return Ok(());
+                }
+                Inbound::Response {
+                    id: Some(HANDSHAKE_ID),
+                    outcome: Err(err),
+                } => {
+                    let reason = match &err {
+                        ProcessError::Worker { message, .. } => {
+                            format!("it answered {} with an error: {message}", handshake.method)
+                        }
+                        other => other.to_string(),
+                    };
+                    let err = ProcessError::NotReady {
+                        reason,
+                        status: None,
+                        stderr: Vec::new(),
+                    };
+                    let mut err = self.break_stream(err).await;
+                    if let ProcessError::NotReady { status, .. } = &mut err {
+                        *status = self.status_now();
+                    }
+                    return Err(err);
+                }
+                other => self.skip(other, &bytes).await,
+            }
+        }
+    }
+}

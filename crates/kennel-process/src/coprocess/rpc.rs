@@ -1,0 +1,394 @@
+//! JSON-RPC 2.0 messages: the requests and notifications kennel writes, and
+//! what a message from the worker is, for the request in hand.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::reply::message_of;
+use crate::error::ProcessError;
+use crate::framing::Framing;
+use crate::progress::Progress;
+
+/// What a message from the worker is.
+#[derive(Debug)]
+pub(super) enum Inbound {
+    /// A response: its id when it is a whole number, and its outcome.
+    Response {
+        id: Option<u64>,
+        outcome: Result<Box<RawValue>, ProcessError>,
+    },
+    /// A progress notification with this token.
+    Progress { token: Value, progress: Progress },
+    /// A request from the worker to kennel (MCP's `ping`, `roots/list`…).
+    Request { id: Box<RawValue>, method: String },
+    /// Any other notification.
+    Notification { method: String },
+    /// JSON, but not a JSON-RPC message.
+    Other,
+    /// Not JSON.
+    NotJson(String),
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    params: Option<Value>,
+}
+
+pub(super) fn classify(bytes: &[u8]) -> Inbound {
+    let starts_object = bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{');
+    if !starts_object {
+        return match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+            Ok(_) => Inbound::Other,
+            Err(err) => Inbound::NotJson(err.to_string()),
+        };
+    }
+    let envelope = match serde_json::from_slice::<Envelope<'_>>(bytes) {
+        Ok(envelope) => envelope,
+        Err(err) => {
+            return match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+                Ok(_) => Inbound::Other,
+                Err(_) => Inbound::NotJson(err.to_string()),
+            };
+        }
+    };
+    if let Some(method) = envelope.method {
+        return match envelope.id {
+            Some(id) => Inbound::Request {
+                id: id.to_owned(),
+                method: method.into_owned(),
+            },
+            None => match progress_of(&method, envelope.params) {
+                Some((token, progress)) => Inbound::Progress { token, progress },
+                None => Inbound::Notification {
+                    method: method.into_owned(),
+                },
+            },
+        };
+    }
+    let Some(id) = envelope.id else {
+        return match envelope.error {
+            // `"id": null`: the worker could not read a request. Nobody's
+            // reply.
+            Some(error) if !error.is_null() => Inbound::Response {
+                id: None,
+                outcome: Err(failure(error)),
+            },
+            _ => Inbound::Other,
+        };
+    };
+    let id = serde_json::from_str::<u64>(id.get()).ok();
+    let outcome = match envelope.error {
+        Some(error) if !error.is_null() => Err(failure(error)),
+        _ => Ok(envelope.result.map_or_else(null, |r| r.to_owned())),
+    };
+    Inbound::Response { id, outcome }
+}
+
+fn null() -> Box<RawValue> {
+    RawValue::from_string("null".to_owned()).unwrap_or_else(|_| unreachable!("null is JSON"))
+}
+
+/// A JSON-RPC error object as a worker error with its code, message and
+/// data.
+fn failure(error: Value) -> ProcessError {
+    let Value::Object(mut error) = error else {
+        return ProcessError::Worker {
+            message: message_of(Some(error)),
+            fields: Map::new(),
+            rpc_code: None,
+        };
+    };
+    let rpc_code = error.get("code").and_then(Value::as_i64);
+    let message = message_of(error.remove("message"));
+    let fields = match error.remove("data") {
+        Some(Value::Object(data)) => data,
+        None | Some(Value::Null) => Map::new(),
+        Some(other) => Map::from_iter([("data".to_owned(), other)]),
+    };
+    ProcessError::Worker {
+        message,
+        fields,
+        rpc_code,
+    }
+}
+
+/// MCP's `notifications/progress` (`progressToken`) or LSP's `$/progress`
+/// (`token`, `value`).
+fn progress_of(method: &str, params: Option<Value>) -> Option<(Value, Progress)> {
+    let Some(Value::Object(mut params)) = params else {
+        return None;
+    };
+    match method {
+        "notifications/progress" => {
+            let token = params.remove("progressToken")?;
+            Some((token, Progress::from_object(params)))
+        }
+        "$/progress" => {
+            let token = params.remove("token")?;
+            let progress = match params.remove("value") {
+                Some(Value::Object(value)) => Progress::from_object(value),
+                Some(other) => Progress::new(other, None, None),
+                None => Progress::new(Value::Null, None, None),
+            };
+            Some((token, progress))
+        }
+        _ => None,
+    }
+}
+
+/// A request's params, with `_meta.progressToken` added (MCP servers send
+/// progress only for a request that carries one).
+struct WithToken<'a> {
+    params: &'a Map<String, Value>,
+    token: u64,
+}
+
+impl Serialize for WithToken<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Meta {
+            #[serde(rename = "progressToken")]
+            progress_token: u64,
+        }
+        let mut map = s.serialize_map(Some(self.params.len() + 1))?;
+        for (k, v) in self.params {
+            if k != "_meta" {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        match self.params.get("_meta") {
+            // Other `_meta` keys are kept beside the token.
+            Some(Value::Object(meta)) => {
+                let mut meta = meta.clone();
+                meta.insert("progressToken".to_owned(), self.token.into());
+                map.serialize_entry("_meta", &meta)?;
+            }
+            _ => map.serialize_entry(
+                "_meta",
+                &Meta {
+                    progress_token: self.token,
+                },
+            )?,
+        }
+        map.end()
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Call<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    id: u64,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<P>,
+}
+
+/// The progress token a request with these params carries: its own
+/// `_meta.progressToken`, else its id.
+pub(super) fn token_of(params: Option<&Value>, id: u64) -> Value {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("progressToken"))
+        .cloned()
+        .unwrap_or_else(|| id.into())
+}
+
+/// A request, framed. In `json-rpc`, with `token`, an object's params get
+/// `_meta.progressToken` (the id) unless they carry one.
+pub(super) fn request(
+    framing: Framing,
+    id: u64,
+    method: &str,
+    params: Option<&Value>,
+    token: bool,
+) -> Result<Vec<u8>, ProcessError> {
+    let body = match params {
+        Some(Value::Object(map))
+            if token
+                && framing == Framing::JsonRpc
+                && map
+                    .get("_meta")
+                    .and_then(|m| m.get("progressToken"))
+                    .is_none() =>
+        {
+            serde_json::to_vec(&Call {
+                jsonrpc: "2.0",
+                id,
+                method,
+                params: Some(WithToken {
+                    params: map,
+                    token: id,
+                }),
+            })
+        }
+        _ => serde_json::to_vec(&Call {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        }),
+    }
+    .map_err(|source| ProcessError::Encode { source })?;
+    Ok(frame(framing, body))
+}
+
+/// A notification, framed.
+pub(super) fn notification(framing: Framing, method: &str, params: &Value) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
+    frame(framing, body.into_bytes())
+}
+
+/// A response to a request of the worker's, framed: `{}` to a `ping`,
+/// "method not found" to anything else (kennel offers no client
+/// capabilities).
+pub(super) fn answer(framing: Framing, id: &RawValue, method: &str) -> Vec<u8> {
+    let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
+    let body = if method == "ping" {
+        json!({"jsonrpc": "2.0", "id": id, "result": {}})
+    } else {
+        json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32601,
+            "message": format!("kennel does not serve {method:?}"),
+        }})
+    };
+    frame(framing, body.to_string().into_bytes())
+}
+
+/// The cancel notification of the framing, for request `id`.
+pub(super) fn cancel(framing: Framing, id: u64) -> Vec<u8> {
+    match framing {
+        Framing::ContentLength => notification(framing, "$/cancelRequest", &json!({"id": id})),
+        _ => notification(
+            framing,
+            "notifications/cancelled",
+            &json!({"requestId": id, "reason": "the job was aborted or timed out"}),
+        ),
+    }
+}
+
+fn frame(framing: Framing, mut body: Vec<u8>) -> Vec<u8> {
+    if framing == Framing::ContentLength {
+        let mut framed = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        framed.append(&mut body);
+        framed
+    } else {
+        body.push(b'\n');
+        body
+    }
+}
+
+/// A job as a method call: the pool's method with the job as params, or
+/// the job's own `{"method": …, "params": …}`.
+pub(super) fn call_of<'a>(
+    method: Option<&'a str>,
+    job: &'a Value,
+) -> Result<(&'a str, Option<&'a Value>), ProcessError> {
+    if let Some(method) = method {
+        return Ok((method, Some(job)));
+    }
+    let not_a_call = |why: &str| ProcessError::NotACall {
+        message: format!(
+            "{why} (allowed: {{\"method\": \"…\", \"params\": …}}, or a pool with a method)"
+        ),
+    };
+    let Value::Object(map) = job else {
+        return Err(not_a_call("it is not an object"));
+    };
+    let Some(Value::String(method)) = map.get("method") else {
+        return Err(not_a_call("it has no \"method\" string"));
+    };
+    if let Some(key) = map.keys().find(|k| *k != "method" && *k != "params") {
+        return Err(not_a_call(&format!("it has the key {key:?}")));
+    }
+    Ok((method, map.get("params")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_gets_a_progress_token_in_json_rpc_only() {
+        let params = json!({"name": "x"});
+        let line = request(Framing::JsonRpc, 7, "tools/call", Some(&params), true).unwrap();
+        let v: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["params"]["_meta"]["progressToken"], 7);
+        assert_eq!(v["params"]["name"], "x");
+        assert!(line.ends_with(b"\n"));
+        let framed = request(Framing::ContentLength, 7, "m", Some(&params), true).unwrap();
+        let text = String::from_utf8(framed).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert_eq!(head, format!("Content-Length: {}", body.len()));
+        assert!(!body.contains("_meta"));
+    }
+
+    #[test]
+    fn responses_progress_and_requests_are_told_apart() {
+        let r = classify(br#"{"jsonrpc":"2.0","id":3,"result":{"b":1,"a":[1.50]}}"#);
+        let Inbound::Response {
+            id: Some(3),
+            outcome: Ok(raw),
+        } = r
+        else {
+            panic!("{r:?}")
+        };
+        assert_eq!(raw.get(), r#"{"b":1,"a":[1.50]}"#);
+        let r = classify(br#"{"jsonrpc":"2.0","id":3,"result":null}"#);
+        assert!(
+            matches!(r, Inbound::Response { id: Some(3), outcome: Ok(raw) } if raw.get() == "null")
+        );
+        let r = classify(br#"{"jsonrpc":"2.0","id":4,"error":{"code":-32000,"message":"no","data":{"status":422}}}"#);
+        let Inbound::Response {
+            id: Some(4),
+            outcome:
+                Err(ProcessError::Worker {
+                    message,
+                    fields,
+                    rpc_code,
+                }),
+        } = r
+        else {
+            panic!()
+        };
+        assert_eq!((message.as_str(), rpc_code), ("no", Some(-32000)));
+        assert_eq!(fields["status"], 422);
+        let r = classify(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":5,"progress":1,"total":2}}"#);
+        assert!(matches!(r, Inbound::Progress { token, .. } if token == 5));
+        let r = classify(br#"{"jsonrpc":"2.0","method":"$/progress","params":{"token":5,"value":{"progress":1}}}"#);
+        assert!(matches!(r, Inbound::Progress { token, .. } if token == 5));
+        let r = classify(br#"{"jsonrpc":"2.0","id":"s1","method":"ping"}"#);
+        assert!(matches!(r, Inbound::Request { method, .. } if method == "ping"));
+        assert!(matches!(classify(br#"{"ready":true}"#), Inbound::Other));
+        assert!(matches!(classify(b"[1]"), Inbound::Other));
+        assert!(matches!(classify(b"Starting..."), Inbound::NotJson(_)));
+    }
+
+    #[test]
+    fn a_job_is_a_call_only_in_the_shape_of_one() {
+        let job = json!({"method": "m", "params": [1]});
+        assert_eq!(call_of(None, &job).unwrap(), ("m", Some(&json!([1]))));
+        assert!(call_of(None, &json!({"text": "x"})).is_err());
+        assert!(call_of(None, &json!({"method": "m", "id": 1})).is_err());
+        let job = json!({"name": "t"});
+        assert_eq!(
+            call_of(Some("tools/call"), &job).unwrap(),
+            ("tools/call", Some(&job))
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! [`Framing`]: how a coprocess's messages are framed on its pipes, and the
+//! [`Handshake`] that can be its warm-up (ADR 0036).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::{Value, json};
+
+/// How the messages between kennel and a worker are framed
+/// (`docs/PROTOCOL.md` has each one's messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Framing {
+    /// One JSON value per line: the ready line, one request, one reply
+    /// (the default). Replies pair with requests by order only.
+    #[default]
+    JsonLines,
+    /// Newline-delimited JSON-RPC 2.0, MCP's stdio transport. kennel
+    /// numbers the requests and takes as a job's reply only the response
+    /// with its id.
+    JsonRpc,
+    /// JSON-RPC 2.0 framed by `Content-Length` headers, as LSP frames it.
+    ContentLength,
+}
+
+impl Framing {
+    /// Every framing, in the order of the docs.
+    pub const ALL: [Self; 3] = [Self::JsonLines, Self::JsonRpc, Self::ContentLength];
+
+    /// The name as written in a config: `json-lines`, `json-rpc`,
+    /// `content-length`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::JsonLines => "json-lines",
+            Self::JsonRpc => "json-rpc",
+            Self::ContentLength => "content-length",
+        }
+    }
+
+    /// Whether messages are JSON-RPC 2.0 (with ids).
+    pub fn is_rpc(self) -> bool {
+        !matches!(self, Self::JsonLines)
+    }
+}
+
+impl fmt::Display for Framing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Framing {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown framing {s:?} (allowed: \"json-lines\", \"json-rpc\", \"content-length\")"
+                )
+            })
+    }
+}
+
+/// The MCP protocol version a [`Handshake::mcp`] asks for unless told
+/// otherwise.
+pub const MCP_PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// An `initialize` request sent as the worker's warm-up, in the JSON-RPC
+/// framings: kennel sends it, waits for its result, then sends the
+/// `initialized` notification, and the worker is ready.
+///
+/// ```
+/// use kennel_process::{CoprocessSpec, Framing, Handshake};
+///
+/// let spec = CoprocessSpec::new(["uvx", "mcp-server-time"])
+///     .framing(Framing::JsonRpc)
+///     .handshake(Handshake::mcp().client_info("my-app", "1.0"))
+///     .method("tools/call");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handshake {
+    pub(crate) method: String,
+    pub(crate) params: Value,
+    pub(crate) initialized: Option<String>,
+}
+
+impl Handshake {
+    /// MCP's: `initialize` with `protocolVersion` 2025-06-18, empty
+    /// `capabilities` and `clientInfo` `{"name":"kennel","version":…}`,
+    /// then `notifications/initialized`.
+    pub fn mcp() -> Self {
+        Self {
+            method: "initialize".to_owned(),
+            params: json!({
+                "protocolVersion": MCP_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "kennel", "version": env!("CARGO_PKG_VERSION")},
+            }),
+            initialized: Some("notifications/initialized".to_owned()),
+        }
+    }
+
+    /// Any handshake: `initialize` with these params, then the notification
+    /// `initialized` if given (LSP's is `"initialized"` with `{}`).
+    pub fn custom(params: Value, initialized: Option<String>) -> Self {
+        Self {
+            method: "initialize".to_owned(),
+            params,
+            initialized,
+        }
+    }
+
+    /// Sets `params.protocolVersion`.
+    pub fn protocol_version(self, version: impl Into<String>) -> Self {
+        self.set("protocolVersion", Value::String(version.into()))
+    }
+
+    /// Sets `params.clientInfo` to a name and a version.
+    pub fn client_info(self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.set(
+            "clientInfo",
+            json!({"name": name.into(), "version": version.into()}),
+        )
+    }
+
+    /// Sets `params.capabilities`.
+    pub fn capabilities(self, capabilities: Value) -> Self {
+        self.set("capabilities", capabilities)
+    }
+
+    /// The params of the `initialize` request.
+    pub fn params(&self) -> &Value {
+        &self.params
+    }
+
+    fn set(mut self, key: &str, value: Value) -> Self {
+        if !self.params.is_object() {
+            self.params = json!({});
+        }
+        if let Value::Object(map) = &mut self.params {
+            map.insert(key.to_owned(), value);
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_framing_reads_back_from_its_name() {
+        for f in Framing::ALL {
+            assert_eq!(f.as_str().parse::<Framing>(), Ok(f));
+        }
+        let err = "jsonrpc".parse::<Framing>().unwrap_err();
+        assert!(err.contains("allowed"), "{err}");
+    }
+
+    #[test]
+    fn an_mcp_handshake_carries_what_it_is_given() {
+        let h = Handshake::mcp()
+            .protocol_version("2024-11-05")
+            .client_info("app", "2")
+            .capabilities(json!({"roots": {}}));
+        assert_eq!(h.params()["protocolVersion"], "2024-11-05");
+        assert_eq!(
+            h.params()["clientInfo"],
+            json!({"name": "app", "version": "2"})
+        );
+        assert_eq!(h.params()["capabilities"], json!({"roots": {}}));
+    }
+}

@@ -1,0 +1,81 @@
+//! `threads`: the CPU budget of each worker of a pool.
+
+use std::fmt;
+use std::num::NonZeroUsize;
+
+use kennel_process::ThreadBudget;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// `threads`: `"auto"` (the default: the host's cores shared out among the
+/// pool's running workers, told to each through `OMP_NUM_THREADS`,
+/// `MKL_NUM_THREADS`, … and `KENNEL_THREADS`), a number of threads for each
+/// worker, or `"off"` (the variables are left as they are).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ThreadsConfig {
+    /// `"auto"`: cores / size, at least 1.
+    #[default]
+    Auto,
+    /// `"off"`: no budget.
+    Off,
+    /// `n`: this many for each worker.
+    PerWorker(NonZeroUsize),
+}
+
+impl ThreadsConfig {
+    /// The budget for the workers' spec, if any.
+    pub fn budget(self) -> Option<ThreadBudget> {
+        match self {
+            Self::Auto => Some(ThreadBudget::Share),
+            Self::Off => None,
+            Self::PerWorker(n) => Some(ThreadBudget::PerWorker(n)),
+        }
+    }
+}
+
+impl fmt::Display for ThreadsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Auto => f.write_str("auto"),
+            Self::Off => f.write_str("off"),
+            Self::PerWorker(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl Serialize for ThreadsConfig {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::PerWorker(n) => s.serialize_u64(n.get() as u64),
+            other => s.serialize_str(&other.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ThreadsConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(i64),
+            Text(String),
+        }
+        const ALLOWED: &str = "allowed: \"auto\", \"off\" or a number of threads from 1 to 1024";
+        match Raw::deserialize(d)? {
+            Raw::Text(t) if t == "auto" => Ok(Self::Auto),
+            Raw::Text(t) if t == "off" => Ok(Self::Off),
+            Raw::Number(n) if (1..=1024).contains(&n) => usize::try_from(n)
+                .ok()
+                .and_then(NonZeroUsize::new)
+                .map(Self::PerWorker)
+                .ok_or_else(|| {
+                    serde::de::Error::custom(format!("{n} is out of range ({ALLOWED})"))
+                }),
+            Raw::Number(n) => Err(serde::de::Error::custom(format!(
+                "{n} is out of range ({ALLOWED})"
+            ))),
+            Raw::Text(t) => Err(serde::de::Error::custom(format!(
+                "invalid value {t:?} ({ALLOWED})"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The reaper: a small process `kennel serve` starts beside itself, so that
+//! the children of its workers do not outlive a server that was killed.
+//!
+//! A worker dies with the server (the death signal, ADR 0016), but the
+//! worker's own children do not inherit that signal. The run directory
+//! names every live worker group ([`RunDir`]); the next server kills what
+//! is left there, but only when it starts. The reaper closes that gap: it
+//! holds the read end of a pipe whose write end only the server has. When
+//! the server ends, however it ends (`kill -9`, the OOM killer, a panic, a
+//! clean exit), the pipe reads end-of-file, and the reaper takes the run
+//! directory's lock as soon as the server's is gone and kills the groups
+//! still recorded there, as the next server would. After a clean exit there
+//! are none.
+//!
+//! The reaper runs in a process group of its own, so a terminal's Ctrl-C
+//! reaches the server (which stops its workers itself) and not the reaper.
+//! It is the server's own binary (`kennel reaper DIR`, a hidden command).
+
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::rundir::{Reaped, RunDir};
+
+/// How long the reaper tries to take the run directory's lock once the
+/// server is gone. The lock of a dead server goes at once; one still held
+/// after this is another server's, which reaps the directory itself.
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// How often the reaper tries the lock meanwhile.
+const LOCK_RETRY: Duration = Duration::from_millis(20);
+
+/// The reaper of a running server: dropping it (the server's end) closes
+/// the pipe, and the reaper reaps.
+#[derive(Debug)]
+pub struct Reaper {
+    child: Child,
+    /// The write end of the pipe: never written, closed on drop.
+    pipe: Option<ChildStdin>,
+}
+
+impl Reaper {
+    /// Starts `exe reaper <run_dir>` in a process group of its own.
+    ///
+    /// # Errors
+    ///
+    /// The process cannot be started.
+    pub fn spawn(exe: &Path, run_dir: &Path) -> io::Result<Self> {
+        use std::os::unix::process::CommandExt;
+        let mut child = Command::new(exe)
+            .arg("reaper")
+            .arg(run_dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .spawn()?;
+        let pipe = child.stdin.take();
+        Ok(Self { child, pipe })
+    }
+
+    /// The reaper's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        // End of file for the reaper; it reaps once this process has let
+        // the run directory go, and exits. Not waited for: the server is
+        // ending too.
+        drop(self.pipe.take());
+    }
+}
+
+/// The reaper's side (`kennel reaper DIR`): waits until its standard input
+/// ends (the server is gone), then locks the run directory and kills the
+/// groups recorded there. `Ok(None)` when another server holds the
+/// directory after [`LOCK_WAIT`]: that server reaps it.
+///
+/// # Errors
+///
+/// The run directory cannot be read.
+pub fn watch(run_dir: &Path) -> io::Result<Option<Reaped>> {
+    let mut sink = [0u8; 64];
+    let mut stdin = io::stdin().lock();
+    loop {
+        match stdin.read(&mut sink) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            // A broken stdin says the same as its end.
+            Err(_) => break,
+        }
+    }
+    open_within(run_dir, LOCK_WAIT).map(|opened| opened.map(|(_, reaped)| reaped))
+}
+
+/// [`RunDir::open`], retried while another process holds the lock, for at
+/// most `wait`: the reaper of a server that just ended may hold it for the
+/// few milliseconds its reaping takes. `Ok(None)` if it is still held.
+///
+/// # Errors
+///
+/// As [`RunDir::open`], but for a lock held by another process.
+pub fn open_within(run_dir: &Path, wait: Duration) -> io::Result<Option<(RunDir, Reaped)>> {
+    let path: PathBuf = run_dir.to_owned();
+    let deadline = Instant::now() + wait;
+    loop {
+        match RunDir::open(&path) {
+            Ok(opened) => return Ok(Some(opened)),
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    return Ok(None);
+                }
+                std::thread::sleep(LOCK_RETRY);
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}

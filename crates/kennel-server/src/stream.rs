@@ -1,0 +1,208 @@
+//! How a job's answer goes out: the reply as the worker wrote it
+//! (`application/json`), or, for a client that asks with `Accept:
+//! text/event-stream` or `application/x-ndjson`, each progress item as it
+//! comes and the reply (or the error) last (ADR 0037).
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream::{self, Stream};
+use kennel_process::Progress;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::error::ApiError;
+
+/// How many progress items may wait for a slow client; more are dropped
+/// (the reply never is).
+pub const PROGRESS_BUFFER: usize = 256;
+
+/// What the client asked for in its `Accept` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// The reply only, as JSON (a plain request).
+    Plain,
+    /// Server-sent events: `progress` events, then one `result` (or
+    /// `error`) event.
+    EventStream,
+    /// One JSON object per line: the progress items, then
+    /// `{"result": …}` (or the error's body).
+    Ndjson,
+}
+
+impl Answer {
+    /// Reads the `Accept` header: `text/event-stream` or
+    /// `application/x-ndjson` (the first one named) stream; anything else
+    /// is plain.
+    pub fn of(headers: &HeaderMap) -> Self {
+        let accept = headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            });
+        for kind in accept {
+            match kind.as_str() {
+                "text/event-stream" => return Self::EventStream,
+                "application/x-ndjson" => return Self::Ndjson,
+                _ => {}
+            }
+        }
+        Self::Plain
+    }
+}
+
+/// The reply as the worker wrote it, as a 200 `application/json`.
+pub fn raw_json(reply: &RawValue) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        reply.get().to_owned(),
+    )
+        .into_response()
+}
+
+type Job = Pin<Box<dyn Future<Output = Result<Box<RawValue>, ApiError>> + Send>>;
+
+/// Runs `job` (given a sender of progress items when the client streams)
+/// and answers as `answer` says. A job that fails before its first
+/// progress item answers with its error's status, as a plain request
+/// would; once streaming began, an error is the last item.
+pub async fn respond<F, Fut>(answer: Answer, job: F) -> Response
+where
+    F: FnOnce(Option<mpsc::Sender<Progress>>) -> Fut,
+    Fut: Future<Output = Result<Box<RawValue>, ApiError>> + Send + 'static,
+{
+    if answer == Answer::Plain {
+        return match job(None).await {
+            Ok(reply) => raw_json(&reply),
+            Err(e) => e.into_response(),
+        };
+    }
+    let (tx, mut rx) = mpsc::channel(PROGRESS_BUFFER);
+    let mut job: Job = Box::pin(job(Some(tx)));
+    // The first item decides the status: an error before any progress is
+    // answered as such.
+    let first = tokio::select! {
+        biased;
+        p = rx.recv() => match p {
+            Some(p) => Item::Progress(p),
+            None => Item::End((&mut job).await),
+        },
+        end = &mut job => Item::End(end),
+    };
+    if let Item::End(Err(e)) = first {
+        return e.into_response();
+    }
+    let items = items(first, job, rx);
+    match answer {
+        Answer::EventStream => Sse::new(stream::StreamExt::map(items, |item| {
+            Ok::<_, std::convert::Infallible>(item.sse())
+        }))
+        .into_response(),
+        _ => {
+            let lines = stream::StreamExt::map(items, |item| {
+                let mut line = item.json().to_string();
+                line.push('\n');
+                Ok::<_, std::convert::Infallible>(line)
+            });
+            let mut response = Response::new(Body::from_stream(lines));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/x-ndjson"),
+            );
+            *response.status_mut() = StatusCode::OK;
+            response
+        }
+    }
+}
+
+enum Item {
+    Progress(Progress),
+    End(Result<Box<RawValue>, ApiError>),
+}
+
+impl Item {
+    fn sse(&self) -> SseEvent {
+        match self {
+            Self::Progress(p) => SseEvent::default()
+                .event("progress")
+                .data(p.to_json().to_string()),
+            Self::End(Ok(reply)) => SseEvent::default().event("result").data(reply.get()),
+            Self::End(Err(e)) => SseEvent::default()
+                .event("error")
+                .data(error_json(e).to_string()),
+        }
+    }
+
+    fn json(&self) -> Value {
+        match self {
+            Self::Progress(p) => p.to_json(),
+            Self::End(Ok(reply)) => {
+                // `{"result": …}` with the reply's bytes as written.
+                let text = format!("{{\"result\":{}}}", reply.get());
+                serde_json::from_str(&text).unwrap_or(Value::Null)
+            }
+            Self::End(Err(e)) => error_json(e),
+        }
+    }
+}
+
+/// An error's body with its HTTP status in `status` (the stream's own
+/// status is 200 by then).
+fn error_json(e: &ApiError) -> Value {
+    let mut body = e.body();
+    if body.get("status").is_none() {
+        body["status"] = json!(e.status().as_u16());
+    }
+    body
+}
+
+/// The first item, then progress as it comes, then the end.
+fn items(first: Item, job: Job, rx: mpsc::Receiver<Progress>) -> impl Stream<Item = Item> + Send {
+    struct State {
+        pending: VecDeque<Item>,
+        job: Option<Job>,
+        rx: mpsc::Receiver<Progress>,
+    }
+    let done = matches!(first, Item::End(_));
+    let state = State {
+        pending: VecDeque::from([first]),
+        job: (!done).then_some(job),
+        rx,
+    };
+    stream::unfold(state, |mut st| async move {
+        if let Some(item) = st.pending.pop_front() {
+            return Some((item, st));
+        }
+        let job = st.job.as_mut()?;
+        let item = tokio::select! {
+            biased;
+            Some(p) = st.rx.recv() => Item::Progress(p),
+            end = job => {
+                st.job = None;
+                // Progress sent before the end comes first.
+                while let Ok(p) = st.rx.try_recv() {
+                    st.pending.push_back(Item::Progress(p));
+                }
+                st.pending.push_back(Item::End(end));
+                st.pending.pop_front()?
+            }
+        };
+        Some((item, st))
+    })
+}

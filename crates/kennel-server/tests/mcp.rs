@@ -1,0 +1,315 @@
+//! Real MCP servers nobody here wrote, pooled by the real `kennel serve`:
+//! `mcp-server-time` (PyPI) and `@modelcontextprotocol/server-everything`
+//! (npm), from the folders `.ci/run` installs them into (`target/mcp-venv`,
+//! `target/mcp-node`; no network at test time). A tool call through
+//! `POST /pools/{name}/jobs`, a long-running tool's progress as server-sent
+//! events, and a call cancelled at its `job_timeout` after which the same
+//! server process answers the next call.
+//!
+//! Without the packages each test prints SKIPPED on stderr and passes,
+//! except under `CI=true`, where a missing package fails it.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The program, or `None` after saying the test is skipped (a failure
+/// under CI).
+fn installed(what: &str, path: PathBuf) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
+    let note = format!(
+        "SKIPPED: {what} not found at {}; .ci/run installs it",
+        path.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{note}");
+    eprintln!("{note}");
+    None
+}
+
+fn time_server() -> Option<PathBuf> {
+    installed(
+        "mcp-server-time (PyPI)",
+        repo().join("target/mcp-venv/bin/mcp-server-time"),
+    )
+}
+
+fn everything_server() -> Option<PathBuf> {
+    installed(
+        "@modelcontextprotocol/server-everything (npm)",
+        repo().join(
+            "target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        ),
+    )
+}
+
+/// One HTTP/1.1 exchange with `Connection: close`: status and body.
+fn http(addr: SocketAddr, path: &str, body: &Value, accept: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect_timeout(&addr, LIMIT).unwrap();
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    let body = body.to_string();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: {accept}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("no end of headers");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        unchunk(body)
+    } else {
+        body.to_owned()
+    };
+    (status, body)
+}
+
+fn unchunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = &rest[n + 2..];
+    }
+    out
+}
+
+/// The live descendants of `pid` whose command line holds `needle`.
+fn servers(pid: u32, needle: &str) -> BTreeSet<u32> {
+    let mut parents = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let Some((_, after)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut fields = after.split_whitespace();
+        let state = fields.next().unwrap_or("Z");
+        if let (false, Some(ppid)) = (
+            state == "Z",
+            fields.next().and_then(|s| s.parse::<u32>().ok()),
+        ) {
+            parents.push((p, ppid));
+        }
+    }
+    let mut found = BTreeSet::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for &(p, pp) in &parents {
+            if pp == parent && found.insert(p) {
+                frontier.push(p);
+            }
+        }
+    }
+    found
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .collect()
+}
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap()),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(name: &str, config: &str) -> Server {
+    let dir = std::env::temp_dir().join(format!("kennel-mcp-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("kennel.toml");
+    std::fs::write(&path, config).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kennel"))
+        .args(["serve", "--config"])
+        .arg(&path)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("kennel listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
+        .parse()
+        .unwrap();
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        while stdout.read_line(&mut sink).is_ok_and(|n| n > 0) {
+            sink.clear();
+        }
+    });
+    Server { child, addr }
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn mcp_server_time_answers_a_tool_call_through_the_pool() {
+    let Some(program) = time_server() else { return };
+    let config = format!(
+        r#"
+[server]
+listen = "127.0.0.1:0"
+
+[[pool]]
+name = "time"
+argv = ["{}", "--local-timezone", "UTC"]
+protocol = "json-rpc"
+method = "tools/call"
+initialize = {{ client_info = {{ name = "kennel-e2e", version = "1" }} }}
+startup = "parallel"
+sizing = {{ kind = "fixed", workers = 2 }}
+"#,
+        program.display()
+    );
+    let server = serve("time", &config);
+    for _ in 0..4 {
+        let call = json!({"name": "get_current_time", "arguments": {"timezone": "UTC"}});
+        let (status, body) = http(server.addr, "/pools/time/jobs", &call, "application/json");
+        assert_eq!(status, 200, "{body}");
+        let result: Value = serde_json::from_str(&body).unwrap();
+        let reading: Value = serde_json::from_str(&text_of(&result)).unwrap();
+        assert_eq!(reading["timezone"], "UTC", "{body}");
+    }
+    // A tool error keeps what the server said.
+    let call = json!({"name": "get_current_time", "arguments": {"timezone": "Mars/Olympus"}});
+    let (_, body) = http(server.addr, "/pools/time/jobs", &call, "application/json");
+    assert!(body.contains("Mars/Olympus"), "{body}");
+    assert_eq!(servers(server.child.id(), "mcp-server-time").len(), 2);
+}
+
+#[test]
+fn server_everything_streams_progress_and_survives_a_cancelled_call() {
+    let Some(program) = everything_server() else {
+        return;
+    };
+    let config = format!(
+        r#"
+[server]
+listen = "127.0.0.1:0"
+
+[[pool]]
+name = "everything"
+argv = ["node", "{}", "stdio"]
+protocol = "json-rpc"
+method = "tools/call"
+initialize = {{}}
+startup = "parallel"
+sizing = {{ kind = "fixed", workers = 1 }}
+job_timeout = "2s"
+cancel_grace = "5s"
+"#,
+        program.display()
+    );
+    let server = serve("everything", &config);
+    let echo = json!({"name": "echo", "arguments": {"message": "hello"}});
+    let (status, body) = http(
+        server.addr,
+        "/pools/everything/jobs",
+        &echo,
+        "application/json",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        text_of(&serde_json::from_str(&body).unwrap()).contains("hello"),
+        "{body}"
+    );
+    let before = servers(server.child.id(), "server-everything");
+    assert_eq!(before.len(), 1, "{before:?}");
+
+    // A long-running tool: its progress as events, then the result.
+    let long =
+        json!({"name": "trigger-long-running-operation", "arguments": {"duration": 1, "steps": 4}});
+    let (status, body) = http(
+        server.addr,
+        "/pools/everything/jobs",
+        &long,
+        "text/event-stream",
+    );
+    assert_eq!(status, 200, "{body}");
+    let events: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("event:").map(str::trim))
+        .collect();
+    assert_eq!(
+        events,
+        ["progress", "progress", "progress", "progress", "result"],
+        "{body}"
+    );
+    let steps: Vec<i64> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .filter_map(|v| v["progress"].as_i64())
+        .collect();
+    assert_eq!(steps, [1, 2, 3, 4]);
+    assert!(body.contains("Long running operation completed"), "{body}");
+
+    // One that runs past job_timeout: cancelled, the server stays.
+    let stuck = json!({"name": "trigger-long-running-operation", "arguments": {"duration": 30, "steps": 1}});
+    let (status, body) = http(
+        server.addr,
+        "/pools/everything/jobs",
+        &stuck,
+        "application/json",
+    );
+    assert_eq!(status, 504, "{body}");
+    let (status, body) = http(
+        server.addr,
+        "/pools/everything/jobs",
+        &echo,
+        "application/json",
+    );
+    assert_eq!(status, 200, "the next call succeeds: {body}");
+    assert_eq!(
+        servers(server.child.id(), "server-everything"),
+        before,
+        "the same process"
+    );
+}

@@ -1,0 +1,316 @@
+//! Workers that talk back, over HTTP: progress streamed as server-sent
+//! events or NDJSON then the result, a worker's error status and fields,
+//! the reply's bytes as the worker wrote them, JSON-RPC pools, and binary
+//! bodies as base64. Real worker processes: the Python SDK's test worker.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use http_body_util::BodyExt;
+use kennel_server::config::HumanSize;
+use kennel_server::config::{
+    InitializeConfig, PoolConfig, ProtocolKind, SizingConfig, StartupKind,
+};
+use kennel_server::{AppState, Config, app};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn sdk_pool(name: &str, framing: &str) -> PoolConfig {
+    let worker = repo().join("sdk/python/tests/worker.py");
+    let mut p = PoolConfig::new(name, ["python3".to_owned(), worker.display().to_string()]);
+    p.env.insert("KENNEL_FRAMING".into(), framing.into());
+    p.protocol = match framing {
+        "json-rpc" => ProtocolKind::JsonRpc,
+        "content-length" => ProtocolKind::ContentLength,
+        _ => ProtocolKind::JsonLines,
+    };
+    p.startup = StartupKind::Parallel;
+    p.sizing = Some(SizingConfig::Fixed { workers: 1 });
+    p
+}
+
+async fn router(pools: Vec<PoolConfig>) -> (Router, AppState) {
+    let state = AppState::builder().build();
+    let mut config = Config::default();
+    config.pools = pools;
+    state
+        .start_pools(&config, Path::new(env!("CARGO_BIN_EXE_kennel")))
+        .await
+        .unwrap();
+    (app(state.clone()), state)
+}
+
+async fn send(app: &Router, req: Request<Body>) -> (StatusCode, String, String) {
+    let response = tokio::time::timeout(LIMIT, app.clone().oneshot(req))
+        .await
+        .expect("answered in time")
+        .unwrap();
+    let status = response.status();
+    let kind = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = tokio::time::timeout(LIMIT, response.into_body().collect())
+        .await
+        .unwrap()
+        .unwrap()
+        .to_bytes();
+    (status, kind, String::from_utf8(body.to_vec()).unwrap())
+}
+
+fn post(uri: &str, body: &Value, accept: Option<&str>) -> Request<Body> {
+    let mut b = Request::builder()
+        .method(Method::POST)
+        .uri(uri)
+        .header(header::CONTENT_TYPE, "application/json");
+    if let Some(a) = accept {
+        b = b.header(header::ACCEPT, a);
+    }
+    b.body(Body::from(body.to_string())).unwrap()
+}
+
+/// `(event, data)` of each server-sent event.
+fn events(text: &str) -> Vec<(String, String)> {
+    text.split("\n\n")
+        .filter(|block| !block.trim().is_empty())
+        .map(|block| {
+            let mut event = String::new();
+            let mut data = Vec::new();
+            for line in block.lines() {
+                if let Some(e) = line.strip_prefix("event:") {
+                    event = e.trim().to_owned();
+                } else if let Some(d) = line.strip_prefix("data:") {
+                    data.push(d.strip_prefix(' ').unwrap_or(d).to_owned());
+                }
+            }
+            (event, data.join("\n"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_event_stream_client_gets_the_progress_then_the_result() {
+    let (app, state) = router(vec![sdk_pool("talk", "json-lines")]).await;
+    let job = json!({"op": "progress", "steps": 3});
+    let (status, kind, body) = send(
+        &app,
+        post("/pools/talk/jobs", &job, Some("text/event-stream")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(kind, "text/event-stream");
+    let seen = events(&body);
+    let names: Vec<&str> = seen.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(
+        names,
+        ["progress", "progress", "progress", "result"],
+        "{body}"
+    );
+    let second: Value = serde_json::from_str(&seen[1].1).unwrap();
+    assert_eq!(
+        second,
+        json!({"progress": 2, "total": 3, "message": "step 2"})
+    );
+    assert_eq!(seen[3].1, r#"{"done":true}"#);
+    // A plain request gets the result only.
+    let (status, kind, body) = send(&app, post("/pools/talk/jobs", &job, None)).await;
+    assert_eq!(
+        (status, kind.as_str(), body.as_str()),
+        (StatusCode::OK, "application/json", r#"{"done":true}"#)
+    );
+    state.registry().close_all().await;
+}
+
+#[tokio::test]
+async fn an_ndjson_client_gets_one_line_per_progress_item_then_the_result() {
+    let (app, state) = router(vec![sdk_pool("talk", "json-rpc")]).await;
+    let job = json!({"method": "progress", "params": {"steps": 2}});
+    let (status, kind, body) = send(
+        &app,
+        post("/pools/talk/jobs", &job, Some("application/x-ndjson")),
+    )
+    .await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (StatusCode::OK, "application/x-ndjson")
+    );
+    let lines: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{body}");
+    assert_eq!(lines[0]["progress"], 1);
+    assert_eq!(lines[1]["progress"], 2);
+    assert_eq!(lines[2], json!({"result": {"done": true}}));
+    state.registry().close_all().await;
+}
+
+#[tokio::test]
+async fn a_worker_error_with_status_422_answers_422_with_its_fields() {
+    for framing in ["json-lines", "json-rpc", "content-length"] {
+        let mut pool = sdk_pool("talk", framing);
+        if framing != "json-lines" {
+            pool.method = Some("error".into());
+        }
+        let (app, state) = router(vec![pool]).await;
+        let (status, _, body) = send(
+            &app,
+            post("/pools/talk/jobs", &json!({"op": "error"}), None),
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{framing}: {body}"
+        );
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            body,
+            json!({"error": "worker-error", "message": "text is too long", "status": 422, "code": "too_long", "limit": 5}),
+            "{framing}"
+        );
+        // Streamed, the error is the last event, with its status.
+        let (status, _, text) = send(
+            &app,
+            post(
+                "/pools/talk/jobs",
+                &json!({"op": "error"}),
+                Some("text/event-stream"),
+            ),
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "an error before any progress keeps its status: {text}"
+        );
+        state.registry().close_all().await;
+    }
+}
+
+#[tokio::test]
+async fn a_worker_error_status_outside_4xx_and_5xx_answers_500() {
+    let worker = "import json,sys\nprint(json.dumps({'ready':True}),flush=True)\nfor l in sys.stdin:\n    print(json.dumps({'error':True,'message':'odd','status':302,'error_code':7}),flush=True)\n";
+    let mut pool = PoolConfig::new("odd", ["python3", "-c", worker]);
+    pool.startup = StartupKind::Parallel;
+    pool.sizing = Some(SizingConfig::Fixed { workers: 1 });
+    let (app, state) = router(vec![pool]).await;
+    let (status, _, body) = send(&app, post("/pools/odd/jobs", &json!({}), None)).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["status"], 302, "the field is kept as written");
+    assert_eq!(body["error_code"], 7);
+    state.registry().close_all().await;
+}
+
+#[tokio::test]
+async fn a_reply_comes_back_with_the_bytes_the_worker_wrote() {
+    let verbatim = repo().join("crates/kennel-process/tests/workers/verbatim.py");
+    for (framing, kind) in [
+        ("json-lines", ProtocolKind::JsonLines),
+        ("json-rpc", ProtocolKind::JsonRpc),
+    ] {
+        let mut pool = PoolConfig::new(
+            "raw",
+            [
+                "python3".to_owned(),
+                verbatim.display().to_string(),
+                framing.to_owned(),
+            ],
+        );
+        pool.protocol = kind;
+        if framing == "json-rpc" {
+            pool.method = Some("any".into());
+        }
+        let (app, state) = router(vec![pool]).await;
+        let (status, _, body) = send(&app, post("/pools/raw/jobs", &json!({}), None)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            body, r#"{"zeta": 1,  "alpha": [1.50, 2E3, "\u00e9"], "mid": {"b": null, "a": true}}"#,
+            "{framing}"
+        );
+        state.registry().close_all().await;
+    }
+}
+
+#[tokio::test]
+async fn a_json_rpc_pool_with_a_handshake_and_a_method_serves_plain_bodies() {
+    let mut pool = sdk_pool("rpc", "json-rpc");
+    pool.method = Some("echo".into());
+    pool.initialize = Some(InitializeConfig::default());
+    let (app, state) = router(vec![pool]).await;
+    let (status, _, body) = send(
+        &app,
+        post("/pools/rpc/jobs", &json!({"b": 2, "a": 1}), None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let reply: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(reply["a"], 1);
+    assert_eq!(
+        reply["_meta"]["progressToken"], 1,
+        "kennel asked for progress with the id"
+    );
+    state.registry().close_all().await;
+}
+
+#[tokio::test]
+async fn bytes_reach_the_worker_as_base64_within_the_pools_upload_limit() {
+    let mut pool = sdk_pool("bin", "json-lines");
+    pool.upload_limit = Some(HumanSize(512));
+    let (app, state) = router(vec![pool]).await;
+    let bytes: Vec<u8> = (0u8..40).collect();
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("/pools/bin/jobs")
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .body(Body::from(bytes.clone()))
+        .unwrap();
+    let (status, _, body) = send(&app, req).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let echoed: Value = serde_json::from_str(&body).unwrap();
+    let file = &echoed["files"][0];
+    assert_eq!(file["size"], 40);
+    assert_eq!(file["content_type"], "application/octet-stream");
+    use base64::Engine;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(file["base64"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(decoded, bytes);
+
+    let over = Request::builder()
+        .method(Method::POST)
+        .uri("/pools/bin/jobs")
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .body(Body::from(vec![7u8; 513]))
+        .unwrap();
+    let (status, _, body) = send(&app, over).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+
+    let multipart = "--XyZ\r\nContent-Disposition: form-data; name=\"json\"\r\n\r\n{\"op\":\"echo\",\"lang\":\"fr\"}\r\n--XyZ\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\n\x01\x02\x03\r\n--XyZ--\r\n";
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("/pools/bin/jobs")
+        .header(header::CONTENT_TYPE, "multipart/form-data; boundary=XyZ")
+        .body(Body::from(multipart))
+        .unwrap();
+    let (status, _, body) = send(&app, req).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let echoed: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(echoed["lang"], "fr");
+    assert_eq!(
+        echoed["files"],
+        json!([{"name": "photo", "filename": "a.png", "content_type": "image/png", "size": 3, "base64": "AQID"}])
+    );
+    state.registry().close_all().await;
+}

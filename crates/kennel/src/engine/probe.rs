@@ -1,0 +1,111 @@
+//! Health probes of idle workers (`probe_every`, HikariCP's
+//! `keepaliveTime`): a worker idle that long leaves its slot for a lease of
+//! the pool's own while [`Worker::check`] runs, so that no job gets it
+//! meanwhile; a job takes another worker or waits, at most the probe. A
+//! worker that passes goes back idle with its idle time kept (the probe does
+//! not delay its eviction); one that fails, or does not answer within
+//! `probe_timeout`, is retired and replaced.
+//!
+//! With `probe_on_lend` (bb8's `test_on_check_out`), a job that would take
+//! an idle worker waits in the queue while that worker is probed; the
+//! worker goes to the oldest waiting job when it passes, and the jobs wait
+//! for the next free worker when it fails. A worker handed straight from
+//! one job to the next waiting one is not probed: it has just served.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::effects::{Effects, Wake};
+use super::state::State;
+use crate::dispatch::Granted;
+use crate::slot::{Probed, SlotState};
+use crate::worker::Worker;
+
+/// A worker taken for its probe, and the probe's timeout.
+#[derive(Debug)]
+pub(crate) struct ProbeRun<W> {
+    pub(crate) granted: Granted<W>,
+    pub(crate) timeout: Duration,
+}
+
+impl<W: Worker> State<W> {
+    /// Arms the next round of probes (or none, without `probe_every`).
+    pub(crate) fn arm_probe(&mut self, fx: &mut Effects<W>) {
+        self.probe_tick = match self.opts.probe_every {
+            Some(every) if !self.closed => Some(fx.wake_at(Instant::now() + every, Wake::Probe)),
+            _ => None,
+        };
+    }
+
+    /// Time to probe: every idle running worker idle for `probe_every` or
+    /// more is taken for its probe.
+    pub(crate) fn on_probe_tick(&mut self, fx: &mut Effects<W>) {
+        self.arm_probe(fx);
+        let Some(every) = self.opts.probe_every.filter(|_| !self.closed) else {
+            return;
+        };
+        let now = Instant::now();
+        for i in 0..self.slots.size() {
+            let idle_since = match self.slots.state(i) {
+                SlotState::Idle { since, .. } => *since,
+                _ => continue,
+            };
+            if idle_since.is_some_and(|s| now.saturating_duration_since(s) < every) {
+                continue;
+            }
+            self.probe_slot(fx, i, idle_since);
+        }
+    }
+
+    /// Takes the idle worker of slot `i` for its probe, on a task of the
+    /// pool; `idle_since` is kept for when it goes back idle (`None` for a
+    /// worker probed on its way to a job).
+    pub(crate) fn probe_slot(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        idle_since: Option<Instant>,
+    ) {
+        let Some(granted) = self.take_slot(i) else {
+            return;
+        };
+        self.slots.edit(i, |s| {
+            if let SlotState::Lent { live } = s {
+                live.record.probe = Some(Probed { idle_since });
+            }
+        });
+        if idle_since.is_none() {
+            self.probes_for_jobs += 1;
+        }
+        fx.add().probes.push(ProbeRun {
+            granted,
+            timeout: self.opts.probe_timeout,
+        });
+    }
+
+    /// The lent worker of slot `i` is back from the pool's own use; if that
+    /// was its probe, when it turned idle before it.
+    pub(crate) fn end_probe(&mut self, i: usize) -> Option<Instant> {
+        let probe = self.slots.edit(i, |s| match s {
+            SlotState::Lent { live } => live.record.probe.take(),
+            _ => None,
+        })?;
+        if probe.idle_since.is_none() {
+            self.probes_for_jobs -= 1;
+        }
+        probe.idle_since
+    }
+
+    /// With `probe_on_lend`, whether every waiting job that may take any
+    /// worker has a probe on its way to it already.
+    pub(crate) fn jobs_covered_by_probes(&self) -> bool {
+        self.probes_for_jobs > 0 && self.waiters.unbound() <= self.probes_for_jobs
+    }
+
+    /// Whether an idle worker's idle time must be read: for its eviction,
+    /// or for its probes.
+    pub(crate) fn reads_idle_time(&self) -> bool {
+        self.eviction.may_evict() || self.opts.probe_every.is_some()
+    }
+}
