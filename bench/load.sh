@@ -55,7 +55,7 @@ sizing = { kind = "fixed", workers = 2 }
 max_waiting = 4
 job_timeout = "10s"
 warmup_timeout = "10s"
-close_grace = "5s"
+job_grace = "5s"
 TOML
 
 KENNEL_LOAD_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')

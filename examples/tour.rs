@@ -114,7 +114,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\nevents, as a subscriber saw them:");
     while let Ok(e) = events.try_recv() {
         match &e {
-            Event::Ready { slot, warmup } => {
+            Event::Ready { slot, warmup, .. } => {
                 println!("  {:<16} slot {slot} warm after {warmup:?}", e.name());
             }
             other => match other.slot() {

@@ -114,7 +114,7 @@ async fn timeline(
                     t0.elapsed().as_millis()
                 ));
             }
-            Ok(Event::Ready { slot, warmup }) => {
+            Ok(Event::Ready { slot, warmup, .. }) => {
                 ready += 1;
                 lines.push(format!(
                     "slot {slot} ready  at {:>3} ms (warm-up {} ms)",

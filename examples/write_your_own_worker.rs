@@ -161,7 +161,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("    the session holds {held} key(s)");
     // The worker is idle from about 50 ms; it goes at about 400 ms.
     loop {
-        if let Event::Evicted { slot, idle_for } = events.recv().await? {
+        if let Event::Evicted { slot, idle_for, .. } = events.recv().await? {
             println!(
                 "    worker:evicted slot {slot} at {} ms, idle for {} ms",
                 t0.elapsed().as_millis(),

@@ -58,7 +58,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let mut events = pool.events();
     tokio::spawn(async move {
         while let Ok(event) = events.recv().await {
-            if let Event::Ready { slot, warmup } = event {
+            if let Event::Ready { slot, warmup, .. } = event {
                 println!("slot {slot} warmed up in {warmup:.2?}");
             }
         }

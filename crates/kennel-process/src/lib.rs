@@ -89,7 +89,10 @@ mod stream;
 mod thread;
 mod threads;
 
-pub use crate::coprocess::{Coprocess, STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail};
+pub use crate::coprocess::{
+    Coprocess, STDERR_BYTES_BURST, STDERR_BYTES_PER_SEC, STDERR_LINES_BURST, STDERR_LINES_PER_SEC,
+    STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail,
+};
 pub use crate::error::{ProcessError, ThreadError};
 pub use crate::framing::{Framing, Handshake, MCP_PROTOCOL_VERSION};
 pub use crate::progress::Progress;

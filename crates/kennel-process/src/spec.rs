@@ -56,6 +56,7 @@ pub struct CoprocessSpec {
     pub(crate) argv: Vec<OsString>,
     pub(crate) env: Vec<(OsString, OsString)>,
     pub(crate) env_clear: bool,
+    pub(crate) env_remove: Vec<OsString>,
     pub(crate) current_dir: Option<PathBuf>,
     pub(crate) ready: ReadyMode,
     pub(crate) max_line_bytes: usize,
@@ -85,6 +86,7 @@ impl CoprocessSpec {
             argv: argv.into_iter().map(Into::into).collect(),
             env: Vec::new(),
             env_clear: false,
+            env_remove: Vec::new(),
             current_dir: None,
             ready: ReadyMode::default(),
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
@@ -148,6 +150,14 @@ impl CoprocessSpec {
     /// with [`env`](Self::env).
     pub fn env_clear(mut self) -> Self {
         self.env_clear = true;
+        self
+    }
+
+    /// Removes a variable from the environment the worker inherits (a
+    /// secret of the parent's, such as the service's bearer token). A
+    /// variable set with [`env`](Self::env) is set all the same.
+    pub fn env_remove(mut self, key: impl Into<OsString>) -> Self {
+        self.env_remove.push(key.into());
         self
     }
 

@@ -387,7 +387,7 @@ async fn run_scenario(sc: Scenario) -> Report {
     let mut builder = pool_of(&sc.name, &flags, sc.seed, &spawned)
         .job_timeout(JOB_TIMEOUT)
         .warmup_timeout(WARMUP_TIMEOUT)
-        .close_grace(Duration::from_secs(2))
+        .job_grace(Duration::from_secs(2))
         .event_capacity(1 << 16)
         .eviction(
             IdleTimeout::new(Duration::from_millis(sc.eviction.0))

@@ -67,7 +67,10 @@ async fn a_worker_that_answers_its_probe_with_an_error_is_retired_before_a_job_g
     assert!(message.contains("the model is not loaded"), "{message}");
     let retired = within("the retirement", async {
         loop {
-            if let Event::Retired { slot: 0, reason } = events.recv().await.expect("events") {
+            if let Event::Retired {
+                slot: 0, reason, ..
+            } = events.recv().await.expect("events")
+            {
                 return reason;
             }
         }

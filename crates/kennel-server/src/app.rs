@@ -13,9 +13,13 @@
 //! | `GET /healthz` | the same as `/readyz` |
 //! | `GET /livez` | 200 while the process answers (no token needed) |
 //! | `GET /metrics` | Prometheus text |
-//! | `GET /events` | server-sent events of every pool (`?pool=NAME` for one) |
+//! | `GET /events` | server-sent events of every pool (`?pool=NAME` for one, `?since=ID` or `Last-Event-ID` to replay) |
+//! | `POST /reload` | reads the config file again and applies what changed (as `SIGHUP`) |
 //! | `GET /` | the status page (no token needed; its requests ask for it) |
 //! | `GET /openapi.json` | the OpenAPI description of these routes |
+//!
+//! Before any route runs, a request with a `Host` not allowed, or a
+//! browser's cross-site request, is answered 403 ([`crate::http::host`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
@@ -75,11 +79,20 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(crate::metrics::render))
         .route("/events", get(crate::sse::events))
         .merge(crate::ops::routes())
+        .route("/reload", post(reload))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn_with_state(state.clone(), auth))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::http::host::guard,
+        ))
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn(crate::metrics::track))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::logs::access,
+        ))
         .layer(
             TraceLayer::new_for_http()
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
@@ -98,13 +111,19 @@ async fn auth(State(state): State<AppState>, request: Request, next: Next) -> Re
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
+            .and_then(bearer);
         if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
             return ApiError::Unauthorized.into_response();
         }
     }
     next.run(request).await
+}
+
+/// The token of an `Authorization` value of the `Bearer` scheme, whose
+/// name is case-insensitive (RFC 9110, 11.1).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// Compares without an early exit on the first differing byte.
@@ -268,11 +287,8 @@ pub(crate) async fn pool_job(
         Ok(pool) => pool,
         Err(e) => return e.into_response(),
     };
-    let limits = crate::payload::Limits {
-        json: state.body_limit(),
-        upload: state.upload_limit(&name),
-    };
-    let request = match crate::payload::job_of(&headers, body, limits).await {
+    let upload = state.upload_limit(&name);
+    let request = match state.bodies().job(&headers, body, upload).await {
         Ok(request) => request,
         Err(e) => return e.into_response(),
     };
@@ -314,7 +330,7 @@ pub(crate) async fn group_job(
     State(state): State<AppState>,
     Segment(group): Segment,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     let registry = state.registry();
     if registry.list().is_empty() {
@@ -327,7 +343,7 @@ pub(crate) async fn group_job(
         }
         .into_response();
     }
-    let request = match json_body(body, state.body_limit()) {
+    let request = match state.bodies().json(body).await {
         Ok(request) => request,
         Err(e) => return e.into_response(),
     };
@@ -415,24 +431,13 @@ pub(crate) async fn pool_stats(
 pub(crate) async fn pool_config(
     State(state): State<AppState>,
     Segment(name): Segment,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let pool = pool_named(&state, &name)?;
-    let limit = state.body_limit();
-    let bytes = body.map_err(|e| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge { limit }
-        } else {
-            ApiError::BadJson {
-                message: e.body_text(),
-            }
-        }
-    })?;
+    let (bytes, _parsing) = state.bodies().bytes(body).await?;
     // Bad JSON is 400 bad-json; good JSON with a bad key or value is 400
     // bad-config naming the key.
-    serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::BadJson {
-        message: e.to_string(),
-    })?;
+    crate::http::body::parse_json(&bytes)?;
     // The body patches the live options: none may change in between.
     let _one_at_a_time = state.reconfig_lock();
     let body =
@@ -447,6 +452,24 @@ pub(crate) async fn pool_config(
     let actions: Vec<String> = actions.iter().map(ToString::to_string).collect();
     tracing::info!(target: "kennel_server", pool = %name, ?actions, "pool reconfigured");
     Ok(Json(json!({ "pool": name, "actions": actions })))
+}
+
+/// Reads the config file again and applies what changed: 200 with what
+/// was done, 400 `bad-config` (the running config is kept) with the error
+/// a start would give.
+async fn reload(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    match state.reload() {
+        Ok(done) => {
+            tracing::info!(target: "kennel_server", ?done, "config reloaded (POST /reload)");
+            Ok(Json(serde_json::to_value(done).unwrap_or_default()))
+        }
+        Err(e) => {
+            tracing::error!(target: "kennel_server", error = %e, "reload refused; the running config is kept");
+            Err(ApiError::BadConfig {
+                message: e.to_string(),
+            })
+        }
+    }
 }
 
 /// 200 `{"status":"ok","pools":{name: word}}` when every pool can serve,

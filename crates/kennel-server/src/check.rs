@@ -89,6 +89,25 @@ fn describe_server(config: &Config, out: &mut String, warnings: &mut Vec<String>
         }
     }
     let _ = writeln!(out, "  shutdown_grace  {}", s.shutdown_grace);
+    let listen = config.listen();
+    let hosts = kennel_server::http::HostPolicy::new(listen, &s.allowed_hosts, &s.allowed_origins);
+    let _ = writeln!(out, "  allowed_hosts   {}", hosts.describe());
+    if !s.allowed_origins.is_empty() {
+        let _ = writeln!(out, "  allowed_origins {}", s.allowed_origins.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "  timeouts        header {}, idle {}, body {}, write {}",
+        s.header_timeout, s.idle_timeout, s.body_timeout, s.write_timeout
+    );
+    let _ = writeln!(out, "  max_connections {}", s.max_connections);
+    let _ = writeln!(out, "  max_bodies      {}", s.max_bodies);
+    let _ = writeln!(
+        out,
+        "  logs            {}, access log {}",
+        s.log_format.as_str(),
+        if s.access_log { "on" } else { "off" }
+    );
 }
 
 fn describe_pool(
@@ -125,12 +144,27 @@ fn describe_pool(
     if let Some(cwd) = &pool.cwd {
         let _ = writeln!(out, "  cwd             {}", cwd.display());
     }
+    if pool.env_clear {
+        let _ = writeln!(
+            out,
+            "  env_clear       inherits only {}",
+            pool.kept_env().join(", ")
+        );
+    }
+    for k in &pool.env_remove {
+        let _ = writeln!(out, "  env_remove      {k} (the bearer token's variable)");
+    }
     for (k, v) in &pool.env {
         let _ = writeln!(out, "  env             {k}={v}");
     }
     let _ = writeln!(out, "  startup         {}", pool.startup.as_str());
     let sizing = pool.sizing.map_or_else(
-        || "fixed, one worker per CPU (default)".to_owned(),
+        || {
+            format!(
+                "fixed, {} worker(s) (the default: costly workers are not multiplied by the CPUs; set `sizing` for more)",
+                kennel_server::pools::DEFAULT_WORKERS
+            )
+        },
         |s| s.to_string(),
     );
     let _ = writeln!(out, "  sizing          {sizing}");
@@ -154,6 +188,16 @@ fn describe_pool(
             .map_or_else(|| "8 x capacity (default)".to_owned(), |n| n.to_string())
     );
     let _ = writeln!(out, "  max_queue_wait  {}", opt(o.max_queue_wait));
+    let _ = writeln!(
+        out,
+        "  job_grace       {} (lent jobs, when the pool closes)",
+        humantime::format_duration(o.job_grace)
+    );
+    let _ = writeln!(
+        out,
+        "  worker_close    {} per step (stdin closed, SIGTERM, SIGKILL)",
+        pool.worker_close_grace
+    );
     if o.max_lifetime.is_some() {
         let _ = writeln!(
             out,

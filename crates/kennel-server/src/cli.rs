@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use kennel_server::config::LogFormat;
 
 /// kennel: lend long-lived, costly-to-start workers to jobs.
 ///
@@ -56,13 +57,20 @@ pub(crate) struct ServeArgs {
     /// (port 0 picks a free port; the address is printed).
     #[arg(long, short, value_name = "ADDR", value_parser = parse_listen)]
     pub(crate) listen: Option<SocketAddr>,
+    /// How log lines are written, over the config's `server.log_format`.
+    #[arg(long, value_name = "FORMAT", value_parser = parse_log_format)]
+    pub(crate) log_format: Option<LogFormat>,
+    /// Logs one line per request (as `server.access_log = true`).
+    #[arg(long)]
+    pub(crate) access_log: bool,
 }
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
-    /// The pool to run the jobs on.
+    /// The pool to run the jobs on (may be left out when the config has
+    /// one pool).
     #[arg(long, short, value_name = "NAME")]
-    pub(crate) pool: String,
+    pub(crate) pool: Option<String>,
     /// The TOML config (default: the built-in demo pool).
     #[arg(long, short, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
@@ -119,6 +127,14 @@ pub(crate) enum WorkerCommand {
 
 fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     kennel_server::config::parse_listen(s)
+}
+
+fn parse_log_format(s: &str) -> Result<LogFormat, String> {
+    match s {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        _ => Err(format!("{s:?} is not a log format (allowed: text, json)")),
+    }
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -60,7 +60,7 @@ pub fn pool_config() -> PoolConfig {
     };
     pool.options.job_timeout = Some(Duration::from_secs(30));
     pool.options.warmup_timeout = Some(Duration::from_secs(30));
-    pool.options.close_grace = Duration::from_secs(5);
+    pool.options.job_grace = Duration::from_secs(5);
     pool
 }
 

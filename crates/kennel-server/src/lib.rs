@@ -19,7 +19,7 @@
 //! let state = AppState::builder().metrics(metrics::install()).build();
 //! state.start_pools(&config, &std::env::current_exe()?).await?;
 //! let listener = tokio::net::TcpListener::bind(config.listen()).await?;
-//! axum::serve(listener, app(state.clone())).await?;
+//! kennel_server::http::serve(listener, app(state.clone()), Default::default(), std::future::pending()).await?;
 //! state.close().await;
 //! # Ok(()) }
 //! ```
@@ -27,11 +27,15 @@
 pub mod config;
 pub mod demo;
 pub mod embed;
+pub mod events;
+pub mod http;
+pub mod logs;
 pub mod metrics;
 pub mod ops;
 pub mod pools;
 pub mod queue;
 pub mod reaper;
+pub mod reload;
 pub mod rundir;
 pub mod sse;
 pub mod stream;
@@ -46,4 +50,4 @@ mod state;
 pub use crate::app::{app, json_body};
 pub use crate::config::{Config, ConfigError, PoolConfig, ServerConfig};
 pub use crate::error::{ApiError, MAX_RETRY_AFTER_SECS, RETRY_AFTER_SECS, with_last_words};
-pub use crate::state::{AppState, AppStateBuilder, EVENT_BUFFER, PoolEvent, StartError};
+pub use crate::state::{AppState, AppStateBuilder, StartError};

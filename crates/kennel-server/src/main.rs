@@ -3,8 +3,10 @@
 
 mod check;
 mod cli;
+mod progress;
 mod run;
 mod serve;
+mod signals;
 mod status;
 
 use std::io::Write;
@@ -50,13 +52,11 @@ fn main() -> ExitCode {
         // Beside a server, until it ends: no runtime, nothing on stdout.
         return reap(run_dir);
     }
-    // `serve` logs what its pools do; `run` and `check` keep stderr for
-    // their progress bar and report, and log only warnings.
-    init_tracing(if matches!(command, Command::Serve(_)) {
-        "warn,kennel=info,kennel_server=info,kennel_process=info"
-    } else {
-        "warn"
-    });
+    // `serve` sets up its logging once its config is read; `run` and
+    // `check` keep stderr for their progress bar and report, and log only
+    // warnings.
+    let _log = (!matches!(command, Command::Serve(_)))
+        .then(|| kennel_server::logs::init(kennel_server::config::LogFormat::Text, "warn"));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -105,17 +105,6 @@ fn reap(run_dir: &std::path::Path) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// Logs to stderr, filtered by `RUST_LOG` or else by `default`.
-fn init_tracing(default: &str) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
 }
 
 /// The config of `--config FILE`, or the built-in demo config.

@@ -11,17 +11,21 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
+use crate::http::labels::{method_label, route_label};
 use crate::state::AppState;
 
-/// Histogram buckets, in seconds: from 1 ms to 5 minutes.
+/// Histogram buckets, in seconds: from 1 ms to 5 minutes, finer from
+/// 0.5 s to 5 s where costly jobs often take (`server.histogram_buckets`
+/// sets others).
 pub const BUCKETS: &[f64] = &[
-    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.5,
+    10.0, 30.0, 60.0, 300.0,
 ];
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -34,12 +38,23 @@ static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 ///
 /// # Panics
 ///
-/// Never: the buckets are fixed and not empty.
+/// Never: the default buckets are not empty.
 pub fn install() -> PrometheusHandle {
+    install_with(BUCKETS)
+}
+
+/// As [`install`], with `buckets` (upper bounds in seconds, checked by the
+/// config: not empty, increasing) for every histogram. Only the first
+/// call of the process chooses them.
+///
+/// # Panics
+///
+/// When `buckets` is empty.
+pub fn install_with(buckets: &[f64]) -> PrometheusHandle {
     HANDLE
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()
-                .set_buckets(BUCKETS)
+                .set_buckets(buckets)
                 .expect("buckets are not empty")
                 .build_recorder();
             let handle = recorder.handle();
@@ -77,27 +92,26 @@ pub(crate) async fn render(State(state): State<AppState>) -> Response {
 }
 
 /// Sets each pool's health gauge from a fresh snapshot (the pools keep
-/// their own count gauges).
+/// their own count gauges), and the count of log lines dropped.
 fn record_stats(state: &AppState) {
+    metrics::counter!("kennel_log_dropped_lines_total").absolute(crate::logs::dropped_lines());
     for entry in state.registry().list() {
         metrics::gauge!("kennel_pool_healthy", "pool" => entry.name)
             .set(if entry.stats.is_healthy() { 1.0 } else { 0.0 });
     }
 }
 
-/// Counts and times every request by method, matched route and status.
+/// Counts and times every request by method, matched route and status,
+/// each label from a closed set ([`crate::http::labels`]).
 pub(crate) async fn track(request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = method_label(request.method());
+    let route = route_label(&request);
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();
     metrics::counter!(
         "kennel_http_requests_total",
-        "method" => method.clone(),
+        "method" => method,
         "route" => route.clone(),
         "status" => status
     )

@@ -5,29 +5,51 @@
 //! and eviction through the one mapping of [`crate::config::Policies`].)
 
 use std::path::Path;
-use std::time::Duration;
 
 use kennel::{
     BuildError, LeaderFirst, OnDemand, OrderedReady, Parallel, Pool, PoolBuilder, SlotInfo,
 };
 use kennel_process::{Coprocess, CoprocessSpec, ReadyMode};
 
-use crate::config::{PoolConfig, ReadyKind, StartupKind};
+use crate::config::{PoolConfig, ReadyKind, SizingConfig, StartupKind};
 use crate::watch::Watch;
 
-/// The grace of each step of a worker process's close (stdin closed, then
-/// SIGTERM, then SIGKILL).
-pub const WORKER_CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// How many workers a pool runs when its entry gives no `sizing`: a small
+/// fixed number, since a worker may hold gigabytes (ADR 0024). More, or
+/// one per CPU, is asked for with `sizing`.
+pub const DEFAULT_WORKERS: usize = 2;
+
+/// The most workers `pool` may run by its sizing at start: a fixed
+/// number, or one per CPU for the kinds that read the machine.
+pub fn max_workers(pool: &PoolConfig) -> usize {
+    match pool.sizing {
+        None => DEFAULT_WORKERS,
+        Some(SizingConfig::Fixed { workers }) => workers,
+        Some(_) => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+    }
+}
 
 /// How to start one worker of `pool`: its argv (with `@kennel` replaced by
-/// `self_exe`), environment, directory and protocol limits.
+/// `self_exe`), environment (less `env_remove`, and only `env_keep` of
+/// the server's own under `env_clear`), directory and protocol limits.
 pub fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpec {
     let mut spec = CoprocessSpec::new(pool.resolved_argv(self_exe))
-        .close_grace(WORKER_CLOSE_GRACE)
+        .close_grace(pool.worker_close_grace.0)
         .ready(match pool.ready {
             ReadyKind::Line => ReadyMode::Line,
             ReadyKind::Immediate => ReadyMode::Immediate,
         });
+    if pool.env_clear {
+        spec = spec.env_clear();
+        for k in pool.kept_env() {
+            if let Some(v) = std::env::var_os(k) {
+                spec = spec.env(k, v);
+            }
+        }
+    }
+    for k in &pool.env_remove {
+        spec = spec.env_remove(k);
+    }
     for (k, v) in &pool.env {
         spec = spec.env(k, v);
     }
@@ -112,15 +134,20 @@ fn configure<W: kennel::Worker>(
         StartupKind::OrderedReady => b.startup(OrderedReady),
         StartupKind::LeaderFirst => b.startup(LeaderFirst),
     };
-    if let Some(sizing) = pool.sizing {
-        b = sizing.apply(b);
-    }
+    b = pool
+        .sizing
+        .unwrap_or(SizingConfig::Fixed {
+            workers: DEFAULT_WORKERS,
+        })
+        .apply(b);
     b = pool.eviction.apply(b)?;
     Ok(b.options(pool.options.clone()))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::config::{EvictionConfig, HumanDuration};
 

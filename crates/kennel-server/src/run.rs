@@ -1,32 +1,38 @@
-//! `kennel run --pool NAME jobs.jsonl`: streams jobs through one pool.
+//! `kennel run [--pool NAME] jobs.jsonl`: streams jobs through one pool
+//! (`--pool` may be left out when the config has one).
 //!
-//! Each non-blank input line is one job (a JSON value). Results are written
+//! Each non-blank input line is one job (a JSON value); a line that is not
+//! UTF-8 or not JSON fails alone, with its own error row. Results are written
 //! as JSON lines in input order: the worker's reply for a job that
 //! succeeded, `{"error": kind, "message": …, "line": n}` for one that failed
 //! (the same kinds as the HTTP service, with `"stderr": [...]`, the worker's
-//! last words, when it failed because a worker ended). A progress bar (rate,
-//! ETA) goes to stderr, and a summary at the end, followed by the last words
+//! last words, when it failed because a worker ended). `--output` may not
+//! name the jobs file. A progress bar (the warm-up, then the rate and ETA
+//! from the first ready worker on) goes to stderr, and a summary at the end, followed by the last words
 //! of the last worker that failed a job. The exit code is 0 when every job
 //! succeeded, 1 when some failed. A pool with `retry_on_crash` runs each job
 //! through `Pool::run_idempotent`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures_util::StreamExt;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kennel::Pool;
 use kennel_process::{Coprocess, StderrTail};
+use kennel_server::config::{Config, PoolConfig};
 use kennel_server::pools::build_watched_pool;
 use kennel_server::watch::{Watch, last_words};
 use kennel_server::{ApiError, with_last_words};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::cli::RunArgs;
+use crate::progress::{Progress, rate_text};
 
 /// One job's outcome: the line to write, and the error kind if it failed.
 struct Outcome {
@@ -38,23 +44,54 @@ struct Outcome {
     number: u64,
 }
 
+/// The pool `--pool` names, or the config's one pool when it names none.
+fn choose_pool<'a>(config: &'a Config, asked: Option<&str>) -> anyhow::Result<&'a PoolConfig> {
+    let names: Vec<&str> = config.pools.iter().map(|p| p.name.as_str()).collect();
+    let allowed = if names.is_empty() {
+        "none, the config has no pool".to_owned()
+    } else {
+        names.join(", ")
+    };
+    match asked {
+        Some(name) => config.pools.iter().find(|p| p.name == name).ok_or_else(|| {
+            anyhow::anyhow!("no pool named `{name}` in the config (allowed: {allowed})")
+        }),
+        None => match config.pools.as_slice() {
+            [one] => Ok(one),
+            [] => anyhow::bail!("the config has no pool to run the jobs on"),
+            _ => anyhow::bail!(
+                "the config has {} pools: name one with --pool (allowed: {allowed})",
+                names.len()
+            ),
+        },
+    }
+}
+
+/// Refuses an `--output` that is the jobs file itself: it would be
+/// emptied before a job is read.
+fn refuse_output_over_input(jobs: &Path, output: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(a), Ok(b)) = (std::fs::metadata(jobs), std::fs::metadata(output)) else {
+        return Ok(());
+    };
+    if a.dev() == b.dev() && a.ino() == b.ino() {
+        anyhow::bail!(
+            "--output {} is the jobs file: writing the results would erase the jobs (allowed: another file)",
+            output.display()
+        );
+    }
+    Ok(())
+}
+
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let config = crate::load_config(args.config.as_ref())?;
-    let Some(pool_config) = config.pools.iter().find(|p| p.name == args.pool) else {
-        let names: Vec<&str> = config.pools.iter().map(|p| p.name.as_str()).collect();
-        anyhow::bail!(
-            "no pool named `{}` in the config (allowed: {})",
-            args.pool,
-            if names.is_empty() {
-                "none, the config has no pool".into()
-            } else {
-                names.join(", ")
-            }
-        );
-    };
+    let pool_config = choose_pool(&config, args.pool.as_deref())?;
+    let from_stdin = args.jobs.as_os_str() == "-";
+    if let (false, Some(output)) = (from_stdin, &args.output) {
+        refuse_output_over_input(&args.jobs, output)?;
+    }
 
     // Count the lines first, for the bar's length and ETA (not for stdin).
-    let from_stdin = args.jobs.as_os_str() == "-";
     let total = if from_stdin {
         None
     } else {
@@ -94,12 +131,26 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         |n| n as usize,
     );
 
-    let bar = progress_bar(total, args.quiet);
+    let bar = Progress::new(total, args.quiet, capacity);
+    let _ready = {
+        let mut events = pool.events();
+        let bar = bar.clone();
+        AbortOnDropHandle::new(tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(kennel::Event::Ready { .. }) => break bar.ready(),
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        }))
+    };
     let started = Instant::now();
-    let mut lines = BufReader::new(input).lines();
+    // Lines as bytes: one that is not UTF-8 fails alone, as bad JSON.
+    let mut lines = BufReader::new(input).split(b'\n');
     let mut line_no = 0u64;
     let jobs = futures_util::stream::poll_fn(move |cx| {
-        let next = std::pin::Pin::new(&mut lines).poll_next_line(cx);
+        let next = std::pin::Pin::new(&mut lines).poll_next_segment(cx);
         next.map(|r| match r {
             Ok(Some(l)) => Some(Ok(l)),
             Ok(None) => None,
@@ -110,7 +161,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         line_no += 1;
         let n = line_no;
         std::future::ready(match r {
-            Ok(l) if l.trim().is_empty() => None,
+            Ok(l) if l.iter().all(u8::is_ascii_whitespace) => None,
             other => Some((n, other)),
         })
     })
@@ -134,7 +185,12 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let outcome = outcome.context("cannot read the jobs")?;
         writeln!(output, "{}", outcome.line).context("cannot write a result")?;
         match outcome.failed {
-            None => ok += 1,
+            None => {
+                // A reply: a worker was ready, whether or not its event
+                // was read yet.
+                bar.ready();
+                ok += 1;
+            }
             Some(kind) => {
                 *failed.entry(kind).or_default() += 1;
                 if !outcome.stderr.is_empty() {
@@ -142,15 +198,18 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        bar.inc(1);
+        bar.inc();
     }
     output.flush().context("cannot write the results")?;
-    bar.finish_and_clear();
+    bar.finish();
     pool.close().await;
 
     let elapsed = started.elapsed();
     let failures: u64 = failed.values().sum();
-    eprintln!("{}", summary(ok, &failed, elapsed));
+    eprintln!(
+        "{}",
+        summary(ok, &failed, elapsed, bar.measured(ok + failures))
+    );
     if let Some((line, kind, stderr)) = last_words {
         eprintln!("last words of the worker that failed line {line} ({kind}):");
         for l in stderr {
@@ -169,8 +228,19 @@ async fn run_one(
     pool: &Pool<Coprocess>,
     watch: &Watch,
     line: u64,
-    text: &str,
+    bytes: &[u8],
 ) -> std::io::Result<Outcome> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            return Ok(error_line(
+                line,
+                &ApiError::BadJson {
+                    message: format!("the line is not UTF-8: {e}"),
+                },
+            ));
+        }
+    };
     let request: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
@@ -230,38 +300,26 @@ fn error_line(line: u64, e: &ApiError) -> Outcome {
     }
 }
 
-fn progress_bar(total: Option<u64>, quiet: bool) -> ProgressBar {
-    let bar = match total {
-        Some(n) => ProgressBar::new(n).with_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} jobs, {per_sec}, ETA {eta}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        ),
-        None => ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {pos} jobs, {per_sec}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        ),
-    };
-    if quiet {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    bar.enable_steady_tick(Duration::from_millis(200));
-    bar
-}
-
-fn summary(ok: u64, failed: &BTreeMap<&'static str, u64>, elapsed: Duration) -> String {
+/// The last line: counts, time, and the rate from the first ready worker
+/// on (`measured`: the warm-up and that rate).
+fn summary(
+    ok: u64,
+    failed: &BTreeMap<&'static str, u64>,
+    elapsed: Duration,
+    measured: Option<(Duration, f64)>,
+) -> String {
     let failures: u64 = failed.values().sum();
     let total = ok + failures;
-    let rate = if elapsed.as_secs_f64() > 0.0 {
-        #[allow(clippy::cast_precision_loss)]
-        let r = total as f64 / elapsed.as_secs_f64();
-        r
-    } else {
-        0.0
+    let rate = match measured {
+        Some((warmup, rate)) => format!(
+            "{} jobs/s after a {:.1}s warm-up",
+            rate_text(Some(rate)).trim_end_matches("/s"),
+            warmup.as_secs_f64()
+        ),
+        None => "no worker was ready".to_owned(),
     };
     let mut s = format!(
-        "{total} jobs: {ok} ok, {failures} failed in {:.2}s ({rate:.1} jobs/s)",
+        "{total} jobs: {ok} ok, {failures} failed in {:.2}s ({rate})",
         elapsed.as_secs_f64()
     );
     if failures > 0 {

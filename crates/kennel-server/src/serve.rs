@@ -1,41 +1,51 @@
-//! `kennel serve`: the pools of a config behind HTTP, until SIGINT, SIGTERM
-//! or SIGHUP (each a graceful stop).
+//! `kennel serve`: the pools of a config behind HTTP until SIGTERM or
+//! SIGINT (a graceful stop; a second one kills every worker at once);
+//! SIGHUP reloads the config file.
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
+use kennel_server::config::Config;
+use kennel_server::http::{ConnOptions, ConnectionBudget, HostPolicy};
 use kennel_server::reaper::Reaper;
 use kennel_server::rundir::{Reaped, RunDir, default_run_dir};
 use kennel_server::{AppState, app, metrics};
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::cli::ServeArgs;
+use crate::signals::{Asked, Signals};
 
 /// How long the last acks of the queued pools may take once the pools are
 /// closed.
 const LAST_ACKS: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How often histograms are drained even when nobody scrapes.
-const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// The log filter of `serve` when `RUST_LOG` is not set.
+const SERVE_FILTER: &str = "warn,kennel=info,kennel_server=info,kennel_process=info";
+
+/// After a second stop signal killed every worker, how long the pools may
+/// take to see them end.
+const AFTER_KILL: Duration = Duration::from_secs(5);
 
 pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = crate::load_config(args.config.as_ref())?;
+    let format = args.log_format.unwrap_or(config.server.log_format);
+    let _log = kennel_server::logs::init(format, SERVE_FILTER);
     let addr = args.listen.unwrap_or_else(|| config.listen());
     let token = config.server.token().map_err(anyhow::Error::msg)?;
     if token.is_none() && !addr.ip().is_loopback() {
         tracing::warn!(target: "kennel_server", %addr, "listening beyond loopback with no bearer token (set server.token_env)");
     }
     // Bind first: a busy port fails before any worker starts.
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
+    let listener =
+        kennel_server::http::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("no local address")?;
-    let mut sigterm = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
-    let mut sigint = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
-    let mut sighup = signal(SignalKind::hangup()).context("cannot watch SIGHUP")?;
+    let mut signals = Signals::watch()?;
     // Before any worker starts: kill what a dead predecessor left.
     let run_path = config
         .server
@@ -63,7 +73,10 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
     };
 
-    let handle = metrics::install();
+    let handle = match &config.server.histogram_buckets {
+        Some(b) => metrics::install_with(&b.0),
+        None => metrics::install(),
+    };
     // Stopped when dropped: whichever way `serve` returns.
     let upkeep = {
         let handle = handle.clone();
@@ -75,9 +88,15 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             }
         }))
     };
+    let budget = connection_budget(&config);
+    let s = &config.server;
     let mut builder = AppState::builder()
         .metrics(handle)
-        .body_limit(usize::try_from(config.server.body_limit.0).unwrap_or(usize::MAX))
+        .body_limit(usize::try_from(s.body_limit.0).unwrap_or(usize::MAX))
+        .max_bodies(s.max_bodies)
+        .body_timeout(s.body_timeout.0)
+        .host_policy(HostPolicy::new(local, &s.allowed_hosts, &s.allowed_origins))
+        .access_log(args.access_log || s.access_log)
         .run_dir(run_dir.clone());
     if let Some(token) = token {
         builder = builder.token(token);
@@ -87,40 +106,60 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         || "<built-in demo config>".to_owned(),
         |p| p.display().to_string(),
     );
+    let self_exe = crate::self_exe()?;
     state
-        .start_pools(&config, &crate::self_exe()?)
+        .start_pools(&config, &self_exe)
         .await
         .with_context(|| format!("{source}: cannot start a pool"))?;
     if let Err(e) = state.start_queues(&config).await {
         state.close().await;
         return Err(anyhow::Error::new(e).context(format!("{source}: cannot start a queue")));
     }
+    if let Some(path) = &args.config {
+        state.reload_from(path.clone(), self_exe, config.clone());
+    }
 
     announce(&state, local, args.config.is_none(), &run_dir, &reaped);
 
     let grace = config.server.shutdown_grace.0;
+    let options = ConnOptions {
+        header_timeout: s.header_timeout.0,
+        idle_timeout: s.idle_timeout.0,
+        write_timeout: s.write_timeout.0,
+        max_connections: budget.connections,
+    };
     // The server task ends when dropped, if it has not by itself.
-    let mut server = AbortOnDropHandle::new(tokio::spawn(
-        axum::serve(listener, app(state.clone()))
-            .with_graceful_shutdown(state.shutdown_signal())
-            .into_future(),
-    ));
-    tokio::select! {
-        r = &mut server => {
-            // axum's server runs until it is told to stop.
-            state.close().await;
-            drop(upkeep);
-            r.context("the server task failed")?.context("the server failed")?;
-            anyhow::bail!("the server stopped by itself");
+    let mut server = AbortOnDropHandle::new(tokio::spawn(kennel_server::http::serve(
+        listener,
+        app(state.clone()),
+        options,
+        state.shutdown_signal(),
+    )));
+    loop {
+        tokio::select! {
+            r = &mut server => {
+                // The server runs until it is told to stop.
+                state.close().await;
+                drop(upkeep);
+                r.context("the server task failed")?.context("the server failed")?;
+                anyhow::bail!("the server stopped by itself");
+            }
+            asked = signals.next() => match asked {
+                Asked::Reload => reload(&state, &source),
+                Asked::Stop(name) => {
+                    tracing::info!(target: "kennel_server", signal = name, "shutting down");
+                    break;
+                }
+            },
         }
-        _ = sigterm.recv() => tracing::info!(target: "kennel_server", "SIGTERM: shutting down"),
-        _ = sigint.recv() => tracing::info!(target: "kennel_server", "SIGINT: shutting down"),
-        _ = sighup.recv() => tracing::info!(target: "kennel_server", "SIGHUP: shutting down"),
     }
     // Stop accepting and fetching, end /events streams, let in-flight
-    // requests and queued jobs finish within the grace.
+    // requests and queued jobs finish within the grace. A client that stalls
+    // is dropped by its own read or write timeout, so it does not hold the
+    // stop for the whole grace.
     state.begin_shutdown();
     let drained = async { tokio::join!(&mut server, state.drain_queues()).0 };
+    let mut killed = false;
     tokio::select! {
         r = drained => {
             if let Ok(Err(e)) = r {
@@ -130,19 +169,27 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         () = tokio::time::sleep(grace) => {
             tracing::warn!(target: "kennel_server", grace = %humantime::format_duration(grace), "requests still running after the shutdown grace");
         }
-        _ = sigterm.recv() => {}
-        _ = sigint.recv() => {}
-        _ = sighup.recv() => {}
+        name = signals.next_stop() => {
+            tracing::warn!(target: "kennel_server", signal = name, "second signal: killing every worker");
+            state.kill_workers();
+            killed = true;
+        }
     }
     // Requests still running past the grace, or after a second signal, are
     // cut off: dropping the server's task ends it.
     drop(server);
-    tracing::info!(target: "kennel_server", "closing every pool");
-    tokio::select! {
-        () = state.close() => {}
-        _ = sigterm.recv() => tracing::warn!(target: "kennel_server", "second signal: killing every worker"),
-        _ = sigint.recv() => tracing::warn!(target: "kennel_server", "second signal: killing every worker"),
-        _ = sighup.recv() => tracing::warn!(target: "kennel_server", "second signal: killing every worker"),
+    if killed {
+        let _ = tokio::time::timeout(AFTER_KILL, state.close()).await;
+    } else {
+        tracing::info!(target: "kennel_server", "closing every pool");
+        tokio::select! {
+            () = state.close() => {}
+            name = signals.next_stop() => {
+                tracing::warn!(target: "kennel_server", signal = name, "second signal: killing every worker");
+                state.kill_workers();
+                let _ = tokio::time::timeout(AFTER_KILL, state.close()).await;
+            }
+        }
     }
     // The queued jobs the closing ended are handed back, and the acks sent
     // (bounded: a job the closing could not end is delivered again after
@@ -155,6 +202,57 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     drop(upkeep);
     tracing::info!(target: "kennel_server", "stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// SIGHUP: reads the config file again; a bad one is logged with the
+/// error a start would print, and the running config stays.
+fn reload(state: &AppState, source: &str) {
+    match state.reload() {
+        Ok(done) => {
+            tracing::info!(
+                target: "kennel_server",
+                added = ?done.added,
+                removed = ?done.removed,
+                replaced = ?done.replaced,
+                reconfigured = ?done.reconfigured,
+                "SIGHUP: config reloaded from {source}"
+            );
+            if !done.server_keys_not_applied.is_empty() {
+                tracing::warn!(target: "kennel_server", keys = ?done.server_keys_not_applied, "SIGHUP: [server] keys changed; they take effect at the next start");
+            }
+            for (pool, why) in &done.failed {
+                tracing::error!(target: "kennel_server", pool, error = %why, "SIGHUP: a pool could not be changed");
+            }
+        }
+        Err(e) => {
+            tracing::error!(target: "kennel_server", error = %e, "SIGHUP: reload refused; the running config is kept");
+        }
+    }
+}
+
+/// The connections to take at once: `server.max_connections`, or fewer
+/// when the descriptor limit leaves less beside the pools' workers.
+fn connection_budget(config: &Config) -> ConnectionBudget {
+    let wanted = config.server.max_connections;
+    let workers: usize = config
+        .pools
+        .iter()
+        .map(kennel_server::pools::max_workers)
+        .sum();
+    let budget = ConnectionBudget::settle(wanted, workers);
+    if budget.cut_below(wanted) {
+        tracing::warn!(
+            target: "kennel_server",
+            connections = budget.connections,
+            fd_limit = budget.fd_limit,
+            reserved = budget.reserved,
+            "the file descriptor limit allows {} connections at once beside the pools' workers (server.max_connections = {wanted}); raise the limit (LimitNOFILE=, ulimit -n) for more",
+            budget.connections
+        );
+    } else {
+        tracing::debug!(target: "kennel_server", connections = budget.connections, fd_limit = budget.fd_limit, reserved = budget.reserved, "connection budget");
+    }
+    budget
 }
 
 /// Prints where the service listens (stdout, first line, so scripts and

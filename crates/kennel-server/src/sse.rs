@@ -1,100 +1,50 @@
 //! `GET /events`: the pools' events as server-sent events.
 //!
 //! Each event's SSE name is the event's serialised name (`worker:ready`,
-//! `worker:crashed`, `worker:rejected`, `sizing:step`, …) and its data one
-//! JSON object with the pool's name and the event's fields:
+//! `worker:crashed`, `sizing:step`, …), its `id` a number that increases
+//! across every pool, and its data one JSON object with the pool's name,
+//! the event's name, the worker's `slot` and `pid` where there are some,
+//! and the event's fields:
 //!
 //! ```text
+//! id: 7
 //! event: worker:ready
-//! data: {"pool":"demo","event":"worker:ready","slot":0,"warmup_ms":1003.2}
+//! data: {"event":"worker:ready","pid":8132,"pool":"demo","slot":0,"warmup_ms":1003.2}
 //! ```
 //!
-//! A subscriber that falls more than [`EVENT_BUFFER`](crate::state::EVENT_BUFFER)
-//! events behind gets `event: lagged` with `{"missed": n}` and goes on.
-//! `?pool=NAME` keeps one pool's events.
+//! Rejected jobs come as one `jobs:rejected` event per pool and second,
+//! with their count by reason. `?pool=NAME` keeps one pool's events;
+//! `Last-Event-ID: N` (what a browser's `EventSource` sends when it
+//! reconnects) or `?since=N` first replays the kept events after `N` (the
+//! last [`REPLAY_PER_POOL`](crate::events::REPLAY_PER_POOL) of each pool;
+//! `?since=0` for all of them). A subscriber that falls more than
+//! [`EVENT_BUFFER`](crate::events::EVENT_BUFFER) events behind gets a last
+//! `event: lagged` with `{"missed": n}` and its stream ends.
 
 use std::convert::Infallible;
 use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use futures_util::Stream;
-use kennel::Event;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::error::ApiError;
-use crate::state::{AppState, PoolEvent};
+pub use crate::events::event_json;
+use crate::events::{KEEP_ALIVE, lagged};
+use crate::state::AppState;
 
 /// How often an idle stream sends a keep-alive comment.
-pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+pub const KEEP_ALIVE_EVERY: Duration = Duration::from_secs(15);
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// The JSON form of one pool event.
-pub fn event_json(pool: &str, event: &Event) -> Value {
-    let mut v = json!({ "pool": pool, "event": event.name() });
-    let fields = match event {
-        Event::Starting { slot } | Event::Respawned { slot } => json!({ "slot": slot }),
-        Event::Ready { slot, warmup } => json!({ "slot": slot, "warmup_ms": ms(*warmup) }),
-        Event::WarmupFailed { slot, message } => json!({ "slot": slot, "message": message }),
-        Event::Exited { slot, exit, early } => json!({
-            "slot": slot,
-            "status": exit.status.to_string(),
-            "ran_for_ms": ms(exit.ran_for),
-            "early": early,
-            "stderr": exit.last_words,
-        }),
-        Event::Crashed { slot, exit } => json!({
-            "slot": slot,
-            "status": exit.status.to_string(),
-            "ran_for_ms": ms(exit.ran_for),
-            "stderr": exit.last_words,
-        }),
-        Event::TimedOut { slot, after } => json!({ "slot": slot, "after_ms": ms(*after) }),
-        Event::Evicted { slot, idle_for } => json!({ "slot": slot, "idle_for_ms": ms(*idle_for) }),
-        Event::Retired { slot, reason } => json!({ "slot": slot, "reason": reason.as_str() }),
-        Event::Backoff {
-            slot,
-            delay,
-            early_exits,
-        } => json!({ "slot": slot, "delay_ms": ms(*delay), "early_exits": early_exits }),
-        Event::Rejected { reason } => json!({ "reason": reason.as_str() }),
-        Event::SizingStep(step) => json!({
-            "from": step.from,
-            "tried": step.tried,
-            "to": step.to,
-            "verdict": format!("{:?}", step.verdict),
-            "figures": step.figures,
-        }),
-        Event::Warning { message } => json!({ "message": message }),
-        Event::Cancelled {
-            slot,
-            reason,
-            outcome,
-            took,
-        } => json!({
-            "slot": slot,
-            "reason": reason.as_str(),
-            "outcome": outcome.as_str(),
-            "took_ms": ms(*took),
-        }),
-        _ => json!({ "slot": event.slot() }),
-    };
-    if let (Some(v), Value::Object(fields)) = (v.as_object_mut(), fields) {
-        v.extend(fields);
-    }
-    v
-}
-
-/// `?pool=NAME`.
+/// `?pool=NAME&since=N`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct EventsQuery {
     pool: Option<String>,
+    since: Option<u64>,
 }
 
 /// Server-sent events of every pool.
@@ -111,84 +61,100 @@ pub(crate) struct EventsQuery {
 )]
 pub(crate) async fn events(
     State(state): State<AppState>,
+    headers: HeaderMap,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::BadRequest {
         message: e.body_text(),
     })?;
     if let Some(name) = &query.pool {
         state.registry().get(name)?;
     }
-    let rx = state.subscribe();
+    let last_id = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .ok_or_else(|| ApiError::BadRequest {
+                    message: "Last-Event-ID is not an event id (allowed: a whole number)".into(),
+                })?,
+        ),
+    };
+    let since = last_id.or(query.since);
+    let sub = state.events().subscribe(since, query.pool.as_deref());
+    let filter = query.pool;
     let shutdown = Box::pin(state.shutdown_signal());
-    let stream = futures_util::stream::unfold(
-        (rx, shutdown, query.pool),
-        |(mut rx, mut shutdown, filter)| async move {
+    let replay = sub.replay.into_iter().map(|f| f.sse.clone());
+    let mut keep_alive = tokio::time::interval(KEEP_ALIVE_EVERY);
+    keep_alive.reset();
+    let live = futures_util::stream::unfold(
+        Some((sub.live, shutdown, filter, keep_alive, Subscriber::new())),
+        |s| async move {
+            let (mut rx, mut shutdown, filter, mut keep_alive, subscriber) = s?;
             loop {
                 let next = tokio::select! {
                     biased;
                     () = &mut shutdown => return None,
                     r = rx.recv() => r,
+                    _ = keep_alive.tick() => {
+                        let bytes = Bytes::from_static(KEEP_ALIVE);
+                        return Some((bytes, Some((rx, shutdown, filter, keep_alive, subscriber))));
+                    }
                 };
-                let event = match next {
-                    Ok(PoolEvent { pool, event }) => {
-                        if filter.as_deref().is_some_and(|f| f != &*pool) {
+                match next {
+                    Ok(frame) => {
+                        if filter.as_deref().is_some_and(|f| f != &*frame.pool) {
                             continue;
                         }
-                        SseEvent::default()
-                            .event(event.name())
-                            .data(event_json(&pool, &event).to_string())
+                        keep_alive.reset();
+                        let bytes = frame.sse.clone();
+                        return Some((bytes, Some((rx, shutdown, filter, keep_alive, subscriber))));
                     }
-                    Err(broadcast::error::RecvError::Lagged(n)) => SseEvent::default()
-                        .event("lagged")
-                        .data(json!({ "missed": n }).to_string()),
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        subscriber.let_go(n);
+                        // The last frame: the stream ends after it.
+                        return Some((lagged(n), None));
+                    }
                     Err(broadcast::error::RecvError::Closed) => return None,
-                };
-                return Some((Ok(event), (rx, shutdown, filter)));
+                }
             }
         },
     );
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+    let stream = futures_util::StreamExt::map(
+        futures_util::StreamExt::chain(futures_util::stream::iter(replay), live),
+        Ok::<_, Infallible>,
+    );
+    let mut response = Body::from_stream(stream).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kennel::{Exit, ExitStatus};
+/// One `/events` subscriber, counted in `kennel_events_subscribers` while
+/// it lives.
+struct Subscriber;
 
-    #[test]
-    fn a_crashed_or_exited_worker_event_carries_its_last_words() {
-        let exit = Exit {
-            status: ExitStatus::Code(139),
-            ran_for: Duration::from_millis(1500),
-            last_words: vec!["CUDA error: out of memory".into()],
-        };
-        let crashed = event_json(
-            "vision",
-            &Event::Crashed {
-                slot: 1,
-                exit: exit.clone(),
-            },
-        );
-        assert_eq!(
-            crashed,
-            json!({
-                "pool": "vision",
-                "event": "worker:crashed",
-                "slot": 1,
-                "status": "exited with code 139",
-                "ran_for_ms": 1500.0,
-                "stderr": ["CUDA error: out of memory"],
-            })
-        );
-        let exited = event_json(
-            "vision",
-            &Event::Exited {
-                slot: 1,
-                exit,
-                early: true,
-            },
-        );
-        assert_eq!(exited["stderr"], json!(["CUDA error: out of memory"]));
+impl Subscriber {
+    fn new() -> Self {
+        metrics::gauge!("kennel_events_subscribers").increment(1.0);
+        Self
+    }
+
+    /// It fell `missed` frames behind: counted and logged.
+    fn let_go(&self, missed: u64) {
+        metrics::counter!("kennel_events_lagged_total").increment(1);
+        tracing::debug!(target: "kennel_server", missed, "a slow /events subscriber is let go");
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        metrics::gauge!("kennel_events_subscribers").decrement(1.0);
     }
 }

@@ -5,33 +5,26 @@ use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use kennel::{Event, Pool, Registry};
+use std::time::Duration;
+
+use kennel::{Pool, Registry};
 use kennel_process::Coprocess;
 use metrics_exporter_prometheus::PrometheusHandle;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
-use crate::config::{Config, DEFAULT_BODY_LIMIT};
+use crate::config::{Config, DEFAULT_BODY_LIMIT, PoolConfig};
+use crate::events::EventHub;
+use crate::http::body::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODIES};
+use crate::http::{BodyGate, HostPolicy};
 use crate::ops::live::LivePolicies;
 use crate::pools::build_watched_pool;
+use crate::reload::ReloadSource;
 use crate::rundir::RunDir;
 use crate::watch::Watch;
 
-/// How many pool events a `/events` subscriber may fall behind before it
-/// misses some.
-pub const EVENT_BUFFER: usize = 1024;
-
-/// One event of one pool, as `/events` sends it.
-#[derive(Debug, Clone)]
-pub struct PoolEvent {
-    /// The pool's name.
-    pub pool: Arc<str>,
-    /// The event.
-    pub event: Event,
-}
-
 /// What the routes of [`app`](crate::app) share: the registry of pools, the
-/// bearer token, the body limit, the metrics handle and the event bus.
-/// Cheap to clone.
+/// bearer token, the host policy, the body gate, the metrics handle, the
+/// event hub and the config to reload. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
     inner: Arc<Inner>,
@@ -40,9 +33,14 @@ pub struct AppState {
 struct Inner {
     registry: Registry<Coprocess>,
     token: Option<String>,
-    body_limit: usize,
+    bodies: BodyGate,
+    host: HostPolicy,
+    access_log: bool,
     metrics: Option<PrometheusHandle>,
-    events: broadcast::Sender<PoolEvent>,
+    events: EventHub,
+    /// The file `SIGHUP` and `POST /reload` read again, and what was read
+    /// last.
+    reload: Mutex<Option<ReloadSource>>,
     shutdown: watch::Sender<bool>,
     /// Taken by `PUT /pools/{name}/config` from reading a pool's options to
     /// handing it the patched ones, so that two changes do not undo each
@@ -65,7 +63,8 @@ impl fmt::Debug for AppState {
         f.debug_struct("AppState")
             .field("registry", &self.inner.registry)
             .field("token", &self.inner.token.as_ref().map(|_| "<set>"))
-            .field("body_limit", &self.inner.body_limit)
+            .field("body_limit", &self.inner.bodies.limit())
+            .field("host", &self.inner.host)
             .finish_non_exhaustive()
     }
 }
@@ -76,6 +75,10 @@ impl fmt::Debug for AppState {
 pub struct AppStateBuilder {
     token: Option<String>,
     body_limit: Option<usize>,
+    max_bodies: Option<usize>,
+    body_timeout: Option<Duration>,
+    host: Option<HostPolicy>,
+    access_log: bool,
     metrics: Option<PrometheusHandle>,
     run_dir: Option<Arc<RunDir>>,
 }
@@ -102,6 +105,31 @@ impl AppStateBuilder {
         self
     }
 
+    /// At most `n` request bodies read and parsed at once (default 16).
+    pub fn max_bodies(mut self, n: usize) -> Self {
+        self.max_bodies = Some(n);
+        self
+    }
+
+    /// How long a request body may take to arrive, whole (default 30 s).
+    pub fn body_timeout(mut self, d: Duration) -> Self {
+        self.body_timeout = Some(d);
+        self
+    }
+
+    /// The `Host` and `Origin` values requests may carry (default: the
+    /// loopback names, and no cross-site origin).
+    pub fn host_policy(mut self, policy: HostPolicy) -> Self {
+        self.host = Some(policy);
+        self
+    }
+
+    /// Logs one INFO line per request (target `kennel_server::access`).
+    pub fn access_log(mut self, on: bool) -> Self {
+        self.access_log = on;
+        self
+    }
+
     /// Serves this recorder's rendering at `/metrics` (default: the one
     /// [`metrics::install`](crate::metrics::install) installs).
     pub fn metrics(mut self, handle: PrometheusHandle) -> Self {
@@ -111,17 +139,24 @@ impl AppStateBuilder {
 
     /// The state, with no pool yet: add them with [`AppState::add_pool`].
     pub fn build(self) -> AppState {
-        let (events, _) = broadcast::channel(EVENT_BUFFER);
         let (shutdown, _) = watch::channel(false);
+        let body_limit = self
+            .body_limit
+            .unwrap_or(usize::try_from(DEFAULT_BODY_LIMIT).unwrap_or(usize::MAX));
         AppState {
             inner: Arc::new(Inner {
                 registry: Registry::new(),
                 token: self.token,
-                body_limit: self
-                    .body_limit
-                    .unwrap_or(usize::try_from(DEFAULT_BODY_LIMIT).unwrap_or(usize::MAX)),
+                bodies: BodyGate::new(
+                    body_limit,
+                    self.max_bodies.unwrap_or(DEFAULT_MAX_BODIES),
+                    self.body_timeout.unwrap_or(DEFAULT_BODY_TIMEOUT),
+                ),
+                host: self.host.unwrap_or_default(),
+                access_log: self.access_log,
                 metrics: self.metrics,
-                events,
+                events: EventHub::new(),
+                reload: Mutex::new(None),
                 shutdown,
                 reconfig: Mutex::new(()),
                 run_dir: self.run_dir,
@@ -188,32 +223,54 @@ impl AppState {
     /// When called outside a tokio runtime.
     pub async fn start_pools(&self, config: &Config, self_exe: &Path) -> Result<(), StartError> {
         for (i, pool) in config.pools.iter().enumerate() {
-            let fail = |error: kennel::Error| StartError {
-                pool: pool.name.clone(),
-                key: format!("pool[{i}]"),
-                error,
-            };
-            let watch = Watch::new(self.inner.run_dir.clone());
-            let built = match build_watched_pool(pool, self_exe, &watch) {
-                Ok(p) => p,
-                Err(e) => {
-                    self.registry().close_all().await;
-                    return Err(fail(e.into()));
-                }
-            };
-            let capacity = built.stats().capacity;
-            if let Err(e) = self.add_pool(built, pool.group.as_deref()) {
+            if let Err(error) = self.start_pool(pool, self_exe) {
                 self.registry().close_all().await;
-                return Err(fail(e));
-            }
-            self.watches().insert(pool.name.clone(), watch);
-            self.live()
-                .built(&pool.name, pool.sizing, pool.eviction, capacity);
-            if let Some(limit) = pool.upload_limit {
-                self.set_upload_limit(&pool.name, usize::try_from(limit.0).unwrap_or(usize::MAX));
+                return Err(StartError {
+                    pool: pool.name.clone(),
+                    key: format!("pool[{i}]"),
+                    error,
+                });
             }
         }
         Ok(())
+    }
+
+    /// Builds one pool of a config, with its watch, and adds it.
+    ///
+    /// # Errors
+    ///
+    /// The pool's build error, or [`kennel::Error::DuplicatePool`].
+    pub(crate) fn start_pool(
+        &self,
+        pool: &PoolConfig,
+        self_exe: &Path,
+    ) -> Result<(), kennel::Error> {
+        let watch = Watch::new(self.inner.run_dir.clone());
+        let built = build_watched_pool(pool, self_exe, &watch)?;
+        let capacity = built.stats().capacity;
+        self.add_pool(built, pool.group.as_deref())?;
+        self.watches().insert(pool.name.clone(), watch);
+        self.live()
+            .built(&pool.name, pool.sizing, pool.eviction, capacity);
+        if let Some(limit) = pool.upload_limit {
+            self.set_upload_limit(&pool.name, usize::try_from(limit.0).unwrap_or(usize::MAX));
+        }
+        Ok(())
+    }
+
+    /// Forgets what is kept of a pool taken out: its watch, its events.
+    pub(crate) fn forget_pool(&self, name: &str) {
+        self.watches().remove(name);
+        self.inner.events.forget(name);
+    }
+
+    /// Kills every worker of every pool at once, without waiting (a second
+    /// stop signal).
+    pub fn kill_workers(&self) {
+        let watches: Vec<Watch> = self.watches().values().cloned().collect();
+        for w in watches {
+            w.kill_all();
+        }
     }
 
     /// Adds a pool (in `group`, if given) and forwards its events to
@@ -238,7 +295,7 @@ impl AppState {
             Some(g) => self.inner.registry.add_to_group(pool, g)?,
             None => self.inner.registry.add(pool)?,
         }
-        tokio::spawn(forward(name, rx, self.inner.events.clone()));
+        tokio::spawn(self.inner.events.clone().forward(name, rx));
         Ok(())
     }
 
@@ -292,7 +349,29 @@ impl AppState {
 
     /// The largest request body, in bytes.
     pub fn body_limit(&self) -> usize {
-        self.inner.body_limit
+        self.inner.bodies.limit()
+    }
+
+    /// How request bodies are read.
+    pub fn bodies(&self) -> &BodyGate {
+        &self.inner.bodies
+    }
+
+    /// The `Host` and `Origin` values requests may carry.
+    pub fn host_policy(&self) -> &HostPolicy {
+        &self.inner.host
+    }
+
+    /// Whether each request is logged.
+    pub fn access_log(&self) -> bool {
+        self.inner.access_log
+    }
+
+    pub(crate) fn reload_source(&self) -> MutexGuard<'_, Option<ReloadSource>> {
+        self.inner
+            .reload
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The largest binary job body of pool `name` (its `upload_limit`, or
@@ -303,7 +382,10 @@ impl AppState {
             .uploads
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        uploads.get(name).copied().unwrap_or(self.inner.body_limit)
+        uploads
+            .get(name)
+            .copied()
+            .unwrap_or(self.inner.bodies.limit())
     }
 
     /// Sets the `upload_limit` of pool `name`.
@@ -319,9 +401,9 @@ impl AppState {
         self.inner.metrics.as_ref()
     }
 
-    /// A stream of every pool's events.
-    pub fn subscribe(&self) -> broadcast::Receiver<PoolEvent> {
-        self.inner.events.subscribe()
+    /// The event hub of every pool's events.
+    pub fn events(&self) -> &EventHub {
+        &self.inner.events
     }
 
     /// Resolves once [`begin_shutdown`](Self::begin_shutdown) was called.
@@ -349,31 +431,5 @@ impl AppState {
     pub async fn close(&self) {
         self.begin_shutdown();
         self.inner.registry.close_all().await;
-    }
-}
-
-async fn forward(
-    pool: Arc<str>,
-    mut rx: broadcast::Receiver<Event>,
-    tx: broadcast::Sender<PoolEvent>,
-) {
-    loop {
-        match rx.recv().await {
-            Ok(event) => {
-                let closed = matches!(event, Event::Closed);
-                // No subscriber is fine: the event is dropped.
-                let _ = tx.send(PoolEvent {
-                    pool: pool.clone(),
-                    event,
-                });
-                if closed {
-                    break;
-                }
-            }
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!(target: "kennel_server", pool = &*pool, missed = n, "event forwarder fell behind");
-            }
-            Err(broadcast::error::RecvError::Closed) => break,
-        }
     }
 }

@@ -2,11 +2,12 @@
 //! tails of the last ones started (for the answer of a broken pool), and the
 //! run directory's file of each live worker group.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use kennel::Killer;
 use kennel_process::{Coprocess, StderrTail};
 
 use crate::rundir::RunDir;
@@ -28,6 +29,8 @@ pub struct Watch {
 struct Inner {
     /// The slot and stderr tail of the last workers started, oldest first.
     recent: Mutex<VecDeque<(usize, StderrTail)>>,
+    /// The kill switch of each live worker, by pid.
+    live: Mutex<HashMap<u32, Killer>>,
     run_dir: Option<Arc<RunDir>>,
 }
 
@@ -45,17 +48,19 @@ impl Watch {
         Self {
             inner: Arc::new(Inner {
                 recent: Mutex::new(VecDeque::new()),
+                live: Mutex::new(HashMap::new()),
                 run_dir,
             }),
         }
     }
 
     /// Called by the pool's factory for each worker it started: keeps its
-    /// stderr tail and records its group until it ends.
+    /// stderr tail and its kill switch, and records its group until it
+    /// ends.
     ///
     /// # Panics
     ///
-    /// When called outside a tokio runtime (with a run directory).
+    /// When called outside a tokio runtime.
     pub fn started(&self, slot: usize, worker: &Coprocess) {
         {
             let mut recent = self.recent();
@@ -64,18 +69,32 @@ impl Watch {
                 recent.pop_front();
             }
         }
-        if let Some(record) = self
-            .inner
-            .run_dir
-            .as_ref()
-            .and_then(|d| d.record(worker.pid()))
-        {
-            let exited = worker.exited();
-            tokio::spawn(async move {
-                exited.await;
-                drop(record);
-            });
+        let pid = worker.pid();
+        self.live().insert(pid, worker.killer());
+        let record = self.inner.run_dir.as_ref().and_then(|d| d.record(pid));
+        let exited = worker.exited();
+        let watch = self.clone();
+        tokio::spawn(async move {
+            exited.await;
+            drop(record);
+            watch.live().remove(&pid);
+        });
+    }
+
+    /// Kills every live worker of the pool at once (SIGKILL to each
+    /// process group), without waiting: for a second stop signal.
+    pub fn kill_all(&self) {
+        let killers: Vec<Killer> = self.live().values().cloned().collect();
+        for k in killers {
+            k.kill();
         }
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Killer>> {
+        self.inner
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The last words of the most recently started worker whose stderr has

@@ -67,7 +67,7 @@ max_queue_wait = "2s"
 max_lifetime = "1h"
 max_lifetime_jitter = "5m"
 auto_grow_threshold = 1
-close_grace = "10s"
+job_grace = "10s"
 max_reply = "4MiB"
 
 [[pool]]
@@ -127,7 +127,7 @@ sizing = { kind = "gradient", memory_per_worker = 1048576 }
     assert_eq!(o.max_lifetime, Some(secs(3600).0));
     assert_eq!(o.max_lifetime_jitter, secs(300).0);
     assert_eq!(o.auto_grow_threshold, Some(1));
-    assert_eq!(o.close_grace, secs(10).0);
+    assert_eq!(o.job_grace, secs(10).0);
     assert_eq!(p.max_reply, Some(HumanSize(4 * 1024 * 1024)));
     let q = &c.pools[1];
     assert_eq!(q.startup, StartupKind::OrderedReady);
@@ -449,8 +449,8 @@ fn each_bad_value_is_refused_with_its_key() {
             "0 to 1",
         ),
         (
-            &pool_with("close_grace = \"30days\""),
-            "pool[0].close_grace",
+            &pool_with("job_grace = \"30days\""),
+            "pool[0].job_grace",
             "(allowed: at most 2147483647 ms)",
         ),
         (&pool_with("max_reply = 0"), "pool[0].max_reply", "1 byte"),
@@ -523,7 +523,7 @@ fn reconfig_bodies_name_their_keys() {
         br#"{"sizing":{"kind":"fixed","workers":3},"job_timeout":null,"max_waiting":4,
             "eviction":{"kind":"idle-timeout","after":"1m"},"group":"g","max_lifetime":"1h",
             "max_lifetime_jitter":"1m","auto_grow_threshold":1,"warmup_timeout":"5s",
-            "max_queue_wait":"1s","close_grace":"2s","dispatch":"round-robin"}"#,
+            "max_queue_wait":"1s","job_grace":"2s","dispatch":"round-robin"}"#,
         &live,
     )
     .unwrap();
@@ -544,7 +544,7 @@ fn reconfig_bodies_name_their_keys() {
     assert_eq!(o.max_lifetime, Some(secs(3600).0));
     assert_eq!(o.max_lifetime_jitter, secs(60).0);
     assert_eq!(o.auto_grow_threshold, Some(1));
-    assert_eq!(o.close_grace, secs(2).0);
+    assert_eq!(o.job_grace, secs(2).0);
     assert_eq!(o.dispatch, Dispatch::RoundRobin);
 
     // An empty body changes nothing.
@@ -559,11 +559,11 @@ fn reconfig_bodies_name_their_keys() {
     let mut live = Options::default();
     live.job_timeout = Some(secs(30).0);
     live.max_waiting = Some(7);
-    live.close_grace = secs(1).0;
-    let b = ReconfigBody::from_json(br#"{"max_waiting":null,"close_grace":null}"#, &live).unwrap();
+    live.job_grace = secs(1).0;
+    let b = ReconfigBody::from_json(br#"{"max_waiting":null,"job_grace":null}"#, &live).unwrap();
     assert_eq!(b.options.job_timeout, Some(secs(30).0));
     assert_eq!(b.options.max_waiting, None);
-    assert_eq!(b.options.close_grace, Options::default().close_grace);
+    assert_eq!(b.options.job_grace, Options::default().job_grace);
     // A null group leaves the pool's group; a null sizing keeps the sizing.
     let b = ReconfigBody::from_json(br#"{"group":null,"sizing":null}"#, &live).unwrap();
     assert_eq!((b.group, b.sizing), (Some(None), None));
@@ -577,7 +577,7 @@ fn reconfig_bodies_name_their_keys() {
         (
             &br#"{"name":"x"}"#[..],
             "name",
-            "unknown field `name`, expected one of `sizing`, `eviction`, `group`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `close_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`",
+            "unknown field `name`, expected one of `sizing`, `eviction`, `group`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`",
         ),
         (
             br#"{"sizing":{"kind":"fixed","workers":0}}"#,
@@ -612,7 +612,7 @@ fn reconfig_bodies_name_their_keys() {
         (
             br#"{"group":"a b"}"#,
             "group",
-            "\"a b\" is not a name (allowed: 1 to 64 ASCII letters, digits, '-', '_' or '.')",
+            "\"a b\" is not a name (allowed: 1 to 64 ASCII letters, digits, '-', '_' or '.', other than \".\" and \"..\")",
         ),
         (
             br#"[{"job_timeout":"1s"}]"#,
@@ -692,7 +692,7 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
         ),
         (
             r#"job_timeut = "1s""#,
-            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `protocol`, `cancel_lines`, `method`, `initialize`, `upload_limit`, `probe_request`, `threads`, `queue`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `close_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`".to_owned(),
+            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `env_clear`, `env_keep`, `worker_close_grace`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `protocol`, `cancel_lines`, `method`, `initialize`, `upload_limit`, `probe_request`, `threads`, `queue`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`".to_owned(),
         ),
         (
             "max_waiting = -1",
@@ -719,5 +719,118 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
         ),
     ] {
         assert_eq!(refused(&pool_with(line)).to_string(), shown, "{line}");
+    }
+}
+
+#[test]
+fn a_table_given_as_a_list_is_refused_never_filled_by_position() {
+    for (text, key) in [
+        (pool_with("sizing = [\"fixed\", 3]"), "pool[0].sizing"),
+        (
+            pool_with("eviction = [\"idle-timeout\", \"5m\", 1]"),
+            "pool[0].eviction",
+        ),
+        ("server = [\"127.0.0.1:1\"]\n".to_owned(), "server"),
+    ] {
+        let e = refused(&text);
+        assert_eq!(e.key, key, "{e}");
+        assert!(e.message.contains("expected a table"), "{e}");
+    }
+    let live = kennel::Options::default();
+    let e = ReconfigBody::from_json(br#"{"sizing": ["fixed", 3]}"#, &live).unwrap_err();
+    assert_eq!(e.key, "sizing", "{e}");
+    assert!(e.message.contains("expected a table"), "{e}");
+}
+
+#[test]
+fn names_no_path_can_reach_are_refused() {
+    for name in [".", ".."] {
+        let e = refused(&format!("[[pool]]\nname = \"{name}\"\nargv = [\"cat\"]\n"));
+        assert_eq!(e.key, "pool[0].name", "{e}");
+        let e = refused(&pool_with(&format!("group = \"{name}\"")));
+        assert_eq!(e.key, "pool[0].group", "{e}");
+    }
+    assert!(parse(&pool_with("group = \"a.b\"")).is_ok());
+}
+
+#[test]
+fn close_grace_is_refused_naming_its_two_successors() {
+    let e = refused(&pool_with("close_grace = \"5s\""));
+    assert_eq!(e.key, "pool[0].close_grace");
+    assert!(
+        e.message.contains("`job_grace`") && e.message.contains("`worker_close_grace`"),
+        "{e}"
+    );
+    let c = parse(&pool_with(
+        "job_grace = \"7s\"\nworker_close_grace = \"2s\"",
+    ))
+    .unwrap();
+    assert_eq!(c.pools[0].options.job_grace, secs(7).0);
+    assert_eq!(c.pools[0].worker_close_grace, secs(2));
+}
+
+#[test]
+fn the_token_variable_never_goes_to_a_worker() {
+    let server = "[server]\ntoken_env = \"TOK\"\n";
+    let c = parse(&format!("{server}{}", pool_with(""))).unwrap();
+    assert_eq!(c.pools[0].env_remove, ["TOK"]);
+    let e = refused(&format!("{server}{}", pool_with("env = { TOK = \"x\" }")));
+    assert_eq!(e.key, "pool[0].env.TOK", "{e}");
+    let e = refused(&format!(
+        "{server}{}",
+        pool_with("env_clear = true\nenv_keep = [\"PATH\", \"TOK\"]")
+    ));
+    assert_eq!(e.key, "pool[0].env_keep", "{e}");
+    let e = refused(&pool_with("env_keep = [\"PATH\"]"));
+    assert!(e.message.contains("env_clear = true"), "{e}");
+}
+
+#[test]
+fn the_http_keys_are_checked_naming_their_range() {
+    for (line, key, words) in [
+        (
+            "header_timeout = \"0s\"",
+            "server.header_timeout",
+            "allowed: 1ms to",
+        ),
+        (
+            "max_connections = 0",
+            "server.max_connections",
+            "allowed: 1 to 1000000",
+        ),
+        (
+            "max_bodies = 20000",
+            "server.max_bodies",
+            "allowed: 1 to 10000",
+        ),
+        (
+            "allowed_hosts = [\"http://x\"]",
+            "server.allowed_hosts[0]",
+            "not a host",
+        ),
+        (
+            "allowed_origins = [\"dash.example\"]",
+            "server.allowed_origins[0]",
+            "not an origin",
+        ),
+        (
+            "histogram_buckets = [1, 0.5]",
+            "server.histogram_buckets",
+            "increasing order",
+        ),
+        (
+            "histogram_buckets = []",
+            "server.histogram_buckets",
+            "0 bound(s)",
+        ),
+        (
+            "log_format = \"xml\"",
+            "server.log_format",
+            "unknown variant",
+        ),
+    ] {
+        let e = refused(&format!("[server]\n{line}\n"));
+        assert_eq!(e.key, key, "{e}");
+        assert!(e.message.contains(words), "{e}");
     }
 }

@@ -85,7 +85,7 @@ max_queue_wait = "2s"
 max_lifetime = "1h"
 max_lifetime_jitter = "5m"
 auto_grow_threshold = 1
-close_grace = "10s"
+job_grace = "10s"
 max_reply = "4MiB"
 
 [[pool]]
@@ -164,7 +164,7 @@ fn key_token() -> impl Strategy<Value = String> {
         Just("max_lifetime"),
         Just("max_lifetime_jitter"),
         Just("auto_grow_threshold"),
-        Just("close_grace"),
+        Just("job_grace"),
         Just("max_reply"),
         Just("port"),
         Just("\"quoted key\""),
@@ -380,7 +380,7 @@ fn reconfig_json() -> impl Strategy<Value = Value> {
         Just("max_lifetime"),
         Just("max_lifetime_jitter"),
         Just("auto_grow_threshold"),
-        Just("close_grace"),
+        Just("job_grace"),
         Just("group"),
         Just("name"),
         Just("argv"),
@@ -679,8 +679,9 @@ proptest! {
                 let right = value
                     .as_ref()
                     .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("Bearer "))
-                    .is_some_and(|t| t.trim() == "s3cret-token");
+                    .and_then(|v| v.trim().split_once(' '))
+                    // The scheme's name is case-insensitive (RFC 9110).
+                    .is_some_and(|(scheme, t)| scheme.eq_ignore_ascii_case("bearer") && t.trim() == "s3cret-token");
                 for (uri, open) in [("/pools", false), ("/pools/echo/stats", false), ("/healthz", true)] {
                     let mut req = Request::builder().uri(uri).body(Body::empty()).unwrap();
                     if let Some(v) = &value {
@@ -718,7 +719,8 @@ async fn serve(builder: kennel_server::AppStateBuilder) -> Served {
     let addr = listener.local_addr().unwrap();
     let router = app(state.clone());
     let server = tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
+        let options = kennel_server::http::ConnOptions::default();
+        let _ = kennel_server::http::serve(listener, router, options, std::future::pending()).await;
     });
     Served {
         addr,
@@ -785,7 +787,7 @@ async fn a_body_over_the_limit_is_413_and_the_server_goes_on() {
     let addr = served.addr;
     // Declared too large.
     let mut req = format!(
-        "POST /pools/echo/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        "POST /pools/echo/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
         4 << 20
     )
     .into_bytes();
@@ -794,7 +796,7 @@ async fn a_body_over_the_limit_is_413_and_the_server_goes_on() {
     assert_eq!(status, 413, "{body}");
     // Chunked, with no length, past the limit.
     let mut req =
-        b"POST /pools/echo/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"POST /pools/echo/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
             .to_vec();
     for _ in 0..8 {
         req.extend_from_slice(b"200\r\n");
@@ -818,7 +820,7 @@ async fn slow_and_stalled_bodies_hold_no_worker_and_block_no_one() {
     // Twenty clients drip a 40-byte body, a byte every 10 ms.
     let body = "{\"slow\":\"abcdefghijklmnopqrstuvwxyz0\"}";
     let head = format!(
-        "POST /pools/echo/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        "POST /pools/echo/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     let mut slow = Vec::new();
@@ -844,7 +846,7 @@ async fn slow_and_stalled_bodies_hold_no_worker_and_block_no_one() {
     for _ in 0..50 {
         let mut s = TcpStream::connect(addr).await.unwrap();
         s.write_all(
-            b"POST /pools/echo/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"half\":",
+            b"POST /pools/echo/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"half\":",
         )
         .await
         .unwrap();
@@ -885,7 +887,7 @@ async fn a_header_flood_is_refused_and_the_server_goes_on() {
     let served = serve(AppState::builder()).await;
     let addr = served.addr;
     // Ten thousand headers.
-    let mut req = b"GET /pools HTTP/1.1\r\nHost: x\r\nConnection: close\r\n".to_vec();
+    let mut req = b"GET /pools HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n".to_vec();
     for i in 0..10_000 {
         req.extend_from_slice(format!("X-Flood-{i}: {i}\r\n").as_bytes());
     }
@@ -893,7 +895,8 @@ async fn a_header_flood_is_refused_and_the_server_goes_on() {
     let (status, _) = http(addr, &req).await;
     assert!(status == 431 || status == 0, "status {status}");
     // One header of 2 MiB.
-    let mut req = b"GET /pools HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: ".to_vec();
+    let mut req =
+        b"GET /pools HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nX-Big: ".to_vec();
     req.extend(std::iter::repeat_n(b'a', 2 << 20));
     req.extend_from_slice(b"\r\n\r\n");
     let (status, _) = http(addr, &req).await;
@@ -902,7 +905,7 @@ async fn a_header_flood_is_refused_and_the_server_goes_on() {
     let mut stalled = Vec::new();
     for _ in 0..100 {
         let mut s = TcpStream::connect(addr).await.unwrap();
-        s.write_all(b"GET /pools HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        s.write_all(b"GET /pools HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
             .await
             .unwrap();
         stalled.push(s);

@@ -2,7 +2,7 @@
 //! its workers die with it (the death signal) and its reaper kills their
 //! own children; if the reaper was killed too, the next server on the same
 //! port and run directory kills the groups the first one left; after
-//! SIGHUP the server stops gracefully and leaves no worker.
+//! SIGTERM the server stops gracefully and leaves no worker.
 
 #![cfg(target_os = "linux")]
 
@@ -216,7 +216,7 @@ fn groups_recorded(run_dir: &Path) -> usize {
 }
 
 #[test]
-fn after_kill_9_no_worker_or_grandchild_outlives_the_server_nor_the_next_start_and_sighup_leaves_none()
+fn after_kill_9_no_worker_or_grandchild_outlives_the_server_nor_the_next_start_and_sigterm_leaves_none()
  {
     let dir: PathBuf = std::env::temp_dir().join(format!("kennel-orphans-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -297,16 +297,16 @@ fn after_kill_9_no_worker_or_grandchild_outlives_the_server_nor_the_next_start_a
     );
     eprintln!("reaped by the next start in {:?}", killed.elapsed());
 
-    // SIGHUP: a graceful stop, no worker left, no group left recorded.
+    // SIGTERM: a graceful stop, no worker left, no group left recorded.
     let (procs, reaper) = third.wait_for_workers();
-    third.signal(Signal::SIGHUP);
+    third.signal(Signal::SIGTERM);
     let hup = Instant::now();
     let status = third.exit();
     assert!(status.success(), "{status:?}");
     assert!(procs.iter().all(|p| !p.alive()), "{procs:?}");
     assert_eq!(groups_recorded(&run_dir), 0);
     assert!(poll(LIMIT, || !reaper.alive()), "the reaper stayed");
-    eprintln!("SIGHUP: stopped in {:?}", hup.elapsed());
+    eprintln!("SIGTERM: stopped in {:?}", hup.elapsed());
 
     // So a fourth server finds nothing to reap.
     let mut fourth = Server::start(&dir, port);

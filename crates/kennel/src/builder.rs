@@ -20,7 +20,7 @@ use crate::worker::Worker;
 ///
 /// Defaults: name `"pool"`, [`OnDemand`], `Fixed(cpus)`, [`NoEviction`],
 /// the [`Options`] defaults (no job or warm-up timeout, `max_waiting` =
-/// 8 × capacity, no `max_queue_wait`, a close grace of 30 s,
+/// 8 × capacity, no `max_queue_wait`, a job grace of 30 s,
 /// [`Dispatch::LowestSlot`]), no metrics.
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct PoolBuilder<W> {
@@ -139,8 +139,8 @@ impl<W: Worker> PoolBuilder<W> {
     }
 
     /// How long `close` lets lent jobs finish before it kills their workers.
-    pub fn close_grace(mut self, d: Duration) -> Self {
-        self.options.close_grace = d;
+    pub fn job_grace(mut self, d: Duration) -> Self {
+        self.options.job_grace = d;
         self
     }
 

@@ -76,6 +76,8 @@ pub enum Event {
     Ready {
         /// The slot.
         slot: usize,
+        /// The worker's process id, for workers that are processes.
+        pid: Option<u32>,
         /// From start until `ready()` resolved.
         warmup: Duration,
     },
@@ -83,6 +85,8 @@ pub enum Event {
     WarmupFailed {
         /// The slot.
         slot: usize,
+        /// The worker's process id, for workers that are processes.
+        pid: Option<u32>,
         /// What went wrong.
         message: String,
     },
@@ -90,6 +94,8 @@ pub enum Event {
     Exited {
         /// The slot.
         slot: usize,
+        /// The worker's process id, for workers that are processes.
+        pid: Option<u32>,
         /// How it ended and how long it ran.
         exit: Exit,
         /// It ran less than 10 minutes.
@@ -99,6 +105,8 @@ pub enum Event {
     Crashed {
         /// The slot.
         slot: usize,
+        /// The worker's process id, for workers that are processes.
+        pid: Option<u32>,
         /// How it ended.
         exit: Exit,
     },
@@ -108,6 +116,8 @@ pub enum Event {
     TimedOut {
         /// The slot.
         slot: usize,
+        /// The worker's process id, for workers that are processes.
+        pid: Option<u32>,
         /// The limit.
         after: Duration,
     },
@@ -120,6 +130,8 @@ pub enum Event {
     Evicted {
         /// The slot.
         slot: usize,
+        /// The worker's process id, for workers that are processes.
+        pid: Option<u32>,
         /// How long it was idle.
         idle_for: Duration,
     },
@@ -127,6 +139,8 @@ pub enum Event {
     Retired {
         /// The slot.
         slot: usize,
+        /// The worker's process id, for workers that are processes.
+        pid: Option<u32>,
         /// Why.
         reason: RetireReason,
     },
@@ -193,6 +207,8 @@ pub enum Event {
     SlowJob {
         /// The worker's slot.
         slot: usize,
+        /// The worker's process id, for workers that are processes.
+        pid: Option<u32>,
         /// How long the job has held it.
         running_for: Duration,
     },
@@ -255,24 +271,89 @@ impl Event {
         }
     }
 
-    pub(crate) fn trace(&self, pool: &str) {
-        let name = self.name();
+    /// The process id of the worker the event is about, when the pool knows
+    /// it (workers that are processes report theirs).
+    pub fn pid(&self) -> Option<u32> {
         match self {
-            Self::Crashed { .. }
-            | Self::WarmupFailed { .. }
-            | Self::Warning { .. }
-            | Self::Broken { .. } => {
-                tracing::warn!(target: "kennel", pool, event = name, ?self);
+            Self::Ready { pid, .. }
+            | Self::WarmupFailed { pid, .. }
+            | Self::Exited { pid, .. }
+            | Self::Crashed { pid, .. }
+            | Self::TimedOut { pid, .. }
+            | Self::Evicted { pid, .. }
+            | Self::Retired { pid, .. }
+            | Self::SlowJob { pid, .. } => *pid,
+            _ => None,
+        }
+    }
+
+    /// Logs the event with structured fields (`event`, `pool`, `slot`,
+    /// `pid`, and its own: `reason`, `status`, `message`, …): failures at
+    /// WARN; time-outs, back-offs, slow jobs and sizing steps at INFO;
+    /// rejections (which come by the thousand under overload; the service
+    /// logs them as periodic summaries) and the rest at DEBUG.
+    pub(crate) fn trace(&self, pool: &str) {
+        macro_rules! at {
+            ($level:ident, $($fields:tt)*) => {
+                tracing::$level!(target: "kennel", pool, event = self.name(), $($fields)*)
+            };
+        }
+        let slot = self.slot();
+        let pid = self.pid();
+        match self {
+            Self::Crashed { exit, .. } => {
+                at!(warn, slot, pid, status = %exit.status, ran_for = ?exit.ran_for, "worker crashed under a job");
             }
-            Self::TimedOut { .. }
-            | Self::Rejected { .. }
-            | Self::Backoff { .. }
-            | Self::SlowJob { .. }
-            | Self::Cancelled { .. }
-            | Self::ProbeFailed { .. } => {
-                tracing::info!(target: "kennel", pool, event = name, ?self);
+            Self::WarmupFailed { message, .. } => {
+                at!(warn, slot, pid, reason = %message, "warm-up failed");
             }
-            _ => tracing::debug!(target: "kennel", pool, event = name, ?self),
+            Self::Warning { message } => at!(warn, reason = %message, "pool warning"),
+            Self::Broken {
+                failed_starts,
+                last_failure,
+                retry_after,
+            } => {
+                at!(warn, failed_starts, reason = %last_failure, retry_after = ?retry_after, "pool broken: its workers keep failing to start");
+            }
+            Self::TimedOut { after, .. } => {
+                at!(info, slot, pid, after = ?after, "job timed out; its worker is killed");
+            }
+            Self::Backoff {
+                delay, early_exits, ..
+            } => at!(info, slot, delay = ?delay, early_exits, "slot backs off"),
+            Self::SlowJob { running_for, .. } => {
+                at!(info, slot, pid, running_for = ?running_for, "slow job");
+            }
+            Self::SizingStep(step) => {
+                at!(info, from = step.from, tried = step.tried, to = step.to, reason = ?step.verdict, "sizing step");
+            }
+            Self::Recovered { failed_starts } => {
+                at!(info, failed_starts, "pool recovered");
+            }
+            Self::Rejected { reason } => at!(debug, reason = reason.as_str(), "job rejected"),
+            Self::Retired { reason, .. } => {
+                at!(debug, slot, pid, reason = reason.as_str(), "worker retired");
+            }
+            Self::Exited { exit, early, .. } => {
+                at!(debug, slot, pid, status = %exit.status, early, "worker exited");
+            }
+            Self::Ready { warmup, .. } => at!(debug, slot, pid, warmup = ?warmup, "worker ready"),
+            Self::Evicted { idle_for, .. } => {
+                at!(debug, slot, pid, idle_for = ?idle_for, "worker evicted");
+            }
+            Self::Retried { attempt, .. } => at!(debug, attempt, "job retried"),
+            Self::Cancelled {
+                reason,
+                outcome,
+                took,
+                ..
+            } => {
+                at!(info, slot, reason = reason.as_str(), outcome = ?outcome, took = ?took, "job cancelled");
+            }
+            Self::ProbeFailed { message, .. } => {
+                at!(info, slot, reason = %message, "worker probe failed");
+            }
+            _ => at!(debug, slot, "pool event"),
         }
     }
 }

@@ -91,10 +91,12 @@ pub struct Options {
     /// above this. `None`: off.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub max_queue_wait: Option<Duration>,
-    /// How long `close` lets lent jobs finish before it kills their workers
-    /// (default 30 s).
+    /// The job grace: how long `close` lets lent jobs finish before it
+    /// kills their workers (default 30 s). Not the grace of one worker's
+    /// own close, which belongs to the worker (`kennel-process`'s
+    /// `CoprocessSpec::close_grace`, the service's `worker_close_grace`).
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub close_grace: Duration,
+    pub job_grace: Duration,
     /// Which idle worker a job takes.
     pub dispatch: Dispatch,
     /// Closes and replaces a worker older than this (pooler's and HikariCP's
@@ -186,7 +188,7 @@ impl Default for Options {
             warmup_timeout: None,
             max_waiting: None,
             max_queue_wait: None,
-            close_grace: Duration::from_secs(30),
+            job_grace: Duration::from_secs(30),
             dispatch: Dispatch::LowestSlot,
             max_lifetime: None,
             max_lifetime_jitter: Duration::ZERO,
@@ -225,12 +227,12 @@ impl Options {
                 check_limit(option, d)?;
             }
         }
-        if self.close_grace > MAX_DURATION {
+        if self.job_grace > MAX_DURATION {
             return Err(BuildError::new(
-                "close_grace",
+                "job_grace",
                 format!(
                     "{:?} is out of range (allowed: at most {} ms)",
-                    self.close_grace,
+                    self.job_grace,
                     MAX_DURATION.as_millis()
                 ),
             ));
@@ -384,7 +386,7 @@ impl Options {
             "max_queue_wait",
             self.max_queue_wait != other.max_queue_wait,
         );
-        differs("close_grace", self.close_grace != other.close_grace);
+        differs("job_grace", self.job_grace != other.job_grace);
         differs("dispatch", self.dispatch != other.dispatch);
         differs("max_lifetime", self.max_lifetime != other.max_lifetime);
         differs(
@@ -466,7 +468,7 @@ mod tests {
             ("max_queue_wait", |o| {
                 o.max_queue_wait = Some(Duration::ZERO);
             }),
-            ("close_grace", |o| o.close_grace = Duration::MAX),
+            ("job_grace", |o| o.job_grace = Duration::MAX),
             ("max_waiting", |o| o.max_waiting = Some(MAX_WAITING + 1)),
             ("max_lifetime_jitter", |o| {
                 o.max_lifetime = Some(Duration::from_secs(1));

@@ -278,7 +278,7 @@ impl<W: Worker> Pool<W> {
 
     /// Closes the pool: refuses new jobs with [`Error::Closed`],
     /// fails waiting jobs with `Closed`, closes idle and kept workers, lets
-    /// lent jobs finish up to the close grace and then kills their workers,
+    /// lent jobs finish up to the job grace (`job_grace`) and then kills their workers,
     /// and resolves when every worker has ended.
     ///
     /// # Errors

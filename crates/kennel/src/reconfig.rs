@@ -189,9 +189,9 @@ impl Reconfig {
         self.edit("probe_on_lend", move |o| o.probe_on_lend = on)
     }
 
-    /// A new close grace.
-    pub fn close_grace(self, d: Duration) -> Self {
-        self.edit("close_grace", move |o| o.close_grace = d)
+    /// A new job grace (`job_grace`).
+    pub fn job_grace(self, d: Duration) -> Self {
+        self.edit("job_grace", move |o| o.job_grace = d)
     }
 
     /// A new dispatch, for the jobs from now.

@@ -163,6 +163,22 @@ impl<W: Worker> Registry<W> {
         Ok(())
     }
 
+    /// Takes the pool named `name` out of the registry without closing it:
+    /// the caller closes it (or hands it on). New jobs no longer find it by
+    /// name; jobs that hold its workers go on.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchPool`] when there is none.
+    pub fn take(&self, name: &str) -> Result<Pool<W>, Error> {
+        self.lock()
+            .remove(name)
+            .map(|e| e.pool)
+            .ok_or_else(|| Error::NoSuchPool {
+                name: name.to_owned(),
+            })
+    }
+
     /// Every pool, by name, with its group and stats.
     pub fn list(&self) -> Vec<PoolEntry> {
         self.lock()

@@ -55,10 +55,10 @@ async fn a_job_does_not_wait_for_an_evicted_worker_to_finish_closing() {
 /// `worker:crashed` is a worker that ended on its own while a job held it;
 /// close's own kill after the grace is not one.
 #[tokio::test(start_paused = true)]
-async fn the_kill_at_the_end_of_the_close_grace_is_not_a_crash() {
+async fn the_kill_at_the_end_of_the_job_grace_is_not_a_crash() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .close_grace(secs(1))
+        .job_grace(secs(1))
         .build()
         .unwrap();
     let mut events = pool.events();

@@ -376,6 +376,7 @@ async fn an_eviction_emits_worker_evicted() {
         evicted,
         [Event::Evicted {
             slot: 1,
+            pid: None,
             idle_for: secs(7)
         }]
     );

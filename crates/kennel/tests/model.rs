@@ -1064,7 +1064,7 @@ impl StateMachineTest for PoolTest {
             // The reference model has no crash-loop breaker; its own tests
             // (breaker.rs) check it.
             .break_after_failed_starts(None)
-            .close_grace(Duration::from_secs(1));
+            .job_grace(Duration::from_secs(1));
             let b = match m.evict_after {
                 Some(ms) => b.eviction(IdleTimeout::new(Duration::from_millis(ms)).unwrap()),
                 None => b.eviction(NoEviction),

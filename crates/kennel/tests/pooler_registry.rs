@@ -297,7 +297,7 @@ async fn closing_the_registry_ends_every_member_of_every_pool() {
             .name(name)
             .startup(Parallel)
             .sizing(Fixed(2))
-            .close_grace(secs(1))
+            .job_grace(secs(1))
             .build()
             .unwrap();
         match group {

@@ -130,7 +130,7 @@ async fn a_job_held_past_slow_job_is_said_once() {
     assert!(
         matches!(
             &got[..],
-            [Event::SlowJob { slot: 0, running_for }] if *running_for == secs(10)
+            [Event::SlowJob { slot: 0, running_for, .. }] if *running_for == secs(10)
         ),
         "{got:?}"
     );

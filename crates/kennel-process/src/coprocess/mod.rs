@@ -21,6 +21,7 @@ use crate::frames::Frames;
 use crate::framing::{Framing, Handshake};
 use crate::group::ProcessGroup;
 
+mod budget;
 mod cancel;
 mod ending;
 mod exchange;
@@ -34,6 +35,9 @@ mod rpc;
 mod spawn;
 mod stderr;
 
+pub use self::budget::{
+    STDERR_BYTES_BURST, STDERR_BYTES_PER_SEC, STDERR_LINES_BURST, STDERR_LINES_PER_SEC,
+};
 pub use self::stderr::{STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail};
 
 /// Where the conversation with the worker stands.

@@ -40,6 +40,9 @@ impl Coprocess {
         if spec.env_clear {
             command.env_clear();
         }
+        for key in &spec.env_remove {
+            command.env_remove(key);
+        }
         command.envs(spec.env.iter().map(|(k, v)| (k, v)));
         if let Some(dir) = &spec.current_dir {
             command.current_dir(dir);

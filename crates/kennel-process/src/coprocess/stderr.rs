@@ -1,6 +1,6 @@
 //! A [`Coprocess`](super::Coprocess)'s stderr: forwarded line by line to
-//! `tracing`, and its last lines kept as the worker's last words
-//! ([`StderrTail`]).
+//! `tracing` within a budget per worker (`budget.rs`), and its last lines
+//! kept as the worker's last words ([`StderrTail`]).
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::process::ChildStderr;
 use tokio::sync::watch;
 
+use tokio::time::Instant;
+
 use super::Label;
+use super::budget::{DROP_NOTE_EVERY, STDERR_BYTES_PER_SEC, STDERR_LINES_PER_SEC, StderrBudget};
 use crate::lines::{Line, LineReader, Overflow};
 
 /// The longest stderr line forwarded whole; longer ones are cut.
@@ -144,20 +147,36 @@ fn cut(text: &str, max: usize) -> &str {
 }
 
 /// Forwards each stderr line of the worker to `tracing` and keeps it in
-/// `tail`; marks the tail closed at the end of the stream.
+/// `tail`, within the worker's [`StderrBudget`]: lines past it are read
+/// and dropped, counted in `kennel_worker_stderr_dropped_lines_total`
+/// (labelled `pool`) and in a WARN line at most every 10 s. Marks the tail
+/// closed at the end of the stream.
 pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32, tail: StderrTail) {
     let mut reader = LineReader::new(stderr, STDERR_LINE_BYTES, Overflow::Truncate);
     // Closed however this task ends, even when its runtime stops.
     let _closed = CloseOnDrop(tail.clone());
+    let mut budget = StderrBudget::new();
+    let mut drops = Drops::new(&label, pid);
     loop {
+        if !budget.allows_line() {
+            match reader.skip_line().await {
+                Ok(true) => {
+                    drops.one();
+                    continue;
+                }
+                Ok(false) | Err(_) => break,
+            }
+        }
         let (bytes, last) = match reader.next_line().await {
             Ok(Line::Complete(bytes) | Line::Truncated(bytes) | Line::TooLong(bytes)) => {
                 (bytes, false)
             }
             Ok(Line::Eof { partial }) => (partial, true),
-            Err(_) => return,
+            Err(_) => break,
         };
         if !bytes.is_empty() || !last {
+            budget.spend(bytes.len());
+            drops.note(false);
             tail.push(&bytes);
             let line = String::from_utf8_lossy(&bytes);
             tracing::info!(
@@ -169,8 +188,67 @@ pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32, 
             );
         }
         if last {
+            break;
+        }
+    }
+    drops.note(true);
+}
+
+/// The stderr lines of one worker dropped over its budget, and when the
+/// log last said so.
+struct Drops<'a> {
+    label: &'a Label,
+    pid: u32,
+    counter: metrics::Counter,
+    /// Dropped since the last note.
+    pending: u64,
+    last_note: Option<Instant>,
+}
+
+impl<'a> Drops<'a> {
+    fn new(label: &'a Label, pid: u32) -> Self {
+        let pool = label.pool.clone().unwrap_or_default();
+        Self {
+            label,
+            pid,
+            counter: metrics::counter!("kennel_worker_stderr_dropped_lines_total", "pool" => pool),
+            pending: 0,
+            last_note: None,
+        }
+    }
+
+    fn one(&mut self) {
+        self.counter.increment(1);
+        self.pending += 1;
+        if self.last_note.is_none() {
+            // The first drop of the worker is said at once.
+            self.note(true);
+        }
+    }
+
+    /// Logs the lines dropped since the last note, when there are some and
+    /// the last note is old enough (or `now`).
+    fn note(&mut self, now: bool) {
+        if self.pending == 0
+            || (!now
+                && self
+                    .last_note
+                    .is_some_and(|t| t.elapsed() < DROP_NOTE_EVERY))
+        {
             return;
         }
+        tracing::warn!(
+            target: "kennel_process::stderr",
+            pool = self.label.pool.as_deref(),
+            slot = self.label.slot,
+            pid = self.pid,
+            dropped = self.pending,
+            "the worker writes stderr faster than {STDERR_LINES_PER_SEC} lines or {} KiB a second: {} line(s) dropped",
+            STDERR_BYTES_PER_SEC / 1024,
+            self.pending,
+        );
+        self.pending = 0;
+        self.last_note = Some(Instant::now());
     }
 }
 

@@ -60,6 +60,9 @@ pub(crate) fn join(prefix: &str, key: &str) -> String {
 
 /// The keys a refusal of an unknown key offers, as serde words it.
 pub(crate) fn unknown_key(key: &str, allowed: &[&str]) -> String {
+    if key == "close_grace" {
+        return "`close_grace` was two settings and is now split (allowed: `job_grace`, how long lent jobs may finish when the pool closes, default 30s; `worker_close_grace`, each step of one worker's close, default 5s)".into();
+    }
     let list: Vec<String> = allowed.iter().map(|k| format!("`{k}`")).collect();
     format!("unknown field `{key}`, expected one of {}", list.join(", "))
 }

@@ -47,18 +47,24 @@ mod pool;
 pub(crate) mod protocol;
 mod reconfig;
 mod server;
+mod server_http;
+mod table;
 mod threads;
 
 pub use self::error::ConfigError;
 pub use self::human::{HumanDuration, HumanSize};
 pub use self::policy::{EvictionConfig, MAX_FIXED_WORKERS, Policies, SizingConfig};
-pub use self::pool::{PoolConfig, ReadyKind, SELF_EXE, StartupKind, check_name};
+pub use self::pool::{
+    DEFAULT_ENV_KEEP, DEFAULT_WORKER_CLOSE_GRACE, PoolConfig, ReadyKind, SELF_EXE, StartupKind,
+    check_name,
+};
 pub use self::protocol::{ClientInfo, InitializeConfig, ProtocolKind};
 pub use self::reconfig::ReconfigBody;
 pub use self::server::{
-    DEFAULT_BODY_LIMIT, DEFAULT_PORT, DEFAULT_SHUTDOWN_GRACE, MAX_BODY_LIMIT, ServerConfig,
-    parse_listen,
+    Buckets, DEFAULT_BODY_LIMIT, DEFAULT_PORT, DEFAULT_SHUTDOWN_GRACE, LogFormat, MAX_BODY_LIMIT,
+    ServerConfig, parse_listen,
 };
+pub use self::server_http::{MAX_BODIES, MAX_BUCKETS, MAX_CONNECTIONS};
 pub use self::threads::ThreadsConfig;
 
 use self::error::{Refusal, join, line_col, path_string};
@@ -69,7 +75,7 @@ use self::error::{Refusal, join, line_col, path_string};
 #[non_exhaustive]
 pub struct Config {
     /// `[server]`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "table::table")]
     pub server: ServerConfig,
     /// `[[pool]]` entries, in file order.
     #[serde(default, rename = "pool")]
@@ -175,6 +181,27 @@ impl Config {
         for (i, pool) in self.pools.iter_mut().enumerate() {
             let at = |k: &str| join(&format!("pool[{i}]"), k);
             pool.validate(source).map_err(|(k, m)| (at(&k), m))?;
+            if let Some(token) = &self.server.token_env {
+                if pool.env.contains_key(token) {
+                    return Err((
+                        at(&format!("env.{token}")),
+                        format!(
+                            "{token} is the server's `token_env`: the bearer token never goes to a worker (allowed: any other variable)"
+                        ),
+                    ));
+                }
+                if pool.env_keep.as_ref().is_some_and(|k| k.contains(token)) {
+                    return Err((
+                        at("env_keep"),
+                        format!(
+                            "{token} is the server's `token_env`: the bearer token never goes to a worker (allowed: any other variable)"
+                        ),
+                    ));
+                }
+                if !pool.env_remove.contains(token) {
+                    pool.env_remove.push(token.clone());
+                }
+            }
             if !names.insert(pool.name.clone()) {
                 return Err((
                     at("name"),

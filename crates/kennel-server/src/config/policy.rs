@@ -12,13 +12,14 @@ use serde::{Deserialize, Serialize};
 
 use super::error::Refusal;
 use super::human::{HumanDuration, HumanSize};
+use super::table::Table;
 
 /// The most workers a `fixed` sizing may ask for.
 pub const MAX_FIXED_WORKERS: usize = 1024;
 
 /// How many workers run (`sizing`), a table with a `kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", try_from = "RawSizing")]
+#[serde(tag = "kind", rename_all = "kebab-case", try_from = "Table<RawSizing>")]
 pub enum SizingConfig {
     /// `{ kind = "fixed", workers = N }`.
     Fixed {
@@ -72,7 +73,11 @@ impl fmt::Display for SizingConfig {
 
 /// When idle workers close (`eviction`), a table with a `kind`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", try_from = "RawEviction")]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    try_from = "Table<RawEviction>"
+)]
 pub enum EvictionConfig {
     /// `{ kind = "none" }`: idle workers stay until the pool closes (the
     /// default).
@@ -118,6 +123,22 @@ struct RawSizing {
     workers: Option<usize>,
     #[serde(default)]
     memory_per_worker: Option<HumanSize>,
+}
+
+impl TryFrom<Table<RawSizing>> for SizingConfig {
+    type Error = String;
+
+    fn try_from(raw: Table<RawSizing>) -> Result<Self, String> {
+        raw.0.try_into()
+    }
+}
+
+impl TryFrom<Table<RawEviction>> for EvictionConfig {
+    type Error = String;
+
+    fn try_from(raw: Table<RawEviction>) -> Result<Self, String> {
+        raw.0.try_into()
+    }
 }
 
 impl TryFrom<RawSizing> for SizingConfig {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Source;
 use super::error::{Refusal, refusal};
-use super::human::HumanSize;
+use super::human::{HumanDuration, HumanSize};
 use super::policy::{EvictionConfig, SizingConfig};
 use super::protocol::{InitializeConfig, ProtocolKind};
 use super::server::MAX_BODY_LIMIT;
@@ -75,6 +75,24 @@ pub struct PoolConfig {
     /// `env`: variables added to the inherited environment.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// `env_clear`: start workers with none of the server's environment
+    /// but the variables of `env_keep` (default false: all of it, less the
+    /// bearer token's variable, which a worker never inherits).
+    #[serde(default)]
+    pub env_clear: bool,
+    /// `env_keep`: with `env_clear`, the server's variables a worker still
+    /// inherits (default: `PATH`, `HOME`, `LANG`, `LC_ALL`, `TZ`, `TMPDIR`,
+    /// `USER`).
+    #[serde(default)]
+    pub env_keep: Option<Vec<String>>,
+    /// `worker_close_grace`: each step of a worker's close (stdin closed,
+    /// then SIGTERM, then SIGKILL) waits this long (default 5 s).
+    #[serde(default = "default_worker_close_grace")]
+    pub worker_close_grace: HumanDuration,
+    /// Variables the workers never inherit: the server's `token_env`, set
+    /// when the config is read.
+    #[serde(skip)]
+    pub env_remove: Vec<String>,
     /// `cwd`: the workers' directory; relative to the config file's
     /// directory (default: that directory).
     #[serde(default)]
@@ -144,6 +162,10 @@ impl PoolConfig {
             name: name.into(),
             argv: argv.into_iter().map(Into::into).collect(),
             env: BTreeMap::new(),
+            env_clear: false,
+            env_keep: None,
+            worker_close_grace: default_worker_close_grace(),
+            env_remove: Vec::new(),
             cwd: None,
             group: None,
             startup: StartupKind::default(),
@@ -189,6 +211,28 @@ impl PoolConfig {
                     "the value contains a NUL byte (allowed: any text without NUL)".into(),
                 ));
             }
+        }
+        if let Some(keep) = &self.env_keep {
+            if !self.env_clear {
+                return Err((
+                    at("env_keep"),
+                    "applies only with `env_clear = true` (without it every variable is inherited)"
+                        .into(),
+                ));
+            }
+            for (i, k) in keep.iter().enumerate() {
+                check_env_name(k).map_err(|m| (format!("env_keep[{i}]"), m))?;
+            }
+        }
+        let grace = self.worker_close_grace;
+        if grace.0 > kennel::MAX_DURATION {
+            return Err((
+                at("worker_close_grace"),
+                format!(
+                    "{grace} is out of range (allowed: 0 to {})",
+                    HumanDuration(kennel::MAX_DURATION)
+                ),
+            ));
         }
         let cwd = match &self.cwd {
             Some(c) if c.is_absolute() => c.clone(),
@@ -256,6 +300,14 @@ impl PoolConfig {
         Ok(())
     }
 
+    /// The server's variables a worker inherits under `env_clear`.
+    pub fn kept_env(&self) -> Vec<&str> {
+        self.env_keep.as_ref().map_or_else(
+            || DEFAULT_ENV_KEEP.to_vec(),
+            |k| k.iter().map(String::as_str).collect(),
+        )
+    }
+
     /// The argv with `@kennel` replaced by `self_exe`.
     pub fn resolved_argv(&self, self_exe: &Path) -> Vec<std::ffi::OsString> {
         self.argv
@@ -272,13 +324,28 @@ impl PoolConfig {
     }
 }
 
-/// Checks a pool or group name: 1 to 64 letters, digits, `-`, `_`, `.`.
+/// The variables a worker inherits under `env_clear` when `env_keep` is
+/// not given.
+pub const DEFAULT_ENV_KEEP: [&str; 7] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER"];
+
+/// The grace of each step of a worker process's close when none is given
+/// (stdin closed, then SIGTERM, then SIGKILL).
+pub const DEFAULT_WORKER_CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn default_worker_close_grace() -> HumanDuration {
+    HumanDuration(DEFAULT_WORKER_CLOSE_GRACE)
+}
+
+/// Checks a pool or group name: 1 to 64 letters, digits, `-`, `_`, `.`,
+/// neither `.` nor `..` (which no URL path can name).
 ///
 /// # Errors
 ///
 /// A message with what is allowed.
 pub fn check_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
+        && name != "."
+        && name != ".."
         && name.len() <= 64
         && name
             .bytes()
@@ -287,7 +354,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{name:?} is not a name (allowed: 1 to 64 ASCII letters, digits, '-', '_' or '.')"
+            "{name:?} is not a name (allowed: 1 to 64 ASCII letters, digits, '-', '_' or '.', other than \".\" and \"..\")"
         ))
     }
 }

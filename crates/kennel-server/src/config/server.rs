@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::Refusal;
 use super::human::{HumanDuration, HumanSize};
+pub use super::server_http::{Buckets, LogFormat};
 
 /// The port the service listens on when none is given.
 pub const DEFAULT_PORT: u16 = 7878;
@@ -38,8 +39,41 @@ pub struct ServerConfig {
     /// `/healthz`) asks for `Authorization: Bearer <token>`.
     pub token_env: Option<String>,
     /// `shutdown_grace`: how long in-flight requests may finish after
-    /// SIGINT, SIGTERM or SIGHUP before the pools close (default 10 s).
+    /// SIGINT or SIGTERM before the pools close (default 10 s).
     pub shutdown_grace: HumanDuration,
+    /// `allowed_hosts`: the `Host` names (or IP literals) requests may
+    /// carry beside the loopback ones and the listen address (any IP
+    /// literal when listening on every address); `"*"` allows any.
+    pub allowed_hosts: Vec<String>,
+    /// `allowed_origins`: the web origins (`"https://dash.example.com"`)
+    /// a browser may make cross-site requests from; none by default.
+    pub allowed_origins: Vec<String>,
+    /// `header_timeout`: from the accept to the end of the first
+    /// request's head (default 10 s); past it the connection closes.
+    pub header_timeout: HumanDuration,
+    /// `idle_timeout`: how long a kept-alive connection may wait for its
+    /// next request (default 60 s).
+    pub idle_timeout: HumanDuration,
+    /// `body_timeout`: how long a request body may take to arrive, whole
+    /// (default 30 s); past it the answer is 408.
+    pub body_timeout: HumanDuration,
+    /// `write_timeout`: how long an answer may wait for the client to read
+    /// (default 30 s); past it the connection closes.
+    pub write_timeout: HumanDuration,
+    /// `max_connections`: connections served at once (default 10,000, and
+    /// fewer when the file descriptor limit leaves less beside what the
+    /// pools' workers need).
+    pub max_connections: usize,
+    /// `max_bodies`: request bodies read and parsed at once (default 16).
+    pub max_bodies: usize,
+    /// `access_log`: one INFO line per request (default off).
+    pub access_log: bool,
+    /// `log_format`: `"text"` (the default) or `"json"`, one object per
+    /// line; `--log-format` overrides it.
+    pub log_format: LogFormat,
+    /// `histogram_buckets`: the upper bounds, in seconds, of every
+    /// histogram's buckets (default: 1 ms to 5 min, finer from 0.5 s to 5 s).
+    pub histogram_buckets: Option<Buckets>,
     /// `run_dir`: where `kennel serve` records each live worker process
     /// group, and at start kills the groups a previous run left (default:
     /// `$XDG_RUNTIME_DIR/kennel/<port>`, else `/tmp/kennel-<uid>/<port>`).
@@ -54,6 +88,17 @@ impl Default for ServerConfig {
             body_limit: HumanSize(DEFAULT_BODY_LIMIT),
             token_env: None,
             shutdown_grace: HumanDuration(DEFAULT_SHUTDOWN_GRACE),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            header_timeout: HumanDuration(crate::http::listen::DEFAULT_HEADER_TIMEOUT),
+            idle_timeout: HumanDuration(crate::http::listen::DEFAULT_IDLE_TIMEOUT),
+            body_timeout: HumanDuration(crate::http::body::DEFAULT_BODY_TIMEOUT),
+            write_timeout: HumanDuration(crate::http::listen::DEFAULT_WRITE_TIMEOUT),
+            max_connections: crate::http::limits::DEFAULT_MAX_CONNECTIONS,
+            max_bodies: crate::http::body::DEFAULT_MAX_BODIES,
+            access_log: false,
+            log_format: LogFormat::Text,
+            histogram_buckets: None,
             run_dir: None,
         }
     }
@@ -75,6 +120,7 @@ impl ServerConfig {
         if let Some(name) = &self.token_env {
             super::pool::check_env_name(name).map_err(|m| ("server.token_env".to_owned(), m))?;
         }
+        self.validate_http()?;
         if self.shutdown_grace.0 > kennel::MAX_DURATION {
             return Err((
                 "server.shutdown_grace".into(),

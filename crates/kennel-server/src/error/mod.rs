@@ -22,6 +22,8 @@ pub use self::from::with_last_words;
 /// | `method-not-allowed` | 405 |
 /// | `bad-json`, `bad-request`, `bad-config` | 400 |
 /// | `unauthorized` | 401 |
+/// | `forbidden` (a foreign `Host`, a cross-site browser request) | 403 |
+/// | `request-timeout` (the body took longer than `body_timeout`) | 408 |
 /// | `too-large` | 413 |
 /// | `rejected`, `no-members`, `lend-timeout` (with `Retry-After`) | 503 |
 /// | `unavailable` (the pool's workers keep failing to start; with `Retry-After`) | 503 |
@@ -70,6 +72,17 @@ pub enum ApiError {
     },
     /// A bearer token is required and was missing or wrong.
     Unauthorized,
+    /// The request's `Host` is not allowed, or a browser sent it from
+    /// another site.
+    Forbidden {
+        /// What was refused and what is allowed.
+        message: String,
+    },
+    /// The body did not arrive within the server's `body_timeout`.
+    BodyTimeout {
+        /// The timeout.
+        after: Duration,
+    },
     /// The body is over the limit.
     TooLarge {
         /// The limit in bytes.
@@ -190,6 +203,8 @@ impl ApiError {
             Self::BadRequest { .. } => "bad-request",
             Self::BadConfig { .. } => "bad-config",
             Self::Unauthorized => "unauthorized",
+            Self::Forbidden { .. } => "forbidden",
+            Self::BodyTimeout { .. } => "request-timeout",
             Self::TooLarge { .. } => "too-large",
             Self::Rejected { .. } => "rejected",
             Self::NoMembers { .. } => "no-members",
@@ -220,6 +235,8 @@ impl ApiError {
                 StatusCode::BAD_REQUEST
             }
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden { .. } => StatusCode::FORBIDDEN,
+            Self::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Rejected { .. }
             | Self::NoMembers { .. }
@@ -249,7 +266,13 @@ impl ApiError {
             Self::NotFound => "no such route".into(),
             Self::MethodNotAllowed => "this route does not take this method".into(),
             Self::BadJson { message } => format!("the body is not valid JSON: {message}"),
-            Self::BadRequest { message } | Self::BadConfig { message } => message.clone(),
+            Self::BadRequest { message }
+            | Self::BadConfig { message }
+            | Self::Forbidden { message } => message.clone(),
+            Self::BodyTimeout { after } => format!(
+                "the body did not arrive within {}",
+                humantime::format_duration(*after)
+            ),
             Self::Unauthorized => "a valid bearer token is required".into(),
             Self::TooLarge { limit } => {
                 format!("the body is over the {limit}-byte limit")

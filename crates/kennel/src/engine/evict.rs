@@ -43,12 +43,14 @@ impl<W: Worker> State<W> {
             self.slots.apply(i, |s| t::rearm(s, Some(now), evict));
             return;
         }
+        let pid = self.pid_of(i);
         if let Some(closing) = self
             .slots
             .apply(i, |s| t::close_idle(s, EndReason::Evicted))
         {
             fx.emit(Event::Evicted {
                 slot: i,
+                pid,
                 idle_for: since.elapsed(),
             });
             fx.add().closes.push(closing);

@@ -213,6 +213,7 @@ impl<W: Worker> State<W> {
         if let (true, Some(running_for)) = (fired, self.opts.slow_job) {
             fx.emit(Event::SlowJob {
                 slot: i,
+                pid: self.pid_of(i),
                 running_for,
             });
         }

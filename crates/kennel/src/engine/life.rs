@@ -72,7 +72,7 @@ impl<W: Worker> State<W> {
         }
         let life = self.lifetime(fx, i, started);
         let live = Live {
-            cell: Arc::new(WorkerCell::new(killer, started, meter)),
+            cell: Arc::new(WorkerCell::new(killer, started, meter, pid)),
             life,
             record: Box::new(Record {
                 pid,
@@ -112,7 +112,11 @@ impl<W: Worker> State<W> {
                 live.record.about = about;
             }
         });
-        fx.emit(Event::Ready { slot: i, warmup });
+        fx.emit(Event::Ready {
+            slot: i,
+            pid: worker.pid(),
+            warmup,
+        });
         self.note_ready(fx);
         if let Some(id) = awaited_by {
             // Its job still waits; it may get this worker or an older
@@ -136,6 +140,7 @@ impl<W: Worker> State<W> {
         if self.slots.generation(i) != generation {
             return;
         }
+        let pid = self.pid_of(i);
         let Some(aborted) = self
             .slots
             .apply(i, |s| t::abort_start(s, EndReason::WarmupFailed))
@@ -144,6 +149,7 @@ impl<W: Worker> State<W> {
         };
         fx.emit(Event::WarmupFailed {
             slot: i,
+            pid,
             message: message.clone(),
         });
         self.note_failed_start(fx, &message);
@@ -180,7 +186,7 @@ impl<W: Worker> State<W> {
             // has ended.
             self.slots.apply(i, t::lent_gone);
             if !self.closed {
-                self.crashed(fx, i, exit, early);
+                self.crashed(fx, i, cell.pid, exit, early);
             }
             return;
         }
@@ -191,6 +197,7 @@ impl<W: Worker> State<W> {
             t::Ended::Starting { awaited_by } => {
                 fx.emit(Event::Exited {
                     slot: i,
+                    pid: cell.pid,
                     exit: exit.clone(),
                     early: true,
                 });
@@ -198,6 +205,7 @@ impl<W: Worker> State<W> {
                 let message = format!("not ready: the worker ended its warm-up: {}", exit.status);
                 fx.emit(Event::WarmupFailed {
                     slot: i,
+                    pid: cell.pid,
                     message: message.clone(),
                 });
                 self.note_failed_start(fx, &message);
@@ -210,6 +218,7 @@ impl<W: Worker> State<W> {
             t::Ended::Idle(worker) => {
                 fx.emit(Event::Exited {
                     slot: i,
+                    pid: cell.pid,
                     exit,
                     early,
                 });
@@ -219,7 +228,7 @@ impl<W: Worker> State<W> {
             }
             t::Ended::Closing(reason) => {
                 let ran = cell.started.elapsed();
-                self.closed_exit(fx, i, reason, exit, ran);
+                self.closed_exit(fx, i, reason, exit, ran, cell.pid);
             }
         }
         self.after_empty(fx);
@@ -233,6 +242,7 @@ impl<W: Worker> State<W> {
         reason: EndReason,
         exit: Exit,
         ran: Duration,
+        pid: Option<u32>,
     ) {
         let early = ran < backoff::EARLY_EXIT;
         match reason {
@@ -277,7 +287,7 @@ impl<W: Worker> State<W> {
             EndReason::WarmupFailed => self.schedule_refill(fx, i),
             // It ended while its job held it: a crash, though the job gave
             // it back before the exit was seen.
-            EndReason::Crashed => self.crashed(fx, i, exit, early),
+            EndReason::Crashed => self.crashed(fx, i, pid, exit, early),
             EndReason::Evicted | EndReason::PoolClosed => {}
         }
     }
@@ -307,13 +317,22 @@ impl<W: Worker> State<W> {
 
     /// The worker of slot `i` ended while a job held it: report the crash
     /// and the exit, and replace it after its back-off.
-    fn crashed(&mut self, fx: &mut Effects<W>, i: usize, exit: Exit, early: bool) {
+    fn crashed(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        pid: Option<u32>,
+        exit: Exit,
+        early: bool,
+    ) {
         fx.emit(Event::Crashed {
             slot: i,
+            pid,
             exit: exit.clone(),
         });
         fx.emit(Event::Exited {
             slot: i,
+            pid,
             exit,
             early,
         });
@@ -324,6 +343,11 @@ impl<W: Worker> State<W> {
     fn count_exit(&mut self, i: usize, early: bool) {
         let (_, early_exits) = self.slots.slot_mut(i);
         *early_exits = if early { *early_exits + 1 } else { 0 };
+    }
+
+    /// The process id of the worker in slot `i`, if it has one.
+    pub(crate) fn pid_of(&self, i: usize) -> Option<u32> {
+        self.slots.state(i).cell().and_then(|c| c.pid)
     }
 
     /// For eager startups: start slot `i` again after its back-off.

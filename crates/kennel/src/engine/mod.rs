@@ -293,7 +293,9 @@ impl<W: Worker> Engine<W> {
     }
 
     pub(crate) fn timed_out(&self, slot: usize, after: Duration) {
-        self.emit(Event::TimedOut { slot, after });
+        // Read before the worker is killed: the slot still holds it.
+        let pid = self.lock().pid_of(slot);
+        self.emit(Event::TimedOut { slot, pid, after });
     }
 
     pub(crate) fn cancelled(
@@ -369,7 +371,7 @@ impl<W: Worker> Engine<W> {
 
     /// Waits until every worker has ended; kills lent ones after the grace.
     pub(crate) async fn wait_ended(&self) {
-        let grace = self.lock().opts.close_grace;
+        let grace = self.lock().opts.job_grace;
         let deadline = Instant::now() + grace;
         let mut killed = false;
         loop {

@@ -165,6 +165,7 @@ impl<W: Worker> State<W> {
             SlotState::Lent { .. } => true,
             SlotState::Idle { .. } => self.retire_idle(fx, i, reason),
             SlotState::Starting { .. } => {
+                let pid = self.pid_of(i);
                 let aborted = self
                     .slots
                     .apply(i, |s| t::abort_start(s, EndReason::Retired(reason)));
@@ -176,7 +177,11 @@ impl<W: Worker> State<W> {
                         fx.kill(killer);
                     }
                 }
-                fx.emit(Event::Retired { slot: i, reason });
+                fx.emit(Event::Retired {
+                    slot: i,
+                    pid,
+                    reason,
+                });
                 true
             }
         }

@@ -101,7 +101,11 @@ impl<W: Worker> State<W> {
                 fx.add().drops.push(worker);
                 self.slots
                     .apply(i, |s| t::end_lent(s, EndReason::Retired(reason)));
-                fx.emit(Event::Retired { slot: i, reason });
+                fx.emit(Event::Retired {
+                    slot: i,
+                    pid: cell.pid,
+                    reason,
+                });
                 return;
             }
             // Its slot was removed by a reconfiguration.

@@ -75,13 +75,18 @@ impl<W: Worker> State<W> {
         i: usize,
         reason: RetireReason,
     ) -> bool {
+        let pid = self.pid_of(i);
         let Some(closing) = self
             .slots
             .apply(i, |s| t::close_idle(s, EndReason::Retired(reason)))
         else {
             return false;
         };
-        fx.emit(Event::Retired { slot: i, reason });
+        fx.emit(Event::Retired {
+            slot: i,
+            pid,
+            reason,
+        });
         fx.add().closes.push(closing);
         true
     }
@@ -102,7 +107,11 @@ impl<W: Worker> State<W> {
             cell,
         ) {
             (Some(()), Some(cell)) => {
-                fx.emit(Event::Retired { slot: i, reason });
+                fx.emit(Event::Retired {
+                    slot: i,
+                    pid: cell.pid,
+                    reason,
+                });
                 fx.add().closes.push((worker, cell.killer.clone()));
             }
             _ => fx.add().drops.push(worker),

@@ -178,7 +178,8 @@ fn a_failed_lease_kills_its_worker_after_the_lock_and_says_why() {
         fx.recorded().events[..],
         [Event::Retired {
             slot: 0,
-            reason: RetireReason::Failed
+            reason: RetireReason::Failed,
+            ..
         }]
     ));
     assert_eq!(

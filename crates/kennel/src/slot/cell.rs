@@ -17,17 +17,25 @@ pub(crate) struct WorkerCell {
     /// Reads the worker's memory, for `max_memory`.
     pub(crate) meter: Option<Meter>,
     pub(crate) started: Instant,
+    /// Its process id, for workers that are processes.
+    pub(crate) pid: Option<u32>,
     dead: AtomicBool,
     exit: Mutex<Option<Exit>>,
     notify: Notify,
 }
 
 impl WorkerCell {
-    pub(crate) fn new(killer: Killer, started: Instant, meter: Option<Meter>) -> Self {
+    pub(crate) fn new(
+        killer: Killer,
+        started: Instant,
+        meter: Option<Meter>,
+        pid: Option<u32>,
+    ) -> Self {
         Self {
             killer,
             meter,
             started,
+            pid,
             dead: AtomicBool::new(false),
             exit: Mutex::new(None),
             notify: Notify::new(),

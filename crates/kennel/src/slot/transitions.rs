@@ -344,7 +344,12 @@ mod tests {
 
     fn live() -> Live {
         Live {
-            cell: Arc::new(WorkerCell::new(Killer::new(|| {}), Instant::now(), None)),
+            cell: Arc::new(WorkerCell::new(
+                Killer::new(|| {}),
+                Instant::now(),
+                None,
+                None,
+            )),
             life: None,
             record: Box::default(),
         }

@@ -616,7 +616,7 @@ pub fn retired(events: &[Event]) -> Vec<(usize, RetireReason)> {
     events
         .iter()
         .filter_map(|e| match e {
-            Event::Retired { slot, reason } => Some((*slot, *reason)),
+            Event::Retired { slot, reason, .. } => Some((*slot, *reason)),
             _ => None,
         })
         .collect()

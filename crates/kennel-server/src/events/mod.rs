@@ -1,0 +1,228 @@
+//! The event hub behind `/events` (ADR 0022): each pool's events are
+//! serialised once into a [`Frame`] and shared by every subscriber, a
+//! bounded ring per pool keeps the recent ones for late subscribers
+//! (`Last-Event-ID`, `?since=`), rejections come as counts, and a
+//! subscriber that falls [`EVENT_BUFFER`] frames behind gets a last
+//! `lagged` event and is let go.
+
+mod frame;
+mod json;
+mod rejections;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use kennel::Event;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+pub use self::frame::{Frame, KEEP_ALIVE, lagged};
+pub use self::json::event_json;
+pub use self::rejections::{REJECTIONS_EVERY, REJECTIONS_LOGGED_EVERY};
+
+use self::rejections::Rejections;
+
+/// How many frames a subscriber may fall behind before it is let go.
+pub const EVENT_BUFFER: usize = 1024;
+
+/// How many recent frames each pool keeps for late subscribers.
+pub const REPLAY_PER_POOL: usize = 256;
+
+/// The hub: one per service. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct EventHub {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    tx: broadcast::Sender<Arc<Frame>>,
+    /// Taken to publish and to subscribe, so that a subscriber's replay
+    /// and its live frames neither overlap nor leave a gap.
+    rings: Mutex<Rings>,
+}
+
+#[derive(Debug, Default)]
+struct Rings {
+    next_id: u64,
+    by_pool: HashMap<Arc<str>, VecDeque<Arc<Frame>>>,
+}
+
+impl Default for EventHub {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A new subscription: the frames to replay first, then the live ones.
+#[derive(Debug)]
+pub struct Subscription {
+    /// Frames after the id asked for, oldest first.
+    pub replay: Vec<Arc<Frame>>,
+    /// Every frame published from now on.
+    pub live: broadcast::Receiver<Arc<Frame>>,
+}
+
+impl EventHub {
+    /// A hub with no pool yet.
+    pub fn new() -> Self {
+        let (tx, _) = broadcast::channel(EVENT_BUFFER);
+        Self {
+            inner: Arc::new(Inner {
+                tx,
+                rings: Mutex::new(Rings {
+                    next_id: 1,
+                    ..Rings::default()
+                }),
+            }),
+        }
+    }
+
+    fn rings(&self) -> MutexGuard<'_, Rings> {
+        self.inner
+            .rings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Publishes one frame of `pool`: kept in its ring, sent to every
+    /// subscriber.
+    pub fn publish(&self, pool: &Arc<str>, name: &'static str, data: Value) {
+        let mut rings = self.rings();
+        let id = rings.next_id;
+        rings.next_id += 1;
+        let frame = Arc::new(Frame::new(id, pool.clone(), name, data));
+        let ring = rings.by_pool.entry(pool.clone()).or_default();
+        if ring.len() == REPLAY_PER_POOL {
+            ring.pop_front();
+        }
+        ring.push_back(frame.clone());
+        // A send only queues the frame (no subscriber is fine); it is done
+        // under the lock so that frames leave in the order of their ids.
+        let _ = self.inner.tx.send(frame);
+    }
+
+    /// Subscribes: with `since`, the kept frames after that id (of `pool`
+    /// only, when given) come first.
+    pub fn subscribe(&self, since: Option<u64>, pool: Option<&str>) -> Subscription {
+        let rings = self.rings();
+        let live = self.inner.tx.subscribe();
+        let mut replay: Vec<Arc<Frame>> = match since {
+            None => Vec::new(),
+            Some(since) => rings
+                .by_pool
+                .iter()
+                .filter(|(name, _)| pool.is_none_or(|p| p == &***name))
+                .flat_map(|(_, ring)| ring.iter().filter(|f| f.id > since).cloned())
+                .collect(),
+        };
+        drop(rings);
+        replay.sort_by_key(|f| f.id);
+        Subscription { replay, live }
+    }
+
+    /// Forgets the kept frames of a pool that is gone.
+    pub fn forget(&self, pool: &str) {
+        self.rings().by_pool.remove(pool);
+    }
+
+    /// Forwards the events of one pool to the hub until the pool closes:
+    /// each event is serialised once; rejections are counted and sent as
+    /// one `jobs:rejected` frame a second, and logged every 10 s.
+    ///
+    /// # Errors
+    ///
+    /// None: it ends with the pool.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping it loses the rejections counted since the last report.
+    pub async fn forward(self, pool: Arc<str>, mut rx: broadcast::Receiver<Event>) {
+        let mut rejections = Rejections::new();
+        let mut tick = tokio::time::interval(REJECTIONS_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let next = tokio::select! {
+                r = rx.recv() => r,
+                _ = tick.tick() => {
+                    self.report(&pool, &mut rejections, false);
+                    continue;
+                }
+            };
+            match next {
+                Ok(Event::Rejected { reason }) => rejections.count(reason),
+                Ok(event) => {
+                    let closed = matches!(event, Event::Closed);
+                    if closed {
+                        self.report(&pool, &mut rejections, true);
+                    }
+                    self.publish(&pool, event.name(), event_json(&pool, &event));
+                    if closed {
+                        break;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(target: "kennel_server", pool = &*pool, missed = n, "event forwarder fell behind");
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    }
+
+    fn report(&self, pool: &Arc<str>, rejections: &mut Rejections, now: bool) {
+        if let Some(data) = rejections.take_event(pool) {
+            self.publish(pool, "jobs:rejected", data);
+        }
+        rejections.log(pool, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_late_subscriber_replays_what_came_after_its_id_and_nothing_twice() {
+        let hub = EventHub::new();
+        let a: Arc<str> = "a".into();
+        let b: Arc<str> = "b".into();
+        for i in 0..3 {
+            hub.publish(&a, "worker:ready", json!({ "i": i }));
+            hub.publish(&b, "worker:ready", json!({ "i": i }));
+        }
+        let mut sub = hub.subscribe(Some(2), None);
+        let ids: Vec<u64> = sub.replay.iter().map(|f| f.id).collect();
+        assert_eq!(ids, [3, 4, 5, 6]);
+        let only_a = hub.subscribe(Some(0), Some("a"));
+        assert!(only_a.replay.iter().all(|f| &*f.pool == "a"));
+        hub.publish(&a, "worker:exited", json!({}));
+        assert_eq!(sub.live.try_recv().unwrap().id, 7);
+    }
+
+    #[test]
+    fn each_pool_keeps_a_bounded_ring() {
+        let hub = EventHub::new();
+        let a: Arc<str> = "a".into();
+        for i in 0..(REPLAY_PER_POOL + 10) {
+            hub.publish(&a, "worker:ready", json!({ "i": i }));
+        }
+        let sub = hub.subscribe(Some(0), None);
+        assert_eq!(sub.replay.len(), REPLAY_PER_POOL);
+        assert_eq!(sub.replay[0].id, 11);
+    }
+
+    #[test]
+    fn a_frame_is_serialised_once_and_shared() {
+        let hub = EventHub::new();
+        let mut one = hub.subscribe(None, None);
+        let mut two = hub.subscribe(None, None);
+        hub.publish(&"p".into(), "worker:ready", json!({"slot": 0}));
+        let (f1, f2) = (one.live.try_recv().unwrap(), two.live.try_recv().unwrap());
+        assert!(Arc::ptr_eq(&f1, &f2));
+        assert_eq!(
+            &f1.sse[..],
+            b"id: 1\nevent: worker:ready\ndata: {\"slot\":0}\n\n"
+        );
+    }
+}

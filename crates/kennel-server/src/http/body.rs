@@ -1,0 +1,215 @@
+//! Request bodies read within bounds: at most `body_limit` bytes each,
+//! within `body_timeout` from the first byte asked for to the last, and at
+//! most `max_bodies` parsed at once, so that many large bodies cannot
+//! multiply their memory at once (a 1 MiB body of zeros parses into some
+//! 6.5 MB of JSON values). Reading takes no permit: a slow upload holds
+//! nothing but its own bytes, and only until its timeout.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use crate::error::ApiError;
+
+/// How long a request body may take to arrive when no limit is given.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many bodies are read and parsed at once when no bound is given.
+pub const DEFAULT_MAX_BODIES: usize = 16;
+
+/// Reads request bodies within the service's bounds. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct BodyGate {
+    permits: Arc<Semaphore>,
+    limit: usize,
+    timeout: Duration,
+}
+
+impl BodyGate {
+    /// At most `limit` bytes per body, `at_once` bodies at a time (at least
+    /// 1), each within `timeout`.
+    pub fn new(limit: usize, at_once: usize, timeout: Duration) -> Self {
+        Self {
+            permits: Arc::new(Semaphore::new(at_once.max(1))),
+            limit,
+            timeout,
+        }
+    }
+
+    /// The largest body, in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Reads the whole body and parses it as one JSON value, holding one of
+    /// the gate's permits while it parses.
+    ///
+    /// # Errors
+    ///
+    /// [`ApiError::TooLarge`] past the limit, [`ApiError::BodyTimeout`]
+    /// past the timeout, [`ApiError::BadRequest`] for a body that breaks
+    /// off, [`ApiError::BadJson`] for one that is empty or not JSON.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops the body and the permit.
+    pub async fn json(&self, body: Body) -> Result<Value, ApiError> {
+        let bytes = self.read(body).await?;
+        let _permit = self.permits.acquire().await.map_err(|_| ApiError::Closed)?;
+        parse_json(&bytes)
+    }
+
+    /// Reads a job's body of any kind (JSON; bytes or multipart, within
+    /// `upload` bytes, see [`crate::payload`]) within the gate's timeout;
+    /// a JSON body as [`json`](Self::json) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`json`](Self::json), and [`crate::payload::job_of`]'s.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops the body and the permit.
+    pub async fn job(
+        &self,
+        headers: &axum::http::HeaderMap,
+        body: Body,
+        upload: usize,
+    ) -> Result<Value, ApiError> {
+        let essence = headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|v| v.trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        if essence != "application/octet-stream" && essence != "multipart/form-data" {
+            return self.json(body).await;
+        }
+        let limits = crate::payload::Limits {
+            json: self.limit,
+            upload,
+        };
+        let _permit = self.permits.acquire().await.map_err(|_| ApiError::Closed)?;
+        tokio::time::timeout(self.timeout, crate::payload::job_of(headers, body, limits))
+            .await
+            .unwrap_or(Err(ApiError::BodyTimeout {
+                after: self.timeout,
+            }))
+    }
+
+    /// Reads the whole body and takes one of the gate's permits, for the
+    /// caller to parse it while it holds the permit.
+    ///
+    /// # Errors
+    ///
+    /// As [`json`](Self::json), but for parsing.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops the body and the permit.
+    pub async fn bytes(&self, body: Body) -> Result<(Bytes, BodyPermit), ApiError> {
+        let bytes = self.read(body).await?;
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| ApiError::Closed)?;
+        Ok((bytes, BodyPermit(permit)))
+    }
+
+    async fn read(&self, body: Body) -> Result<Bytes, ApiError> {
+        let collect = Limited::new(body, self.limit).collect();
+        match tokio::time::timeout(self.timeout, collect).await {
+            Err(_) => Err(ApiError::BodyTimeout {
+                after: self.timeout,
+            }),
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+                Err(ApiError::TooLarge { limit: self.limit })
+            }
+            Ok(Err(e)) => Err(ApiError::BadRequest {
+                message: format!("the body could not be read: {e}"),
+            }),
+        }
+    }
+}
+
+/// One of a [`BodyGate`]'s permits, held while a body read with
+/// [`BodyGate::bytes`] is parsed.
+#[derive(Debug)]
+pub struct BodyPermit(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
+
+/// Parses a body as one JSON value.
+///
+/// # Errors
+///
+/// [`ApiError::BadJson`] for an empty body or one that is not JSON.
+pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::BadJson {
+            message: "the body is empty (allowed: one JSON value, such as {})".into(),
+        });
+    }
+    serde_json::from_slice(bytes).map_err(|e| ApiError::BadJson {
+        message: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_never_ends_times_out() {
+        let gate = BodyGate::new(1024, 1, Duration::from_secs(5));
+        let (_tx, body) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
+        let stream = tokio_stream_of(body);
+        let err = gate.json(Body::from_stream(stream)).await.unwrap_err();
+        assert!(matches!(err, ApiError::BodyTimeout { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_is_too_large_and_the_permit_comes_back() {
+        let gate = BodyGate::new(4, 1, Duration::from_secs(5));
+        let err = gate.json(Body::from("[1, 2, 3]")).await.unwrap_err();
+        assert!(matches!(err, ApiError::TooLarge { limit: 4 }), "{err:?}");
+        assert_eq!(
+            gate.json(Body::from("[1]")).await.unwrap(),
+            serde_json::json!([1])
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn parsing_beyond_the_bound_waits_for_a_permit_reading_does_not() {
+        let gate = BodyGate::new(1024, 1, Duration::from_secs(60));
+        let (bytes, permit) = gate.bytes(Body::from("{}")).await.unwrap();
+        assert_eq!(&bytes[..], b"{}");
+        // A slow upload holds no permit while it is read.
+        let (_tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
+        let slow = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.json(Body::from_stream(tokio_stream_of(rx))).await }
+        });
+        let second = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.json(Body::from("[1]")).await }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!second.is_finished(), "the parse waits for the permit");
+        drop(permit);
+        assert_eq!(second.await.unwrap().unwrap(), serde_json::json!([1]));
+        assert!(!slow.is_finished());
+        slow.abort();
+    }
+
+    fn tokio_stream_of(
+        mut rx: tokio::sync::mpsc::Receiver<Result<bytes::Bytes, std::io::Error>>,
+    ) -> impl futures_util::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
+        futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+    }
+}

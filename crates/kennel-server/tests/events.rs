@@ -1,0 +1,194 @@
+//! `/events` over a real socket: late subscribers replay, pids come with
+//! the workers' events, rejections come as counts, a subscriber that stops
+//! reading is let go with a last `lagged` event.
+
+#![cfg(target_os = "linux")]
+
+mod served;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use served::{Server, Stderr, demo_pool};
+
+const SERVER: &str = "[server]\nlisten = \"127.0.0.1:0\"\n";
+
+/// Reads SSE frames from `stream` until `until` holds for one (or the
+/// stream ends); returns (name, data) of each.
+fn frames(stream: TcpStream, mut until: impl FnMut(&str, &Value) -> bool) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let mut name = String::new();
+    for line in BufReader::new(stream).lines().map_while(Result::ok) {
+        if let Some(n) = line.strip_prefix("event: ") {
+            name = n.to_owned();
+        } else if let Some(d) = line.strip_prefix("data: ") {
+            let v: Value = serde_json::from_str(d).unwrap();
+            let done = until(&name, &v);
+            out.push((name.clone(), v));
+            if done {
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn subscribe(addr: std::net::SocketAddr, path: &str, headers: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(served::LIMIT)).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}\r\n").as_bytes())
+        .unwrap();
+    s
+}
+
+#[test]
+fn a_late_subscriber_replays_the_warm_ups_with_their_pids() {
+    let server = Server::start(
+        "replay",
+        &format!("{SERVER}{}", demo_pool("demo", 2)),
+        &[],
+        &[],
+        Stderr::Collected,
+    );
+    server.eventually("both warm", || {
+        server.get_json("/pools/demo/stats")["idle"] == 2
+    });
+    let mut ready = 0;
+    let got = frames(subscribe(server.addr, "/events?since=0", ""), |n, _| {
+        ready += usize::from(n == "worker:ready");
+        ready == 2
+    });
+    let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "worker:starting",
+            "worker:starting",
+            "worker:ready",
+            "worker:ready"
+        ]
+    );
+    for (_, v) in got.iter().filter(|(n, _)| n == "worker:ready") {
+        let pid = v["pid"].as_u64().unwrap();
+        assert!(served::alive(u32::try_from(pid).unwrap()), "{v}");
+        assert_eq!(v["pool"], "demo");
+    }
+    // Last-Event-ID: only what came after.
+    let got = frames(
+        subscribe(server.addr, "/events", "Last-Event-ID: 3\r\n"),
+        |_, _| true,
+    );
+    assert_eq!(got[0].0, "worker:ready");
+}
+
+#[test]
+fn rejections_come_as_one_count_a_second() {
+    let toml = format!("{SERVER}{}max_waiting = 0\n", demo_pool("demo", 1));
+    let server = Arc::new(Server::start(
+        "rejections",
+        &toml,
+        &[],
+        &[],
+        Stderr::Collected,
+    ));
+    server.eventually("warm", || server.get_json("/pools/demo/stats")["idle"] == 1);
+    let events = subscribe(server.addr, "/events?pool=demo", "");
+    // One job holds the only worker; the others are turned away at once.
+    let busy = {
+        let addr = server.addr;
+        std::thread::spawn(move || {
+            served::http(
+                addr,
+                "POST",
+                "/pools/demo/jobs",
+                &[],
+                r#"{"iterations": 3000000000}"#,
+            )
+        })
+    };
+    server.eventually("the worker is lent", || {
+        server.get_json("/pools/demo/stats")["lent"] == 1
+    });
+    for _ in 0..200 {
+        let a = server.http("POST", "/pools/demo/jobs", &[], "{}");
+        assert_eq!(a.status, 503, "{}", a.body);
+    }
+    let mut counted = 0;
+    let got = frames(events, |n, v| {
+        if n == "jobs:rejected" {
+            counted += v["count"].as_u64().unwrap();
+        }
+        counted >= 200
+    });
+    let rejected: Vec<&Value> = got
+        .iter()
+        .filter(|(n, _)| n == "jobs:rejected")
+        .map(|(_, v)| v)
+        .collect();
+    assert!(
+        rejected.len() <= 5,
+        "{} jobs:rejected events for 200 rejections",
+        rejected.len()
+    );
+    assert_eq!(
+        rejected[0]["reasons"],
+        json!({"queue-depth": rejected[0]["count"]})
+    );
+    assert!(!got.iter().any(|(n, _)| n == "worker:rejected"));
+    drop(busy);
+    // The log has a summary, not a line per rejection.
+    let log = server.log();
+    assert!(!log.contains("job rejected"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_stops_reading_is_let_go_with_a_last_lagged_event() {
+    let state = kennel_server::AppState::empty();
+    let listener = kennel_server::http::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = kennel_server::app(state.clone());
+    let server = tokio::spawn(kennel_server::http::serve(
+        listener,
+        router,
+        kennel_server::http::ConnOptions::default(),
+        std::future::pending(),
+    ));
+    let mut slow =
+        tokio::task::spawn_blocking(move || subscribe(addr, "/events", "Connection: close\r\n"))
+            .await
+            .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Far more than the subscriber's buffer and the socket's, unread.
+    let pool: Arc<str> = "p".into();
+    let big = "x".repeat(4096);
+    for i in 0..(kennel_server::events::EVENT_BUFFER * 8) {
+        state
+            .events()
+            .publish(&pool, "pool:warning", json!({ "i": i, "pad": big }));
+        if i % 256 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    let tail = tokio::task::spawn_blocking(move || {
+        let mut all = Vec::new();
+        let _ = slow.read_to_end(&mut all);
+        String::from_utf8_lossy(&all).into_owned()
+    })
+    .await
+    .unwrap();
+    let last = tail
+        .trim_end()
+        .rsplit("\n\n")
+        .find(|f| f.contains("event:"))
+        .unwrap();
+    assert!(
+        last.contains("event: lagged"),
+        "{}",
+        &tail[tail.len().saturating_sub(500)..]
+    );
+    assert!(last.contains("\"missed\":"), "{last}");
+    server.abort();
+}

@@ -1,0 +1,334 @@
+//! A real `kennel serve` process for the tests that need one: started on a
+//! free loopback port from a TOML file written for the test, talked to
+//! over raw TCP, stopped with a signal, killed if a test fails.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+pub const LIMIT: Duration = Duration::from_secs(30);
+
+pub fn kennel_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_kennel"))
+}
+
+/// A temporary directory, removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "kennel-{name}-{}-{}",
+            std::process::id(),
+            Instant::now().elapsed().as_nanos()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// How the server's stderr is treated.
+#[derive(Clone, Copy)]
+pub enum Stderr {
+    /// Read by a thread into [`Server::log`].
+    Collected,
+    /// A pipe nobody reads: held open, never drained.
+    NeverRead,
+}
+
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub config: PathBuf,
+    log: Arc<Mutex<String>>,
+    /// Held, never read, for [`Stderr::NeverRead`].
+    _stalled: Option<ChildStderr>,
+    pub dir: TempDir,
+}
+
+impl Server {
+    /// Starts `kennel serve --config <dir>/kennel.toml` with `toml` (which
+    /// should listen on `127.0.0.1:0`), extra `args` and `env`.
+    pub fn start(
+        name: &str,
+        toml: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stderr: Stderr,
+    ) -> Self {
+        let dir = TempDir::new(name);
+        let config = dir.0.join("kennel.toml");
+        std::fs::write(&config, toml).unwrap();
+        let mut command = Command::new(kennel_bin());
+        command
+            .arg("serve")
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            if let Some(Ok(first)) = lines.next() {
+                let _ = tx.send(first);
+            }
+            for _ in lines {}
+        });
+        let log = Arc::new(Mutex::new(String::new()));
+        let err = child.stderr.take().unwrap();
+        let stalled = match stderr {
+            Stderr::NeverRead => Some(err),
+            Stderr::Collected => {
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    for line in BufReader::new(err).lines().map_while(Result::ok) {
+                        let mut l = log.lock().unwrap();
+                        l.push_str(&line);
+                        l.push('\n');
+                    }
+                });
+                None
+            }
+        };
+        let Ok(first) = rx.recv_timeout(LIMIT) else {
+            let _ = child.kill();
+            panic!("kennel serve did not start: {}", log.lock().unwrap());
+        };
+        let addr = first
+            .strip_prefix("kennel listening on http://")
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+            .parse()
+            .unwrap();
+        Self {
+            child,
+            addr,
+            config,
+            log,
+            _stalled: stalled,
+            dir,
+        }
+    }
+
+    /// What the server wrote on stderr so far (with [`Stderr::Collected`]).
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn pid(&self) -> Pid {
+        Pid::from_raw(i32::try_from(self.child.id()).unwrap())
+    }
+
+    pub fn signal(&self, signal: Signal) {
+        kill(self.pid(), signal).unwrap();
+    }
+
+    /// Waits for the exit, at most `limit`.
+    pub fn exit_within(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Waits until `what` holds, at most `LIMIT`.
+    pub fn eventually(&self, what: &str, mut holds: impl FnMut() -> bool) {
+        let started = Instant::now();
+        while !holds() {
+            assert!(
+                started.elapsed() < LIMIT,
+                "never: {what}\nlog:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// One request with `Connection: close`.
+    pub fn http(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+        http(self.addr, method, path, headers, body)
+    }
+
+    /// `GET path`, the body as JSON.
+    pub fn get_json(&self, path: &str) -> Value {
+        let a = self.http("GET", path, &[], "");
+        assert_eq!(a.status, 200, "{path}: {}", a.body);
+        a.json()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// An HTTP answer.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// One HTTP/1.1 exchange with `Connection: close` (a `Host` of the
+/// address unless `headers` gives one).
+pub fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
+    let mut stream = TcpStream::connect_timeout(&addr, LIMIT).unwrap();
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    stream.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    parse(&raw)
+}
+
+fn parse(raw: &[u8]) -> Answer {
+    let raw = String::from_utf8_lossy(raw);
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no end of headers: {raw:?}"));
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        unchunk(body)
+    } else {
+        body.to_owned()
+    };
+    Answer {
+        status,
+        head: head.to_owned(),
+        body,
+    }
+}
+
+fn unchunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest.get(n + 2..).unwrap_or("");
+    }
+    out
+}
+
+/// The value of the sample `name` (with its labels as written) in
+/// Prometheus text, or 0.
+pub fn sample(metrics: &str, series: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
+        .unwrap_or(0.0)
+}
+
+/// The environment of a process, from /proc.
+pub fn environ(pid: u32) -> Vec<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    raw.split(|b| *b == 0)
+        .filter(|v| !v.is_empty())
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect()
+}
+
+/// The demo pool, as a TOML entry.
+pub fn demo_pool(name: &str, workers: usize) -> String {
+    format!(
+        "[[pool]]\nname = \"{name}\"\nargv = [\"@kennel\", \"worker\", \"demo\", \"--warmup\", \"10ms\"]\nstartup = \"parallel\"\nsizing = {{ kind = \"fixed\", workers = {workers} }}\n"
+    )
+}
+
+/// Every descendant of `pid`, from /proc.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let Some(after) = stat.rsplit_once(')').map(|(_, a)| a) else {
+            continue;
+        };
+        if let Some(ppid) = after.split_whitespace().nth(1).and_then(|s| s.parse().ok()) {
+            parents.push((p, ppid));
+        }
+    }
+    let mut found = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for &(p, pp) in &parents {
+            if pp == parent && !found.contains(&p) {
+                found.push(p);
+                frontier.push(p);
+            }
+        }
+    }
+    found
+}
+
+/// Whether `pid` still runs (a zombie does not count).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, a)| a.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
