@@ -177,11 +177,10 @@ impl AppState {
             group: (old.group != new.group).then(|| new.group.clone()),
             options: new.options.clone(),
         };
-        let change = body.reconfig().map_err(|e| e.to_string())?;
         let _one_at_a_time = self.reconfig_lock();
+        // As PUT does, so that `GET /pools/{name}/config` shows it.
         let actions = self
-            .registry()
-            .reconfigure(&new.name, change)
+            .reconfigure_pool(&new.name, &body)
             .map_err(|e| e.to_string())?;
         Ok(actions.iter().map(ToString::to_string).collect())
     }

@@ -60,7 +60,13 @@ fn json_of(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
-/// Every descendant of `pid`, from /proc.
+/// Whether `pid` is a server's reaper (`kennel reaper DIR`).
+fn is_reaper(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|&b| b == 0).nth(1) == Some(b"reaper"))
+}
+
+/// Every descendant of `pid` but the server's reaper, from /proc.
 fn descendants(pid: u32) -> BTreeSet<u32> {
     let mut parents: Vec<(u32, u32)> = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -82,7 +88,9 @@ fn descendants(pid: u32) -> BTreeSet<u32> {
     let mut frontier = vec![pid];
     while let Some(parent) = frontier.pop() {
         for &(p, pp) in &parents {
-            if pp == parent && found.insert(p) {
+            // The server's reaper is no worker: it outlives the server a
+            // moment, to kill what the server left.
+            if pp == parent && !is_reaper(p) && found.insert(p) {
                 frontier.push(p);
             }
         }
