@@ -16,6 +16,7 @@
 
 use std::path::PathBuf;
 
+use axum::extract::State;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -191,6 +192,26 @@ impl AppState {
         if let Ok(pool) = self.registry().take(name) {
             self.forget_pool(name);
             tokio::spawn(async move { pool.close().await });
+        }
+    }
+}
+
+/// `POST /reload`: reads the config file again and applies what changed: 200 with what
+/// was done, 400 `bad-config` (the running config is kept) with the error
+/// a start would give.
+pub(crate) async fn route(
+    State(state): State<AppState>,
+) -> Result<axum::Json<Value>, crate::ApiError> {
+    match state.reload() {
+        Ok(done) => {
+            tracing::info!(target: "kennel_server", ?done, "config reloaded (POST /reload)");
+            Ok(axum::Json(serde_json::to_value(done).unwrap_or_default()))
+        }
+        Err(e) => {
+            tracing::error!(target: "kennel_server", error = %e, "reload refused; the running config is kept");
+            Err(crate::ApiError::BadConfig {
+                message: e.to_string(),
+            })
         }
     }
 }
