@@ -6,13 +6,17 @@
 //! | `POST /groups/{group}/jobs` | the same on a random pool of the group that can lend at once |
 //! | `GET /pools` | every pool: name, group, stats, health |
 //! | `GET /pools/{name}/stats` | one pool's stats and health |
+//! | `GET /pools/{name}/config` | the live config of a pool, in the shape `PUT` takes |
 //! | `PUT /pools/{name}/config` | changes a live pool (sizing, eviction, limits, group); answers the actions taken |
+//! | `GET /pools/{name}/workers` | one row per slot of a pool: state, pid, jobs, ages, memory, retirement due |
 //! | `GET /readyz` | 200 when every pool can serve (not broken, not closed, no job waiting without a worker on its way), 503 otherwise (no token needed) |
 //! | `GET /healthz` | the same as `/readyz` |
 //! | `GET /livez` | 200 while the process answers (no token needed) |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /events` | server-sent events of every pool (`?pool=NAME` for one, `?since=ID` or `Last-Event-ID` to replay) |
 //! | `POST /reload` | reads the config file again and applies what changed (as `SIGHUP`) |
+//! | `GET /` | the status page (no token needed; its requests ask for it) |
+//! | `GET /openapi.json` | the OpenAPI description of these routes |
 //!
 //! Before any route runs, a request with a `Host` not allowed, or a
 //! browser's cross-site request, is answered 403 ([`crate::http::host`]).
@@ -30,7 +34,7 @@ use axum::http::HeaderMap;
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{get, post};
 use kennel::{Pool, Stats};
 use kennel_process::{Coprocess, Progress, StderrTail};
 use serde_json::value::RawValue;
@@ -40,6 +44,9 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::config::ReconfigBody;
 use crate::error::{ApiError, with_last_words};
+use crate::ops::openapi::{
+    ConfigActions, ErrorBody, LiveBody, PoolConfigBody, PoolList, PoolStatsBody, ReadyBody,
+};
 use crate::segment::Segment;
 use crate::state::AppState;
 use crate::stream::Answer;
@@ -61,14 +68,18 @@ pub fn app(state: AppState) -> Router {
         .route("/pools", get(list_pools))
         .route("/pools/{name}/jobs", post(pool_job))
         .route("/pools/{name}/stats", get(pool_stats))
-        .route("/pools/{name}/config", put(pool_config))
+        .route(
+            "/pools/{name}/config",
+            get(crate::ops::config_get::pool_config_get).put(pool_config),
+        )
         .route("/groups/{group}/jobs", post(group_job))
         .route("/readyz", get(readyz))
-        .route("/healthz", get(readyz))
+        .route("/healthz", get(healthz))
         .route("/livez", get(livez))
         .route("/metrics", get(crate::metrics::render))
         .route("/events", get(crate::sse::events))
         .route("/reload", post(crate::reload::route))
+        .merge(crate::ops::routes())
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn_with_state(state.clone(), auth))
@@ -94,6 +105,7 @@ pub fn app(state: AppState) -> Router {
 async fn auth(State(state): State<AppState>, request: Request, next: Next) -> Response {
     if let Some(token) = state.token()
         && !PROBES.contains(&request.uri().path())
+        && request.uri().path() != crate::ops::page::PATH
     {
         let given = request
             .headers()
@@ -150,7 +162,7 @@ pub fn json_body(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Va
 
 /// The pool named `name`: 501 when there is no pool at all, 404 when this
 /// one is not there.
-fn pool_named(state: &AppState, name: &str) -> Result<Pool<Coprocess>, ApiError> {
+pub(crate) fn pool_named(state: &AppState, name: &str) -> Result<Pool<Coprocess>, ApiError> {
     state.registry().get(name).map_err(|e| {
         if state.registry().list().is_empty() {
             ApiError::NotSupported
@@ -247,7 +259,25 @@ async fn run_job(
 /// [`crate::payload`]) is the job; the answer is the worker's reply as it
 /// wrote it, or the progress then the reply for a client that streams
 /// ([`crate::stream`]).
-async fn pool_job(
+#[utoipa::path(
+    post,
+    path = "/pools/{name}/jobs",
+    tag = "jobs",
+    params(("name" = String, Path, description = "the pool's name")),
+    request_body(content = Value, description = "the job: a JSON value handed to the worker as its request, or bytes (an upload, sent to the worker as base64; see SERVICE.md)"),
+    responses(
+        (status = 200, description = "the worker's reply as it wrote it; a client that asks for `text/event-stream` or `application/x-ndjson` gets the job's progress, then the reply", body = Value),
+        (status = 400, description = "the body is not JSON or is empty (`bad-json`)", body = ErrorBody),
+        (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
+        (status = 413, description = "the body is over `body_limit` (`too-large`)", body = ErrorBody),
+        (status = 500, description = "the worker replied with an error (`worker-error`)", body = ErrorBody),
+        (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
+        (status = 502, description = "the worker ended, failed its warm-up or broke the protocol (`crashed`, `warmup-failed`, `protocol`), with its last words", body = ErrorBody),
+        (status = 503, description = "rejected (`rejected`, with `Retry-After`), the workers keep failing to start (`unavailable`), or the pool is closed (`closed`)", body = ErrorBody),
+        (status = 504, description = "the job ran past `job_timeout` (`timeout`)", body = ErrorBody),
+    )
+)]
+pub(crate) async fn pool_job(
     State(state): State<AppState>,
     Segment(name): Segment,
     headers: HeaderMap,
@@ -262,6 +292,12 @@ async fn pool_job(
         Ok(request) => request,
         Err(e) => return e.into_response(),
     };
+    if let Some(queue) = state.queues().get(&name) {
+        return queue
+            .submit(&request)
+            .await
+            .unwrap_or_else(IntoResponse::into_response);
+    }
     let watch = state.watch(&name);
     crate::stream::respond(Answer::of(&headers), move |progress| async move {
         run_job(Target::Pool(pool.clone()), request, watch, progress)
@@ -271,7 +307,26 @@ async fn pool_job(
     .await
 }
 
-async fn group_job(
+/// Runs the body as one job on a random pool of the group that can lend at
+/// once.
+#[utoipa::path(
+    post,
+    path = "/groups/{group}/jobs",
+    tag = "jobs",
+    params(("group" = String, Path, description = "the group's name")),
+    request_body(content = Value, description = "the job: any JSON value"),
+    responses(
+        (status = 200, description = "the worker's JSON reply", body = Value),
+        (status = 400, description = "the body is not JSON (`bad-json`)", body = ErrorBody),
+        (status = 404, description = "no pool is in this group (`no-such-group`)", body = ErrorBody),
+        (status = 500, description = "the worker replied with an error (`worker-error`)", body = ErrorBody),
+        (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
+        (status = 502, description = "the worker ended, failed its warm-up or broke the protocol", body = ErrorBody),
+        (status = 503, description = "no pool of the group can lend now (`no-members`, with `Retry-After`)", body = ErrorBody),
+        (status = 504, description = "the job ran past `job_timeout` (`timeout`)", body = ErrorBody),
+    )
+)]
+pub(crate) async fn group_job(
     State(state): State<AppState>,
     Segment(group): Segment,
     headers: HeaderMap,
@@ -311,7 +366,14 @@ fn stats_json(stats: &Stats) -> Value {
     })
 }
 
-async fn list_pools(State(state): State<AppState>) -> Json<Value> {
+/// Every pool: name, group, stats and health.
+#[utoipa::path(
+    get,
+    path = "/pools",
+    tag = "pools",
+    responses((status = 200, description = "every pool", body = PoolList))
+)]
+pub(crate) async fn list_pools(State(state): State<AppState>) -> Json<Value> {
     let pools: Vec<Value> = state
         .registry()
         .list()
@@ -327,7 +389,19 @@ async fn list_pools(State(state): State<AppState>) -> Json<Value> {
     Json(json!({ "pools": pools }))
 }
 
-async fn pool_stats(
+/// One pool's stats and health.
+#[utoipa::path(
+    get,
+    path = "/pools/{name}/stats",
+    tag = "pools",
+    params(("name" = String, Path, description = "the pool's name")),
+    responses(
+        (status = 200, description = "the pool's counts", body = PoolStatsBody),
+        (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
+        (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
+    )
+)]
+pub(crate) async fn pool_stats(
     State(state): State<AppState>,
     Segment(name): Segment,
 ) -> Result<Json<Value>, ApiError> {
@@ -337,7 +411,24 @@ async fn pool_stats(
     Ok(Json(v))
 }
 
-async fn pool_config(
+/// Changes a live pool: a merge patch of its options, and a new sizing,
+/// eviction or group.
+#[utoipa::path(
+    put,
+    path = "/pools/{name}/config",
+    tag = "pools",
+    params(("name" = String, Path, description = "the pool's name")),
+    request_body(content = PoolConfigBody, description = "the keys to change, as `GET` writes them"),
+    responses(
+        (status = 200, description = "the actions taken", body = ConfigActions),
+        (status = 400, description = "not JSON (`bad-json`), or an unknown key or bad value (`bad-config`, naming the key)", body = ErrorBody),
+        (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
+        (status = 413, description = "the body is over `body_limit` (`too-large`)", body = ErrorBody),
+        (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
+        (status = 503, description = "the pool is closed (`closed`)", body = ErrorBody),
+    )
+)]
+pub(crate) async fn pool_config(
     State(state): State<AppState>,
     Segment(name): Segment,
     body: Body,
@@ -357,10 +448,7 @@ async fn pool_config(
                 format!("`{}`: {}", e.key, e.message)
             },
         })?;
-    let change = body.reconfig().map_err(|e| ApiError::BadConfig {
-        message: e.to_string(),
-    })?;
-    let actions = state.registry().reconfigure(&name, change)?;
+    let actions = state.reconfigure_pool(&name, &body)?;
     let actions: Vec<String> = actions.iter().map(ToString::to_string).collect();
     tracing::info!(target: "kennel_server", pool = %name, ?actions, "pool reconfigured");
     Ok(Json(json!({ "pool": name, "actions": actions })))
@@ -370,7 +458,16 @@ async fn pool_config(
 /// 503 with `"status":"unavailable"` otherwise. A pool's word is `ready`,
 /// `broken` (its crash-loop breaker holds it), `closed`, or `starved` (jobs
 /// wait and no worker is on its way).
-async fn readyz(State(state): State<AppState>) -> Response {
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "probes",
+    responses(
+        (status = 200, description = "every pool can serve", body = ReadyBody),
+        (status = 503, description = "a pool is broken, closed or starved", body = ReadyBody),
+    )
+)]
+pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
     let registry = state.registry();
     let detail: serde_json::Map<String, Value> = registry
         .list()
@@ -381,6 +478,8 @@ async fn readyz(State(state): State<AppState>) -> Response {
                 "closed"
             } else if e.stats.broken {
                 "broken"
+            } else if state.queues().is_disconnected(&e.name) {
+                "queue-down"
             } else if !e.stats.is_healthy() {
                 "starved"
             } else {
@@ -399,8 +498,28 @@ async fn readyz(State(state): State<AppState>) -> Response {
     (status, Json(body)).into_response()
 }
 
+/// The same as `/readyz`, for older probes.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "probes",
+    responses(
+        (status = 200, description = "every pool can serve", body = ReadyBody),
+        (status = 503, description = "a pool is broken, closed or starved", body = ReadyBody),
+    )
+)]
+pub(crate) async fn healthz(state: State<AppState>) -> Response {
+    readyz(state).await
+}
+
 /// 200 `{"status":"ok"}`: the process answers. It looks at no pool, so
 /// that a broken pool makes the service unready, never restarted for it.
-async fn livez() -> Json<Value> {
+#[utoipa::path(
+    get,
+    path = "/livez",
+    tag = "probes",
+    responses((status = 200, description = "the process answers", body = LiveBody))
+)]
+pub(crate) async fn livez() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }

@@ -209,6 +209,14 @@ fn describe_pool(
     if let Some(n) = o.auto_grow_threshold {
         let _ = writeln!(out, "  auto_grow       when idle workers drop to {n}");
     }
+    if let Some(queue) = &pool.queue {
+        for line in queue.describe(&pool.name) {
+            let _ = writeln!(out, "  {line}");
+        }
+        if o.job_timeout.is_none() {
+            warnings.push(format!("pool {}: a queued pool without job_timeout: a job that hangs keeps its message by in-progress acks until it ends", pool.name));
+        }
+    }
 }
 
 /// Whether `program` can be started: a path (from `cwd`) that exists, or a

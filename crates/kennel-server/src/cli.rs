@@ -1,4 +1,5 @@
-//! The command line: `kennel serve|run|check`, and the hidden `worker demo`.
+//! The command line: `kennel serve|run|check|status|completions`, and the
+//! hidden `worker demo`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,7 +12,7 @@ use kennel_server::config::LogFormat;
 /// With no command, `kennel` runs `serve`: with no config, one demo pool on
 /// 127.0.0.1:7878.
 #[derive(Debug, Parser)]
-#[command(name = "kennel", version, about, long_about = None)]
+#[command(name = "kennel", version = env!("KENNEL_VERSION"), about, long_about = None)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
@@ -26,6 +27,15 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Checks a config and prints what `serve` would start.
     Check(CheckArgs),
+    /// Prints a running server's pools and their workers as a table.
+    Status(StatusArgs),
+    /// Prints a completion script for a shell (bash, zsh, fish, elvish,
+    /// powershell) on stdout.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Runs a built-in worker on stdin/stdout (used by pools).
     #[command(hide = true, subcommand)]
     Worker(WorkerCommand),
@@ -84,6 +94,24 @@ pub(crate) struct CheckArgs {
     /// The TOML config to check (default: the built-in demo config).
     #[arg(long, short, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct StatusArgs {
+    /// The server's URL (default: the config's `server.listen`, else
+    /// http://127.0.0.1:7878).
+    #[arg(long, short, value_name = "URL")]
+    pub(crate) url: Option<String>,
+    /// The config the server runs: its listen address and token variable.
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The variable that holds the bearer token (over the config's
+    /// `server.token_env`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) token_env: Option<String>,
+    /// The pool to show (default: every pool).
+    #[arg(value_name = "POOL")]
+    pub(crate) pool: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

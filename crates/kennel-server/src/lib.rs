@@ -9,6 +9,7 @@
 //!   `{ "error": kind, "message": … }`.
 //! - [`embed`]: lend from a pool inside your own axum router.
 //! - [`demo`]: the built-in demo worker (`kennel worker demo`).
+//! - [`queue`]: pools fed by a NATS JetStream work queue (`[pool.queue]`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -30,7 +31,9 @@ pub mod events;
 pub mod http;
 pub mod logs;
 pub mod metrics;
+pub mod ops;
 pub mod pools;
+pub mod queue;
 pub mod reaper;
 pub mod reload;
 pub mod rundir;

@@ -1,4 +1,4 @@
-//! The `kennel` binary: `kennel serve|run|check`. With no
+//! The `kennel` binary: `kennel serve|run|check|status|completions`. With no
 //! arguments it serves the built-in demo pool on 127.0.0.1:7878.
 
 mod check;
@@ -7,11 +7,13 @@ mod progress;
 mod run;
 mod serve;
 mod signals;
+mod status;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use kennel_server::Config;
 
 use crate::cli::{Cli, Command, WorkerCommand};
@@ -27,6 +29,21 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("demo worker: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if let Command::Completions { shell } = command {
+        // Into memory first: clap_complete panics on a failed write (a
+        // closed pipe), this answers it with an exit code.
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "kennel", &mut script);
+        let mut stdout = std::io::stdout().lock();
+        return match stdout.write_all(&script).and_then(|()| stdout.flush()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kennel completions: cannot write the script: {e}");
                 ExitCode::FAILURE
             }
         };
@@ -55,7 +72,10 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::serve(args).await,
             Command::Run(args) => run::run(args).await,
             Command::Check(args) => check::check(args).await,
-            Command::Worker(_) | Command::Reaper { .. } => unreachable!("handled above"),
+            Command::Status(args) => status::status(args).await,
+            Command::Worker(_) | Command::Completions { .. } | Command::Reaper { .. } => {
+                unreachable!("handled above")
+            }
         }
     });
     match result {

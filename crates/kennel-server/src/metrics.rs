@@ -61,17 +61,25 @@ pub fn install_with(buckets: &[f64]) -> PrometheusHandle {
             if metrics::set_global_recorder(recorder).is_err() {
                 tracing::warn!(target: "kennel_server", "a metrics recorder was already installed; /metrics shows only its own");
             }
+            crate::ops::families::describe();
             handle
         })
         .clone()
 }
 
+/// Prometheus text, families sorted by name, each with `# HELP` and `# TYPE`.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operators",
+    responses((status = 200, description = "Prometheus text (version 0.0.4)", content_type = "text/plain"))
+)]
 pub(crate) async fn render(State(state): State<AppState>) -> Response {
     record_stats(&state);
     let body = match state.metrics() {
         Some(handle) => {
             handle.run_upkeep();
-            handle.render()
+            crate::ops::families::stable(&handle.render())
         }
         None => String::new(),
     };

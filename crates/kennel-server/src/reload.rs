@@ -178,12 +178,10 @@ impl AppState {
             group: (old.group != new.group).then(|| new.group.clone()),
             options: new.options.clone(),
         };
-        let change = body.reconfig().map_err(|e| e.to_string())?;
         let _one_at_a_time = self.reconfig_lock();
         let actions = self
-            .registry()
-            .reconfigure(&new.name, change)
-            .map_err(|e| e.to_string())?;
+            .reconfigure_pool(&new.name, &body)
+            .map_err(|e| e.message())?;
         Ok(actions.iter().map(ToString::to_string).collect())
     }
 
@@ -199,6 +197,15 @@ impl AppState {
 /// `POST /reload`: reads the config file again and applies what changed: 200 with what
 /// was done, 400 `bad-config` (the running config is kept) with the error
 /// a start would give.
+#[utoipa::path(
+    post,
+    path = "/reload",
+    tag = "operators",
+    responses(
+        (status = 200, description = "what was done: `added`, `removed`, `reconfigured` (with the actions), `replaced`, `server_keys_not_applied`, `failed`", content_type = "application/json"),
+        (status = 400, description = "the file does not pass the checks of a start, or there is no file (`bad-config`, with the error a start prints); nothing changed", body = crate::ops::openapi::ErrorBody),
+    )
+)]
 pub(crate) async fn route(
     State(state): State<AppState>,
 ) -> Result<axum::Json<Value>, crate::ApiError> {

@@ -18,6 +18,10 @@ use tokio_util::task::AbortOnDropHandle;
 use crate::cli::ServeArgs;
 use crate::signals::{Asked, Signals};
 
+/// How long the last acks of the queued pools may take once the pools are
+/// closed.
+const LAST_ACKS: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How often histograms are drained even when nobody scrapes.
 const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 
@@ -107,6 +111,10 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .start_pools(&config, &self_exe)
         .await
         .with_context(|| format!("{source}: cannot start a pool"))?;
+    if let Err(e) = state.start_queues(&config).await {
+        state.close().await;
+        return Err(anyhow::Error::new(e).context(format!("{source}: cannot start a queue")));
+    }
     if let Some(path) = &args.config {
         state.reload_from(path.clone(), self_exe, config.clone());
     }
@@ -145,13 +153,15 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             },
         }
     }
-    // Stop accepting, end /events streams, let in-flight requests finish
-    // within the grace. A client that stalls is dropped by its own read or
-    // write timeout, so it does not hold the stop for the whole grace.
+    // Stop accepting and fetching, end /events streams, let in-flight
+    // requests and queued jobs finish within the grace. A client that
+    // stalls is dropped by its own read or write timeout, so it does not
+    // hold the stop for the whole grace.
     state.begin_shutdown();
     let mut killed = false;
+    let drained = async { tokio::join!(&mut server, state.drain_queues()).0 };
     tokio::select! {
-        r = &mut server => {
+        r = drained => {
             if let Ok(Err(e)) = r {
                 tracing::warn!(target: "kennel_server", error = %e, "the server failed while stopping");
             }
@@ -181,6 +191,10 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    // The queued jobs the closing ended are handed back, and the acks sent
+    // (bounded: a job the closing could not end is delivered again after
+    // its ack_wait).
+    let _ = tokio::time::timeout(LAST_ACKS, state.drain_queues()).await;
     // Dropping the state kills any worker left; then no group is live.
     drop(state);
     run_dir.clean();

@@ -16,6 +16,7 @@ use crate::config::{Config, DEFAULT_BODY_LIMIT, PoolConfig};
 use crate::events::EventHub;
 use crate::http::body::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODIES};
 use crate::http::{BodyGate, HostPolicy};
+use crate::ops::live::LivePolicies;
 use crate::pools::build_watched_pool;
 use crate::reload::ReloadSource;
 use crate::rundir::RunDir;
@@ -49,8 +50,12 @@ struct Inner {
     run_dir: Option<Arc<RunDir>>,
     /// What is kept of each pool's workers (pools built by `start_pools`).
     watches: Mutex<HashMap<String, Watch>>,
+    /// The sizing and eviction each pool was last given.
+    live: LivePolicies,
     /// Each pool's `upload_limit`, where it has one.
     uploads: Mutex<HashMap<String, usize>>,
+    /// The pools fed by a JetStream work queue.
+    queues: crate::queue::Queues,
 }
 
 impl fmt::Debug for AppState {
@@ -156,7 +161,9 @@ impl AppStateBuilder {
                 reconfig: Mutex::new(()),
                 run_dir: self.run_dir,
                 watches: Mutex::new(HashMap::new()),
+                live: LivePolicies::default(),
                 uploads: Mutex::new(HashMap::new()),
+                queues: crate::queue::Queues::default(),
             }),
         }
     }
@@ -240,8 +247,11 @@ impl AppState {
     ) -> Result<(), kennel::Error> {
         let watch = Watch::new(self.inner.run_dir.clone());
         let built = build_watched_pool(pool, self_exe, &watch)?;
+        let capacity = built.stats().capacity;
         self.add_pool(built, pool.group.as_deref())?;
         self.watches().insert(pool.name.clone(), watch);
+        self.live()
+            .built(&pool.name, pool.sizing, pool.eviction, capacity);
         if let Some(limit) = pool.upload_limit {
             self.set_upload_limit(&pool.name, usize::try_from(limit.0).unwrap_or(usize::MAX));
         }
@@ -314,6 +324,17 @@ impl AppState {
             .watches
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The pools fed by a JetStream work queue
+    /// ([`start_queues`](Self::start_queues)).
+    pub fn queues(&self) -> &crate::queue::Queues {
+        &self.inner.queues
+    }
+
+    /// The sizing and eviction each pool was last given.
+    pub(crate) fn live(&self) -> &LivePolicies {
+        &self.inner.live
     }
 
     /// The run directory, if the state has one.

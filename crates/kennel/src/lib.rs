@@ -81,6 +81,7 @@ mod eviction;
 mod exit;
 mod heartbeat;
 mod lease;
+mod metric_families;
 mod metrics;
 mod options;
 mod pool;
@@ -109,6 +110,7 @@ pub use crate::eviction::{
 pub use crate::exit::ExitSignal;
 pub use crate::heartbeat::Heartbeat;
 pub use crate::lease::Lease;
+pub use crate::metric_families::{METRIC_FAMILIES, MetricFamily, MetricKind, describe_metrics};
 pub use crate::options::{
     MAX_DURATION, MAX_RETRIES, MAX_WAITING, MIN_LIFETIME, MIN_PROBE_EVERY, Options,
 };

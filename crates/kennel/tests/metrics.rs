@@ -119,3 +119,42 @@ async fn metrics_count_jobs_rejections_retirements_and_times_by_pool() {
         other => panic!("wait time: {other:?}"),
     }
 }
+
+/// Every family a pool records is one of `METRIC_FAMILIES`, of its kind,
+/// and each of those is recorded: an exporter can give each its help.
+#[tokio::test(start_paused = true)]
+async fn every_family_a_pool_records_is_described_with_its_kind() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let farm = Farm::new();
+    let pool = metrics::with_local_recorder(&recorder, || {
+        Pool::builder(farm.factory())
+            .name("models")
+            .startup(Parallel)
+            .sizing(Fixed(1))
+            .metrics(true)
+            .build()
+            .unwrap()
+    });
+    pool.run(async |w: &mut Fake| w.work(secs(1)).await)
+        .await
+        .unwrap();
+    settle().await;
+    let recorded: std::collections::BTreeSet<(String, &str)> = snapshot(&snapshotter)
+        .iter()
+        .map(|(key, _)| {
+            let kind = match key.kind() {
+                MetricKind::Counter => "counter",
+                MetricKind::Gauge => "gauge",
+                MetricKind::Histogram => "histogram",
+            };
+            (key.key().name().to_owned(), kind)
+        })
+        .collect();
+    let described: std::collections::BTreeSet<(String, &str)> = kennel::METRIC_FAMILIES
+        .iter()
+        .map(|f| (f.name.to_owned(), f.kind.as_str()))
+        .collect();
+    assert_eq!(recorded, described);
+    pool.close().await;
+}

@@ -141,6 +141,10 @@ pub struct PoolConfig {
     /// shared out among the running workers).
     #[serde(default)]
     pub threads: super::ThreadsConfig,
+    /// `[pool.queue]`: the pool also takes its jobs from a JetStream work
+    /// queue (see [`crate::queue`]).
+    #[serde(default)]
+    pub queue: Option<crate::queue::QueueConfig>,
     /// kennel's options, each at its own key (`job_timeout = "30s"`).
     #[serde(flatten)]
     pub options: Options,
@@ -176,6 +180,7 @@ impl PoolConfig {
             upload_limit: None,
             probe_request: None,
             threads: super::ThreadsConfig::default(),
+            queue: None,
             options: Options::default(),
         }
     }
@@ -285,6 +290,12 @@ impl PoolConfig {
                 at("max_reply"),
                 format!("{m} is out of range (allowed: 1 byte to 1 GiB)"),
             ));
+        }
+        if let Some(q) = &mut self.queue {
+            if let Some(f) = &q.creds_file {
+                q.creds_file = Some(source.dir.join(f));
+            }
+            q.validate(&self.name)?;
         }
         Ok(())
     }

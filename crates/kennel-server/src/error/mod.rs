@@ -30,6 +30,9 @@ pub use self::from::with_last_words;
 /// | `closed` | 503 |
 /// | `timeout` | 504 |
 /// | `crashed`, `warmup-failed`, `protocol` | 502 |
+/// | `reply-too-large` (a queued job's reply over NATS's `max_payload`) | 502 |
+/// | `queue-unavailable` (the NATS server cannot take the job; with `Retry-After`) | 503 |
+/// | `queue-timeout` (a queued job's result did not come within `reply_timeout`) | 504 |
 /// | `worker-error` (the worker's own message) | 500 |
 /// | `internal` (detail logged, not sent) | 500 |
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +156,26 @@ pub enum ApiError {
         /// Its other fields, sent in the body beside `error` and `message`.
         fields: serde_json::Map<String, Value>,
     },
+    /// A queued job's reply is over the NATS server's `max_payload`, so it
+    /// could not be published.
+    ReplyTooLarge {
+        /// The reply's size in bytes.
+        size: usize,
+        /// The server's `max_payload`.
+        limit: usize,
+    },
+    /// The job could not be put on the pool's queue (the NATS server is
+    /// unreachable or refused it).
+    QueueUnavailable {
+        /// What went wrong.
+        message: String,
+    },
+    /// The job is on the pool's queue but its result did not come within
+    /// the queue's `reply_timeout`; it may still run.
+    QueueTimeout {
+        /// The wait.
+        after: Duration,
+    },
     /// Something the client cannot fix; the detail is logged, not sent.
     Internal {
         /// The detail, for the log.
@@ -193,6 +216,9 @@ impl ApiError {
             Self::WarmupFailed { .. } => "warmup-failed",
             Self::Protocol { .. } => "protocol",
             Self::Worker { .. } => "worker-error",
+            Self::ReplyTooLarge { .. } => "reply-too-large",
+            Self::QueueUnavailable { .. } => "queue-unavailable",
+            Self::QueueTimeout { .. } => "queue-timeout",
             Self::Internal { .. } => "internal",
         }
     }
@@ -216,11 +242,13 @@ impl ApiError {
             | Self::NoMembers { .. }
             | Self::LendTimeout { .. }
             | Self::Unavailable { .. }
-            | Self::Closed => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-            Self::Crashed { .. } | Self::WarmupFailed { .. } | Self::Protocol { .. } => {
-                StatusCode::BAD_GATEWAY
-            }
+            | Self::Closed
+            | Self::QueueUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Timeout { .. } | Self::QueueTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            Self::Crashed { .. }
+            | Self::WarmupFailed { .. }
+            | Self::Protocol { .. }
+            | Self::ReplyTooLarge { .. } => StatusCode::BAD_GATEWAY,
             Self::Worker {
                 status: Some(status),
                 ..
@@ -273,6 +301,16 @@ impl ApiError {
             | Self::WarmupFailed { message, .. }
             | Self::Protocol { message, .. }
             | Self::Worker { message, .. } => message.clone(),
+            Self::ReplyTooLarge { size, limit } => format!(
+                "the reply ({size} bytes) is over the NATS server's {limit}-byte max_payload"
+            ),
+            Self::QueueUnavailable { message } => {
+                format!("the job could not be queued: {message}")
+            }
+            Self::QueueTimeout { after } => format!(
+                "the job is queued but its result did not come within {}; it may still run",
+                humantime::format_duration(*after)
+            ),
             Self::Internal { .. } => "internal error".into(),
         }
     }
@@ -283,7 +321,7 @@ impl ApiError {
             Self::Rejected { retry_after, .. }
             | Self::LendTimeout { retry_after, .. }
             | Self::Unavailable { retry_after, .. } => Some(*retry_after),
-            Self::NoMembers { .. } => Some(RETRY_AFTER_SECS),
+            Self::NoMembers { .. } | Self::QueueUnavailable { .. } => Some(RETRY_AFTER_SECS),
             _ => None,
         }
     }

@@ -1,0 +1,86 @@
+//! `GET /pools/{name}/config`: the live config of a pool, in the shape
+//! `PUT /pools/{name}/config` takes, so that what one prints the other
+//! takes back unchanged.
+//!
+//! ```text
+//! {"auto_grow_threshold":null,"break_after_failed_starts":5,"close_grace":"5s",
+//!  "dispatch":"lowest-slot","eviction":{"after":"5m","keep":1,"kind":"idle-timeout"},
+//!  "group":"demo","job_timeout":"30s",…,"sizing":{"kind":"fixed","workers":2},…}
+//! ```
+//!
+//! The keys, in alphabetical order: `group`, `sizing`, `eviction`, and
+//! every option of [`kennel::Options`], written as a config writes it
+//! (durations as `"30s"`, an unset limit as `null`). `sizing` and
+//! `eviction` are those the service gave the pool, at start or by the last
+//! `PUT`; a pool built without a sizing shows the one it runs,
+//! `{"kind":"fixed","workers":<its capacity>}`. A pool added to the state
+//! by hand (not from a config) shows `null` for both: `PUT` reads `null` as
+//! "keep".
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+use crate::ops::openapi::{ErrorBody, PoolConfigBody};
+use crate::segment::Segment;
+use crate::state::AppState;
+
+/// The live config of pool `name`, as a JSON object `PUT` takes.
+///
+/// # Errors
+///
+/// [`ApiError::NoSuchPool`], or [`ApiError::NotSupported`] when no pool is
+/// configured.
+pub fn live_config(state: &AppState, name: &str) -> Result<Value, ApiError> {
+    let pool = crate::app::pool_named(state, name)?;
+    // One snapshot: no change may land between the options and the policies.
+    let _one_at_a_time = state.reconfig_lock();
+    let group = state
+        .registry()
+        .list()
+        .into_iter()
+        .find(|e| e.name == name)
+        .and_then(|e| e.group);
+    let policies = state.live().get(name);
+    let mut body = Map::new();
+    body.insert("group".into(), group.map_or(Value::Null, Value::from));
+    body.insert(
+        "sizing".into(),
+        policies.map_or(Value::Null, |p| to_json(&p.sizing)),
+    );
+    body.insert(
+        "eviction".into(),
+        policies.map_or(Value::Null, |p| to_json(&p.eviction)),
+    );
+    if let Value::Object(options) = to_json(&pool.options()) {
+        body.extend(options);
+    }
+    Ok(Value::Object(body))
+}
+
+fn to_json(value: &impl serde::Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or_else(|e| {
+        tracing::error!(target: "kennel_server", error = %e, "a live config does not write as JSON");
+        Value::Null
+    })
+}
+
+/// The live config of a pool, in the shape `PUT` takes.
+#[utoipa::path(
+    get,
+    path = "/pools/{name}/config",
+    tag = "pools",
+    params(("name" = String, Path, description = "the pool's name")),
+    responses(
+        (status = 200, description = "the live config: `group`, `sizing`, `eviction`, then every option at its key", body = PoolConfigBody),
+        (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
+        (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
+    )
+)]
+pub(crate) async fn pool_config_get(
+    State(state): State<AppState>,
+    Segment(name): Segment,
+) -> Result<Json<Value>, ApiError> {
+    live_config(&state, &name).map(Json)
+}

@@ -1,0 +1,272 @@
+//! `GET /openapi.json`: the OpenAPI 3.1 description of every route, made by
+//! `utoipa` from the handlers' `#[utoipa::path]` attributes and the types
+//! below (the bodies the routes answer, each error's body).
+//!
+//! The bodies that `app.rs` writes with `json!` are described by the types
+//! of this module; a test reads each route's real answer against them.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use kennel::Options;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
+use utoipa::{OpenApi, PartialSchema, ToSchema};
+
+use crate::ops::workers::{RetireDueJson, WorkerJson, WorkersBody};
+
+/// The description of the service's routes.
+#[derive(Debug, OpenApi)]
+#[openapi(
+    info(
+        title = "kennel",
+        description = "Named pools of long-lived, costly-to-start workers behind HTTP: a job is one JSON request to a worker, its answer the worker's JSON reply. Every error is `{\"error\": kind, \"message\": …}` (ErrorBody). With `server.token_env` set, every route but `/`, `/livez`, `/readyz` and `/healthz` asks for `Authorization: Bearer <token>` (401 `unauthorized` otherwise). Before any route runs, a request whose `Host` is not allowed (`server.allowed_hosts`), or a browser's cross-site request (a foreign `Origin`, `Sec-Fetch-Site: cross-site`), is answered 403 `forbidden`; a body that does not arrive within `server.body_timeout` is 408 `request-timeout`."
+    ),
+    paths(
+        crate::ops::page::page,
+        crate::app::list_pools,
+        crate::app::pool_job,
+        crate::app::pool_stats,
+        crate::ops::config_get::pool_config_get,
+        crate::app::pool_config,
+        crate::ops::workers::pool_workers,
+        crate::app::group_job,
+        crate::app::readyz,
+        crate::app::healthz,
+        crate::app::livez,
+        crate::metrics::render,
+        crate::sse::events,
+        crate::reload::route,
+        serve,
+    ),
+    components(schemas(
+        ErrorBody,
+        PoolStats,
+        PoolStatsBody,
+        PoolEntryBody,
+        PoolList,
+        PoolConfigBody,
+        ConfigActions,
+        ReadyBody,
+        LiveBody,
+        WorkersBody,
+        WorkerJson,
+        RetireDueJson,
+    )),
+    tags(
+        (name = "jobs", description = "running jobs on workers"),
+        (name = "pools", description = "the pools, their stats, workers and live config"),
+        (name = "probes", description = "liveness and readiness; no token asked"),
+        (name = "operators", description = "the status page, metrics, events and this description"),
+    )
+)]
+pub struct ApiDoc;
+
+/// The description as JSON, made once.
+pub fn json() -> &'static str {
+    static JSON: OnceLock<String> = OnceLock::new();
+    JSON.get_or_init(|| {
+        ApiDoc::openapi()
+            .to_pretty_json()
+            .unwrap_or_else(|e| format!("{{\"error\":\"internal\",\"message\":\"{e}\"}}"))
+    })
+}
+
+/// This description.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "operators",
+    responses((status = 200, description = "the OpenAPI 3.1 description of every route", content_type = "application/json"))
+)]
+pub(crate) async fn serve() -> Response {
+    let mut response = json().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Every error's body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorBody {
+    /// The kind: `not-supported`, `no-such-pool`, `no-such-group`,
+    /// `not-found`, `method-not-allowed`, `bad-json`, `bad-request`,
+    /// `bad-config`, `unauthorized`, `too-large`, `rejected`, `no-members`,
+    /// `lend-timeout`, `unavailable`, `closed`, `timeout`, `crashed`,
+    /// `warmup-failed`, `protocol`, `worker-error`, `internal`.
+    #[schema(example = "no-such-pool")]
+    pub error: String,
+    /// What went wrong, in words.
+    #[schema(example = "no pool named `x`")]
+    pub message: String,
+    /// Why a job was rejected (`queue-depth`, `queue-wait`); only with
+    /// `rejected`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The worker's last lines of stderr, oldest first, when it wrote any
+    /// (`crashed`, `warmup-failed`, `protocol`, `unavailable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<Vec<String>>,
+}
+
+/// A pool's counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PoolStats {
+    /// Workers warming up.
+    pub starting: usize,
+    /// Ready workers no job has.
+    pub idle: usize,
+    /// Workers a job has.
+    pub lent: usize,
+    /// Jobs waiting for a worker.
+    pub waiting: usize,
+    /// The most workers the pool may run.
+    pub capacity: usize,
+    /// The running slots now.
+    pub size: usize,
+    /// Ready workers in slots the sizing does not run now.
+    pub kept: usize,
+    /// No job waits without a worker starting, idle or lent.
+    pub healthy: bool,
+}
+
+/// The answer of `GET /pools/{name}/stats`: the counts and the pool's name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PoolStatsBody {
+    /// The pool's name.
+    pub pool: String,
+    /// Workers warming up.
+    pub starting: usize,
+    /// Ready workers no job has.
+    pub idle: usize,
+    /// Workers a job has.
+    pub lent: usize,
+    /// Jobs waiting for a worker.
+    pub waiting: usize,
+    /// The most workers the pool may run.
+    pub capacity: usize,
+    /// The running slots now.
+    pub size: usize,
+    /// Ready workers in slots the sizing does not run now.
+    pub kept: usize,
+    /// No job waits without a worker starting, idle or lent.
+    pub healthy: bool,
+}
+
+/// One pool of `GET /pools`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PoolEntryBody {
+    /// The pool's name.
+    pub name: String,
+    /// Its group, if any.
+    pub group: Option<String>,
+    /// Its counts.
+    pub stats: PoolStats,
+}
+
+/// The answer of `GET /pools`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PoolList {
+    /// Every pool, by name.
+    pub pools: Vec<PoolEntryBody>,
+}
+
+/// The answer of `PUT /pools/{name}/config`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigActions {
+    /// The pool's name.
+    pub pool: String,
+    /// What the change did, in words (`capacity 2 -> 3`, `set sizing`, …).
+    pub actions: Vec<String>,
+}
+
+/// The answer of `GET /readyz` and `GET /healthz`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadyBody {
+    /// `ok` when every pool can serve, else `unavailable`.
+    #[schema(example = "ok")]
+    pub status: String,
+    /// Each pool's word: `ready`, `broken`, `closed` or `starved`.
+    pub pools: BTreeMap<String, String>,
+}
+
+/// The answer of `GET /livez`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LiveBody {
+    /// Always `ok`.
+    #[schema(example = "ok")]
+    pub status: String,
+}
+
+/// A pool's live config (the answer of `GET /pools/{name}/config`) and a
+/// change of it (the body of `PUT`, where every key is optional: a merge
+/// patch). Its properties are made from the keys the service reads:
+/// `group`, `sizing`, `eviction`, then each of kennel's options, with its
+/// default.
+#[derive(Debug)]
+pub struct PoolConfigBody;
+
+impl PartialSchema for PoolConfigBody {
+    fn schema() -> RefOr<Schema> {
+        let any = || ObjectBuilder::new().schema_type(SchemaType::AnyValue);
+        let mut object = ObjectBuilder::new()
+            .description(Some(
+                "`group`, `sizing` and `eviction` as in a `[[pool]]` of the TOML config, then every option at its key (durations written \"30s\"; `null` for an unset limit). In a `PUT`, a key left out keeps its value and `null` sets an option back to its default.",
+            ))
+            .property(
+                "group",
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::Array(vec![Type::String, Type::Null]))
+                    .description(Some("the pool's group (`null`: none)")),
+            )
+            .property(
+                "sizing",
+                any().description(Some(
+                    "how many workers run: {\"kind\": \"fixed\", \"workers\": N} or {\"kind\": \"resources\" | \"hill-climbing\" | \"gradient\", \"memory_per_worker\": \"2GiB\"}",
+                )),
+            )
+            .property(
+                "eviction",
+                any().description(Some(
+                    "when idle workers close: {\"kind\": \"none\"} or {\"kind\": \"idle-timeout\", \"after\": \"5m\", \"keep\": 1}",
+                )),
+            );
+        let defaults = serde_json::to_value(Options::default()).unwrap_or(Value::Null);
+        if let Value::Object(options) = defaults {
+            for (key, default) in options {
+                let schema_type = match &default {
+                    Value::String(_) => SchemaType::Array(vec![Type::String, Type::Null]),
+                    Value::Number(n) if n.is_f64() => {
+                        SchemaType::Array(vec![Type::Number, Type::Null])
+                    }
+                    Value::Number(_) => SchemaType::Array(vec![Type::Integer, Type::Null]),
+                    Value::Bool(_) => SchemaType::Type(Type::Boolean),
+                    _ => SchemaType::AnyValue,
+                };
+                object = object.property(
+                    key,
+                    ObjectBuilder::new()
+                        .schema_type(schema_type)
+                        .default(Some(default)),
+                );
+            }
+        }
+        RefOr::T(Schema::Object(object.build()))
+    }
+}
+
+impl ToSchema for PoolConfigBody {}

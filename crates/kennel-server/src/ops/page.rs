@@ -1,0 +1,48 @@
+//! `GET /`: the status page, one HTML file embedded in the binary
+//! (`assets/status.html`, with its style and script inline: no build step,
+//! nothing fetched from elsewhere).
+//!
+//! The page holds no data: its script reads `GET /pools`, each pool's
+//! `GET /pools/{name}/workers` every second and the live feed of
+//! `GET /events`, and draws each pool's counts, its workers, its size over
+//! the last two minutes with its sizing steps, and the events as they come.
+//! So the page itself is served without the bearer token (a browser cannot
+//! send one on a navigation); the script asks for the token when the
+//! service answers 401 and sends it with each of its requests (ADR 0025).
+
+use axum::http::{HeaderValue, header};
+use axum::response::{Html, IntoResponse, Response};
+
+/// The page's path.
+pub const PATH: &str = "/";
+
+/// The page, as served.
+pub const HTML: &str = include_str!("../../assets/status.html");
+
+/// What the page may load: its own inline style and script, and requests
+/// to the service that served it; nothing else, and no framing.
+const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+                   connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; \
+                   frame-ancestors 'none'";
+
+/// The status page.
+#[utoipa::path(
+    get,
+    path = "/",
+    tag = "operators",
+    responses((status = 200, description = "the status page (HTML); it asks for no token, its requests do", content_type = "text/html"))
+)]
+pub(crate) async fn page() -> Response {
+    let mut response = Html(HTML).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}

@@ -1,0 +1,142 @@
+//! `GET /pools/{name}/workers`: one row per slot of a pool, php-fpm's
+//! `status?full` for kennel ([`kennel::Pool::workers`]).
+//!
+//! ```text
+//! {"pool":"demo","workers":[{"slot":0,"state":"idle","generation":1,"pid":8132,
+//!   "running_for_ms":12003.1,"ready_after_ms":1003.4,"jobs":3,"last_job_ms":15.8,
+//!   "early_exits":0,"memory_bytes":null,"retire_due":null,"about":{"pid":8132}}, …]}
+//! ```
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use kennel::{RetireDue, WorkerRow};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::error::ApiError;
+use crate::ops::openapi::ErrorBody;
+use crate::segment::Segment;
+use crate::state::AppState;
+
+/// The answer of `GET /pools/{name}/workers`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkersBody {
+    /// The pool's name.
+    pub pool: String,
+    /// One row per slot, slot 0 first.
+    pub workers: Vec<WorkerJson>,
+}
+
+/// One slot and its worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerJson {
+    /// The slot.
+    pub slot: usize,
+    /// What the slot holds: `empty`, `backing-off`, `evicted`, `starting`,
+    /// `idle`, `kept`, `lent`, `probing` or `closing`.
+    #[schema(example = "idle")]
+    pub state: String,
+    /// Grows with each worker the slot starts.
+    pub generation: u64,
+    /// The worker's process id.
+    pub pid: Option<u32>,
+    /// How long the worker has run, from the start of its warm-up, in
+    /// milliseconds.
+    pub running_for_ms: Option<f64>,
+    /// How long its warm-up took, in milliseconds, once it was ready.
+    pub ready_after_ms: Option<f64>,
+    /// Jobs it has served.
+    pub jobs: u64,
+    /// How long its last job held it, in milliseconds.
+    pub last_job_ms: Option<f64>,
+    /// Early exits in a row of this slot's workers (its back-off count).
+    pub early_exits: u32,
+    /// Its memory when last sampled (with `max_memory`), in bytes.
+    pub memory_bytes: Option<u64>,
+    /// When the pool will retire it itself, and why.
+    pub retire_due: Option<RetireDueJson>,
+    /// What the worker said of itself when it became ready (for a process
+    /// worker, the fields of its ready line besides `ready`, such as a
+    /// model's version), as JSON.
+    #[schema(value_type = Object)]
+    pub about: Option<serde_json::Value>,
+}
+
+/// A retirement the pool has scheduled for a worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetireDueJson {
+    /// Why: `lifetime` or `max-jobs`.
+    #[schema(example = "lifetime")]
+    pub reason: String,
+    /// The time left, for a lifetime, in milliseconds.
+    pub in_ms: Option<f64>,
+    /// The jobs left, for `max_jobs`.
+    pub jobs_left: Option<u64>,
+}
+
+fn ms(d: Duration) -> f64 {
+    // Tenths of a millisecond, as the events write them.
+    (d.as_secs_f64() * 10_000.0).round() / 10.0
+}
+
+impl From<&RetireDue> for RetireDueJson {
+    fn from(due: &RetireDue) -> Self {
+        Self {
+            reason: due.reason.as_str().to_owned(),
+            in_ms: due.in_time.map(ms),
+            jobs_left: due.jobs_left,
+        }
+    }
+}
+
+impl From<&WorkerRow> for WorkerJson {
+    fn from(row: &WorkerRow) -> Self {
+        Self {
+            slot: row.slot,
+            state: row.state.as_str().to_owned(),
+            generation: row.generation,
+            pid: row.pid,
+            running_for_ms: row.running_for.map(ms),
+            ready_after_ms: row.ready_after.map(ms),
+            jobs: row.jobs,
+            last_job_ms: row.last_job.map(ms),
+            early_exits: row.early_exits,
+            memory_bytes: row.memory,
+            retire_due: row.retire_due.as_ref().map(Into::into),
+            // The library keeps it as the text of a JSON object; a text that
+            // is not JSON is shown as a string rather than lost.
+            about: row.about.as_deref().map(|text| {
+                serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::from(text))
+            }),
+        }
+    }
+}
+
+/// One row per slot of a pool.
+#[utoipa::path(
+    get,
+    path = "/pools/{name}/workers",
+    tag = "pools",
+    params(("name" = String, Path, description = "the pool's name")),
+    responses(
+        (status = 200, description = "one row per slot", body = WorkersBody),
+        (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
+        (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
+    )
+)]
+pub(crate) async fn pool_workers(
+    State(state): State<AppState>,
+    Segment(name): Segment,
+) -> Result<Json<WorkersBody>, ApiError> {
+    let pool = crate::app::pool_named(&state, &name)?;
+    let workers = pool.workers().iter().map(WorkerJson::from).collect();
+    Ok(Json(WorkersBody {
+        pool: name,
+        workers,
+    }))
+}

@@ -1,0 +1,290 @@
+//! One message: its job runs on the pool as an HTTP job would, with
+//! in-progress acks while it runs; its answer is published, then the
+//! message is acked, nak'd or terminated ([`dispose`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::{self, AckKind};
+use axum::body::Bytes;
+use axum::http::header;
+use axum::response::IntoResponse;
+use kennel_process::{Coprocess, StderrTail};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::outcome::{Disposition, dispose};
+use super::{DELIVERY, HEADROOM, INSTANCE, JOB_ID, META_KEY, MSG_ID, REPLY_TO, STATUS, Source};
+use crate::error::with_last_words;
+use crate::watch::last_words;
+use crate::{ApiError, json_body};
+
+/// Releases the message's credit once: when its job gets a worker, or when
+/// it ends without one.
+struct Unplaced {
+    source: Arc<Source>,
+    done: AtomicBool,
+}
+
+impl Unplaced {
+    fn release(&self) {
+        if !self.done.swap(true, Ordering::SeqCst) {
+            self.source.counts().unplaced -= 1;
+            self.source.wake.notify_one();
+        }
+    }
+}
+
+impl Drop for Unplaced {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// What the message says of itself.
+struct Delivery {
+    /// The job's id: the publisher's `Nats-Msg-Id`, else
+    /// `<stream>:<stream sequence>`. The same on every delivery.
+    id: String,
+    /// 1 for the first delivery.
+    delivered: u64,
+    /// Where the answer goes, if anywhere.
+    reply_to: Option<String>,
+}
+
+/// Handles one message to its end: answer published, message disposed of.
+pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
+    let unplaced = Arc::new(Unplaced {
+        source: source.clone(),
+        done: AtomicBool::new(false),
+    });
+    let Some(delivery) = delivery(&source, &message) else {
+        // Not a JetStream delivery: nothing to ack or answer.
+        drop(unplaced);
+        source.metrics.held.decrement(1.0);
+        return;
+    };
+    if delivery.delivered > 1 {
+        source.metrics.redelivered.increment(1);
+    }
+    let started = Instant::now();
+    let answer = match request(&source, &message.payload, &delivery) {
+        Ok(job) => with_progress(&source, &message, run(&source, job, unplaced.clone())).await,
+        Err(e) => Err(e),
+    };
+    unplaced.release();
+    source.timed(started.elapsed().as_secs_f64());
+    // A reply the server would refuse is replaced by an error it takes.
+    let limit = source.client.server_info().max_payload;
+    let answer = answer.and_then(|reply| {
+        let body = reply.to_string();
+        if body.len() + HEADROOM > limit {
+            Err(ApiError::ReplyTooLarge {
+                size: body.len(),
+                limit,
+            })
+        } else {
+            Ok(Bytes::from(body))
+        }
+    });
+    let disposition = dispose(
+        answer.as_ref().map(drop),
+        delivery.delivered,
+        &source.config,
+    );
+    let (status, retry_after, body) = match answer {
+        Ok(body) => (200, None, body),
+        Err(e) => error_body(e).await,
+    };
+    let ack = match disposition {
+        Disposition::Ack => {
+            publish(&source, &delivery, status, retry_after, body).await;
+            source.metrics.acked.increment(1);
+            AckKind::Ack
+        }
+        Disposition::Term { reason } => {
+            publish(&source, &delivery, status, retry_after, body).await;
+            source.metrics.terminated(reason);
+            AckKind::Term
+        }
+        Disposition::Nak { delay, reason } => {
+            source.metrics.naked(reason);
+            AckKind::Nak((!delay.is_zero()).then_some(delay))
+        }
+    };
+    if let Err(e) = message.ack_with(ack).await {
+        tracing::warn!(target: "kennel_server", pool = %source.name, id = %delivery.id, error = %e, "cannot acknowledge a message; it will be delivered again");
+    }
+    source.metrics.held.decrement(1.0);
+    source.wake.notify_one();
+}
+
+/// The message's id, delivery count and reply subject; `None` for a
+/// message that is not a JetStream delivery.
+fn delivery(source: &Source, message: &jetstream::Message) -> Option<Delivery> {
+    let info = message.info().ok()?;
+    source.pending(info.pending);
+    let header = |name: &str| super::header(message.headers.as_ref(), name);
+    let reply_to = header(REPLY_TO)
+        .filter(|s| {
+            let ok = is_reply_subject(s);
+            if !ok {
+                tracing::warn!(target: "kennel_server", pool = %source.name, subject = %s, "a reply subject that is not one (allowed: a subject without wildcards, not starting with `$`); the answer goes to result_subject");
+            }
+            ok
+        })
+        .or_else(|| source.config.result_subject.clone());
+    Some(Delivery {
+        id: header(MSG_ID)
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(|| format!("{}:{}", info.stream, info.stream_sequence)),
+        delivered: u64::try_from(info.delivered).unwrap_or(1).max(1),
+        reply_to,
+    })
+}
+
+/// A subject an answer may go to: concrete, and not one of the server's
+/// own (`$JS.API…`, `$SYS…`), so that a job cannot make kennel call the
+/// JetStream API.
+fn is_reply_subject(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 255
+        && !s.starts_with('$')
+        && s.split('.').all(|t| {
+            !t.is_empty()
+                && t.bytes()
+                    .all(|b| b.is_ascii_graphic() && b != b'*' && b != b'>')
+        })
+}
+
+/// The job: the message's JSON, with `_kennel` added to an object when
+/// `job_meta` is on.
+fn request(source: &Source, payload: &Bytes, delivery: &Delivery) -> Result<Value, ApiError> {
+    if payload.len() > source.body_limit {
+        return Err(ApiError::TooLarge {
+            limit: source.body_limit,
+        });
+    }
+    let mut job = json_body(Ok(payload.clone()), source.body_limit)?;
+    if source.config.job_meta
+        && let Value::Object(map) = &mut job
+    {
+        map.insert(
+            META_KEY.into(),
+            json!({ "id": delivery.id, "delivery": delivery.delivered }),
+        );
+    }
+    Ok(job)
+}
+
+/// Runs `job` while sending an in-progress ack every third of `ack_wait`.
+async fn with_progress<T>(
+    source: &Source,
+    message: &jetstream::Message,
+    job: impl Future<Output = T>,
+) -> T {
+    let every = source.config.progress_every();
+    let mut tick = tokio::time::interval_at(Instant::now() + every, every);
+    tokio::pin!(job);
+    loop {
+        tokio::select! {
+            biased;
+            r = &mut job => return r,
+            _ = tick.tick() => {
+                match message.ack_with(AckKind::Progress).await {
+                    Ok(()) => source.metrics.progress.increment(1),
+                    Err(e) => tracing::debug!(target: "kennel_server", pool = %source.name, error = %e, "an in-progress ack failed"),
+                }
+            }
+        }
+    }
+}
+
+/// Runs one job on the pool, as `POST /pools/{name}/jobs` does without a
+/// queue: through `run_idempotent` when the pool retries on a crash, and an
+/// error about a worker that ended carries its last words.
+async fn run(source: &Source, job: Value, unplaced: Arc<Unplaced>) -> Result<Value, ApiError> {
+    let tail: Arc<Mutex<Option<StderrTail>>> = Arc::default();
+    let seen = tail.clone();
+    let work = async move |w: &mut Coprocess| {
+        unplaced.release();
+        *seen.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
+        w.request(&job).await
+    };
+    let pool = &source.pool;
+    let result = if pool.options().retry_on_crash > 0 {
+        pool.run_idempotent(work).await
+    } else {
+        pool.run(work).await
+    };
+    let answer = match result {
+        Ok(Ok(reply)) => Ok(reply),
+        Ok(Err(e)) => Err(e.into()),
+        Err(e @ kennel::Error::Crashed { .. }) => {
+            let tail = tail.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            Err(with_last_words(e, last_words(tail.as_ref()).await))
+        }
+        Err(e @ kennel::Error::WarmupFailed { slot, .. }) => {
+            let tail = source.watch.as_ref().and_then(|w| w.tail_of(slot));
+            Err(with_last_words(e, last_words(tail.as_ref()).await))
+        }
+        Err(e @ kennel::Error::Unavailable { .. }) => {
+            let words = source
+                .watch
+                .as_ref()
+                .map(crate::watch::Watch::last_failed_words)
+                .unwrap_or_default();
+            Err(with_last_words(e, words))
+        }
+        Err(e) => Err(e.into()),
+    };
+    answer.map_err(|e: ApiError| e.retry_after_projected(pool.projected_wait()))
+}
+
+/// An error's HTTP answer: status, `Retry-After`, body, exactly as the HTTP
+/// route sends it.
+async fn error_body(error: ApiError) -> (u16, Option<String>, Bytes) {
+    let response = error.into_response();
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap_or_default();
+    (status, retry_after, body)
+}
+
+/// Publishes the answer to the delivery's reply subject, with its status,
+/// job id, delivery and instance as headers. With no reply subject, the
+/// answer is dropped (logged).
+async fn publish(
+    source: &Source,
+    delivery: &Delivery,
+    status: u16,
+    retry_after: Option<String>,
+    body: Bytes,
+) {
+    let Some(subject) = &delivery.reply_to else {
+        tracing::debug!(target: "kennel_server", pool = %source.name, id = %delivery.id, status, "no reply subject: the answer is dropped");
+        return;
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert(STATUS, status.to_string());
+    headers.insert(JOB_ID, delivery.id.as_str());
+    headers.insert(DELIVERY, delivery.delivered.to_string());
+    headers.insert(INSTANCE, &*source.instance);
+    if let Some(r) = retry_after {
+        headers.insert("Retry-After", r);
+    }
+    if let Err(e) = source
+        .client
+        .publish_with_headers(subject.clone(), headers, body)
+        .await
+    {
+        tracing::warn!(target: "kennel_server", pool = %source.name, id = %delivery.id, error = %e, "cannot publish an answer");
+    }
+}

@@ -1,0 +1,308 @@
+//! Pools fed by a NATS JetStream work queue: a pool with a `[pool.queue]`
+//! reads its jobs from a stream through a durable pull consumer that every
+//! instance of the service shares, and publishes each job's answer to the
+//! message's reply subject (header `Kennel-Reply-To`) or the queue's
+//! `result_subject`.
+//!
+//! - An instance asks for at most as many messages as its pool has workers
+//!   that can take a job now ([`credit`]), so no message waits on a host
+//!   that cannot start it.
+//! - Each answer is the body the HTTP route gives, with the status in the
+//!   header `Kennel-Status`. A reply or a worker-reported error is acked, a
+//!   crash or a broken pool is nak'd with a delay, a timeout or a job that
+//!   is not JSON is terminated, and so is a job whose last delivery
+//!   (`max_deliver`) failed ([`outcome`]). While a job runs, an in-progress
+//!   ack goes every third of `ack_wait`.
+//! - `POST /pools/{name}/jobs` on such a pool publishes the job to the
+//!   stream and answers its result, whichever instance ran it.
+//! - A graceful stop drains: no more fetching, a message that arrives after
+//!   is handed back at once, the jobs started finish and are acked.
+//!
+//! The parts: `config.rs` (`[pool.queue]`), `credit.rs` (how many to ask
+//! for), `outcome.rs` (ack, nak or term), `connect.rs` (the connection, the
+//! stream and the consumer), `pull.rs` (the fetching), `job.rs` (one
+//! message), `publish.rs` (HTTP into the queue), `metrics.rs`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_nats::jetstream;
+use async_nats::jetstream::consumer::PullConsumer;
+use kennel::Pool;
+use kennel_process::Coprocess;
+use tokio::sync::Notify;
+use tokio_util::task::TaskTracker;
+
+use crate::config::Config;
+use crate::state::AppState;
+use crate::watch::Watch;
+
+pub mod config;
+pub mod credit;
+pub mod metrics;
+pub mod outcome;
+
+mod connect;
+mod job;
+mod publish;
+mod pull;
+
+pub use self::config::QueueConfig;
+pub use self::metrics::QueueMetrics;
+
+/// The header that names where a job's answer goes (a client's inbox).
+pub const REPLY_TO: &str = "Kennel-Reply-To";
+/// The header of an answer that carries its HTTP status.
+pub const STATUS: &str = "Kennel-Status";
+/// The header of an answer that carries the job's id.
+pub const JOB_ID: &str = "Kennel-Job-Id";
+/// The header of an answer that names the delivery that ran it (1 for the
+/// first).
+pub const DELIVERY: &str = "Kennel-Delivery";
+/// The header of an answer that names the instance that ran it.
+pub const INSTANCE: &str = "Kennel-Instance";
+/// JetStream's own header for a publisher's message id (deduplicated within
+/// the stream's duplicate window).
+pub const MSG_ID: &str = "Nats-Msg-Id";
+/// The key a job object gets when `job_meta` is on.
+pub const META_KEY: &str = "_kennel";
+
+/// Room left in a message for its headers, under the server's
+/// `max_payload`.
+pub(crate) const HEADROOM: usize = 512;
+
+/// How long one pull request waits on the server for messages. A graceful
+/// stop waits for the one outstanding to end (handing back what it brings).
+pub const PULL_EXPIRES: Duration = Duration::from_secs(2);
+
+/// The value of header `name` in `headers`, if there. (A name is looked up
+/// as parsed, so that JetStream's own, such as `Nats-Msg-Id`, are found as
+/// the client reads them.)
+pub(crate) fn header(headers: Option<&async_nats::HeaderMap>, name: &str) -> Option<String> {
+    let name: async_nats::header::HeaderName = name.parse().ok()?;
+    headers?.get(name).map(|v| v.as_str().to_owned())
+}
+
+/// A failure to start a pool's queue: the key of the config it is about
+/// and what went wrong.
+#[derive(Debug)]
+pub struct QueueStartError {
+    /// The pool's name.
+    pub pool: String,
+    /// The key: `pool[0].queue.nats`, `pool[0].queue.stream`, …
+    pub key: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl fmt::Display for QueueStartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` ({:?}): {}", self.key, self.pool, self.message)
+    }
+}
+
+impl std::error::Error for QueueStartError {}
+
+/// The queue sources of a service, by pool name. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Queues {
+    sources: Arc<Mutex<HashMap<String, Arc<Source>>>>,
+}
+
+impl Queues {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Source>>> {
+        self.sources.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The source of pool `name`, if it has a queue.
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<Source>> {
+        self.lock().get(name).cloned()
+    }
+
+    /// Whether pool `name` has a queue whose connection is down.
+    pub fn is_disconnected(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|s| {
+            s.client.connection_state() != async_nats::connection::State::Connected
+        })
+    }
+
+    fn all(&self) -> Vec<Arc<Source>> {
+        self.lock().values().cloned().collect()
+    }
+}
+
+/// Counts of one source, under one lock.
+#[derive(Debug, Default)]
+struct Counts {
+    /// Messages received whose job has no worker yet.
+    unplaced: usize,
+    /// Messages asked for in pull requests still open, not yet received.
+    asked: usize,
+}
+
+/// One pool's queue: its connection, consumer, counts and tasks.
+pub(crate) struct Source {
+    name: String,
+    pool: Pool<Coprocess>,
+    config: QueueConfig,
+    client: async_nats::Client,
+    js: jetstream::Context,
+    consumer: PullConsumer,
+    watch: Option<Watch>,
+    body_limit: usize,
+    instance: Arc<str>,
+    metrics: QueueMetrics,
+    counts: Mutex<Counts>,
+    /// Woken when credits may have grown: a job got a worker or ended, a
+    /// pull ended, the drain began.
+    wake: Notify,
+    draining: AtomicBool,
+    /// The fetching task, the pull requests and the jobs.
+    tasks: TaskTracker,
+    /// A moving average of the seconds a job took, for the projected wait.
+    mean_job: Mutex<Option<f64>>,
+}
+
+impl fmt::Debug for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Source")
+            .field("pool", &self.name)
+            .field("stream", &self.config.stream)
+            .field("subject", &self.config.subject)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Source {
+    fn counts(&self) -> MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Stops fetching, lets every job started end and be acked (a message
+    /// that arrives meanwhile is handed back at once), and flushes the acks.
+    async fn drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+        self.tasks.close();
+        self.tasks.wait().await;
+        if tokio::time::timeout(Duration::from_secs(2), self.client.flush())
+            .await
+            .is_err()
+        {
+            tracing::warn!(target: "kennel_server", pool = %self.name, "the last acks could not be flushed within 2s");
+        }
+    }
+
+    /// Records a job's time in the moving average (weight 1/8) and sets the
+    /// projected-wait gauge.
+    fn timed(&self, seconds: f64) {
+        let mut mean = self.mean_job.lock().unwrap_or_else(PoisonError::into_inner);
+        *mean = Some(mean.map_or(seconds, |m| m + (seconds - m) / 8.0));
+    }
+
+    /// Sets the pending and projected-wait gauges from the consumer's
+    /// pending count.
+    fn pending(&self, pending: u64) {
+        #[expect(clippy::cast_precision_loss, reason = "a gauge")]
+        let pending = pending as f64;
+        self.metrics.pending.set(pending);
+        let mean = *self.mean_job.lock().unwrap_or_else(PoisonError::into_inner);
+        #[expect(clippy::cast_precision_loss, reason = "a gauge")]
+        let size = self.pool.stats().size.max(1) as f64;
+        self.metrics
+            .projected_wait
+            .set((pending + 1.0) * mean.unwrap_or(0.0) / size);
+    }
+}
+
+/// The name this instance gives itself in answers (`Kennel-Instance`): the
+/// host's name (a pod's name in Kubernetes) and the process id.
+fn instance_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}/{}", std::process::id())
+}
+
+impl AppState {
+    /// Connects the queue of each pool of `config` that has one (the pools
+    /// must have been started by [`start_pools`](Self::start_pools)):
+    /// creates the stream if asked to and missing, creates or updates the
+    /// durable consumer, and starts fetching. From then on
+    /// `POST /pools/{name}/jobs` on such a pool goes through the queue.
+    ///
+    /// # Errors
+    ///
+    /// The first queue that cannot start (server unreachable, token
+    /// variable unset, stream missing, consumer refused), naming its key.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a queue connected before the drop keeps fetching
+    /// until [`drain_queues`](Self::drain_queues).
+    pub async fn start_queues(&self, config: &Config) -> Result<(), QueueStartError> {
+        let instance: Arc<str> = instance_name().into();
+        for (i, pool) in config.pools.iter().enumerate() {
+            let Some(queue) = &pool.queue else { continue };
+            let fail = |key: &str, message: String| QueueStartError {
+                pool: pool.name.clone(),
+                key: format!("pool[{i}].queue.{key}"),
+                message,
+            };
+            let Ok(built) = self.registry().get(&pool.name) else {
+                return Err(fail("", "the pool is not started".into()));
+            };
+            let (client, js, consumer) = connect::connect(&pool.name, queue, &instance)
+                .await
+                .map_err(|(key, message)| fail(key, message))?;
+            let source = Arc::new(Source {
+                name: pool.name.clone(),
+                pool: built,
+                config: queue.clone(),
+                client,
+                js,
+                consumer,
+                watch: self.watch(&pool.name),
+                body_limit: self.body_limit(),
+                instance: instance.clone(),
+                metrics: QueueMetrics::new(&pool.name),
+                counts: Mutex::default(),
+                wake: Notify::new(),
+                draining: AtomicBool::new(false),
+                tasks: TaskTracker::new(),
+                mean_job: Mutex::default(),
+            });
+            if pool.options.job_timeout.is_none() {
+                tracing::warn!(target: "kennel_server", pool = %pool.name, "a queued pool without job_timeout: a job that hangs keeps its message by in-progress acks until it ends");
+            }
+            let fetching = source.clone();
+            source.tasks.spawn(pull::fetch(fetching));
+            self.queues().lock().insert(pool.name.clone(), source);
+        }
+        Ok(())
+    }
+
+    /// Drains every queue: stops fetching, hands back at once what arrives,
+    /// waits for the jobs started to end and be acked, flushes. Call it
+    /// again after the pools closed, for the jobs their closing ended (they
+    /// are handed back for another instance). Does nothing without queues.
+    ///
+    /// # Cancel safety
+    ///
+    /// Fetching stops as soon as the call starts; dropping the future only
+    /// stops the waiting.
+    pub async fn drain_queues(&self) {
+        let sources = self.queues().all();
+        futures_util::future::join_all(sources.iter().map(|s| s.drain())).await;
+    }
+}

@@ -1,0 +1,298 @@
+//! `kennel status [POOL]`: a running server's pools and their workers as
+//! a table, read from `GET /pools` and `GET /pools/{name}/workers`
+//! (php-fpm's `status?full`, printed).
+//!
+//! ```text
+//! pool model: capacity 2, size 2 | starting 0, idle 2, lent 0, waiting 0, kept 0 | healthy
+//!   slot  state  pid   gen  jobs  running  warm-up  last job  memory    retire due          about
+//!   0     idle   5244  1    3     3.6s     1.0s     32ms      10.4 MiB  lifetime in 59m56s  {"pid":5244}
+//!   1     idle   5247  1    0     3.6s     1.0s     -         9.6 MiB   lifetime in 59m56s  {"pid":5247}
+//! ```
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use axum::body::Bytes;
+use axum::http::{Request, Uri, header};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use kennel_server::ops::workers::{WorkerJson, WorkersBody};
+use serde_json::Value;
+
+use crate::cli::StatusArgs;
+
+/// How long one request to the server may take.
+const REQUEST_LIMIT: Duration = Duration::from_secs(10);
+
+pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let (base, token) = target(&args)?;
+    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+    let get = async |path: &str| -> anyhow::Result<Value> {
+        let uri: Uri = format!("{base}{path}")
+            .parse()
+            .with_context(|| format!("`{base}{path}` is not a URL"))?;
+        let mut request = Request::get(uri);
+        if let Some(t) = &token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        let request = request
+            .body(Empty::new())
+            .context("cannot make the request")?;
+        let response = tokio::time::timeout(REQUEST_LIMIT, client.request(request))
+            .await
+            .map_err(|_| anyhow::anyhow!("{base} did not answer within {REQUEST_LIMIT:?}"))?
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot reach {base}: {} (is `kennel serve` running there?)",
+                    root_cause(&e)
+                )
+            })?;
+        let status = response.status();
+        let body = tokio::time::timeout(REQUEST_LIMIT, response.into_body().collect())
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!("{base} did not finish its answer within {REQUEST_LIMIT:?}")
+            })?
+            .with_context(|| format!("{base}{path}: the answer broke off"))?
+            .to_bytes();
+        let value: Value = serde_json::from_slice(&body)
+            .with_context(|| format!("{base}{path}: the answer is not JSON (HTTP {status})"))?;
+        if !status.is_success() {
+            let message = value["message"].as_str().unwrap_or("no message");
+            bail!("{base}{path}: HTTP {status}: {message}");
+        }
+        Ok(value)
+    };
+    let list = get("/pools").await?;
+    let pools = list["pools"].as_array().cloned().unwrap_or_default();
+    let chosen: Vec<&Value> = match &args.pool {
+        Some(name) => {
+            let found: Vec<&Value> = pools.iter().filter(|p| p["name"] == **name).collect();
+            if found.is_empty() {
+                let names: Vec<&str> = pools.iter().filter_map(|p| p["name"].as_str()).collect();
+                bail!("no pool named `{name}` (pools: {})", names.join(", "));
+            }
+            found
+        }
+        None => pools.iter().collect(),
+    };
+    let mut out = String::new();
+    if chosen.is_empty() {
+        out.push_str("no pool is configured\n");
+    }
+    for pool in chosen {
+        let name = pool["name"].as_str().unwrap_or_default();
+        let segment = percent_encode(name);
+        let workers: WorkersBody = serde_json::from_value(
+            get(&format!("/pools/{segment}/workers")).await?,
+        )
+        .with_context(|| format!("{base}/pools/{segment}/workers: not a list of workers"))?;
+        out.push_str(&pool_line(pool));
+        out.push_str(&table(&workers.workers));
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(out.as_bytes())?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The server's base URL and the token to send.
+fn target(args: &StatusArgs) -> anyhow::Result<(String, Option<String>)> {
+    let config = match &args.config {
+        Some(p) => Some(kennel_server::Config::load(p)?),
+        None => None,
+    };
+    let base = match (&args.url, &config) {
+        (Some(url), _) => {
+            let url = url.trim_end_matches('/');
+            if url.contains("://") {
+                url.to_owned()
+            } else {
+                format!("http://{url}")
+            }
+        }
+        (None, Some(c)) => {
+            let mut addr = c.listen();
+            if addr.ip().is_unspecified() {
+                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            format!("http://{addr}")
+        }
+        (None, None) => "http://127.0.0.1:7878".to_owned(),
+    };
+    if !base.starts_with("http://") {
+        bail!("`{base}`: only http:// URLs are read (allowed: such as http://127.0.0.1:7878)");
+    }
+    let token = match (&args.token_env, &config) {
+        (Some(var), _) => Some(std::env::var(var).with_context(|| {
+            format!("--token-env: the variable {var} is not set (allowed: a variable that holds the token)")
+        })?),
+        (None, Some(c)) => c.server.token().map_err(anyhow::Error::msg)?,
+        (None, None) => None,
+    };
+    Ok((base, token))
+}
+
+/// The innermost error, which says what went wrong ("Connection refused").
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut e = e;
+    while let Some(next) = e.source() {
+        e = next;
+    }
+    e.to_string()
+}
+
+/// A pool name as a path segment (names are letters, digits, `-`, `_`,
+/// `.`; anything else is escaped).
+fn percent_encode(name: &str) -> String {
+    name.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// `pool NAME (group G): capacity …, size … | starting …, … | healthy`.
+fn pool_line(pool: &Value) -> String {
+    let s = &pool["stats"];
+    let n = |k: &str| {
+        s[k].as_u64()
+            .map_or_else(|| "?".to_owned(), |v| v.to_string())
+    };
+    let group = pool["group"]
+        .as_str()
+        .map(|g| format!(" (group {g})"))
+        .unwrap_or_default();
+    format!(
+        "pool {}{group}: capacity {}, size {} | starting {}, idle {}, lent {}, waiting {}, kept {} | {}\n",
+        pool["name"].as_str().unwrap_or_default(),
+        n("capacity"),
+        n("size"),
+        n("starting"),
+        n("idle"),
+        n("lent"),
+        n("waiting"),
+        n("kept"),
+        if s["healthy"] == true {
+            "healthy"
+        } else {
+            "unhealthy"
+        },
+    )
+}
+
+/// A duration in milliseconds, short: `0.4ms`, `15ms`, `1.2s`, `4m10s`, `2h05m`.
+fn short(ms: Option<f64>) -> String {
+    let Some(ms) = ms else {
+        return "-".into();
+    };
+    if ms < 10.0 {
+        return format!("{ms:.1}ms");
+    }
+    if ms < 1000.0 {
+        return format!("{ms:.0}ms");
+    }
+    let s = ms / 1000.0;
+    if s < 60.0 {
+        return format!("{s:.1}s");
+    }
+    // Whole seconds from here: truncation is what is meant.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let whole = s as u64;
+    if whole < 3600 {
+        format!("{}m{:02}s", whole / 60, whole % 60)
+    } else {
+        format!("{}h{:02}m", whole / 3600, whole / 60 % 60)
+    }
+}
+
+/// The rows of a pool's workers, columns aligned.
+fn table(workers: &[WorkerJson]) -> String {
+    let mut rows = vec![
+        [
+            "slot",
+            "state",
+            "pid",
+            "gen",
+            "jobs",
+            "running",
+            "warm-up",
+            "last job",
+            "memory",
+            "retire due",
+            "about",
+        ]
+        .map(str::to_owned),
+    ];
+    for w in workers {
+        let retire = w.retire_due.as_ref().map_or_else(
+            || "-".to_owned(),
+            |d| match (d.in_ms, d.jobs_left) {
+                (Some(ms), _) => format!("{} in {}", d.reason, short(Some(ms))),
+                (None, Some(n)) => format!("{} in {n} job(s)", d.reason),
+                (None, None) => d.reason.clone(),
+            },
+        );
+        rows.push([
+            w.slot.to_string(),
+            w.state.clone(),
+            w.pid.map_or_else(|| "-".to_owned(), |p| p.to_string()),
+            w.generation.to_string(),
+            w.jobs.to_string(),
+            short(w.running_for_ms),
+            short(w.ready_after_ms),
+            short(w.last_job_ms),
+            w.memory_bytes.map_or_else(
+                || "-".to_owned(),
+                |b| bytesize::ByteSize(b).display().iec().to_string(),
+            ),
+            retire,
+            w.about
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), ToString::to_string),
+        ]);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str("  ");
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_short_and_a_missing_one_is_a_dash() {
+        assert_eq!(short(None), "-");
+        assert_eq!(short(Some(0.44)), "0.4ms");
+        assert_eq!(short(Some(15.4)), "15ms");
+        assert_eq!(short(Some(1234.0)), "1.2s");
+        assert_eq!(short(Some(250_000.0)), "4m10s");
+        assert_eq!(short(Some(7_500_000.0)), "2h05m");
+    }
+
+    #[test]
+    fn a_name_outside_the_allowed_letters_is_escaped_as_a_segment() {
+        assert_eq!(percent_encode("demo-1.a_b"), "demo-1.a_b");
+        assert_eq!(percent_encode("a b/c"), "a%20b%2Fc");
+    }
+}

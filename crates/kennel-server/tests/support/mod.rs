@@ -1,0 +1,358 @@
+//! What the queue tests share: a real `nats-server -js` on a free loopback
+//! port with a store of its own, real `kennel serve` processes, a tiny
+//! HTTP/1.1 client, and a NATS client that publishes jobs and gathers
+//! their answers.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+/// The bound of every wait of these tests.
+pub const LIMIT: Duration = Duration::from_secs(60);
+
+/// A free loopback port (bound, read, released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A fresh directory under the system's temporary one, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "kennel-{tag}-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `nats-server -js` on a free loopback port, killed on drop.
+pub struct Nats {
+    child: Child,
+    pub port: u16,
+    pub url: String,
+    _store: TempDir,
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Nats {
+    /// Starts the server, or `None` (after saying so on stderr) when
+    /// `nats-server` is not installed. Under `CI=true` a missing server
+    /// fails the test.
+    pub fn start(test: &str) -> Option<Self> {
+        if Command::new("nats-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_err()
+        {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "nats-server not found under CI=true; .ci/run installs it"
+            );
+            eprintln!("SKIPPED: {test}: nats-server not found; .ci/run installs it");
+            return None;
+        }
+        let store = TempDir::new("nats");
+        let port = free_port();
+        let child = Command::new("nats-server")
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(&store.0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + LIMIT;
+        // Each refused connection is answered at once: the attempts pace
+        // themselves.
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not listen");
+            std::thread::yield_now();
+        }
+        Some(Self {
+            child,
+            port,
+            url: format!("nats://127.0.0.1:{port}"),
+            _store: store,
+        })
+    }
+}
+
+/// One `kennel serve` process, killed on drop.
+pub struct Instance {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub name: String,
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Instance {
+    /// Starts `kennel serve` with `config` (a `[[pool]]` list; the server
+    /// table is added: a free port, a run directory under `dir`).
+    pub fn start(dir: &Path, name: &str, config: &str) -> Self {
+        let run_dir = dir.join(format!("run-{name}"));
+        let text = format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\nrun_dir = {run_dir:?}\nshutdown_grace = \"20s\"\n\n{config}"
+        );
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kennel"))
+            .args(["serve", "--config"])
+            .arg(&path)
+            .env("RUST_LOG", "warn,kennel_server=info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let addr: SocketAddr = line
+            .trim()
+            .strip_prefix("kennel listening on http://")
+            .unwrap_or_else(|| panic!("{name} did not start: {line:?}"))
+            .parse()
+            .unwrap();
+        // Keep reading stdout so that the server never blocks on it.
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = out.read_to_end(&mut sink);
+        });
+        Self {
+            child,
+            addr,
+            name: name.to_owned(),
+        }
+    }
+
+    /// The pid, as `Kennel-Instance` names it after the host.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn signal(&self, signal: Signal) {
+        kill(Pid::from_raw(i32::try_from(self.pid()).unwrap()), signal).unwrap();
+    }
+
+    /// GET `path` as JSON.
+    pub fn get(&self, path: &str) -> Value {
+        let (_, _, body) = http(self.addr, "GET", path, None);
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    }
+
+    /// The value of a metric line `name{pool="POOL"...}` (0 when absent).
+    pub fn metric(&self, name: &str, pool: &str) -> f64 {
+        let (_, _, body) = http(self.addr, "GET", "/metrics", None);
+        metric_in(&body, name, pool)
+    }
+
+    /// Polls the pool's stats until `lent` is `n`.
+    pub fn wait_lent(&self, pool: &str, n: u64) {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let stats = self.get(&format!("/pools/{pool}/stats"));
+            if stats["lent"] == n {
+                return;
+            }
+            // Each request paces the next one.
+            assert!(Instant::now() < deadline, "lent never reached {n}: {stats}");
+        }
+    }
+}
+
+/// The sum of a metric's lines for `pool` in Prometheus text.
+pub fn metric_in(text: &str, name: &str, pool: &str) -> f64 {
+    let label = format!("pool=\"{pool}\"");
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(&label))
+        .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
+        .sum()
+}
+
+/// One HTTP/1.1 exchange with `Connection: close`: status, head, body.
+pub fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (u16, String, String) {
+    let mut stream = TcpStream::connect_timeout(&addr, LIMIT).unwrap();
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    let body = body.unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("no end of headers");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, head.to_owned(), body.to_owned())
+}
+
+/// A queued pool of `workers` demo workers (no warm-up) on `nats`.
+pub fn queued_pool(nats: &str, workers: usize, queue_extra: &str) -> String {
+    format!(
+        r#"[[pool]]
+name = "q"
+argv = ["@kennel", "worker", "demo", "--warmup", "0s"]
+startup = "parallel"
+sizing = {{ kind = "fixed", workers = {workers} }}
+job_timeout = "5m"
+
+[pool.queue]
+nats = "{nats}"
+stream = "JOBS"
+subject = "jobs.q"
+{queue_extra}
+"#
+    )
+}
+
+/// One answer, as it came back.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub instance: String,
+    pub delivery: u64,
+    pub body: Value,
+}
+
+/// The answers by job id, and a signal for each new one.
+type Gathered = (Mutex<BTreeMap<String, Vec<Answer>>>, Condvar);
+
+/// A NATS client in a runtime of its own: publishes jobs with a reply
+/// subject and gathers the answers by job id.
+pub struct Client {
+    pub rt: tokio::runtime::Runtime,
+    pub nats: async_nats::Client,
+    answers: Arc<Gathered>,
+    pub reply_to: String,
+}
+
+impl Client {
+    pub fn connect(url: &str) -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let nats = rt.block_on(async_nats::connect(url)).unwrap();
+        let reply_to = nats.new_inbox();
+        let answers: Arc<Gathered> = Arc::default();
+        let mut sub = rt.block_on(nats.subscribe(reply_to.clone())).unwrap();
+        let into = answers.clone();
+        rt.spawn(async move {
+            while let Some(m) = sub.next().await {
+                let h = |n: &str| {
+                    m.headers
+                        .as_ref()
+                        .and_then(|h| h.get(n))
+                        .map(|v| v.as_str().to_owned())
+                        .unwrap_or_default()
+                };
+                let answer = Answer {
+                    status: h("Kennel-Status").parse().unwrap_or(0),
+                    instance: h("Kennel-Instance"),
+                    delivery: h("Kennel-Delivery").parse().unwrap_or(0),
+                    body: serde_json::from_slice(&m.payload).unwrap_or(Value::Null),
+                };
+                into.0
+                    .lock()
+                    .unwrap()
+                    .entry(h("Kennel-Job-Id"))
+                    .or_default()
+                    .push(answer);
+                into.1.notify_all();
+            }
+        });
+        Self {
+            rt,
+            nats,
+            answers,
+            reply_to,
+        }
+    }
+
+    /// Publishes `body` to `subject` as job `id`, stored by the stream.
+    pub fn publish(&self, subject: &str, id: &str, body: &str) {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", id);
+        headers.insert("Kennel-Reply-To", self.reply_to.as_str());
+        self.rt.block_on(async {
+            let js = async_nats::jetstream::new(self.nats.clone());
+            js.publish_with_headers(subject.to_owned(), headers, body.to_owned().into())
+                .await
+                .unwrap()
+                .await
+                .unwrap();
+        });
+    }
+
+    /// The answers so far, by job id.
+    pub fn answers(&self) -> BTreeMap<String, Vec<Answer>> {
+        self.answers.0.lock().unwrap().clone()
+    }
+
+    /// Waits until `n` distinct jobs have an answer (or [`LIMIT`]).
+    pub fn wait_answered(&self, n: usize) -> BTreeMap<String, Vec<Answer>> {
+        let (lock, answered) = &*self.answers;
+        let (answers, _) = answered
+            .wait_timeout_while(lock.lock().unwrap(), LIMIT, |a| a.len() < n)
+            .unwrap();
+        answers.clone()
+    }
+
+    /// The stream's message count and the consumer's pending and
+    /// unacknowledged counts.
+    pub fn backlog(&self, stream: &str, consumer: &str) -> (u64, u64, usize) {
+        self.rt.block_on(async {
+            let js = async_nats::jetstream::new(self.nats.clone());
+            let mut s = js.get_stream(stream).await.unwrap();
+            let messages = s.info().await.unwrap().state.messages;
+            let c = s.consumer_info(consumer).await.unwrap();
+            (messages, c.num_pending, c.num_ack_pending)
+        })
+    }
+}
