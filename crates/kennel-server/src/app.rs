@@ -78,8 +78,8 @@ pub fn app(state: AppState) -> Router {
         .route("/livez", get(livez))
         .route("/metrics", get(crate::metrics::render))
         .route("/events", get(crate::sse::events))
+        .route("/reload", post(crate::reload::route))
         .merge(crate::ops::routes())
-        .route("/reload", post(reload))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn_with_state(state.clone(), auth))
@@ -452,24 +452,6 @@ pub(crate) async fn pool_config(
     let actions: Vec<String> = actions.iter().map(ToString::to_string).collect();
     tracing::info!(target: "kennel_server", pool = %name, ?actions, "pool reconfigured");
     Ok(Json(json!({ "pool": name, "actions": actions })))
-}
-
-/// Reads the config file again and applies what changed: 200 with what
-/// was done, 400 `bad-config` (the running config is kept) with the error
-/// a start would give.
-async fn reload(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    match state.reload() {
-        Ok(done) => {
-            tracing::info!(target: "kennel_server", ?done, "config reloaded (POST /reload)");
-            Ok(Json(serde_json::to_value(done).unwrap_or_default()))
-        }
-        Err(e) => {
-            tracing::error!(target: "kennel_server", error = %e, "reload refused; the running config is kept");
-            Err(ApiError::BadConfig {
-                message: e.to_string(),
-            })
-        }
-    }
 }
 
 /// 200 `{"status":"ok","pools":{name: word}}` when every pool can serve,

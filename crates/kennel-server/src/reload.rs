@@ -16,6 +16,7 @@
 
 use std::path::PathBuf;
 
+use axum::extract::State;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -178,10 +179,9 @@ impl AppState {
             options: new.options.clone(),
         };
         let _one_at_a_time = self.reconfig_lock();
-        // As PUT does, so that `GET /pools/{name}/config` shows it.
         let actions = self
             .reconfigure_pool(&new.name, &body)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.message())?;
         Ok(actions.iter().map(ToString::to_string).collect())
     }
 
@@ -190,6 +190,35 @@ impl AppState {
         if let Ok(pool) = self.registry().take(name) {
             self.forget_pool(name);
             tokio::spawn(async move { pool.close().await });
+        }
+    }
+}
+
+/// `POST /reload`: reads the config file again and applies what changed: 200 with what
+/// was done, 400 `bad-config` (the running config is kept) with the error
+/// a start would give.
+#[utoipa::path(
+    post,
+    path = "/reload",
+    tag = "operators",
+    responses(
+        (status = 200, description = "what was done: `added`, `removed`, `reconfigured` (with the actions), `replaced`, `server_keys_not_applied`, `failed`", content_type = "application/json"),
+        (status = 400, description = "the file does not pass the checks of a start, or there is no file (`bad-config`, with the error a start prints); nothing changed", body = crate::ops::openapi::ErrorBody),
+    )
+)]
+pub(crate) async fn route(
+    State(state): State<AppState>,
+) -> Result<axum::Json<Value>, crate::ApiError> {
+    match state.reload() {
+        Ok(done) => {
+            tracing::info!(target: "kennel_server", ?done, "config reloaded (POST /reload)");
+            Ok(axum::Json(serde_json::to_value(done).unwrap_or_default()))
+        }
+        Err(e) => {
+            tracing::error!(target: "kennel_server", error = %e, "reload refused; the running config is kept");
+            Err(crate::ApiError::BadConfig {
+                message: e.to_string(),
+            })
         }
     }
 }

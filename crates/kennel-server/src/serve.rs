@@ -154,12 +154,12 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // Stop accepting and fetching, end /events streams, let in-flight
-    // requests and queued jobs finish within the grace. A client that stalls
-    // is dropped by its own read or write timeout, so it does not hold the
-    // stop for the whole grace.
+    // requests and queued jobs finish within the grace. A client that
+    // stalls is dropped by its own read or write timeout, so it does not
+    // hold the stop for the whole grace.
     state.begin_shutdown();
-    let drained = async { tokio::join!(&mut server, state.drain_queues()).0 };
     let mut killed = false;
+    let drained = async { tokio::join!(&mut server, state.drain_queues()).0 };
     tokio::select! {
         r = drained => {
             if let Ok(Err(e)) = r {

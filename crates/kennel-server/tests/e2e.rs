@@ -60,13 +60,7 @@ fn json_of(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
-/// Whether `pid` is a server's reaper (`kennel reaper DIR`).
-fn is_reaper(pid: u32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .is_ok_and(|c| c.split(|&b| b == 0).nth(1) == Some(b"reaper"))
-}
-
-/// Every descendant of `pid` but the server's reaper, from /proc.
+/// Every descendant of `pid`, from /proc.
 fn descendants(pid: u32) -> BTreeSet<u32> {
     let mut parents: Vec<(u32, u32)> = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -88,14 +82,18 @@ fn descendants(pid: u32) -> BTreeSet<u32> {
     let mut frontier = vec![pid];
     while let Some(parent) = frontier.pop() {
         for &(p, pp) in &parents {
-            // The server's reaper is no worker: it outlives the server a
-            // moment, to kill what the server left.
-            if pp == parent && !is_reaper(p) && found.insert(p) {
+            if pp == parent && found.insert(p) {
                 frontier.push(p);
             }
         }
     }
     found
+}
+
+/// Whether `pid` is a server's reaper (`kennel reaper DIR`).
+fn is_reaper(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"reaper".as_slice()))
 }
 
 /// Whether `pid` still runs (a zombie does not count).
@@ -341,7 +339,12 @@ sizing = {{ kind = "fixed", workers = 1 }}
     // pool is idle again now.
     let (_, _, body) = http(addr, "GET", "/pools/demo/stats", None);
     assert_eq!(json_of(&body)["idle"], 2, "{body}");
-    let children = descendants(server_pid);
+    // The server's reaper is its child too, but no worker: it outlives the
+    // server by the moment its reaping takes.
+    let children: BTreeSet<u32> = descendants(server_pid)
+        .into_iter()
+        .filter(|&p| !is_reaper(p))
+        .collect();
     for p in worker_pids.iter().filter(|&&p| alive(p)) {
         assert!(
             children.contains(p),

@@ -68,7 +68,10 @@ fn ten_thousand_made_up_methods_leave_the_metrics_the_same_size() {
         &[],
         Stderr::Collected,
     );
-    // Every series the test will touch exists once first.
+    // Every series the test will touch exists once first, the warm-up's too.
+    server.eventually("the worker is warm", || {
+        server.get_json("/pools/demo/stats")["idle"] == 1
+    });
     made_up_methods(server.addr, 0, 2);
     let _ = server.http("GET", "/metrics", &[], "");
     let before = server.http("GET", "/metrics", &[], "").body;
@@ -281,7 +284,7 @@ fn a_second_sigterm_kills_the_workers_at_once() {
     server.eventually("the job runs", || {
         server.get_json("/pools/demo/stats")["lent"] == 1
     });
-    let pids: Vec<u32> = served::descendants(server.child.id());
+    let pids: Vec<u32> = served::workers_of(server.child.id());
     assert!(!pids.is_empty());
     server.signal(Signal::SIGTERM);
     std::thread::sleep(Duration::from_millis(500));

@@ -28,6 +28,31 @@ pub const SERVICE_FAMILIES: &[MetricFamily] = &[
         MetricKind::Gauge,
         "1 when no job of the pool waits without a worker starting, idle or lent, else 0.",
     ),
+    MetricFamily::new(
+        "kennel_http_connections",
+        MetricKind::Gauge,
+        "HTTP connections open now.",
+    ),
+    MetricFamily::new(
+        "kennel_events_subscribers",
+        MetricKind::Gauge,
+        "/events streams open now.",
+    ),
+    MetricFamily::new(
+        "kennel_events_lagged_total",
+        MetricKind::Counter,
+        "/events subscribers let go after falling too far behind.",
+    ),
+    MetricFamily::new(
+        "kennel_log_dropped_lines_total",
+        MetricKind::Counter,
+        "Log lines dropped because stderr did not keep up.",
+    ),
+    MetricFamily::new(
+        "kennel_worker_stderr_dropped_lines_total",
+        MetricKind::Counter,
+        "Worker stderr lines read past the budget of the worker and not logged, by pool.",
+    ),
 ];
 
 /// Describes every family the pools and the service record to the

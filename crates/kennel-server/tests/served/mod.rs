@@ -332,3 +332,17 @@ pub fn alive(pid: u32) -> bool {
             .is_some_and(|state| state != "Z" && state != "X")
     })
 }
+
+/// Whether `pid` is a server's reaper (`kennel reaper DIR`), not a worker.
+pub fn is_reaper(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"reaper".as_slice()))
+}
+
+/// The worker processes below a server: its descendants but its reaper.
+pub fn workers_of(pid: u32) -> Vec<u32> {
+    descendants(pid)
+        .into_iter()
+        .filter(|&p| !is_reaper(p))
+        .collect()
+}
