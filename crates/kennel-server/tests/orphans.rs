@@ -282,9 +282,11 @@ fn after_kill_9_no_worker_or_grandchild_outlives_the_server_nor_the_next_start_a
         "the server after a killed server and reaper said:\n{}",
         said.join("\n")
     );
+    // How many groups are left depends on how far each worker had got;
+    // what counts is that none of their processes survives (below).
     assert!(
-        said.iter()
-            .any(|l| l.starts_with("  killed 3 process group(s) left by a previous run")),
+        said.iter().any(|l| l.starts_with("  killed ")
+            && l.contains(" process group(s) left by a previous run")),
         "{said:?}"
     );
     assert!(
