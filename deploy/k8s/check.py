@@ -5,7 +5,7 @@ other and with the kennel.toml in the ConfigMap:
 
 - the Deployment probes /livez and /readyz on the container's port, has a
   preStop, and a terminationGracePeriodSeconds that covers the preStop, the
-  server's shutdown_grace and every pool's close_grace;
+  server's shutdown_grace and every pool's job_grace;
 - the Service selects the Deployment's pods and targets its port;
 - the KEDA ScaledObject scales the Deployment on the nats-jetstream trigger
   of the queued pool's stream and durable consumer, with a lagThreshold;
@@ -133,11 +133,11 @@ def main():
     pre_stop_secs = dig(pre_stop, "sleep", "seconds") or 0
     grace = dig(dep, "spec", "template", "spec", "terminationGracePeriodSeconds")
     shutdown = duration_seconds(config.get("server", {}).get("shutdown_grace", "10s"))
-    close = max(duration_seconds(p.get("close_grace", "30s")) for p in config.get("pool", []))
+    close = max(duration_seconds(p.get("job_grace", "30s")) for p in config.get("pool", []))
     need = pre_stop_secs + shutdown + close
     check(isinstance(grace, int) and grace >= need,
           f"Deployment: terminationGracePeriodSeconds {grace!r} is below preStop {pre_stop_secs} s "
-          f"+ shutdown_grace {shutdown:g} s + close_grace {close:g} s = {need:g} s")
+          f"+ shutdown_grace {shutdown:g} s + job_grace {close:g} s = {need:g} s")
     args = container.get("args", [])
     mount = dig(container, "volumeMounts", 0, "mountPath")
     check("--config" in args and any(str(a).startswith(str(mount)) for a in args),
