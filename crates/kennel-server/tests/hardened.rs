@@ -247,7 +247,11 @@ fn a_stalled_client_holds_the_stop_no_longer_than_its_header_timeout() {
     let mut s = TcpStream::connect(server.addr).unwrap();
     s.write_all(b"POST /pools/demo/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    // The stalled connection is open (the scrape's own is the other one).
+    server.eventually("the stalled connection is counted", || {
+        let metrics = server.http("GET", "/metrics", &[], "").body;
+        sample(&metrics, "kennel_http_connections ") >= 2.0
+    });
     let asked = Instant::now();
     server.signal(Signal::SIGTERM);
     let status = server
