@@ -10,7 +10,6 @@
 //! new job and for a freed worker alike.
 
 mod lending;
-mod mailbox;
 mod queue;
 
 use std::sync::Arc;
@@ -18,8 +17,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 pub(crate) use lending::Lending;
-pub(crate) use mailbox::Mailbox;
-pub(crate) use queue::Waiters;
+pub(crate) use queue::{Handed, Waiters, Waiting};
 
 use crate::error::Error;
 use crate::slot::{SlotState, Slots, WorkerCell};

@@ -1,19 +1,36 @@
-//! The one FIFO of waiting jobs (ADR 0004).
+//! The one FIFO of waiting jobs (ADR 0004), and how a job that leaves it is
+//! handed its worker (ADR 0043).
 
 use std::collections::VecDeque;
-use std::task::{Context, Poll, Waker};
 
-use super::{Grant, Mailbox};
+use tokio::sync::oneshot;
+
+use super::Grant;
 use crate::error::Error;
 
-/// A waiting job: what it waits for, and how to wake it.
+/// A waiting job: what it waits for, and where its worker (or error) goes.
 #[derive(Debug)]
-pub(crate) struct Waiter {
+pub(crate) struct Waiter<W> {
     /// The starting slot this job waits for (lending rules 2 and 3).
     pub(crate) bound: Option<usize>,
-    /// Set when the job was polled and found nothing yet.
-    waker: Option<Waker>,
+    /// The job's end of the hand-over: sending wakes it.
+    to: oneshot::Sender<Grant<W>>,
 }
+
+/// A job that must wait: its place in the queue, and where its worker
+/// comes (tokio's `oneshot`, which keeps the job's waker itself).
+#[derive(Debug)]
+pub(crate) struct Waiting<W> {
+    pub(crate) id: u64,
+    pub(crate) handed: oneshot::Receiver<Grant<W>>,
+}
+
+/// What jobs that left the queue in one lock session were handed, to send
+/// them once the lock is released: the first, and any more.
+pub(crate) type Handed<W> = (Handing<W>, Vec<Handing<W>>);
+
+/// One job's grant, on its way.
+pub(crate) type Handing<W> = (oneshot::Sender<Grant<W>>, Grant<W>);
 
 /// Waiting jobs in arrival order; ids grow, so the first entry is the oldest.
 ///
@@ -22,42 +39,42 @@ pub(crate) struct Waiter {
 /// of shifting the ones behind it; holes at either end are dropped at once,
 /// and the queue is compacted when holes outnumber the jobs.
 ///
-/// A job that leaves the queue with a worker (or an error) finds it in the
-/// pool's [`Mailbox`] when it is next polled: no channel per job. What is
-/// granted in a lock session waits in `granted` and moves to the mailbox
-/// before the lock is released. A job dropped before it took its grant hands
-/// the worker back.
+/// A job that leaves the queue with a worker (or an error) is handed it
+/// through its own `oneshot`: the grants of a lock session are kept in
+/// `granted` and sent once the lock is released ([`take_granted`]), and the
+/// send wakes the job, which then takes its worker without any lock. A job
+/// that gave up meanwhile refuses the send, and the worker goes back to the
+/// pool.
+///
+/// [`take_granted`]: Waiters::take_granted
 #[derive(Debug)]
 pub(crate) struct Waiters<W> {
-    queue: VecDeque<Entry>,
-    /// What jobs that left the queue were handed in this lock session.
-    granted: Vec<(u64, Grant<W>)>,
+    queue: VecDeque<Entry<W>>,
+    /// What the first job that left the queue in this lock session was
+    /// handed (the common case: no allocation), then the others.
+    granted_one: Option<Handing<W>>,
+    granted_more: Vec<Handing<W>>,
     /// Jobs waiting (entries that hold a waiter).
     len: usize,
     next_id: u64,
     unbound: usize,
-    /// Jobs handed something under the lock, woken once it is released
-    /// (`deliver`), so that a woken job never finds the lock still held.
-    wake_one: Option<Waker>,
-    wake_more: Vec<Waker>,
 }
 
 #[derive(Debug)]
-struct Entry {
+struct Entry<W> {
     id: u64,
-    waiter: Option<Waiter>,
+    waiter: Option<Waiter<W>>,
 }
 
 impl<W> Waiters<W> {
     pub(crate) fn new() -> Self {
         Self {
             queue: VecDeque::new(),
-            granted: Vec::new(),
+            granted_one: None,
+            granted_more: Vec::new(),
             len: 0,
             next_id: 0,
             unbound: 0,
-            wake_one: None,
-            wake_more: Vec::new(),
         }
     }
 
@@ -74,31 +91,21 @@ impl<W> Waiters<W> {
         self.unbound
     }
 
-    /// Sets the waker of job `id`, just pushed, so that it need not be
-    /// polled again to be woken.
-    pub(crate) fn set_waker(&mut self, id: u64, waker: &Waker) {
-        let at = match self.queue.back() {
-            Some(e) if e.id == id => Some(self.queue.len() - 1),
-            _ => self.find(id),
-        };
-        if let Some(w) = at.and_then(|at| self.queue[at].waiter.as_mut()) {
-            w.waker = Some(waker.clone());
-        }
-    }
-
-    /// Adds a job at the back; returns its id.
-    pub(crate) fn push(&mut self, bound: Option<usize>) -> u64 {
+    /// Adds a job at the back; gives its id and the end it is handed its
+    /// worker through.
+    pub(crate) fn push(&mut self, bound: Option<usize>) -> Waiting<W> {
         let id = self.next_id;
         self.next_id += 1;
         if bound.is_none() {
             self.unbound += 1;
         }
+        let (to, handed) = oneshot::channel();
         self.queue.push_back(Entry {
             id,
-            waiter: Some(Waiter { bound, waker: None }),
+            waiter: Some(Waiter { bound, to }),
         });
         self.len += 1;
-        id
+        Waiting { id, handed }
     }
 
     fn find(&self, id: u64) -> Option<usize> {
@@ -106,12 +113,7 @@ impl<W> Waiters<W> {
     }
 
     /// Removes a job that gives up waiting; returns it if it was there.
-    ///
-    /// Every other way out of the queue hands the job a grant (`grant`,
-    /// `fail`, `close`): a waiting job that finds no grant in the mailbox is
-    /// still in the queue with its waker, which lets it skip the pool's lock
-    /// when polled for another reason.
-    pub(crate) fn remove(&mut self, id: u64) -> Option<Waiter> {
+    pub(crate) fn remove(&mut self, id: u64) -> Option<Waiter<W>> {
         let at = self.find(id)?;
         let w = self.queue[at].waiter.take()?;
         self.len -= 1;
@@ -123,7 +125,7 @@ impl<W> Waiters<W> {
     }
 
     /// Removes the oldest job and returns it with its id.
-    pub(crate) fn take_oldest(&mut self) -> Option<(u64, Waiter)> {
+    pub(crate) fn take_oldest(&mut self) -> Option<(u64, Waiter<W>)> {
         // The front entry holds a job whenever there is one (`tidy`).
         let entry = self.queue.pop_front()?;
         let w = entry.waiter?;
@@ -135,52 +137,35 @@ impl<W> Waiters<W> {
         Some((entry.id, w))
     }
 
-    /// Hands job `id`, just removed from the queue as `waiter`, its worker
-    /// or its error; it is woken when the lock is released.
-    pub(crate) fn grant(&mut self, id: u64, waiter: Waiter, grant: Grant<W>) {
-        self.granted.push((id, grant));
-        if let Some(waker) = waiter.waker {
-            if self.wake_one.is_none() {
-                self.wake_one = Some(waker);
-            } else {
-                self.wake_more.push(waker);
-            }
+    /// Hands a job just removed from the queue its worker or its error; it
+    /// is sent (and the job woken) once the lock is released.
+    pub(crate) fn grant(&mut self, waiter: Waiter<W>, grant: Grant<W>) {
+        let handing = (waiter.to, grant);
+        if self.granted_one.is_none() {
+            self.granted_one = Some(handing);
+        } else {
+            self.granted_more.push(handing);
         }
     }
 
-    /// Moves what was granted in this lock session to the mailbox and
-    /// returns the jobs to wake once the lock is released (none in most lock
-    /// sessions: no allocation then).
-    pub(crate) fn deliver(&mut self, mailbox: &Mailbox<W>) -> Option<(Waker, Vec<Waker>)> {
-        if !self.granted.is_empty() {
-            mailbox.put(&mut self.granted);
-        }
-        let one = self.wake_one.take()?;
-        Some((one, std::mem::take(&mut self.wake_more)))
+    /// What was granted in this lock session, to send once the lock is
+    /// released (nothing in most lock sessions: no allocation then).
+    pub(crate) fn take_granted(&mut self) -> Option<Handed<W>> {
+        let one = self.granted_one.take()?;
+        Some((one, std::mem::take(&mut self.granted_more)))
+    }
+
+    /// Whether something granted waits to be sent.
+    #[cfg(test)]
+    pub(crate) fn has_granted(&self) -> bool {
+        self.granted_one.is_some()
     }
 
     /// Removes job `id` from the queue, if it waits there, and hands it an
     /// error.
     pub(crate) fn fail(&mut self, id: u64, err: Error) {
         if let Some(w) = self.remove(id) {
-            self.grant(id, w, Err(err));
-        }
-    }
-
-    /// `Pending` (its waker kept) while job `id` waits; a job that neither
-    /// waits nor finds a grant in the mailbox was dropped from the pool's
-    /// sight: it reads as closed.
-    pub(crate) fn poll_waiting(&mut self, id: u64, cx: &mut Context<'_>) -> Poll<Grant<W>> {
-        let waiter = self.find(id).and_then(|at| self.queue[at].waiter.as_mut());
-        match waiter {
-            Some(w) => {
-                match &mut w.waker {
-                    Some(waker) => waker.clone_from(cx.waker()),
-                    None => w.waker = Some(cx.waker().clone()),
-                }
-                Poll::Pending
-            }
-            None => Poll::Ready(Err(Error::Closed)),
+            self.grant(w, Err(err));
         }
     }
 
@@ -198,7 +183,7 @@ impl<W> Waiters<W> {
         }
     }
 
-    fn waiting(&self) -> impl Iterator<Item = (u64, &Waiter)> {
+    fn waiting(&self) -> impl Iterator<Item = (u64, &Waiter<W>)> {
         self.queue
             .iter()
             .filter_map(|e| e.waiter.as_ref().map(|w| (e.id, w)))
@@ -246,7 +231,7 @@ impl<W> Waiters<W> {
         self.len = 0;
         for e in std::mem::take(&mut self.queue) {
             if let Some(w) = e.waiter {
-                self.grant(e.id, w, Err(Error::Closed));
+                self.grant(w, Err(Error::Closed));
             }
         }
     }
@@ -256,10 +241,20 @@ impl<W> Waiters<W> {
 mod tests {
     use super::*;
 
+    /// Sends what was granted, as the engine does after the lock.
+    fn send<W>(w: &mut Waiters<W>) {
+        if let Some((one, more)) = w.take_granted() {
+            for (to, grant) in std::iter::once(one).chain(more) {
+                let _ = to.send(grant);
+            }
+        }
+    }
+
     #[test]
     fn waiters_keep_arrival_order_through_holes() {
         let mut w = Waiters::<()>::new();
-        let ids: Vec<u64> = (0..5).map(|_| w.push(None)).collect();
+        let mut jobs: Vec<Waiting<()>> = (0..5).map(|_| w.push(None)).collect();
+        let ids: Vec<u64> = jobs.iter().map(|j| j.id).collect();
         assert!(w.remove(ids[2]).is_some());
         assert!(w.remove(ids[2]).is_none(), "removed once");
         assert_eq!(w.len(), 4);
@@ -273,22 +268,43 @@ mod tests {
         w.set_bound(ids[3], Some(7));
         assert_eq!(w.unbound(), 1);
         assert_eq!(w.oldest_unbound(), Some(ids[4]));
+        assert!(!w.has_granted());
         w.close();
         assert!(w.is_empty());
-        let mailbox = Mailbox::new();
-        assert!(w.deliver(&mailbox).is_none(), "no waker was set");
-        assert!(matches!(mailbox.take(ids[3]), Some(Err(Error::Closed))));
-        assert!(matches!(mailbox.take(ids[4]), Some(Err(Error::Closed))));
-        assert!(mailbox.take(ids[4]).is_none());
+        assert!(w.has_granted(), "both are handed their error");
+        assert!(
+            jobs[3].handed.try_recv().is_err(),
+            "not before the lock is released"
+        );
+        send(&mut w);
+        assert!(matches!(jobs[3].handed.try_recv(), Ok(Err(Error::Closed))));
+        assert!(matches!(jobs[4].handed.try_recv(), Ok(Err(Error::Closed))));
+        assert!(w.take_granted().is_none(), "sent once");
+    }
+
+    #[test]
+    fn a_job_that_gave_up_refuses_what_it_is_handed() {
+        let mut w = Waiters::<u32>::new();
+        let mut gone = w.push(None);
+        let kept = w.push(None);
+        gone.handed.close();
+        let (_, first) = w.take_oldest().expect("waits");
+        w.grant(first, Err(Error::Closed));
+        let (one, more) = w.take_granted().expect("granted");
+        assert!(more.is_empty());
+        assert!(one.0.send(one.1).is_err(), "the receiver closed");
+        assert_eq!(w.len(), 1);
+        drop(kept);
     }
 
     #[test]
     fn holes_behind_an_old_job_are_compacted() {
         let mut w = Waiters::<()>::new();
-        let first = w.push(None);
+        let first = w.push(None).id;
+        let mut keep = Vec::new();
         for _ in 0..10_000 {
-            let id = w.push(None);
-            w.push(None);
+            let id = w.push(None).id;
+            keep.push(w.push(None));
             assert!(w.remove(id).is_some());
         }
         assert_eq!(w.len(), 10_001);

@@ -1,19 +1,18 @@
-//! The locked state, and what its release does: publish the gauges,
-//! deliver what waiting jobs were handed, and wake them after the lock.
+//! The locked state, and what its release does: publish the gauges.
 
 use parking_lot::MutexGuard;
 
 use super::state::State;
-use crate::dispatch::Mailbox;
 use crate::metrics::PoolMetrics;
 
-/// The locked state. When dropped it publishes the gauges that changed,
-/// releases the lock, and then wakes the jobs handed a worker meanwhile.
+/// The locked state. When dropped it publishes the gauges that changed and
+/// releases the lock. What waiting jobs were handed meanwhile is sent by
+/// the shell ([`Engine::act`](super::Engine::act)) once the lock is
+/// released; a lock session outside the shell leaves it for the next one.
 pub(crate) struct StateGuard<'a, W> {
     /// `None` only inside `drop`.
     pub(super) guard: Option<MutexGuard<'a, State<W>>>,
     pub(super) metrics: &'a PoolMetrics,
-    pub(super) mailbox: &'a Mailbox<W>,
 }
 
 impl<W> std::ops::Deref for StateGuard<'_, W> {
@@ -38,14 +37,6 @@ impl<W> Drop for StateGuard<'_, W> {
         if st.metrics {
             let stats = st.stats();
             self.metrics.publish(&stats, &mut st.published);
-        }
-        let wakes = st.waiters.deliver(self.mailbox);
-        drop(guard);
-        if let Some((one, more)) = wakes {
-            one.wake();
-            for waker in more {
-                waker.wake();
-            }
         }
     }
 }

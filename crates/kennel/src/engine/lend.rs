@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use super::effects::{Effects, Wake};
 use super::release::{Outcome, Returned};
 use super::state::State;
-use crate::dispatch::{Choice, Granted, Mailbox, Waiters, startable};
+use crate::dispatch::{Choice, Grant, Granted, Waiters, Waiting, startable};
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
 use crate::slot::{EndReason, Now, SlotState, transitions as t};
@@ -24,8 +24,8 @@ pub(crate) enum Acquired<W> {
     /// It would have to queue, and may not.
     WouldQueue,
     Now(Granted<W>),
-    /// It waits, under this id.
-    Wait(u64),
+    /// It waits: for its worker, handed through `Waiting`.
+    Wait(Waiting<W>),
 }
 
 impl<W: Worker> State<W> {
@@ -49,9 +49,9 @@ impl<W: Worker> State<W> {
             Choice::Idle(i) if self.opts.probe_on_lend => {
                 // The job waits for the worker's probe, then gets it (or,
                 // if it fails, the next free worker).
-                let id = self.waiters.push(None);
+                let waiting = self.waiters.push(None);
                 self.probe_slot(fx, i, None);
-                Ok(Acquired::Wait(id))
+                Ok(Acquired::Wait(waiting))
             }
             Choice::Idle(i) => {
                 let granted = self.lend_idle(i);
@@ -65,14 +65,15 @@ impl<W: Worker> State<W> {
                 Ok(Acquired::Now(granted))
             }
             Choice::Starting(i) => {
-                let id = self.waiters.push(Some(i));
+                let waiting = self.waiters.push(Some(i));
+                let id = waiting.id;
                 self.slots.apply(i, |s| t::await_by(s, Some(id)));
-                Ok(Acquired::Wait(id))
+                Ok(Acquired::Wait(waiting))
             }
             Choice::Start(i) => {
-                let id = self.waiters.push(Some(i));
-                self.start_slot(fx, i, Some(id));
-                Ok(Acquired::Wait(id))
+                let waiting = self.waiters.push(Some(i));
+                self.start_slot(fx, i, Some(waiting.id));
+                Ok(Acquired::Wait(waiting))
             }
             Choice::Queue if self.broken() => Err(self.unavailable()),
             Choice::Queue if !queue => Ok(Acquired::WouldQueue),
@@ -89,10 +90,10 @@ impl<W: Worker> State<W> {
                         return Err(reject(fx, RejectReason::QueueWait));
                     }
                 }
-                let id = self.waiters.push(None);
+                let waiting = self.waiters.push(None);
                 self.retry_refused_start(fx);
                 self.hurry_closing(fx);
-                Ok(Acquired::Wait(id))
+                Ok(Acquired::Wait(waiting))
             }
         }
     }
@@ -220,24 +221,32 @@ impl<W: Worker> State<W> {
     }
 
     /// A waiting job gave up (dropped or timed out): forget it, and hand back
-    /// a worker that was granted to it meanwhile.
-    pub(crate) fn cancel_wait(&mut self, fx: &mut Effects<W>, id: u64, mailbox: &Mailbox<W>) {
+    /// what it was handed meanwhile (`handed`, taken from its hand-over).
+    pub(crate) fn cancel_wait(&mut self, fx: &mut Effects<W>, id: u64, handed: Option<Grant<W>>) {
         if let Some(w) = self.waiters.remove(id) {
             if let Some(b) = w.bound {
                 self.slots.apply(b, |s| t::await_by(s, None));
             }
-        } else if let Some(Ok(g)) = mailbox.take(id) {
-            let back = Returned {
-                slot: g.slot,
-                worker: g.worker,
-                cell: &g.cell,
-                outcome: Outcome::Returned,
-                held: None,
-                job: false,
-                memory: None,
-            };
-            self.release(fx, back, &mut Now::unread());
         }
+        match handed {
+            Some(Ok(g)) => self.take_back(fx, g),
+            _ => self.pump(fx, None),
+        }
+    }
+
+    /// A worker handed to a job that gave up before it took it comes back
+    /// unused: to the next waiting job, or idle.
+    pub(crate) fn take_back(&mut self, fx: &mut Effects<W>, g: Granted<W>) {
+        let back = Returned {
+            slot: g.slot,
+            worker: g.worker,
+            cell: &g.cell,
+            outcome: Outcome::Returned,
+            held: None,
+            job: false,
+            memory: None,
+        };
+        self.release(fx, back, &mut Now::unread());
         self.pump(fx, None);
     }
 
@@ -321,14 +330,14 @@ impl<W: Worker> State<W> {
             self.arm_slow(fx, g.slot);
         }
         g.at = now;
-        let (id, waiter) = self
+        let (_, waiter) = self
             .waiters
             .take_oldest()
             .expect("a worker is granted only while a job waits");
         if let Some(b) = waiter.bound.filter(|&b| b != g.slot) {
             self.slots.apply(b, |s| t::await_by(s, None));
         }
-        self.waiters.grant(id, waiter, Ok(g));
+        self.waiters.grant(waiter, Ok(g));
     }
 }
 

@@ -40,7 +40,7 @@ pub(crate) use lend::Acquired;
 pub(crate) use release::{Outcome, Returned};
 pub(crate) use state::{Parts, State};
 
-use crate::dispatch::Mailbox;
+use crate::dispatch::{Grant, Handed};
 use crate::error::Error;
 use crate::event::Event;
 use crate::metrics::PoolMetrics;
@@ -58,8 +58,6 @@ pub(crate) struct Engine<W> {
     pub(crate) name: Arc<str>,
     factory: FactoryFn<W>,
     state: parking_lot::Mutex<State<W>>,
-    /// What waiting jobs were handed (ADR 0005).
-    pub(crate) mailbox: Mailbox<W>,
     events: broadcast::Sender<Event>,
     /// Subscribed at build, so the first subscriber sees the build's events.
     first_events: Mutex<Option<broadcast::Receiver<Event>>>,
@@ -97,7 +95,6 @@ impl<W: Worker> Engine<W> {
             name: parts.name.clone(),
             factory,
             state: parking_lot::Mutex::new(State::new(parts)),
-            mailbox: Mailbox::new(),
             events,
             first_events: Mutex::new(Some(first)),
             ended: Notify::new(),
@@ -121,17 +118,17 @@ impl<W: Worker> Engine<W> {
     }
 
     /// Locks the state. When the guard drops, the metric gauges that
-    /// changed are set, and jobs handed a worker are woken.
+    /// changed are set.
     pub(crate) fn lock(&self) -> StateGuard<'_, W> {
         StateGuard {
             guard: Some(self.state.lock()),
             metrics: &self.metrics,
-            mailbox: &self.mailbox,
         }
     }
 
-    /// The shell: runs a handler under the lock, then carries out what it
-    /// decided, after the lock is released.
+    /// The shell: runs a handler under the lock, then, after the lock is
+    /// released, hands waiting jobs what they were granted and carries out
+    /// what it decided.
     pub(crate) fn act<R>(&self, handler: impl FnOnce(&mut State<W>, &mut Effects<W>) -> R) -> R {
         // From outside any runtime (a lease dropped on a plain thread), the
         // handler reads the pool's clock and the effects spawn on its
@@ -147,11 +144,29 @@ impl<W: Worker> Engine<W> {
         handler: impl FnOnce(&mut State<W>, &mut Effects<W>) -> R,
     ) -> R {
         let mut fx = Effects::default();
-        let r = handler(&mut self.lock(), &mut fx);
+        let (r, handed) = {
+            let mut st = self.lock();
+            let r = handler(&mut st, &mut fx);
+            (r, st.waiters.take_granted())
+        };
+        if let Some(handed) = handed {
+            self.hand_over(handed);
+        }
         if !fx.is_empty() {
             self.carry_out(fx);
         }
         r
+    }
+
+    /// Sends waiting jobs what they were granted (each send wakes its job);
+    /// a worker refused by a job that gave up meanwhile comes back to the
+    /// pool (ADR 0043).
+    fn hand_over(&self, (one, more): Handed<W>) {
+        for (to, grant) in std::iter::once(one).chain(more) {
+            if let Err(Ok(g)) = to.send(grant) {
+                self.act(|st, fx| st.take_back(fx, g));
+            }
+        }
     }
 
     fn enter_runtime(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
@@ -317,9 +332,10 @@ impl<W: Worker> Engine<W> {
         self.emit(Event::Retried { attempt, exit });
     }
 
-    /// A waiting job gave up: see [`State::cancel_wait`].
-    pub(crate) fn cancel_wait(&self, id: u64) {
-        self.act(|st, fx| st.cancel_wait(fx, id, &self.mailbox));
+    /// A waiting job gave up, with what it was handed if anything: see
+    /// [`State::cancel_wait`].
+    pub(crate) fn cancel_wait(&self, id: u64, handed: Option<Grant<W>>) {
+        self.act(|st, fx| st.cancel_wait(fx, id, handed));
     }
 
     /// A lease comes back.

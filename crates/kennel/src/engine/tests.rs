@@ -104,10 +104,10 @@ fn a_job_on_an_empty_pool_asks_for_one_warm_up_and_waits_for_it() {
 }
 
 #[test]
-fn a_ready_worker_goes_to_the_job_that_waits_for_it_through_the_mailbox() {
+fn a_ready_worker_goes_to_the_job_that_waits_for_it_through_its_hand_over() {
     let mut st = state(OnDemand, 1);
     let mut fx = Effects::default();
-    let Ok(Acquired::Wait(_)) = st.acquire(&mut fx, true) else {
+    let Ok(Acquired::Wait(mut waiting)) = st.acquire(&mut fx, true) else {
         panic!("waits");
     };
     let generation = fx.recorded().warmups[0].generation;
@@ -115,10 +115,14 @@ fn a_ready_worker_goes_to_the_job_that_waits_for_it_through_the_mailbox() {
     assert!(st.register(&mut fx, 0, generation, made(&killer)));
     assert_eq!(fx.recorded().watches.len(), 1, "its exit is watched");
     st.on_ready(&mut fx, 0, generation, Plain(killer), Duration::ZERO);
-    // Still lent: to the job, which finds it in the mailbox.
+    // Still lent: to the job, which is handed it once the lock is released.
     assert_eq!((st.stats().lent, st.stats().waiting), (1, 0));
-    let mailbox = crate::dispatch::Mailbox::new();
-    assert!(st.waiters.deliver(&mailbox).is_none(), "no waker was left");
+    assert!(waiting.handed.try_recv().is_err(), "not under the lock");
+    let ((to, grant), more) = st.waiters.take_granted().expect("granted");
+    assert!(more.is_empty());
+    assert!(to.send(grant).is_ok());
+    let granted = waiting.handed.try_recv().expect("sent").expect("a worker");
+    assert_eq!(granted.slot, 0);
 }
 
 #[test]
