@@ -156,7 +156,7 @@ impl<W> Waiters<W> {
     }
 
     /// Whether something granted waits to be sent.
-    #[cfg(test)]
+    #[inline]
     pub(crate) fn has_granted(&self) -> bool {
         self.granted_one.is_some()
     }

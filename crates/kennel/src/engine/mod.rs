@@ -144,13 +144,14 @@ impl<W: Worker> Engine<W> {
         handler: impl FnOnce(&mut State<W>, &mut Effects<W>) -> R,
     ) -> R {
         let mut fx = Effects::default();
-        let (r, handed) = {
-            let mut st = self.lock();
-            let r = handler(&mut st, &mut fx);
-            (r, st.waiters.take_granted())
-        };
-        if let Some(handed) = handed {
+        let mut st = self.lock();
+        let r = handler(&mut st, &mut fx);
+        if st.waiters.has_granted() {
+            let handed = st.waiters.take_granted();
+            drop(st);
             self.hand_over(handed);
+        } else {
+            drop(st);
         }
         if !fx.is_empty() {
             self.carry_out(fx);
@@ -161,7 +162,11 @@ impl<W: Worker> Engine<W> {
     /// Sends waiting jobs what they were granted (each send wakes its job);
     /// a worker refused by a job that gave up meanwhile comes back to the
     /// pool (ADR 0043).
-    fn hand_over(&self, (one, more): Handed<W>) {
+    #[inline(never)]
+    fn hand_over(&self, handed: Option<Handed<W>>) {
+        let Some((one, more)) = handed else {
+            return;
+        };
         for (to, grant) in std::iter::once(one).chain(more) {
             if let Err(Ok(g)) = to.send(grant) {
                 self.act(|st, fx| st.take_back(fx, g));

@@ -105,6 +105,7 @@ impl<W: Worker> State<W> {
 
     /// Whether an idle worker's idle time must be read: for its eviction,
     /// or for its probes.
+    #[inline]
     pub(crate) fn reads_idle_time(&self) -> bool {
         self.eviction.may_evict() || self.opts.probe_every.is_some()
     }

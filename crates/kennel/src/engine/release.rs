@@ -55,17 +55,21 @@ impl<W: Worker> State<W> {
             job,
             memory,
         } = back;
-        let ours = match self.slots.state(i) {
-            SlotState::Lent { live } => Arc::ptr_eq(&live.cell, cell),
-            SlotState::LentGone { cell: c, .. } => Arc::ptr_eq(c, cell),
-            _ => false,
-        };
-        if !ours {
+        // One look at the slot: whether the lease is its own, and the job
+        // counted (with whether the worker has now served all it may).
+        let ours = self.slots.edit(i, |s| match s {
+            SlotState::Lent { live } if Arc::ptr_eq(&live.cell, cell) => {
+                Some(job && count_job(live, held))
+            }
+            SlotState::LentGone { cell: c, .. } if Arc::ptr_eq(c, cell) => Some(false),
+            _ => None,
+        });
+        let Some(served_all) = ours else {
             // The slot moved on (cannot happen by invariant 2); end the worker.
             fx.kill(cell.killer.clone());
             fx.add().drops.push(worker);
             return;
-        }
+        };
         if let (Outcome::Returned, Some(held), false) = (outcome, held, cell.is_dead()) {
             fx.add().job_done = Some(held);
             self.observe_job(held.as_secs_f64());
@@ -77,7 +81,6 @@ impl<W: Worker> State<W> {
                 self.apply_sizing(fx, decision);
             }
         }
-        let served_all = job && self.count_job(i, held);
         // Back from its probe: idle again as idle since before it.
         let idle_since = if job { None } else { self.end_probe(i) };
         let over_memory = self.opts.max_memory.is_some() && self.note_memory(i, memory);
@@ -185,20 +188,6 @@ impl<W: Worker> State<W> {
         }
     }
 
-    /// Counts a job served by the lent worker of slot `i` (and ends its
-    /// slow-job timer); whether it has now served all it may.
-    fn count_job(&mut self, i: usize, held: Option<Duration>) -> bool {
-        self.slots.edit(i, |s| match s {
-            SlotState::Lent { live } => {
-                live.record.jobs += 1;
-                live.record.last_job = held.or(live.record.last_job);
-                live.record.slow = None;
-                live.served_all()
-            }
-            _ => false,
-        })
-    }
-
     /// Whether the live worker of slot `i` has outlived its lifetime.
     fn live_expired(&self, i: usize, now: &mut Now) -> bool {
         match self.slots.state(i) {
@@ -227,4 +216,13 @@ impl<W: Worker> State<W> {
         };
         Some(fx.wake_on(When::On(after), wake))
     }
+}
+
+/// Counts a job served by a lent worker (and ends its slow-job timer);
+/// whether it has now served all it may.
+fn count_job(live: &mut crate::slot::Live, held: Option<Duration>) -> bool {
+    live.record.jobs += 1;
+    live.record.last_job = held.or(live.record.last_job);
+    live.record.slow = None;
+    live.served_all()
 }

@@ -55,6 +55,7 @@ impl WorkerCell {
         self.notify.notify_waiters();
     }
 
+    #[inline]
     pub(crate) fn is_dead(&self) -> bool {
         self.dead.load(Ordering::Acquire)
     }

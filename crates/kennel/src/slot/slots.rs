@@ -2,7 +2,7 @@
 
 use super::counts::{Counts, Kind, SlotSet};
 use super::transitions::Step;
-use super::{Slot, SlotState};
+use super::{Rest, Slot, SlotState};
 
 /// The slots of a pool. Every change of a slot's state goes through
 /// [`apply`](Slots::apply), which keeps the counts (invariant 3).
@@ -92,7 +92,15 @@ impl<W> Slots<W> {
         match f(old) {
             Step::To(new, r) => {
                 let new_kind = Kind::of(i, self.size, &new);
-                *state = new;
+                let placeholder = std::mem::replace(state, new);
+                if let SlotState::Empty {
+                    rest: Rest::Wanted, ..
+                } = placeholder
+                {
+                    // It holds nothing: no drop to run (the common case,
+                    // kept off the lend and return path).
+                    std::mem::forget(placeholder);
+                }
                 if old_kind != new_kind {
                     self.count(old_kind, i, false);
                     self.count(new_kind, i, true);
