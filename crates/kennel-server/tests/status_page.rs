@@ -236,6 +236,15 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
         "document.getElementById('conn').dataset.state === 'live'",
     )
     .await;
+    // The events from before the page opened are replayed into its feed:
+    // the warm-ups of both pools.
+    let replayed = wait_for(
+        &page,
+        "the replayed warm-ups",
+        "(() => { const n = p => document.querySelectorAll(`#feed li[data-event=\"worker:ready\"][data-pool=${p}]`).length; return n('demo') === 2 && n('batch') === 1 && [n('demo'), n('batch')]; })()",
+    )
+    .await;
+    assert_eq!(replayed, serde_json::json!([2, 1]));
     let served::Answer { status, body, .. } =
         server.http("POST", "/pools/demo/jobs", &[], r#"{"crash": true}"#);
     assert_eq!(status, 502, "{body}");
@@ -256,7 +265,7 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
     wait_for(
         &page,
         "the replacement ready",
-        "document.querySelector('#feed li[data-event=\"worker:ready\"][data-pool=demo]') && document.querySelector('section[data-pool=demo] [data-count=idle] dd').innerText === '2'",
+        "document.querySelectorAll('#feed li[data-event=\"worker:ready\"][data-pool=demo]').length === 3 && document.querySelector('section[data-pool=demo] [data-count=idle] dd').innerText === '2'",
     )
     .await;
 
