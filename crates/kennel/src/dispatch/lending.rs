@@ -40,6 +40,7 @@ impl<'a, W: Worker> Lending<'a, W> {
     }
 
     /// `Ready(Ok(None))`: it would have to queue and may not.
+    #[inline]
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Granted<W>>, Error>> {
         if self.waiting.is_none() {
             let acquired = self.engine.act_in_runtime(|st, fx| {

@@ -32,6 +32,7 @@ impl<W: Worker> State<W> {
     /// The lending order for a new job. With `queue` false, a job that would
     /// have to queue gets [`Acquired::WouldQueue`] (a group tries another
     /// pool).
+    #[inline]
     pub(crate) fn acquire(
         &mut self,
         fx: &mut Effects<W>,
