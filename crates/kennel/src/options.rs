@@ -30,6 +30,10 @@ pub const MIN_PROBE_EVERY: Duration = Duration::from_secs(1);
 /// The most times `retry_on_crash` may run a job again.
 pub const MAX_RETRIES: u32 = 10;
 
+/// The most `max_surge` allows: workers above the capacity while their
+/// replacements warm.
+pub const MAX_SURGE: usize = 64;
+
 /// How many waiting jobs each worker of the capacity allows when
 /// `max_waiting` is not set.
 pub(crate) const WAITING_PER_WORKER: usize = 8;
@@ -176,6 +180,19 @@ pub struct Options {
     /// HikariCP's `connectionTestQuery`): one more round trip per job; a
     /// worker that fails is retired and the job gets another.
     pub probe_on_lend: bool,
+    /// How many workers above the capacity the pool may run while their
+    /// replacements warm up (Kubernetes' `maxSurge`): with `n > 0`, a
+    /// worker retired by `max_lifetime`, `max_jobs`, `max_memory` or a
+    /// failed probe it survived keeps serving while its replacement warms
+    /// in a *surge* place, which then takes its slot, so the pool stays at
+    /// full strength through a recycle. A replacement for a known deadline
+    /// (lifetime, last job) starts ahead of it by the warm-up time the pool
+    /// has seen. At most `n` replacements warm at once; one whose memory
+    /// does not fit is not started (`worker:surge-skipped`), and the worker
+    /// is retired first, as with 0. Default 0: the capacity rule holds, and
+    /// a recycle retires first, then starts (what gunicorn and php-fpm do).
+    /// At most 64.
+    pub max_surge: usize,
 }
 
 impl Default for Options {
@@ -204,6 +221,7 @@ impl Default for Options {
             probe_every: None,
             probe_timeout: Duration::from_secs(5),
             probe_on_lend: false,
+            max_surge: 0,
         }
     }
 }
@@ -281,6 +299,15 @@ impl Options {
                     ),
                 ));
             }
+        }
+        if self.max_surge > MAX_SURGE {
+            return Err(BuildError::new(
+                "max_surge",
+                format!(
+                    "{} is out of range (allowed: 0 to {MAX_SURGE})",
+                    self.max_surge
+                ),
+            ));
         }
         if self.max_memory == Some(0) {
             return Err(BuildError::new(
@@ -420,6 +447,7 @@ impl Options {
         differs("probe_every", self.probe_every != other.probe_every);
         differs("probe_timeout", self.probe_timeout != other.probe_timeout);
         differs("probe_on_lend", self.probe_on_lend != other.probe_on_lend);
+        differs("max_surge", self.max_surge != other.max_surge);
         names
     }
 }

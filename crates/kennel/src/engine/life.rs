@@ -36,12 +36,12 @@ impl<W: Worker> State<W> {
             return;
         };
         let size = self.slots.size();
-        let (generation, _) = self.slots.slot_mut(i);
-        *generation += 1;
+        let generation = self.slots.issue(i);
+        self.slots.adopt(i, generation);
         fx.add().warmups.push(Warmup {
             slot: i,
             size,
-            generation: *generation,
+            generation,
             limit: self.opts.warmup_timeout,
             token,
         });
@@ -67,6 +67,16 @@ impl<W: Worker> State<W> {
             pid,
             meter,
         } = made;
+        if self.slots.side_generation(i) == Some(generation) {
+            let made = Made {
+                killer,
+                exited,
+                started,
+                pid,
+                meter,
+            };
+            return self.register_side(fx, i, generation, made);
+        }
         if self.slots.generation(i) != generation {
             return false;
         }
@@ -96,6 +106,10 @@ impl<W: Worker> State<W> {
         worker: W,
         warmup: Duration,
     ) {
+        if self.slots.side_generation(i) == Some(generation) {
+            self.side_ready(fx, i, worker, warmup);
+            return;
+        }
         let warmed = (self.slots.generation(i) == generation)
             .then(|| self.slots.apply(i, t::warm))
             .flatten();
@@ -105,6 +119,7 @@ impl<W: Worker> State<W> {
             return;
         };
         self.ever_ready = true;
+        self.warmups.note(warmup);
         let about = worker.about().map(Arc::<str>::from);
         self.slots.edit(i, |s| {
             if let Some(live) = s.live_mut() {
@@ -124,6 +139,7 @@ impl<W: Worker> State<W> {
             self.waiters.set_bound(id, None);
         }
         self.place(fx, i, worker, &mut Now::unread(), None);
+        self.arm_surge_due(fx, i);
         self.kick_startup(fx);
         self.pump(fx, None);
     }
@@ -137,6 +153,10 @@ impl<W: Worker> State<W> {
         message: String,
         source: Option<BoxError>,
     ) {
+        if self.slots.side_generation(i) == Some(generation) {
+            self.side_failed(fx, i, message);
+            return;
+        }
         if self.slots.generation(i) != generation {
             return;
         }
@@ -170,6 +190,10 @@ impl<W: Worker> State<W> {
 
     /// The worker of slot `i` ended.
     pub(crate) fn on_exit(&mut self, fx: &mut Effects<W>, i: usize, generation: u64, exit: Exit) {
+        if self.slots.side_generation(i) == Some(generation) {
+            self.side_exit(fx, i, exit);
+            return;
+        }
         if self.slots.generation(i) != generation {
             return;
         }
@@ -224,7 +248,10 @@ impl<W: Worker> State<W> {
                 });
                 fx.add().drops.push(worker);
                 self.count_exit(i, early);
-                self.schedule_refill(fx, i);
+                // A replacement warming beside it takes the slot.
+                if !self.swap_in(fx, i) {
+                    self.schedule_refill(fx, i);
+                }
             }
             t::Ended::Closing(reason) => {
                 let ran = cell.started.elapsed();

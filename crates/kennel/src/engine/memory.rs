@@ -42,8 +42,13 @@ impl<W: Worker> State<W> {
             if i >= self.slots.len() || self.slots.generation(i) != generation {
                 continue;
             }
-            if self.note_memory(i, bytes) && !self.closed {
-                self.retire_idle(fx, i, RetireReason::MaxMemory);
+            let reason = RetireReason::MaxMemory;
+            if self.note_memory(i, bytes)
+                && !self.closed
+                && self.slots.state(i).is_idle()
+                && !self.replace_later(fx, i, reason)
+            {
+                self.retire_idle(fx, i, reason);
             }
         }
     }
