@@ -42,11 +42,14 @@ impl<W: Worker> State<W> {
             if i >= self.slots.len() || self.slots.generation(i) != generation {
                 continue;
             }
+            // Over it: replaced warm first if a surge is allowed (the
+            // worker keeps serving meanwhile), else retired now if idle, or
+            // when its job returns.
             let reason = RetireReason::MaxMemory;
             if self.note_memory(i, bytes)
                 && !self.closed
-                && self.slots.state(i).is_idle()
                 && !self.replace_later(fx, i, reason)
+                && self.slots.state(i).is_idle()
             {
                 self.retire_idle(fx, i, reason);
             }

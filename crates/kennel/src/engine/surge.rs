@@ -47,9 +47,11 @@ impl WarmupsSeen {
     }
 
     /// How far ahead of a known deadline a replacement starts: the longest
-    /// of the last warm-ups (zero before any).
+    /// of the last warm-ups, and a quarter more for their spread (zero
+    /// before any).
     pub(crate) fn ahead(&self) -> Duration {
-        self.last.iter().copied().max().unwrap_or_default()
+        let longest = self.last.iter().copied().max().unwrap_or_default();
+        longest + longest / 4
     }
 }
 
@@ -96,7 +98,7 @@ impl<W: Worker> State<W> {
         if self.with_record(i, |r| r.no_surge).unwrap_or(true) {
             return Surge::Refused;
         }
-        if self.slots.surging() >= self.opts.max_surge || !self.may_try_start() {
+        if self.surge_room() == 0 || !self.may_try_start() {
             return self.queue_surge(i, reason);
         }
         // Memory for it is checked as for any start.
@@ -131,6 +133,15 @@ impl<W: Worker> State<W> {
         Surge::Started
     }
 
+    /// How many more replacements may warm now: a worker a replacement took
+    /// the slot of counts until its exit is seen, so the pool never runs
+    /// more than capacity + `max_surge` workers.
+    fn surge_room(&self) -> usize {
+        self.opts
+            .max_surge
+            .saturating_sub(self.slots.surging() + self.slots.leaving())
+    }
+
     fn queue_surge(&mut self, i: usize, reason: RetireReason) -> Surge {
         let queued = self.with_record(i, |r| {
             if !r.no_surge {
@@ -148,7 +159,7 @@ impl<W: Worker> State<W> {
     /// Room for a replacement opened: start those that wait for it.
     pub(crate) fn start_queued_surges(&mut self, fx: &mut Effects<W>) {
         for i in 0..self.slots.size() {
-            if self.slots.surging() >= self.opts.max_surge || self.closed {
+            if self.surge_room() == 0 || self.closed {
                 return;
             }
             if self.slots.side(i).is_some() {

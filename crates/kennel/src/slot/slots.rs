@@ -207,6 +207,11 @@ impl<W> Slots<W> {
         self.surging
     }
 
+    /// Workers a replacement took the slot of, not yet seen to end.
+    pub(crate) fn leaving(&self) -> usize {
+        self.leaving
+    }
+
     /// Changes slot `i`'s side by `f`, keeping the side counts.
     pub(crate) fn set_side<R>(
         &mut self,
