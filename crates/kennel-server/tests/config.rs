@@ -68,6 +68,7 @@ max_lifetime = "1h"
 max_lifetime_jitter = "5m"
 auto_grow_threshold = 1
 job_grace = "10s"
+max_surge = 1
 max_reply = "4MiB"
 
 [[pool]]
@@ -128,6 +129,7 @@ sizing = { kind = "gradient", memory_per_worker = 1048576 }
     assert_eq!(o.max_lifetime_jitter, secs(300).0);
     assert_eq!(o.auto_grow_threshold, Some(1));
     assert_eq!(o.job_grace, secs(10).0);
+    assert_eq!(o.max_surge, 1);
     assert_eq!(p.max_reply, Some(HumanSize(4 * 1024 * 1024)));
     let q = &c.pools[1];
     assert_eq!(q.startup, StartupKind::OrderedReady);
@@ -225,6 +227,7 @@ fn each_bad_value_is_refused_with_its_key() {
             "pool[0].eviction.keeep",
             "expected one of",
         ),
+        (&pool_with("max_surge = 65"), "pool[0].max_surge", "0 to 64"),
         // Server values.
         (
             "[server]\nlisten = \"nowhere\"\n",
