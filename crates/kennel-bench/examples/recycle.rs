@@ -140,7 +140,10 @@ async fn run(mode: Mode, seconds: u64) -> Outcome {
             let asked = Instant::now();
             let mut lease = pool.lend().await.expect("a worker");
             let waited = asked.elapsed();
-            lease.request(&json!({ "ms": ms })).await.expect("an answer");
+            lease
+                .request(&json!({ "ms": ms }))
+                .await
+                .expect("an answer");
             waited
         }));
     }

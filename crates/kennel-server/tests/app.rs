@@ -575,7 +575,10 @@ async fn put_config_sets_max_surge_and_refuses_one_out_of_range() {
     .await;
     assert_error(&answer, StatusCode::BAD_REQUEST, "bad-config");
     let message = answer.2["message"].as_str().unwrap();
-    assert!(message.contains("max_surge") && message.contains("0 to 64"), "{message}");
+    assert!(
+        message.contains("max_surge") && message.contains("0 to 64"),
+        "{message}"
+    );
     let (_, _, stats) = call(&router, get("/pools/demo/stats")).await;
     assert_eq!(stats["surging"], 0);
     state.close().await;

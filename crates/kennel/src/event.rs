@@ -377,10 +377,20 @@ impl Event {
                 at!(info, slot, reason = %message, "worker probe failed");
             }
             Self::Surging { reason, .. } => {
-                at!(debug, slot, reason = reason.as_str(), "replacement warms above the capacity");
+                at!(
+                    debug,
+                    slot,
+                    reason = reason.as_str(),
+                    "replacement warms above the capacity"
+                );
             }
             Self::SurgeSkipped { reason, .. } => {
-                at!(info, slot, reason = reason.as_str(), "no memory for a replacement above the capacity: retired first");
+                at!(
+                    info,
+                    slot,
+                    reason = reason.as_str(),
+                    "no memory for a replacement above the capacity: retired first"
+                );
             }
             _ => at!(debug, slot, "pool event"),
         }

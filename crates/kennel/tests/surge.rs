@@ -22,9 +22,9 @@ fn ready(pool: &Pool<Fake>) -> usize {
 fn load(pool: &Pool<Fake>, n: usize, d: Duration) {
     for _ in 0..n {
         let p = pool.clone();
-        tokio::spawn(async move {
-            while p.run(async |w: &mut Fake| w.work(d).await).await.is_ok() {}
-        });
+        tokio::spawn(
+            async move { while p.run(async |w: &mut Fake| w.work(d).await).await.is_ok() {} },
+        );
     }
 }
 
@@ -71,7 +71,11 @@ async fn with_max_surge_1_a_recycled_workers_replacement_is_ready_before_it_leav
     // Through five recycles, checked at every step of 100 ms.
     for _ in 0..2000 {
         advance(ms(100)).await;
-        assert!(ready(&pool) >= 2, "short during a recycle: {:?}", pool.stats());
+        assert!(
+            ready(&pool) >= 2,
+            "short during a recycle: {:?}",
+            pool.stats()
+        );
         assert!(farm.alive() <= 3, "more than capacity + max_surge alive");
     }
     let all = drain(&mut events);
@@ -151,7 +155,8 @@ async fn a_max_jobs_replacement_starts_ahead_of_the_last_job() {
     let mut surged_after = None;
     for _ in 0..200 {
         let p = pool.clone();
-        let job = tokio::spawn(async move { p.run(async |w: &mut Fake| w.work(ms(100)).await).await });
+        let job =
+            tokio::spawn(async move { p.run(async |w: &mut Fake| w.work(ms(100)).await).await });
         while !job.is_finished() {
             advance(ms(10)).await;
             assert_eq!(ready(&pool), 1, "short during the recycle");
@@ -165,7 +170,10 @@ async fn a_max_jobs_replacement_starts_ahead_of_the_last_job() {
     }
     // 10 jobs a second, 2.5 s ahead: 25 jobs before its last.
     let surged_after = surged_after.expect("a replacement started");
-    assert!((74..=76).contains(&surged_after), "after {surged_after} jobs");
+    assert!(
+        (74..=76).contains(&surged_after),
+        "after {surged_after} jobs"
+    );
     // It served no more than its jobs, and left once its replacement was warm.
     assert!((95..=100).contains(&served_by_0), "served {served_by_0}");
     assert!(farm.has_exited(0));
@@ -186,10 +194,18 @@ async fn over_max_memory_a_worker_serves_until_its_replacement_is_ready() {
     advance(secs(1)).await;
     let all = drain(&mut events);
     assert_eq!(count(&all, "worker:surging"), 1);
-    assert!(retired(&all).is_empty(), "not retired before its replacement");
+    assert!(
+        retired(&all).is_empty(),
+        "not retired before its replacement"
+    );
     // It still serves meanwhile.
     for _ in 0..5 {
-        assert_eq!(pool.run(async |w: &mut Fake| w.work(ms(100)).await).await.unwrap(), 0);
+        assert_eq!(
+            pool.run(async |w: &mut Fake| w.work(ms(100)).await)
+                .await
+                .unwrap(),
+            0
+        );
         assert_eq!(ready(&pool), 1);
     }
     advance(ms(1600)).await;
@@ -244,7 +260,10 @@ async fn a_worker_that_answers_its_probe_wrong_serves_until_its_replacement_is_r
     assert!(retired(&all).is_empty());
     assert_eq!(pool.run(async |w: &mut Fake| w.id).await.unwrap(), 0);
     advance(secs(2)).await;
-    assert_eq!(retired(&drain(&mut events)), [(0, RetireReason::ProbeFailed)]);
+    assert_eq!(
+        retired(&drain(&mut events)),
+        [(0, RetireReason::ProbeFailed)]
+    );
     assert_eq!(pool.run(async |w: &mut Fake| w.id).await.unwrap(), 1);
 }
 
@@ -286,7 +305,15 @@ async fn a_surge_that_does_not_fit_in_memory_falls_back_to_retire_then_start_and
     let all = drain(&mut events);
     let skipped: Vec<_> = all
         .iter()
-        .filter(|e| matches!(e, Event::SurgeSkipped { reason: RetireReason::Lifetime, .. }))
+        .filter(|e| {
+            matches!(
+                e,
+                Event::SurgeSkipped {
+                    reason: RetireReason::Lifetime,
+                    ..
+                }
+            )
+        })
         .collect();
     assert_eq!(skipped.len(), 2, "{all:?}");
     assert_eq!(count(&all, "worker:surging"), 0);
@@ -385,4 +412,33 @@ async fn a_smaller_size_calls_off_the_surge_of_a_slot_it_no_longer_runs() {
     steer.set_size(1);
     advance(secs(1)).await;
     assert_eq!(pool.stats().surging, 1, "slot 1 is kept: no replacement");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replacement_that_fails_its_warm_up_leaves_the_old_worker_serving_until_its_deadline() {
+    let farm = Farm::new();
+    farm.plan([
+        support::Warmup::Takes(secs(2)),
+        support::Warmup::Fails(secs(1)),
+    ]);
+    let pool = fixed(&farm, Parallel, 1)
+        .max_lifetime(secs(60))
+        .max_surge(1)
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    advance(secs(2)).await;
+    advance(ms(55_500)).await;
+    assert_eq!(pool.stats().surging, 1, "started 2.5 s ahead");
+    advance(secs(1)).await;
+    let all = drain(&mut events);
+    assert_eq!(count(&all, "worker:warmup-failed"), 1, "{all:?}");
+    assert_eq!(pool.stats().surging, 0);
+    // The old worker still serves, and no second surge is tried for it.
+    assert_eq!(pool.run(async |w: &mut Fake| w.id).await.unwrap(), 0);
+    advance(ms(1500)).await;
+    let all = drain(&mut events);
+    assert_eq!(retired(&all), [(0, RetireReason::Lifetime)]);
+    assert_eq!(count(&all, "worker:surging"), 0);
+    assert_eq!(pool.run(async |w: &mut Fake| w.id).await.unwrap(), 2);
 }

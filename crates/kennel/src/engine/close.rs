@@ -72,10 +72,10 @@ impl<W: Worker> State<W> {
     pub(crate) fn all_ended(&self) -> bool {
         !self.any_side()
             && self.slots.states(self.slots.len()).all(|s| match s {
-            SlotState::Empty { .. } => true,
-            SlotState::Starting { .. } => false,
-            other => other.cell().is_some_and(|c| c.is_dead()),
-        })
+                SlotState::Empty { .. } => true,
+                SlotState::Starting { .. } => false,
+                other => other.cell().is_some_and(|c| c.is_dead()),
+            })
     }
 
     /// Kills the workers jobs still hold, and those closing (the grace of

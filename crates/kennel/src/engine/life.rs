@@ -154,7 +154,7 @@ impl<W: Worker> State<W> {
         source: Option<BoxError>,
     ) {
         if self.slots.side_generation(i) == Some(generation) {
-            self.side_failed(fx, i, message);
+            self.side_failed(fx, i, &message);
             return;
         }
         if self.slots.generation(i) != generation {

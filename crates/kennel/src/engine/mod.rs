@@ -23,6 +23,7 @@ mod reconfigure;
 mod release;
 mod resize;
 mod retire;
+mod side;
 mod state;
 mod surge;
 mod tasks;

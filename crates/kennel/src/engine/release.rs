@@ -119,8 +119,10 @@ impl<W: Worker> State<W> {
             Outcome::Returned if served_all => Some(RetireReason::MaxJobs),
             // Its replacement is warm: it takes the slot now.
             Outcome::Returned if self.warm_replacement(i).is_some() => self.warm_replacement(i),
-            Outcome::Returned if over_memory => (!self.replace_later(fx, i, RetireReason::MaxMemory))
-                .then_some(RetireReason::MaxMemory),
+            Outcome::Returned if over_memory => {
+                (!self.replace_later(fx, i, RetireReason::MaxMemory))
+                    .then_some(RetireReason::MaxMemory)
+            }
             // Over an unknown deadline, and its replacement failed.
             Outcome::Returned if self.retire_when_free(i).is_some() => self.retire_when_free(i),
             Outcome::Returned => {

@@ -45,7 +45,10 @@ impl<W: Worker> State<W> {
         // Whatever the jitter drew, a worker lives at least `MIN_LIFETIME`.
         let drawn = (life.as_secs_f64() + jitter).max(MIN_LIFETIME.as_secs_f64());
         let deadline = started + Duration::from_secs_f64(drawn);
-        let wake = Wake::Lifetime { slot: i, generation };
+        let wake = Wake::Lifetime {
+            slot: i,
+            generation,
+        };
         Some(Box::new(Life {
             deadline,
             timer: fx.wake_at(deadline, wake),

@@ -177,7 +177,14 @@ impl<W> Slots<W> {
     /// sides' too.
     pub(crate) fn alive(&self) -> usize {
         let c = &self.counts;
-        c.starting + c.idle + c.kept + c.lent + c.lent_above + c.closing + self.surging + self.leaving
+        c.starting
+            + c.idle
+            + c.kept
+            + c.lent
+            + c.lent_above
+            + c.closing
+            + self.surging
+            + self.leaving
     }
 
     /// A new generation for a worker of slot `i` (its own or its side's).
