@@ -388,67 +388,41 @@ impl Options {
 
     /// The names of the options whose values differ in `other`.
     pub(crate) fn changed(&self, other: &Self) -> Vec<&'static str> {
-        let mut names = Vec::new();
-        let mut differs = |name, differs: bool| {
-            if differs {
-                names.push(name);
-            }
-        };
-        differs("job_timeout", self.job_timeout != other.job_timeout);
-        differs(
-            "job_kill_after",
-            self.job_kill_after != other.job_kill_after,
-        );
-        differs("cancel_grace", self.cancel_grace != other.cancel_grace);
-        differs(
-            "progress_extends_timeout",
-            self.progress_extends_timeout != other.progress_extends_timeout,
-        );
-        differs(
-            "warmup_timeout",
-            self.warmup_timeout != other.warmup_timeout,
-        );
-        differs("max_waiting", self.max_waiting != other.max_waiting);
-        differs(
-            "max_queue_wait",
-            self.max_queue_wait != other.max_queue_wait,
-        );
-        differs("job_grace", self.job_grace != other.job_grace);
-        differs("dispatch", self.dispatch != other.dispatch);
-        differs("max_lifetime", self.max_lifetime != other.max_lifetime);
-        differs(
-            "max_lifetime_jitter",
-            self.max_lifetime_jitter != other.max_lifetime_jitter,
-        );
-        differs(
-            "auto_grow_threshold",
-            self.auto_grow_threshold != other.auto_grow_threshold,
-        );
-        differs(
-            "break_after_failed_starts",
-            self.break_after_failed_starts != other.break_after_failed_starts,
-        );
-        differs(
-            "retry_on_crash",
-            self.retry_on_crash != other.retry_on_crash,
-        );
-        differs("max_jobs", self.max_jobs != other.max_jobs);
-        differs(
-            "max_jobs_jitter",
-            self.max_jobs_jitter != other.max_jobs_jitter,
-        );
-        differs("min_idle", self.min_idle != other.min_idle);
-        differs("slow_job", self.slow_job != other.slow_job);
-        differs("max_memory", self.max_memory != other.max_memory);
-        differs(
-            "memory_check_every",
-            self.memory_check_every != other.memory_check_every,
-        );
-        differs("probe_every", self.probe_every != other.probe_every);
-        differs("probe_timeout", self.probe_timeout != other.probe_timeout);
-        differs("probe_on_lend", self.probe_on_lend != other.probe_on_lend);
-        differs("max_surge", self.max_surge != other.max_surge);
-        names
+        macro_rules! differing {
+            ($($field:ident),* $(,)?) => {{
+                let mut names = Vec::new();
+                $(if self.$field != other.$field {
+                    names.push(stringify!($field));
+                })*
+                names
+            }};
+        }
+        differing!(
+            job_timeout,
+            job_kill_after,
+            cancel_grace,
+            progress_extends_timeout,
+            warmup_timeout,
+            max_waiting,
+            max_queue_wait,
+            job_grace,
+            dispatch,
+            max_lifetime,
+            max_lifetime_jitter,
+            auto_grow_threshold,
+            break_after_failed_starts,
+            retry_on_crash,
+            max_jobs,
+            max_jobs_jitter,
+            min_idle,
+            slow_job,
+            max_memory,
+            memory_check_every,
+            probe_every,
+            probe_timeout,
+            probe_on_lend,
+            max_surge,
+        )
     }
 }
 

@@ -20,6 +20,7 @@ mod life;
 mod memory;
 mod probe;
 mod reconfigure;
+mod refill;
 mod release;
 mod resize;
 mod retire;
