@@ -104,10 +104,26 @@ where
         },
         end = &mut job => Item::End(end),
     };
+    // The job runs in this task: it may have read its progress and its
+    // reply in one poll, so progress it sent comes first all the same.
+    let mut pending = VecDeque::new();
+    let first = match first {
+        Item::End(end) => match rx.try_recv() {
+            Ok(p) => {
+                while let Ok(more) = rx.try_recv() {
+                    pending.push_back(Item::Progress(more));
+                }
+                pending.push_back(Item::End(end));
+                Item::Progress(p)
+            }
+            Err(_) => Item::End(end),
+        },
+        progress => progress,
+    };
     if let Item::End(Err(e)) = first {
         return e.into_response();
     }
-    let items = items(first, job, rx);
+    let items = items(first, pending, job, rx);
     match answer {
         Answer::EventStream => Sse::new(stream::StreamExt::map(items, |item| {
             Ok::<_, std::convert::Infallible>(item.sse())
@@ -181,15 +197,21 @@ fn error_json(e: &ApiError) -> Value {
 }
 
 /// The first item, then progress as it comes, then the end.
-fn items(first: Item, job: Job, rx: mpsc::Receiver<Progress>) -> impl Stream<Item = Item> + Send {
+fn items(
+    first: Item,
+    mut after: VecDeque<Item>,
+    job: Job,
+    rx: mpsc::Receiver<Progress>,
+) -> impl Stream<Item = Item> + Send {
     struct State {
         pending: VecDeque<Item>,
         job: Option<Job>,
         rx: mpsc::Receiver<Progress>,
     }
-    let done = matches!(first, Item::End(_));
+    let done = matches!(first, Item::End(_)) || after.iter().any(|i| matches!(i, Item::End(_)));
+    after.push_front(first);
     let state = State {
-        pending: VecDeque::from([first]),
+        pending: after,
         job: (!done).then_some(job),
         rx,
     };
