@@ -551,6 +551,39 @@ async fn put_config_changes_a_live_pool() {
     state.close().await;
 }
 
+/// `max_surge` is read from the body, shown by `GET /pools/{name}/config`,
+/// refused out of its range with the key named, and the stats count the
+/// replacements warming above the capacity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_config_sets_max_surge_and_refuses_one_out_of_range() {
+    let state = state_with(vec![demo("demo", 1)]).await;
+    let router = app(state.clone());
+    let (_, _, config) = call(&router, get("/pools/demo/config")).await;
+    assert_eq!(config["max_surge"], 0);
+    let (status, _, answer) = call(
+        &router,
+        request(Method::PUT, "/pools/demo/config", r#"{"max_surge":1}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (_, _, config) = call(&router, get("/pools/demo/config")).await;
+    assert_eq!(config["max_surge"], 1);
+    let answer = call(
+        &router,
+        request(Method::PUT, "/pools/demo/config", r#"{"max_surge":65}"#),
+    )
+    .await;
+    assert_error(&answer, StatusCode::BAD_REQUEST, "bad-config");
+    let message = answer.2["message"].as_str().unwrap();
+    assert!(
+        message.contains("max_surge") && message.contains("0 to 64"),
+        "{message}"
+    );
+    let (_, _, stats) = call(&router, get("/pools/demo/stats")).await;
+    assert_eq!(stats["surging"], 0);
+    state.close().await;
+}
+
 /// The body patches the live options: what it leaves out stays, `null`
 /// sets an option back to its default, and an unchanged value is no action.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -68,6 +68,7 @@ max_lifetime = "1h"
 max_lifetime_jitter = "5m"
 auto_grow_threshold = 1
 job_grace = "10s"
+max_surge = 1
 max_reply = "4MiB"
 
 [[pool]]
@@ -128,6 +129,7 @@ sizing = { kind = "gradient", memory_per_worker = 1048576 }
     assert_eq!(o.max_lifetime_jitter, secs(300).0);
     assert_eq!(o.auto_grow_threshold, Some(1));
     assert_eq!(o.job_grace, secs(10).0);
+    assert_eq!(o.max_surge, 1);
     assert_eq!(p.max_reply, Some(HumanSize(4 * 1024 * 1024)));
     let q = &c.pools[1];
     assert_eq!(q.startup, StartupKind::OrderedReady);
@@ -225,6 +227,7 @@ fn each_bad_value_is_refused_with_its_key() {
             "pool[0].eviction.keeep",
             "expected one of",
         ),
+        (&pool_with("max_surge = 65"), "pool[0].max_surge", "0 to 64"),
         // Server values.
         (
             "[server]\nlisten = \"nowhere\"\n",
@@ -577,7 +580,7 @@ fn reconfig_bodies_name_their_keys() {
         (
             &br#"{"name":"x"}"#[..],
             "name",
-            "unknown field `name`, expected one of `sizing`, `eviction`, `group`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`",
+            "unknown field `name`, expected one of `sizing`, `eviction`, `group`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`, `max_surge`",
         ),
         (
             br#"{"sizing":{"kind":"fixed","workers":0}}"#,
@@ -692,7 +695,7 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
         ),
         (
             r#"job_timeut = "1s""#,
-            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `env_clear`, `env_keep`, `worker_close_grace`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `protocol`, `cancel_lines`, `method`, `initialize`, `upload_limit`, `probe_request`, `threads`, `queue`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`".to_owned(),
+            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `env_clear`, `env_keep`, `worker_close_grace`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `protocol`, `cancel_lines`, `method`, `initialize`, `upload_limit`, `probe_request`, `threads`, `queue`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`, `max_surge`".to_owned(),
         ),
         (
             "max_waiting = -1",

@@ -208,6 +208,13 @@ impl<W: Worker> PoolBuilder<W> {
         self
     }
 
+    /// Lets up to `n` replacements warm above the capacity while the
+    /// workers they replace keep serving (see [`Options::max_surge`]).
+    pub fn max_surge(mut self, n: usize) -> Self {
+        self.options.max_surge = n;
+        self
+    }
+
     /// Keeps at least `n` idle or starting workers (see
     /// [`Options::min_idle`]).
     pub fn min_idle(mut self, n: usize) -> Self {

@@ -220,6 +220,25 @@ pub enum Event {
         /// What the probe said, or that it timed out.
         message: String,
     },
+    /// A replacement for the worker of `slot` starts warming above the
+    /// capacity while that worker keeps serving (`max_surge`;
+    /// `worker:surging`). When it is ready it takes the slot, and the old
+    /// worker is retired (`worker:retired`).
+    Surging {
+        /// The slot whose worker it replaces.
+        slot: usize,
+        /// Why the worker is replaced.
+        reason: RetireReason,
+    },
+    /// A replacement could not warm above the capacity: another worker does
+    /// not fit in the memory the sizing allows (`worker:surge-skipped`). The
+    /// worker is retired first and replaced after, as without a surge.
+    SurgeSkipped {
+        /// The slot whose worker is replaced.
+        slot: usize,
+        /// Why the worker is replaced.
+        reason: RetireReason,
+    },
     /// The pool closed (`pool:closed`).
     Closed,
 }
@@ -247,6 +266,8 @@ impl Event {
             Self::SlowJob { .. } => "job:slow",
             Self::Cancelled { .. } => "job:cancelled",
             Self::ProbeFailed { .. } => "worker:probe-failed",
+            Self::Surging { .. } => "worker:surging",
+            Self::SurgeSkipped { .. } => "worker:surge-skipped",
             Self::Closed => "pool:closed",
         }
     }
@@ -266,7 +287,9 @@ impl Event {
             | Self::Backoff { slot, .. }
             | Self::SlowJob { slot, .. }
             | Self::Cancelled { slot, .. }
-            | Self::ProbeFailed { slot, .. } => Some(*slot),
+            | Self::ProbeFailed { slot, .. }
+            | Self::Surging { slot, .. }
+            | Self::SurgeSkipped { slot, .. } => Some(*slot),
             _ => None,
         }
     }
@@ -352,6 +375,22 @@ impl Event {
             }
             Self::ProbeFailed { message, .. } => {
                 at!(info, slot, reason = %message, "worker probe failed");
+            }
+            Self::Surging { reason, .. } => {
+                at!(
+                    debug,
+                    slot,
+                    reason = reason.as_str(),
+                    "replacement warms above the capacity"
+                );
+            }
+            Self::SurgeSkipped { reason, .. } => {
+                at!(
+                    info,
+                    slot,
+                    reason = reason.as_str(),
+                    "no memory for a replacement above the capacity: retired first"
+                );
             }
             _ => at!(debug, slot, "pool event"),
         }

@@ -30,6 +30,10 @@ pub const MIN_PROBE_EVERY: Duration = Duration::from_secs(1);
 /// The most times `retry_on_crash` may run a job again.
 pub const MAX_RETRIES: u32 = 10;
 
+/// The most `max_surge` allows: workers above the capacity while their
+/// replacements warm.
+pub const MAX_SURGE: usize = 64;
+
 /// How many waiting jobs each worker of the capacity allows when
 /// `max_waiting` is not set.
 pub(crate) const WAITING_PER_WORKER: usize = 8;
@@ -176,6 +180,19 @@ pub struct Options {
     /// HikariCP's `connectionTestQuery`): one more round trip per job; a
     /// worker that fails is retired and the job gets another.
     pub probe_on_lend: bool,
+    /// How many workers above the capacity the pool may run while their
+    /// replacements warm up (Kubernetes' `maxSurge`): with `n > 0`, a
+    /// worker retired by `max_lifetime`, `max_jobs`, `max_memory` or a
+    /// failed probe it survived keeps serving while its replacement warms
+    /// in a *surge* place, which then takes its slot, so the pool stays at
+    /// full strength through a recycle. A replacement for a known deadline
+    /// (lifetime, last job) starts ahead of it by the warm-up time the pool
+    /// has seen. At most `n` replacements warm at once; one whose memory
+    /// does not fit is not started (`worker:surge-skipped`), and the worker
+    /// is retired first, as with 0. Default 0: the capacity rule holds, and
+    /// a recycle retires first, then starts (what gunicorn and php-fpm do).
+    /// At most 64.
+    pub max_surge: usize,
 }
 
 impl Default for Options {
@@ -204,6 +221,7 @@ impl Default for Options {
             probe_every: None,
             probe_timeout: Duration::from_secs(5),
             probe_on_lend: false,
+            max_surge: 0,
         }
     }
 }
@@ -281,6 +299,15 @@ impl Options {
                     ),
                 ));
             }
+        }
+        if self.max_surge > MAX_SURGE {
+            return Err(BuildError::new(
+                "max_surge",
+                format!(
+                    "{} is out of range (allowed: 0 to {MAX_SURGE})",
+                    self.max_surge
+                ),
+            ));
         }
         if self.max_memory == Some(0) {
             return Err(BuildError::new(
@@ -361,66 +388,41 @@ impl Options {
 
     /// The names of the options whose values differ in `other`.
     pub(crate) fn changed(&self, other: &Self) -> Vec<&'static str> {
-        let mut names = Vec::new();
-        let mut differs = |name, differs: bool| {
-            if differs {
-                names.push(name);
-            }
-        };
-        differs("job_timeout", self.job_timeout != other.job_timeout);
-        differs(
-            "job_kill_after",
-            self.job_kill_after != other.job_kill_after,
-        );
-        differs("cancel_grace", self.cancel_grace != other.cancel_grace);
-        differs(
-            "progress_extends_timeout",
-            self.progress_extends_timeout != other.progress_extends_timeout,
-        );
-        differs(
-            "warmup_timeout",
-            self.warmup_timeout != other.warmup_timeout,
-        );
-        differs("max_waiting", self.max_waiting != other.max_waiting);
-        differs(
-            "max_queue_wait",
-            self.max_queue_wait != other.max_queue_wait,
-        );
-        differs("job_grace", self.job_grace != other.job_grace);
-        differs("dispatch", self.dispatch != other.dispatch);
-        differs("max_lifetime", self.max_lifetime != other.max_lifetime);
-        differs(
-            "max_lifetime_jitter",
-            self.max_lifetime_jitter != other.max_lifetime_jitter,
-        );
-        differs(
-            "auto_grow_threshold",
-            self.auto_grow_threshold != other.auto_grow_threshold,
-        );
-        differs(
-            "break_after_failed_starts",
-            self.break_after_failed_starts != other.break_after_failed_starts,
-        );
-        differs(
-            "retry_on_crash",
-            self.retry_on_crash != other.retry_on_crash,
-        );
-        differs("max_jobs", self.max_jobs != other.max_jobs);
-        differs(
-            "max_jobs_jitter",
-            self.max_jobs_jitter != other.max_jobs_jitter,
-        );
-        differs("min_idle", self.min_idle != other.min_idle);
-        differs("slow_job", self.slow_job != other.slow_job);
-        differs("max_memory", self.max_memory != other.max_memory);
-        differs(
-            "memory_check_every",
-            self.memory_check_every != other.memory_check_every,
-        );
-        differs("probe_every", self.probe_every != other.probe_every);
-        differs("probe_timeout", self.probe_timeout != other.probe_timeout);
-        differs("probe_on_lend", self.probe_on_lend != other.probe_on_lend);
-        names
+        macro_rules! differing {
+            ($($field:ident),* $(,)?) => {{
+                let mut names = Vec::new();
+                $(if self.$field != other.$field {
+                    names.push(stringify!($field));
+                })*
+                names
+            }};
+        }
+        differing!(
+            job_timeout,
+            job_kill_after,
+            cancel_grace,
+            progress_extends_timeout,
+            warmup_timeout,
+            max_waiting,
+            max_queue_wait,
+            job_grace,
+            dispatch,
+            max_lifetime,
+            max_lifetime_jitter,
+            auto_grow_threshold,
+            break_after_failed_starts,
+            retry_on_crash,
+            max_jobs,
+            max_jobs_jitter,
+            min_idle,
+            slow_job,
+            max_memory,
+            memory_check_every,
+            probe_every,
+            probe_timeout,
+            probe_on_lend,
+            max_surge,
+        )
     }
 }
 

@@ -158,6 +158,13 @@ impl Reconfig {
         self.edit("max_jobs_jitter", move |o| o.max_jobs_jitter = j)
     }
 
+    /// A new `max_surge`: replacements that may warm above the capacity
+    /// at once. Lowered, the surges above it are called off (their workers
+    /// closed, the old ones retired first as without a surge).
+    pub fn max_surge(self, n: usize) -> Self {
+        self.edit("max_surge", move |o| o.max_surge = n)
+    }
+
     /// A new `min_idle` (`None`: off).
     pub fn min_idle(self, n: Option<usize>) -> Self {
         self.edit("min_idle", move |o| o.min_idle = n)

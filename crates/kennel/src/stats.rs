@@ -24,6 +24,10 @@ pub struct Stats {
     /// Empty running slots whose worker exited early, waiting for their
     /// back-off to end before an eager startup starts them again.
     pub backing_off: usize,
+    /// Replacements warming (or warm, about to take their slot) above the
+    /// capacity while the workers they replace keep serving
+    /// (`Options::max_surge`). They are in no other count.
+    pub surging: usize,
     /// Whether the crash-loop breaker holds the pool: its starts keep
     /// failing and no worker is ready, so jobs fail at once with
     /// `Unavailable` (see `Options::break_after_failed_starts`).

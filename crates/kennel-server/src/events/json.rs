@@ -48,7 +48,9 @@ pub fn event_json(pool: &str, event: &Event) -> Value {
         Event::ProbeFailed { message, .. } => json!({ "message": message }),
         Event::TimedOut { after, .. } => json!({ "after_ms": ms(*after) }),
         Event::Evicted { idle_for, .. } => json!({ "idle_for_ms": ms(*idle_for) }),
-        Event::Retired { reason, .. } => json!({ "reason": reason.as_str() }),
+        Event::Retired { reason, .. }
+        | Event::Surging { reason, .. }
+        | Event::SurgeSkipped { reason, .. } => json!({ "reason": reason.as_str() }),
         Event::Backoff {
             delay, early_exits, ..
         } => json!({ "delay_ms": ms(*delay), "early_exits": early_exits }),

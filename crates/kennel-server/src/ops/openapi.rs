@@ -134,6 +134,9 @@ pub struct PoolStats {
     pub size: usize,
     /// Ready workers in slots the sizing does not run now.
     pub kept: usize,
+    /// Replacements warming above the capacity (`max_surge`) while the
+    /// workers they replace keep serving.
+    pub surging: usize,
     /// No job waits without a worker starting, idle or lent.
     pub healthy: bool,
 }
@@ -158,6 +161,9 @@ pub struct PoolStatsBody {
     pub size: usize,
     /// Ready workers in slots the sizing does not run now.
     pub kept: usize,
+    /// Replacements warming above the capacity (`max_surge`) while the
+    /// workers they replace keep serving.
+    pub surging: usize,
     /// No job waits without a worker starting, idle or lent.
     pub healthy: bool,
 }

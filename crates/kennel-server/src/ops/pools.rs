@@ -23,6 +23,7 @@ fn stats_json(stats: &Stats) -> Value {
         "capacity": stats.capacity,
         "size": stats.size,
         "kept": stats.kept,
+        "surging": stats.surging,
         "healthy": stats.is_healthy(),
     })
 }

@@ -31,6 +31,7 @@ impl<W: Worker> State<W> {
     /// The last pool handle is gone without a close: kill every worker now.
     pub(crate) fn kill_all(&mut self, fx: &mut Effects<W>) {
         self.stop(fx);
+        self.kill_sides(fx);
         for i in 0..self.slots.len() {
             if let Some(cell) = self.slots.state(i).cell() {
                 fx.kill(cell.killer.clone());
@@ -54,6 +55,7 @@ impl<W: Worker> State<W> {
         self.memory_tick = None;
         self.probe_tick = None;
         for i in 0..self.slots.len() {
+            self.cancel_surge(fx, i);
             self.slots.apply(i, t::end_backoff);
             if let Some(aborted) = self
                 .slots
@@ -68,16 +70,18 @@ impl<W: Worker> State<W> {
 
     /// Whether every worker has ended.
     pub(crate) fn all_ended(&self) -> bool {
-        self.slots.states(self.slots.len()).all(|s| match s {
-            SlotState::Empty { .. } => true,
-            SlotState::Starting { .. } => false,
-            other => other.cell().is_some_and(|c| c.is_dead()),
-        })
+        !self.any_side()
+            && self.slots.states(self.slots.len()).all(|s| match s {
+                SlotState::Empty { .. } => true,
+                SlotState::Starting { .. } => false,
+                other => other.cell().is_some_and(|c| c.is_dead()),
+            })
     }
 
     /// Kills the workers jobs still hold, and those closing (the grace of
     /// `close` is over).
     pub(crate) fn kill_lent(&self, fx: &mut Effects<W>) {
+        self.kill_sides(fx);
         for s in self.slots.states(self.slots.len()) {
             if let SlotState::Lent { .. } | SlotState::LentGone { .. } | SlotState::Closing { .. } =
                 s

@@ -174,4 +174,6 @@ pub(crate) enum Wake {
     Probe,
     /// A slot rested after the pool's own limit retired a young worker.
     Rested { slot: usize, generation: u64 },
+    /// Time to start the replacement of a worker ahead of its lifetime.
+    SurgeDue { slot: usize, generation: u64 },
 }

@@ -22,7 +22,8 @@ impl<W: Worker> State<W> {
         let is_this_idle = self.slots.generation(i) == generation
             && i < self.slots.size()
             && matches!(self.slots.state(i), SlotState::Idle { since: s, .. } if *s == Some(since));
-        if !is_this_idle || self.closed {
+        // A worker being replaced goes when its replacement is ready.
+        if !is_this_idle || self.closed || self.slots.side(i).is_some() {
             return;
         }
         let up = self

@@ -1,19 +1,18 @@
-//! A worker's life: start, ready, failed warm-up, exit, back-off, lifetime
-//! and retirement.
+//! A worker's life: start, ready, failed warm-up, exit, lifetime and
+//! retirement (the rest and back-off after an exit are in [`super::refill`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::effects::{Effects, Wake, Warmup};
+use super::effects::{Effects, Warmup};
 use super::state::State;
 use crate::backoff;
 use crate::error::Error;
 use crate::event::{Event, RetireReason};
 use crate::options::MIN_LIFETIME;
-use crate::slot::{EndReason, Live, Now, Record, Rest, SlotState, WorkerCell, transitions as t};
-use crate::startup::{SlotPhase, Starts};
+use crate::slot::{EndReason, Live, Now, Record, SlotState, WorkerCell, transitions as t};
 use crate::timer::Timer;
 use crate::worker::{BoxError, Exit, Exited, Killer, Worker};
 
@@ -36,12 +35,12 @@ impl<W: Worker> State<W> {
             return;
         };
         let size = self.slots.size();
-        let (generation, _) = self.slots.slot_mut(i);
-        *generation += 1;
+        let generation = self.slots.issue(i);
+        self.slots.adopt(i, generation);
         fx.add().warmups.push(Warmup {
             slot: i,
             size,
-            generation: *generation,
+            generation,
             limit: self.opts.warmup_timeout,
             token,
         });
@@ -67,6 +66,16 @@ impl<W: Worker> State<W> {
             pid,
             meter,
         } = made;
+        if self.slots.side_generation(i) == Some(generation) {
+            let made = Made {
+                killer,
+                exited,
+                started,
+                pid,
+                meter,
+            };
+            return self.register_side(fx, i, generation, made);
+        }
         if self.slots.generation(i) != generation {
             return false;
         }
@@ -96,6 +105,10 @@ impl<W: Worker> State<W> {
         worker: W,
         warmup: Duration,
     ) {
+        if self.slots.side_generation(i) == Some(generation) {
+            self.side_ready(fx, i, worker, warmup);
+            return;
+        }
         let warmed = (self.slots.generation(i) == generation)
             .then(|| self.slots.apply(i, t::warm))
             .flatten();
@@ -105,6 +118,7 @@ impl<W: Worker> State<W> {
             return;
         };
         self.ever_ready = true;
+        self.warmups.note(warmup);
         let about = worker.about().map(Arc::<str>::from);
         self.slots.edit(i, |s| {
             if let Some(live) = s.live_mut() {
@@ -124,6 +138,7 @@ impl<W: Worker> State<W> {
             self.waiters.set_bound(id, None);
         }
         self.place(fx, i, worker, &mut Now::unread(), None);
+        self.arm_surge_due(fx, i);
         self.kick_startup(fx);
         self.pump(fx, None);
     }
@@ -137,6 +152,10 @@ impl<W: Worker> State<W> {
         message: String,
         source: Option<BoxError>,
     ) {
+        if self.slots.side_generation(i) == Some(generation) {
+            self.side_failed(fx, i, &message);
+            return;
+        }
         if self.slots.generation(i) != generation {
             return;
         }
@@ -170,6 +189,10 @@ impl<W: Worker> State<W> {
 
     /// The worker of slot `i` ended.
     pub(crate) fn on_exit(&mut self, fx: &mut Effects<W>, i: usize, generation: u64, exit: Exit) {
+        if self.slots.side_generation(i) == Some(generation) {
+            self.side_exit(fx, i, exit);
+            return;
+        }
         if self.slots.generation(i) != generation {
             return;
         }
@@ -224,7 +247,10 @@ impl<W: Worker> State<W> {
                 });
                 fx.add().drops.push(worker);
                 self.count_exit(i, early);
-                self.schedule_refill(fx, i);
+                // A replacement warming beside it takes the slot.
+                if !self.swap_in(fx, i) {
+                    self.schedule_refill(fx, i);
+                }
             }
             t::Ended::Closing(reason) => {
                 let ran = cell.started.elapsed();
@@ -292,29 +318,6 @@ impl<W: Worker> State<W> {
         }
     }
 
-    /// Leaves the empty slot `i` resting for `delay`: after it, the startup
-    /// (or, under `OnDemand`, the next job) starts it again.
-    fn rest_until(&mut self, fx: &mut Effects<W>, i: usize, delay: Duration) {
-        let wake = Wake::Rested {
-            slot: i,
-            generation: self.slots.generation(i),
-        };
-        let timer = fx.wake_at(Instant::now() + delay, wake);
-        self.slots.apply(i, |s| t::back_off(s, timer));
-    }
-
-    /// A slot rested after the pool's own limit retired its worker young:
-    /// start it again whatever the startup, as the retirement would have.
-    pub(crate) fn on_rested(&mut self, fx: &mut Effects<W>, i: usize, generation: u64) {
-        if self.slots.generation(i) != generation || self.closed {
-            return;
-        }
-        self.slots.apply(i, t::end_backoff);
-        if i < self.slots.size() && self.slots.state(i).is_empty() && self.may_try_start() {
-            self.start_slot(fx, i, None);
-        }
-    }
-
     /// The worker of slot `i` ended while a job held it: report the crash
     /// and the exit, and replace it after its back-off.
     fn crashed(
@@ -348,79 +351,5 @@ impl<W: Worker> State<W> {
     /// The process id of the worker in slot `i`, if it has one.
     pub(crate) fn pid_of(&self, i: usize) -> Option<u32> {
         self.slots.state(i).cell().and_then(|c| c.pid)
-    }
-
-    /// For eager startups: start slot `i` again after its back-off.
-    pub(crate) fn schedule_refill(&mut self, fx: &mut Effects<W>, i: usize) {
-        if self.closed || !self.startup.is_eager() {
-            return;
-        }
-        self.slots.apply(i, t::end_backoff);
-        let early_exits = *self.slots.slot_mut(i).1;
-        let delay = backoff::delay(early_exits);
-        if delay.is_zero() {
-            return;
-        }
-        let wake = Wake::Backoff {
-            slot: i,
-            generation: self.slots.generation(i),
-        };
-        let timer = fx.wake_at(Instant::now() + delay, wake);
-        self.slots.apply(i, |s| t::back_off(s, timer));
-        fx.emit(Event::Backoff {
-            slot: i,
-            delay,
-            early_exits,
-        });
-    }
-
-    /// The back-off of slot `i` ended.
-    pub(crate) fn on_backoff_done(&mut self, fx: &mut Effects<W>, i: usize, generation: u64) {
-        if self.slots.generation(i) != generation {
-            return;
-        }
-        self.slots.apply(i, t::end_backoff);
-        self.kick_startup(fx);
-    }
-
-    /// A slot became empty: let the startup refill and the jobs take it.
-    pub(crate) fn after_empty(&mut self, fx: &mut Effects<W>) {
-        self.kick_startup(fx);
-        self.pump(fx, None);
-    }
-
-    /// Asks the startup which running slots to fill now.
-    pub(crate) fn kick_startup(&mut self, fx: &mut Effects<W>) {
-        if self.closed || !self.startup.is_eager() {
-            return;
-        }
-        let size = self.slots.size();
-        let phases: Vec<SlotPhase> = self
-            .slots
-            .states(size)
-            .map(|s| match s {
-                SlotState::Empty {
-                    rest: Rest::Wanted, ..
-                } => SlotPhase::Wanted,
-                SlotState::Empty { .. } => SlotPhase::Resting,
-                SlotState::Starting { .. } => SlotPhase::Starting,
-                _ => SlotPhase::Up,
-            })
-            .collect();
-        let wanted: Vec<usize> = match self.startup.next(&phases, self.ever_ready) {
-            Starts::None => Vec::new(),
-            Starts::One(i) if phases.get(i) == Some(&SlotPhase::Wanted) => vec![i],
-            Starts::One(_) => Vec::new(),
-            Starts::AllWanted => (0..size)
-                .filter(|&i| phases[i] == SlotPhase::Wanted)
-                .collect(),
-        };
-        for i in wanted {
-            // A tripped breaker lets one trial start at a time.
-            if !self.may_try_start() || !self.sizing.may_start(&self.view()) {
-                break;
-            }
-            self.start_slot(fx, i, None);
-        }
     }
 }

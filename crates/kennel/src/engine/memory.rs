@@ -42,8 +42,16 @@ impl<W: Worker> State<W> {
             if i >= self.slots.len() || self.slots.generation(i) != generation {
                 continue;
             }
-            if self.note_memory(i, bytes) && !self.closed {
-                self.retire_idle(fx, i, RetireReason::MaxMemory);
+            // Over it: replaced warm first if a surge is allowed (the
+            // worker keeps serving meanwhile), else retired now if idle, or
+            // when its job returns.
+            let reason = RetireReason::MaxMemory;
+            if self.note_memory(i, bytes)
+                && !self.closed
+                && !self.replace_later(fx, i, reason)
+                && self.slots.state(i).is_idle()
+            {
+                self.retire_idle(fx, i, reason);
             }
         }
     }

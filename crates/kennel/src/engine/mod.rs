@@ -20,10 +20,13 @@ mod life;
 mod memory;
 mod probe;
 mod reconfigure;
+mod refill;
 mod release;
 mod resize;
 mod retire;
+mod side;
 mod state;
+mod surge;
 mod tasks;
 
 use std::future::Future;
@@ -411,6 +414,7 @@ impl<W: Worker> State<W> {
             Wake::Memory => self.on_memory_tick(fx),
             Wake::Probe => self.on_probe_tick(fx),
             Wake::Rested { slot, generation } => self.on_rested(fx, slot, generation),
+            Wake::SurgeDue { slot, generation } => self.on_surge_due(fx, slot, generation),
             Wake::StartRetry => {
                 self.start_retry = None;
                 self.pump(fx, None);

@@ -42,6 +42,9 @@ impl<W: Worker> State<W> {
         {
             self.reschedule_lifetimes(fx, &mut actions);
         }
+        if old.max_surge != self.opts.max_surge {
+            self.fit_surges(fx);
+        }
         if old.max_memory != self.opts.max_memory
             || old.memory_check_every != self.opts.memory_check_every
         {
@@ -132,6 +135,9 @@ impl<W: Worker> State<W> {
                 actions.push(Action::Retired { slot: i });
             }
         }
+        for i in 0..self.slots.len() {
+            self.arm_surge_due(fx, i);
+        }
         actions.push(Action::LifetimesRescheduled { count });
     }
 
@@ -156,6 +162,7 @@ impl<W: Worker> State<W> {
     /// Ends the worker of a slot above the capacity. Returns whether there
     /// was one.
     fn drain_slot(&mut self, fx: &mut Effects<W>, i: usize) -> bool {
+        self.cancel_surge(fx, i);
         self.slots.apply(i, t::end_backoff);
         let reason = RetireReason::Reconfigured;
         match self.slots.state(i) {

@@ -85,7 +85,10 @@ impl<W: Worker> State<W> {
             // It ended while lent; its exit was handled when seen.
             fx.add().drops.push(worker);
             self.slots.apply(i, t::return_gone);
-            self.after_empty(fx);
+            // A replacement warming beside it takes the slot.
+            if !self.swap_in(fx, i) {
+                self.after_empty(fx);
+            }
             return;
         }
         if !worker.is_alive() {
@@ -106,6 +109,7 @@ impl<W: Worker> State<W> {
                     pid: cell.pid,
                     reason,
                 });
+                self.replaced(fx, i, reason);
                 return;
             }
             // Its slot was removed by a reconfiguration.
@@ -113,8 +117,20 @@ impl<W: Worker> State<W> {
             // Never cut short; replaced when it comes back.
             Outcome::Returned if self.live_expired(i, now) => Some(RetireReason::Lifetime),
             Outcome::Returned if served_all => Some(RetireReason::MaxJobs),
-            Outcome::Returned if over_memory => Some(RetireReason::MaxMemory),
-            Outcome::Returned => None,
+            // Its replacement is warm: it takes the slot now.
+            Outcome::Returned if self.warm_replacement(i).is_some() => self.warm_replacement(i),
+            Outcome::Returned if over_memory => {
+                (!self.replace_later(fx, i, RetireReason::MaxMemory))
+                    .then_some(RetireReason::MaxMemory)
+            }
+            // Over an unknown deadline, and its replacement failed.
+            Outcome::Returned if self.retire_when_free(i).is_some() => self.retire_when_free(i),
+            Outcome::Returned => {
+                if job && self.opts.max_surge > 0 && self.opts.max_jobs.is_some() {
+                    self.surge_ahead_of_jobs(fx, i, now);
+                }
+                None
+            }
         };
         match retire {
             Some(reason) => self.retire_lent(fx, i, worker, reason),

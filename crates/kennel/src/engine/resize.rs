@@ -56,6 +56,8 @@ impl<W: Worker> State<W> {
         self.slots.resize(size);
         if size < old {
             for i in size..old {
+                // A kept worker needs no replacement.
+                self.cancel_surge(fx, i);
                 self.slots.apply(i, t::end_backoff);
                 // A kept worker is never evicted.
                 self.slots.apply(i, |s| t::rearm(s, None, None));

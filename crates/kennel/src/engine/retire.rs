@@ -21,6 +21,19 @@ impl<W: Worker> State<W> {
         i: usize,
         started: Instant,
     ) -> Option<Box<Life>> {
+        let generation = self.slots.generation(i);
+        self.lifetime_for(fx, i, generation, started)
+    }
+
+    /// As [`lifetime`](Self::lifetime), for the worker of slot `i` that
+    /// carries `generation` (a replacement warming beside the slot's).
+    pub(crate) fn lifetime_for(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        generation: u64,
+        started: Instant,
+    ) -> Option<Box<Life>> {
         let life = self.opts.max_lifetime?;
         let j = self.opts.max_lifetime_jitter.as_secs_f64();
         let jitter = if j == 0.0 {
@@ -34,7 +47,7 @@ impl<W: Worker> State<W> {
         let deadline = started + Duration::from_secs_f64(drawn);
         let wake = Wake::Lifetime {
             slot: i,
-            generation: self.slots.generation(i),
+            generation,
         };
         Some(Box::new(Life {
             deadline,
@@ -88,7 +101,19 @@ impl<W: Worker> State<W> {
             reason,
         });
         fx.add().closes.push(closing);
+        self.replaced(fx, i, reason);
         true
+    }
+
+    /// Slot `i`'s worker was retired for `reason`: its replacement, if one
+    /// warms beside it, takes the slot; one called off by a
+    /// reconfiguration or short memory does not.
+    pub(crate) fn replaced(&mut self, fx: &mut Effects<W>, i: usize, reason: RetireReason) {
+        if matches!(reason, RetireReason::Reconfigured | RetireReason::Memory) {
+            self.cancel_surge(fx, i);
+        } else {
+            self.swap_in(fx, i);
+        }
     }
 
     /// Retires the lent worker of slot `i` that came back: says why and
@@ -113,6 +138,7 @@ impl<W: Worker> State<W> {
                     reason,
                 });
                 fx.add().closes.push((worker, cell.killer.clone()));
+                self.replaced(fx, i, reason);
             }
             _ => fx.add().drops.push(worker),
         }

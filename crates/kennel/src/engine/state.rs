@@ -56,6 +56,9 @@ pub(crate) struct State<W> {
     /// Probes running on workers on their way to a waiting job
     /// (`probe_on_lend`).
     pub(crate) probes_for_jobs: usize,
+    /// The warm-ups seen lately: how far ahead of a known deadline a
+    /// replacement starts (`max_surge`).
+    pub(crate) warmups: super::surge::WarmupsSeen,
 }
 
 /// What a pool is built from.
@@ -100,6 +103,7 @@ impl<W> State<W> {
             memory_tick: None,
             probe_tick: None,
             probes_for_jobs: 0,
+            warmups: super::surge::WarmupsSeen::default(),
         };
         st.retime();
         st
@@ -123,6 +127,7 @@ impl<W> State<W> {
             size: self.slots.size(),
             kept: c.kept,
             backing_off: c.backing_off,
+            surging: self.slots.surging(),
             broken: self.breaker.is_tripped(&self.opts) && c.idle + c.lent == 0,
         }
     }

@@ -130,9 +130,20 @@ pub(super) async fn probe<W: Worker>(
     let lease = crate::lease::Lease::new(engine.clone(), granted, None).not_a_job();
     match crate::lease::check(lease, timeout).await {
         Ok(lease) => drop(lease),
-        Err((lease, message)) => {
-            engine.act(|_, fx| fx.emit(crate::event::Event::ProbeFailed { slot, message }));
-            lease.retire(crate::event::RetireReason::ProbeFailed);
+        Err((lease, message, answered)) => {
+            let reason = crate::event::RetireReason::ProbeFailed;
+            // A worker that answered, and is alive, keeps serving while its
+            // replacement warms (`max_surge`); one that did not is retired.
+            let alive = answered && !lease.has_exited();
+            let keep = engine.act(|st, fx| {
+                fx.emit(crate::event::Event::ProbeFailed { slot, message });
+                alive && st.replace_later(fx, slot, reason)
+            });
+            if keep {
+                drop(lease);
+            } else {
+                lease.retire(reason);
+            }
         }
     }
 }

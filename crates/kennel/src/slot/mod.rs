@@ -24,12 +24,18 @@
 //!    slot's current one is stale and changes nothing.
 //! 5. Only running slots hold jobs' workers: idle workers in slots at or above
 //!    `size` are *kept*, never lent and never evicted.
+//! 7. With `max_surge`, a slot may hold a second worker beside its own
+//!    ([`Side`]): a replacement warming or warm, or the worker it replaced
+//!    leaving. At most `max_surge` slots hold a replacement at once, so the
+//!    pool runs at most capacity + `max_surge` workers (leaving ones are
+//!    closing, as a retired worker is).
 //! 6. A timer belongs to the state that armed it (an idle worker's eviction,
 //!    an empty slot's back-off, a live worker's lifetime, a warm-up): a
 //!    transition out of that state drops it, which cancels it.
 
 mod cell;
 mod counts;
+mod side;
 mod slots;
 pub(crate) mod transitions;
 
@@ -40,6 +46,7 @@ use tokio::time::Instant;
 pub(crate) use cell::{Now, WorkerCell};
 #[cfg(test)]
 pub(crate) use counts::Kind;
+pub(crate) use side::Side;
 pub(crate) use slots::Slots;
 
 use crate::event::RetireReason;
@@ -189,6 +196,16 @@ pub(crate) struct Record {
     pub(crate) probe: Option<Probed>,
     /// What it said of itself when ready ([`Worker::about`](crate::Worker::about)).
     pub(crate) about: Option<Arc<str>>,
+    /// Why it is being replaced warm first (`max_surge`): set when its
+    /// replacement starts, or waits for room to.
+    pub(crate) replace: Option<RetireReason>,
+    /// Its replacement could not warm beside it (no memory, or it failed):
+    /// it is retired first, as without a surge.
+    pub(crate) no_surge: bool,
+    /// The timer that starts its replacement ahead of its lifetime (held,
+    /// and cancelled by its drop).
+    #[allow(dead_code)]
+    pub(crate) surge_due: Option<Timer>,
 }
 
 /// A worker under its probe.
@@ -235,6 +252,12 @@ pub(crate) struct Slot<W> {
     /// Early exits in a row: the back-off count, kept across the slot's
     /// workers until one runs long enough.
     pub(crate) early_exits: u32,
+    /// The highest generation handed out here (to the slot's worker or its
+    /// side's), so that no two workers of a slot share one.
+    pub(crate) issued: u64,
+    /// The replacement warming for its worker, or the worker it replaced
+    /// (`max_surge`).
+    pub(crate) side: Option<Box<Side<W>>>,
 }
 
 impl<W> Slot<W> {
@@ -243,6 +266,8 @@ impl<W> Slot<W> {
             state: SlotState::new(),
             generation: 0,
             early_exits: 0,
+            issued: 0,
+            side: None,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use super::counts::{Counts, Kind, SlotSet};
 use super::transitions::Step;
-use super::{Slot, SlotState};
+use super::{Side, Slot, SlotState};
 
 /// The slots of a pool. Every change of a slot's state goes through
 /// [`apply`](Slots::apply), which keeps the counts (invariant 3).
@@ -15,6 +15,10 @@ pub(crate) struct Slots<W> {
     size: usize,
     counts: Counts,
     idle: SlotSet,
+    /// Sides that hold a replacement (warming or warm).
+    surging: usize,
+    /// Sides that hold a worker on its way out.
+    leaving: usize,
 }
 
 impl<W> Slots<W> {
@@ -25,6 +29,8 @@ impl<W> Slots<W> {
             size,
             counts: Counts::default(),
             idle: SlotSet::with_capacity(capacity),
+            surging: 0,
+            leaving: 0,
         }
     }
 
@@ -167,9 +173,76 @@ impl<W> Slots<W> {
         self.rebound(lo..hi, |s| s.size = size);
     }
 
-    /// Workers alive (made and not yet seen to end) or being made.
+    /// Workers alive (made and not yet seen to end) or being made, the
+    /// sides' too.
     pub(crate) fn alive(&self) -> usize {
         let c = &self.counts;
-        c.starting + c.idle + c.kept + c.lent + c.lent_above + c.closing
+        c.starting
+            + c.idle
+            + c.kept
+            + c.lent
+            + c.lent_above
+            + c.closing
+            + self.surging
+            + self.leaving
+    }
+
+    /// A new generation for a worker of slot `i` (its own or its side's).
+    pub(crate) fn issue(&mut self, i: usize) -> u64 {
+        let s = &mut self.slots[i];
+        s.issued = s.issued.max(s.generation) + 1;
+        s.issued
+    }
+
+    /// Makes `generation` the slot's own: its side's worker took it.
+    pub(crate) fn adopt(&mut self, i: usize, generation: u64) {
+        self.slots[i].generation = generation;
+    }
+
+    /// What slot `i` holds beside its worker.
+    pub(crate) fn side(&self, i: usize) -> Option<&Side<W>> {
+        self.slots[i].side.as_deref()
+    }
+
+    /// The generation of slot `i`'s side, if it has one.
+    pub(crate) fn side_generation(&self, i: usize) -> Option<u64> {
+        self.side(i).map(Side::generation)
+    }
+
+    /// Replacements warming or warm now.
+    pub(crate) fn surging(&self) -> usize {
+        self.surging
+    }
+
+    /// Workers a replacement took the slot of, not yet seen to end.
+    pub(crate) fn leaving(&self) -> usize {
+        self.leaving
+    }
+
+    /// Changes slot `i`'s side by `f`, keeping the side counts.
+    pub(crate) fn set_side<R>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(Option<Box<Side<W>>>) -> (Option<Box<Side<W>>>, R),
+    ) -> R {
+        let old = self.slots[i].side.take();
+        self.count_side(old.as_deref(), false);
+        let (new, r) = f(old);
+        self.count_side(new.as_deref(), true);
+        self.slots[i].side = new;
+        r
+    }
+
+    fn count_side(&mut self, side: Option<&Side<W>>, add: bool) {
+        let n = match side {
+            None => return,
+            Some(s) if s.is_surge() => &mut self.surging,
+            Some(_) => &mut self.leaving,
+        };
+        if add {
+            *n += 1;
+        } else {
+            *n -= 1;
+        }
     }
 }

@@ -1,0 +1,321 @@
+//! The reports of a slot's side (`max_surge`, ADR 0040): its
+//! replacement made, ready, failed or ended; the replacement taking the
+//! slot; a replacement called off.
+
+use std::time::Duration;
+
+use super::effects::Effects;
+use super::life::Made;
+use super::state::State;
+use crate::event::{Event, RetireReason};
+use crate::slot::transitions::Step;
+use crate::slot::{Live, Now, Record, Side, SlotState, WorkerCell};
+use crate::worker::{Exit, Worker};
+
+impl<W: Worker> State<W> {
+    /// Slot `i`'s replacement, if it has one, takes the slot: after its
+    /// worker was retired (the slot holds it closing) or ended (the slot is
+    /// empty). The old worker leaves through the side. False when there is
+    /// no replacement.
+    pub(crate) fn swap_in(&mut self, fx: &mut Effects<W>, i: usize) -> bool {
+        let side = self.slots.set_side(i, |s| match s {
+            Some(side) if side.is_surge() => (None, Some(side)),
+            other => (other, None),
+        });
+        let Some(side) = side else {
+            return false;
+        };
+        let old_generation = self.slots.generation(i);
+        let (next, generation, warm) = match *side {
+            Side::Warming {
+                generation,
+                live,
+                warmup,
+                ..
+            } => (
+                SlotState::Starting {
+                    awaited_by: None,
+                    live,
+                    warmup,
+                },
+                generation,
+                None,
+            ),
+            Side::Warm {
+                generation,
+                worker,
+                live,
+                ..
+            } => (SlotState::Lent { live }, generation, Some(worker)),
+            Side::Leaving { .. } => unreachable!("only a surge is taken"),
+        };
+        let old = self
+            .slots
+            .apply(i, |old| Step::To(next, old))
+            .unwrap_or_else(SlotState::new);
+        self.slots.adopt(i, generation);
+        if let SlotState::Closing { cell, .. } = old {
+            let leaving = Side::Leaving {
+                generation: old_generation,
+                cell,
+            };
+            self.slots.set_side(i, |_| (Some(Box::new(leaving)), ()));
+        }
+        if let Some(worker) = warm {
+            self.place(fx, i, worker, &mut Now::unread(), None);
+            self.arm_surge_due(fx, i);
+        }
+        self.start_queued_surges(fx);
+        self.pump(fx, None);
+        true
+    }
+
+    /// The factory made slot `i`'s replacement.
+    pub(crate) fn register_side(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        generation: u64,
+        made: Made,
+    ) -> bool {
+        let life = self.lifetime_for(fx, i, generation, made.started);
+        let max_jobs = self.draw_max_jobs();
+        let Made {
+            killer,
+            exited,
+            started,
+            pid,
+            meter,
+        } = made;
+        let registered = self.slots.set_side(i, |s| match s.map(|b| *b) {
+            Some(Side::Warming {
+                generation,
+                live: None,
+                warmup,
+                reason,
+            }) => {
+                let live = Live {
+                    cell: std::sync::Arc::new(WorkerCell::new(killer, started, meter, pid)),
+                    life,
+                    record: Box::new(Record {
+                        pid,
+                        max_jobs,
+                        ..Record::default()
+                    }),
+                };
+                let side = Side::Warming {
+                    generation,
+                    live: Some(live),
+                    warmup,
+                    reason,
+                };
+                (Some(Box::new(side)), true)
+            }
+            other => (other.map(Box::new), false),
+        });
+        if registered {
+            fx.add().watches.push((i, generation, exited));
+        }
+        registered
+    }
+
+    /// Slot `i`'s replacement is ready: it takes the slot now if the worker
+    /// is idle, else when it comes back.
+    pub(crate) fn side_ready(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        worker: W,
+        warmup: Duration,
+    ) {
+        let about = worker.about().map(std::sync::Arc::<str>::from);
+        let pid = worker.pid();
+        let warm = self.slots.set_side(i, |s| match s.map(|b| *b) {
+            Some(Side::Warming {
+                generation,
+                live: Some(mut live),
+                reason,
+                ..
+            }) => {
+                live.record.ready_after = Some(warmup);
+                live.record.about = about;
+                let side = Side::Warm {
+                    generation,
+                    worker,
+                    live,
+                    reason,
+                };
+                (Some(Box::new(side)), Ok(reason))
+            }
+            other => (other.map(Box::new), Err(worker)),
+        });
+        let reason = match warm {
+            Ok(reason) => reason,
+            Err(worker) => {
+                fx.kill(worker.killer());
+                fx.add().drops.push(worker);
+                return;
+            }
+        };
+        self.warmups.note(warmup);
+        self.ever_ready = true;
+        fx.emit(Event::Ready {
+            slot: i,
+            pid,
+            warmup,
+        });
+        self.note_ready(fx);
+        match self.slots.state(i) {
+            SlotState::Idle { .. } => {
+                self.retire_idle(fx, i, reason);
+            }
+            // Its worker ended meanwhile: it takes the empty slot.
+            SlotState::Empty { .. } => {
+                self.swap_in(fx, i);
+            }
+            _ => {}
+        }
+    }
+
+    /// Slot `i`'s replacement did not warm up, or its worker ended: the old
+    /// worker stays, and is retired first when its time comes.
+    pub(crate) fn side_failed(&mut self, fx: &mut Effects<W>, i: usize, message: &str) {
+        let pid = self.slots.side(i).and_then(Side::cell).and_then(|c| c.pid);
+        let gone = self.slots.set_side(i, |s| match s.map(|b| *b) {
+            Some(Side::Warming {
+                generation, live, ..
+            }) => {
+                let leaving = live.map(|l| {
+                    fx.kill(l.cell.killer.clone());
+                    Box::new(Side::Leaving {
+                        generation,
+                        cell: l.cell,
+                    })
+                });
+                (leaving, true)
+            }
+            other => (other.map(Box::new), false),
+        });
+        if !gone {
+            return;
+        }
+        fx.emit(Event::WarmupFailed {
+            slot: i,
+            pid,
+            message: message.to_owned(),
+        });
+        self.note_failed_start(fx, message);
+        self.give_up_surge(fx, i);
+    }
+
+    /// The worker of slot `i` will get no replacement warm first: retire it
+    /// now if its limit is an unknown deadline and it is idle (a lent one
+    /// is retired when it comes back).
+    fn give_up_surge(&mut self, fx: &mut Effects<W>, i: usize) {
+        let reason = self
+            .with_record(i, |r| {
+                r.no_surge = true;
+                if matches!(
+                    r.replace,
+                    Some(RetireReason::Lifetime | RetireReason::MaxJobs)
+                ) {
+                    r.replace = None;
+                }
+                r.replace
+            })
+            .flatten();
+        if let (Some(reason), true) = (reason, self.slots.state(i).is_idle()) {
+            self.retire_idle(fx, i, reason);
+        }
+        self.start_queued_surges(fx);
+    }
+
+    /// The exit of a worker of slot `i`'s side is seen.
+    pub(crate) fn side_exit(&mut self, fx: &mut Effects<W>, i: usize, exit: Exit) {
+        fx.add().ended = true;
+        let was = self.slots.set_side(i, |s| (None, s));
+        let Some(side) = was else {
+            return;
+        };
+        if let Some(cell) = side.cell() {
+            cell.set_dead(exit.clone());
+        }
+        match *side {
+            Side::Leaving { .. } => {}
+            Side::Warming { live, .. } => {
+                let pid = live.as_ref().and_then(|l| l.cell.pid);
+                let message = format!("not ready: the worker ended its warm-up: {}", exit.status);
+                fx.emit(Event::WarmupFailed {
+                    slot: i,
+                    pid,
+                    message: message.clone(),
+                });
+                self.note_failed_start(fx, &message);
+                self.give_up_surge(fx, i);
+            }
+            Side::Warm { worker, live, .. } => {
+                fx.emit(Event::Exited {
+                    slot: i,
+                    pid: live.cell.pid,
+                    exit,
+                    early: true,
+                });
+                fx.add().drops.push(worker);
+                self.give_up_surge(fx, i);
+            }
+        }
+        self.start_queued_surges(fx);
+    }
+
+    /// Calls off slot `i`'s replacement (a close, a smaller size, a lower
+    /// `max_surge`): its worker closes through the side.
+    pub(crate) fn cancel_surge(&mut self, fx: &mut Effects<W>, i: usize) {
+        if !self.slots.side(i).is_some_and(Side::is_surge) {
+            return;
+        }
+        self.slots.set_side(i, |s| match s.map(|b| *b) {
+            Some(Side::Warming {
+                generation, live, ..
+            }) => {
+                let leaving = live.map(|l| {
+                    fx.kill(l.cell.killer.clone());
+                    Box::new(Side::Leaving {
+                        generation,
+                        cell: l.cell,
+                    })
+                });
+                (leaving, ())
+            }
+            Some(Side::Warm {
+                generation,
+                worker,
+                live,
+                ..
+            }) => {
+                fx.add().closes.push((worker, live.cell.killer.clone()));
+                let leaving = Side::Leaving {
+                    generation,
+                    cell: live.cell,
+                };
+                (Some(Box::new(leaving)), ())
+            }
+            other => (other.map(Box::new), ()),
+        });
+        self.with_record(i, |r| r.replace = None);
+    }
+
+    /// Kills the workers of the sides (the pool is dropped, or the grace
+    /// of its close is over).
+    pub(crate) fn kill_sides(&self, fx: &mut Effects<W>) {
+        for i in 0..self.slots.len() {
+            if let Some(cell) = self.slots.side(i).and_then(Side::cell) {
+                fx.kill(cell.killer.clone());
+            }
+        }
+    }
+
+    /// Whether any slot holds a second worker.
+    pub(crate) fn any_side(&self) -> bool {
+        (0..self.slots.len()).any(|i| self.slots.side(i).is_some())
+    }
+}

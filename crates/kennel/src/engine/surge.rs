@@ -1,0 +1,283 @@
+//! Warm replacement first (`max_surge`, ADR 0040): a worker due for
+//! retirement keeps serving while its replacement warms beside it, in the
+//! slot's [`Side`], above the capacity; once warm, the replacement takes
+//! the slot the moment the old worker is free (idle, or back from its job),
+//! and the old one is retired.
+//!
+//! - Known deadlines start the replacement ahead, by the longest warm-up
+//!   the pool has seen lately: a lifetime by a timer, the last of
+//!   `max_jobs` by the worker's own pace of jobs, checked as each returns.
+//!   The old worker is still never lent past its lifetime nor given more
+//!   than its jobs: at the deadline it is retired whatever its replacement
+//!   is doing, which then warms in its place.
+//! - Unknown ones (`max_memory`, a probe it failed but survived) keep the
+//!   old worker serving until its replacement is ready.
+//! - At most `max_surge` replacements warm at once; one more waits for
+//!   room (the worker's `replace` is set). One that does not fit in memory
+//!   is not started (`worker:surge-skipped`): the worker is retired first,
+//!   as without a surge.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::effects::{Effects, Wake, Warmup};
+use super::state::State;
+use crate::event::{Event, RetireReason};
+use crate::slot::{Now, Record, Side, SlotState};
+use crate::timer::Timer;
+use crate::worker::Worker;
+
+/// The warm-ups the pool has seen lately.
+#[derive(Debug, Default)]
+pub(crate) struct WarmupsSeen {
+    last: VecDeque<Duration>,
+}
+
+impl WarmupsSeen {
+    const KEPT: usize = 8;
+
+    /// A worker warmed up in `d`.
+    pub(crate) fn note(&mut self, d: Duration) {
+        if self.last.len() == Self::KEPT {
+            self.last.pop_front();
+        }
+        self.last.push_back(d);
+    }
+
+    /// How far ahead of a known deadline a replacement starts: the longest
+    /// of the last warm-ups, and a quarter more for their spread (zero
+    /// before any).
+    pub(crate) fn ahead(&self) -> Duration {
+        let longest = self.last.iter().copied().max().unwrap_or_default();
+        longest + longest / 4
+    }
+}
+
+/// What became of a wish to replace a worker warm first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Surge {
+    /// Its replacement warms (or is warm) beside it.
+    Started,
+    /// No room now: it starts when a replacement takes its slot or ends.
+    Queued,
+    /// No surge: off, the pool closes, no memory for it, or one failed for
+    /// this worker. It is retired first, as without a surge.
+    Refused,
+}
+
+impl<W: Worker> State<W> {
+    /// Runs `f` on the record of slot `i`'s ready worker (idle or lent).
+    pub(super) fn with_record<R>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(&mut Record) -> R,
+    ) -> Option<R> {
+        self.slots.edit(i, |s| match s {
+            SlotState::Idle { live, .. } | SlotState::Lent { live } => Some(f(&mut live.record)),
+            _ => None,
+        })
+    }
+
+    /// Replaces slot `i`'s ready worker warm first, for `reason`, if the
+    /// options, the room and the memory allow.
+    pub(crate) fn want_surge(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        reason: RetireReason,
+    ) -> Surge {
+        if self.opts.max_surge == 0 || self.closed || i >= self.slots.size() {
+            return Surge::Refused;
+        }
+        match self.slots.side(i) {
+            Some(side) if side.is_surge() => return Surge::Started,
+            Some(_) => {
+                // The worker it replaced is still leaving: wait for its exit.
+                return self.queue_surge(i, reason);
+            }
+            None => {}
+        }
+        if self.with_record(i, |r| r.no_surge).unwrap_or(true) {
+            return Surge::Refused;
+        }
+        if self.surge_room() == 0 || !self.may_try_start() {
+            return self.queue_surge(i, reason);
+        }
+        // Memory for it is checked as for any start.
+        if !self.sizing.may_start(&self.view()) {
+            fx.emit(Event::SurgeSkipped { slot: i, reason });
+            self.with_record(i, |r| {
+                r.no_surge = true;
+                r.replace = None;
+            });
+            return Surge::Refused;
+        }
+        let generation = self.slots.issue(i);
+        let (warmup, token) = Timer::new();
+        self.slots.set_side(i, |_| {
+            let side = Side::Warming {
+                generation,
+                live: None,
+                warmup,
+                reason,
+            };
+            (Some(Box::new(side)), ())
+        });
+        self.with_record(i, |r| r.replace = Some(reason));
+        fx.add().warmups.push(Warmup {
+            slot: i,
+            size: self.slots.size(),
+            generation,
+            limit: self.opts.warmup_timeout,
+            token,
+        });
+        fx.emit(Event::Surging { slot: i, reason });
+        Surge::Started
+    }
+
+    /// How many more replacements may warm now: a worker a replacement took
+    /// the slot of counts until its exit is seen, so the pool never runs
+    /// more than capacity + `max_surge` workers.
+    fn surge_room(&self) -> usize {
+        self.opts
+            .max_surge
+            .saturating_sub(self.slots.surging() + self.slots.leaving())
+    }
+
+    fn queue_surge(&mut self, i: usize, reason: RetireReason) -> Surge {
+        let queued = self.with_record(i, |r| {
+            if !r.no_surge {
+                r.replace = Some(reason);
+            }
+            !r.no_surge
+        });
+        if queued == Some(true) {
+            Surge::Queued
+        } else {
+            Surge::Refused
+        }
+    }
+
+    /// Room for a replacement opened: start those that wait for it.
+    pub(crate) fn start_queued_surges(&mut self, fx: &mut Effects<W>) {
+        for i in 0..self.slots.size() {
+            if self.surge_room() == 0 || self.closed {
+                return;
+            }
+            if self.slots.side(i).is_some() {
+                continue;
+            }
+            let Some(reason) = self.with_record(i, |r| r.replace).flatten() else {
+                continue;
+            };
+            self.want_surge(fx, i, reason);
+        }
+    }
+
+    /// Arms the timer that starts the replacement of slot `i`'s worker ahead
+    /// of its lifetime, by the longest warm-up seen.
+    pub(crate) fn arm_surge_due(&mut self, fx: &mut Effects<W>, i: usize) {
+        let deadline = match self.slots.state(i) {
+            SlotState::Idle { live, .. } | SlotState::Lent { live } => live.life.as_ref(),
+            _ => None,
+        }
+        .map(|l| l.deadline);
+        let due = (self.opts.max_surge > 0)
+            .then_some(deadline)
+            .flatten()
+            .map(|d| {
+                let at = d.checked_sub(self.warmups.ahead()).unwrap_or(d);
+                let wake = Wake::SurgeDue {
+                    slot: i,
+                    generation: self.slots.generation(i),
+                };
+                fx.wake_at(at, wake)
+            });
+        self.with_record(i, |r| r.surge_due = due);
+    }
+
+    /// A replacement is due ahead of a lifetime.
+    pub(crate) fn on_surge_due(&mut self, fx: &mut Effects<W>, i: usize, generation: u64) {
+        if self.slots.generation(i) == generation && !self.closed {
+            self.want_surge(fx, i, RetireReason::Lifetime);
+        }
+    }
+
+    /// A job came back to slot `i`'s worker, which has jobs left: start its
+    /// replacement if its last job is due within the longest warm-up seen,
+    /// at the pace it has served them.
+    pub(crate) fn surge_ahead_of_jobs(&mut self, fx: &mut Effects<W>, i: usize, now: &mut Now) {
+        let ahead = self.warmups.ahead();
+        let due = match self.slots.state(i) {
+            SlotState::Lent { live } if self.slots.side(i).is_none() => {
+                let r = &live.record;
+                match (r.max_jobs, r.ready_after, r.replace, r.no_surge) {
+                    (Some(max), Some(ready_after), None, false) if r.jobs > 0 => {
+                        let ready_at = live.cell.started + ready_after;
+                        let served = now.get().saturating_duration_since(ready_at);
+                        let left = max.saturating_sub(r.jobs);
+                        let per_job = served.as_secs_f64() / r.jobs as f64;
+                        per_job * left as f64 <= ahead.as_secs_f64()
+                    }
+                    _ => false,
+                }
+            }
+            _ => false,
+        };
+        if due {
+            self.want_surge(fx, i, RetireReason::MaxJobs);
+        }
+    }
+
+    /// The worker of slot `i` is over a limit whose deadline is unknown
+    /// (`max_memory`, a probe it survived): whether it keeps serving while
+    /// its replacement warms (false: retire it now, as without a surge).
+    pub(crate) fn replace_later(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        reason: RetireReason,
+    ) -> bool {
+        match self.slots.side(i) {
+            // Its replacement is warm: it takes the slot now.
+            Some(Side::Warm { .. }) => false,
+            _ => self.want_surge(fx, i, reason) != Surge::Refused,
+        }
+    }
+
+    /// The warm replacement of slot `i`, if one waits for the worker to be
+    /// free: why the worker is replaced.
+    pub(crate) fn warm_replacement(&self, i: usize) -> Option<RetireReason> {
+        match self.slots.side(i) {
+            Some(Side::Warm { reason, .. }) => Some(*reason),
+            _ => None,
+        }
+    }
+
+    /// A worker over an unknown deadline whose replacement failed: it is
+    /// retired when free.
+    pub(crate) fn retire_when_free(&self, i: usize) -> Option<RetireReason> {
+        let SlotState::Lent { live } = self.slots.state(i) else {
+            return None;
+        };
+        let r = &live.record;
+        r.replace.filter(|&reason| {
+            r.no_surge && !matches!(reason, RetireReason::Lifetime | RetireReason::MaxJobs)
+        })
+    }
+
+    /// Calls off replacements above `max_surge` (the highest slots first)
+    /// and starts those that wait, when it was raised.
+    pub(crate) fn fit_surges(&mut self, fx: &mut Effects<W>) {
+        for i in (0..self.slots.len()).rev() {
+            if self.slots.surging() <= self.opts.max_surge {
+                break;
+            }
+            self.cancel_surge(fx, i);
+        }
+        for i in 0..self.slots.len() {
+            self.arm_surge_due(fx, i);
+        }
+        self.start_queued_surges(fx);
+    }
+}
