@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
 # Requests per second and latency through `kennel serve` on loopback, with a
 # pool of two Rust echo workers (examples/workers/echo_worker.rs), driven by
-# wrk: one connection (latency), then 32 (throughput). Bounded: a fixed
-# number of seconds per run, the server killed at the end.
+# wrk: one connection (latency), then 32 (throughput). In the same run, at
+# one connection, the floor (crates/kennel-bench/examples/http_floor.rs: the
+# same HTTP stack and the same echo worker behind a mutex, no pool, no JSON)
+# with the same wrk command, and the direct pool (examples/pool_echo.rs: the
+# same job through a kennel pool, no HTTP). KENNEL_HTTP_ROUNDS rounds of the
+# three, interleaved. Bounded: a fixed number of seconds per run, the
+# servers killed at the end.
 #
 # Prints one line per run, for bench/run.sh:
 #   http/c1: rps=... p50_us=... p99_us=... non2xx=...
+#   http/floor-c1: rps=... p50_us=... p99_us=... non2xx=...
+#   http/pool-direct: p50_us=... p99_us=... mean_us=...
+# and, with more than one round, the medians over the rounds last.
 #
-# Usage: bench/http.sh   (environment: KENNEL_HTTP_SECONDS, default 10)
+# Usage: bench/http.sh   (environment: KENNEL_HTTP_SECONDS, default 10;
+#                         KENNEL_HTTP_ROUNDS, default 1; KENNEL_BIN, another
+#                         build of kennel to measure)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SECONDS_PER_RUN=${KENNEL_HTTP_SECONDS:-10}
+ROUNDS=${KENNEL_HTTP_ROUNDS:-1}
 
 say() { printf '%s\n' "$*" >&2; }
 die() { say "http.sh: FAILED: $*"; exit 1; }
@@ -23,10 +34,14 @@ if ! command -v wrk >/dev/null 2>&1; then
 fi
 
 say "== building target/release/kennel and the echo worker"
-cargo build --release --quiet -p kennel-server --bin kennel
+# KENNEL_BIN: another build of kennel to measure (e.g. an earlier commit's).
+[ -n "${KENNEL_BIN:-}" ] || cargo build --release --quiet -p kennel-server --bin kennel
 cargo build --release --quiet -p kennel-process --example echo_worker
-BIN=target/release/kennel
+cargo build --release --quiet -p kennel-bench --example http_floor --example pool_echo
+BIN=${KENNEL_BIN:-target/release/kennel}
 WORKER=$(pwd)/target/release/examples/echo_worker
+FLOOR=target/release/examples/http_floor
+POOL_ECHO=target/release/examples/pool_echo
 
 dir=$(mktemp -d)
 cat > "$dir/kennel.toml" <<TOML
@@ -49,9 +64,11 @@ LUA
 
 RUST_LOG=error "$BIN" serve --config "$dir/kennel.toml" > "$dir/stdout" 2> "$dir/stderr" &
 server=$!
+"$FLOOR" "$WORKER" > "$dir/floor.stdout" 2> "$dir/floor.stderr" &
+floor=$!
 cleanup() {
-    kill -TERM "$server" 2>/dev/null || true
-    wait "$server" 2>/dev/null || true
+    kill -TERM "$server" "$floor" 2>/dev/null || true
+    wait "$server" "$floor" 2>/dev/null || true
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -81,7 +98,17 @@ m = re.fullmatch(r"([0-9.]+)(us|ms|s)", v)
 print(round(float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)]))' "$1"
 }
 
-for c in 1 32; do
+for _ in $(seq 100); do
+    grep -q "^floor listening on" "$dir/floor.stdout" 2>/dev/null && break
+    kill -0 "$floor" 2>/dev/null || { cat "$dir/floor.stderr" >&2; die "the floor did not start"; }
+    sleep 0.1
+done
+floor_url=$(sed -n 's/^floor listening on \(http:\/\/127\.0\.0\.1:[0-9]*\)$/\1/p' "$dir/floor.stdout")
+[ -n "$floor_url" ] || die "the floor printed no address"
+
+# One wrk run: the line for bench/run.sh.
+run_wrk() { # name connections url
+    local name=$1 c=$2 url=$3 threads out rps p50 p99 non2xx
     threads=$(( c < 2 ? 1 : 2 ))
     out=$(wrk -t"$threads" -c"$c" -d"${SECONDS_PER_RUN}s" --latency -s "$dir/post.lua" "$url/pools/echo/jobs")
     rps=$(printf '%s\n' "$out" | awk '/^Requests\/sec:/ {print $2}')
@@ -89,5 +116,32 @@ for c in 1 32; do
     p99=$(printf '%s\n' "$out" | awk '$1 == "99%" {print $2}')
     non2xx=$(printf '%s\n' "$out" | awk '/Non-2xx/ {print $NF}')
     [ -n "$rps" ] && [ -n "$p99" ] || { printf '%s\n' "$out" >&2; die "could not read wrk's output"; }
-    echo "http/c$c: rps=$rps p50_us=$(to_us "$p50") p99_us=$(to_us "$p99") non2xx=${non2xx:-0}"
+    echo "$name: rps=$rps p50_us=$(to_us "$p50") p99_us=$(to_us "$p99") non2xx=${non2xx:-0}"
+}
+
+results=$dir/results
+: > "$results"
+for round in $(seq "$ROUNDS"); do
+    say "== round $round/$ROUNDS ($(cut -d' ' -f1-3 /proc/loadavg))"
+    run_wrk http/c1 1 "$url" | tee -a "$results"
+    run_wrk http/floor-c1 1 "$floor_url" | tee -a "$results"
+    # As many jobs as wrk sends in its seconds, about.
+    "$POOL_ECHO" "$WORKER" $(( SECONDS_PER_RUN * 5000 )) | sed 's|^pool/direct:|http/pool-direct:|' | tee -a "$results"
+    run_wrk http/c32 32 "$url" | tee -a "$results"
 done
+if [ "$ROUNDS" -gt 1 ]; then
+    python3 - "$results" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, fields = line.split(": ", 1)
+    runs.setdefault(name, []).append(dict(kv.split("=") for kv in fields.split()))
+med = {n: {k: statistics.median(float(r[k]) for r in rs) for k in rs[0]} for n, rs in runs.items()}
+k, f, d = med["http/c1"]["p50_us"], med["http/floor-c1"]["p50_us"], med["http/pool-direct"]["p50_us"]
+ratios = [float(a["p50_us"]) / float(b["p50_us"]) for a, b in zip(runs["http/c1"], runs["http/floor-c1"])]
+over = [float(a["p50_us"]) - float(b["p50_us"]) for a, b in zip(runs["http/c1"], runs["http/pool-direct"])]
+print(f"medians over {len(runs['http/c1'])} rounds: p50 kennel {k:.0f} us, floor {f:.0f} us, "
+      f"direct pool {d:.1f} us; kennel / floor {statistics.median(ratios):.2f}; "
+      f"kennel - direct pool {statistics.median(over):.0f} us", file=sys.stderr)
+PY
+fi

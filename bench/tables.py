@@ -161,20 +161,33 @@ def main():
         http = lines(r, "http.log", "http/")
         per_round.append({k: dict(kv.split("=") for kv in v.split()) for k, v in http.items()})
     fields = {k: {f: str(middle([float(p[k][f]) for p in per_round])) for f in per_round[0][k]} for k in per_round[0]}
-    direct = echo["kennel"]
     c1 = fields["http/c1"]
+    floor = fields.get("http/floor-c1")
+    pool = fields.get("http/pool-direct")
+    # The direct pool of the same run (bench/http.sh), else the echo bench.
+    direct = float(pool["p50_us"]) if pool else echo["kennel"]
     out += ["", "### HTTP: `kennel serve` on loopback", "",
             "A pool of 2 Rust echo workers behind `kennel serve`, driven by wrk with the same "
-            "request body as the echo bench.", "",
-            "| connections | requests/s | p50 µs | p99 µs | non-2xx |", "| ---: | ---: | ---: | ---: | ---: |"]
+            "request body as the echo bench; the floor is the same HTTP stack and the same echo "
+            "worker behind a mutex, no pool (`crates/kennel-bench/examples/http_floor.rs`), with "
+            "the same wrk command; the direct pool is the same job through a kennel pool, no HTTP "
+            "(`examples/pool_echo.rs`).", "",
+            "| connections | requests/s | p50 µs | p99 µs | non-2xx | floor p50 µs | kennel / floor |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for c in ("c1", "c32"):
         f = fields[f"http/{c}"]
-        out.append(f"| {c[1:]} | {float(f['rps']):.0f} | {float(f['p50_us']):.0f} | {float(f['p99_us']):.0f} | {float(f['non2xx']):.0f} |")
-    overhead = float(c1["p50_us"]) - direct
+        fl = fields.get(f"http/floor-{c}")
+        within = [float(p[f"http/{c}"]["p50_us"]) / float(p[f"http/floor-{c}"]["p50_us"])
+                  for p in per_round if f"http/floor-{c}" in p]
+        fl_cols = f"{float(fl['p50_us']):.0f} | {middle(within):.2f}" if fl else "| "
+        out.append(f"| {c[1:]} | {float(f['rps']):.0f} | {float(f['p50_us']):.0f} | {float(f['p99_us']):.0f} "
+                   f"| {float(f['non2xx']):.0f} | {fl_cols} |")
+    overhead = (middle([float(p["http/c1"]["p50_us"]) - float(p["http/pool-direct"]["p50_us"])
+                        for p in per_round]) if pool else float(c1["p50_us"]) - direct)
     out += ["", f"The server's own overhead at one connection: p50 {float(c1['p50_us']):.0f} µs through HTTP "
-            f"against {direct:.1f} µs for the same job through the pool directly (the echo bench), "
-            f"so about **{overhead:.0f} µs** per request for loopback TCP, HTTP, routing and JSON "
-            "(wrk's side included).", "", END]
+            f"against {direct:.1f} µs for the same job through the pool directly, "
+            f"so about **{overhead:.0f} µs** per request for loopback TCP, HTTP, routing and the job's "
+            f"checks (wrk's side included; target ≤ 40: {mark(overhead <= 40)}).", "", END]
 
     doc = DOC.read_text()
     block = "\n".join(out)

@@ -81,6 +81,7 @@ mod error;
 mod frames;
 mod framing;
 mod group;
+mod json;
 mod lines;
 mod pool;
 mod progress;
@@ -95,6 +96,7 @@ pub use crate::coprocess::{
 };
 pub use crate::error::{ProcessError, ThreadError};
 pub use crate::framing::{Framing, Handshake, MCP_PROTOCOL_VERSION};
+pub use crate::json::JsonBytes;
 pub use crate::progress::Progress;
 pub use crate::spec::{CoprocessSpec, DEFAULT_CLOSE_GRACE, DEFAULT_MAX_LINE_BYTES, ReadyMode};
 pub use crate::stream::{CallStream, CallStreaming, PROGRESS_BUFFER, Streamed};

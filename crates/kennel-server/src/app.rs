@@ -21,6 +21,8 @@
 //! Before any route runs, a request with a `Host` not allowed, or a
 //! browser's cross-site request, is answered 403 ([`crate::http::host`]).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 
@@ -35,10 +37,10 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use kennel::Pool;
+use kennel_process::JsonBytes;
 use kennel_process::{Coprocess, Progress, StderrTail};
 use serde_json::Value;
-use serde_json::value::RawValue;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::error::{ApiError, with_last_words};
@@ -175,79 +177,114 @@ enum Target {
 
 /// Runs one job and answers the worker's reply.
 ///
-/// The job runs on a task of its own: when the client hangs up, the handler
-/// is dropped; the task then drops the job if it still waits (it leaves the
-/// queue) and lets it finish if it runs. A pool with `retry_on_crash` runs
-/// it through [`Pool::run_idempotent`]. An error about a worker that ended
-/// carries its last words: the worker's under the job, or (for a broken
-/// pool) the one whose start failed last, from `watch`.
+/// The job runs in the handler's own task, so that the worker's reply wakes
+/// the connection directly. When the client hangs up, the handler is
+/// dropped: a job that still waits is dropped with it (it leaves the
+/// queue), one that runs is handed to a task of its own to finish
+/// ([`FinishOnDrop`]). A pool with `retry_on_crash` runs it through
+/// [`Pool::run_idempotent`]. An error about a worker that ended carries its
+/// last words: the worker's under the job, or (for a broken pool) the one
+/// whose start failed last, from `watch`.
 async fn run_job(
     target: Target,
-    request: Value,
+    request: JsonBytes<Bytes>,
     watch: Option<Watch>,
     progress: Option<mpsc::Sender<Progress>>,
-) -> Result<Box<RawValue>, ApiError> {
-    let (reply_tx, reply_rx) = oneshot::channel();
-    let (gone_tx, gone_rx) = oneshot::channel::<()>();
-    let tail: Arc<std::sync::Mutex<Option<StderrTail>>> = Arc::default();
-    let seen = tail.clone();
-    tokio::spawn(async move {
-        let started = Arc::new(AtomicBool::new(false));
-        let flag = started.clone();
-        let job = async move |w: &mut Coprocess| {
-            flag.store(true, Ordering::SeqCst);
-            *seen.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
-            w.request_with_progress(&request, |p| {
-                if let Some(tx) = &progress {
-                    // A client that reads too slowly misses items, never the reply.
+) -> Result<JsonBytes, ApiError> {
+    let seen = Arc::new(Seen::default());
+    let mark = seen.clone();
+    let job = async move |w: &mut Coprocess| {
+        mark.started.store(true, Ordering::SeqCst);
+        *mark.tail.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
+        match &progress {
+            Some(tx) => {
+                // A client that reads too slowly misses items, never the reply.
+                let mut forward = |p| {
                     let _ = tx.try_send(p);
-                }
-            })
-            .await
-        };
-        let run = async move {
-            match target {
-                Target::Pool(pool) if pool.options().retry_on_crash > 0 => {
-                    pool.run_idempotent(job).await
-                }
-                Target::Pool(pool) => pool.run(job).await,
-                Target::Group(group) => group.run(job).await,
+                };
+                w.request_bytes(&request, Some(&mut forward)).await
             }
-        };
-        tokio::pin!(run);
-        tokio::select! {
-            biased;
-            r = &mut run => {
-                let _ = reply_tx.send(r);
+            None => w.request_bytes(&request, None).await,
+        }
+    };
+    let run: Running = Box::pin(async move {
+        match target {
+            Target::Pool(pool) if pool.options().retry_on_crash > 0 => {
+                pool.run_idempotent(job).await
             }
-            _ = gone_rx => {
-                if started.load(Ordering::SeqCst) {
-                    let _ = run.await;
-                }
-            }
+            Target::Pool(pool) => pool.run(job).await,
+            Target::Group(group) => group.run(job).await,
         }
     });
-    let result = reply_rx.await;
-    drop(gone_tx);
+    let mut finish = FinishOnDrop {
+        run: Some(run),
+        seen: seen.clone(),
+    };
+    let result = match finish.run.as_mut() {
+        Some(run) => run.await,
+        None => unreachable!("set above"),
+    };
+    finish.run = None;
     match result {
-        Ok(Ok(Ok(reply))) => Ok(reply),
-        Ok(Ok(Err(e))) => Err(e.into()),
-        Ok(Err(e @ kennel::Error::Crashed { .. })) => {
-            let tail = tail.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        Ok(Ok(reply)) => Ok(reply),
+        Ok(Err(e)) => Err(e.into()),
+        Err(e @ kennel::Error::Crashed { .. }) => {
+            let tail = seen
+                .tail
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
             Err(with_last_words(e, last_words(tail.as_ref()).await))
         }
-        Ok(Err(e @ kennel::Error::WarmupFailed { slot, .. })) => {
+        Err(e @ kennel::Error::WarmupFailed { slot, .. }) => {
             let tail = watch.and_then(|w| w.tail_of(slot));
             Err(with_last_words(e, last_words(tail.as_ref()).await))
         }
-        Ok(Err(e @ kennel::Error::Unavailable { .. })) => {
+        Err(e @ kennel::Error::Unavailable { .. }) => {
             let words = watch.map(|w| w.last_failed_words()).unwrap_or_default();
             Err(with_last_words(e, words))
         }
-        Ok(Err(e)) => Err(e.into()),
-        Err(_) => Err(ApiError::Internal {
-            detail: "the job's task ended without a reply".into(),
-        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A job's run: lent, then run on the worker.
+type Running = Pin<
+    Box<
+        dyn Future<Output = Result<Result<JsonBytes, kennel_process::ProcessError>, kennel::Error>>
+            + Send,
+    >,
+>;
+
+/// What the handler learns of its job as it runs: whether a worker took
+/// it, and that worker's last words.
+#[derive(Default)]
+struct Seen {
+    started: AtomicBool,
+    tail: std::sync::Mutex<Option<StderrTail>>,
+}
+
+/// Holds a job's run while the handler awaits it; dropped before the end
+/// (the client hung up), it lets a job that a worker took finish on a task
+/// of its own, so that a costly worker is not killed for it, and drops
+/// one that still waits.
+struct FinishOnDrop {
+    run: Option<Running>,
+    seen: Arc<Seen>,
+}
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        // Outside a runtime (it is shutting down) the job goes with it, as
+        // every task does.
+        if let Some(run) = self.run.take()
+            && self.seen.started.load(Ordering::SeqCst)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _ = run.await;
+            });
+        }
     }
 }
 
@@ -290,7 +327,7 @@ pub(crate) async fn pool_job(
     };
     if let Some(queue) = state.queues().get(&name) {
         return queue
-            .submit(&request)
+            .submit(request)
             .await
             .unwrap_or_else(IntoResponse::into_response);
     }
@@ -339,7 +376,7 @@ pub(crate) async fn group_job(
         }
         .into_response();
     }
-    let request = match state.bodies().json(body).await {
+    let request = match state.bodies().json_bytes(body).await {
         Ok(request) => request,
         Err(e) => return e.into_response(),
     };

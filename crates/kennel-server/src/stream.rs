@@ -12,8 +12,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
+use kennel_process::JsonBytes;
 use kennel_process::Progress;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -64,19 +64,18 @@ impl Answer {
     }
 }
 
-/// The reply as the worker wrote it, as a 200 `application/json`.
-pub fn raw_json(reply: &RawValue) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        reply.get().to_owned(),
-    )
-        .into_response()
+/// The reply as the worker wrote it, as a 200 `application/json`: its
+/// bytes become the body, not copied.
+pub fn raw_json(reply: JsonBytes) -> Response {
+    let mut response = Response::new(Body::from(reply.into_bytes()));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
-type Job = Pin<Box<dyn Future<Output = Result<Box<RawValue>, ApiError>> + Send>>;
+type Job = Pin<Box<dyn Future<Output = Result<JsonBytes, ApiError>> + Send>>;
 
 /// Runs `job` (given a sender of progress items when the client streams)
 /// and answers as `answer` says. A job that fails before its first
@@ -85,11 +84,11 @@ type Job = Pin<Box<dyn Future<Output = Result<Box<RawValue>, ApiError>> + Send>>
 pub async fn respond<F, Fut>(answer: Answer, job: F) -> Response
 where
     F: FnOnce(Option<mpsc::Sender<Progress>>) -> Fut,
-    Fut: Future<Output = Result<Box<RawValue>, ApiError>> + Send + 'static,
+    Fut: Future<Output = Result<JsonBytes, ApiError>> + Send + 'static,
 {
     if answer == Answer::Plain {
         return match job(None).await {
-            Ok(reply) => raw_json(&reply),
+            Ok(reply) => raw_json(reply),
             Err(e) => e.into_response(),
         };
     }
@@ -105,10 +104,26 @@ where
         },
         end = &mut job => Item::End(end),
     };
+    // The job runs in this task: it may have read its progress and its
+    // reply in one poll, so progress it sent comes first all the same.
+    let mut pending = VecDeque::new();
+    let first = match first {
+        Item::End(end) => match rx.try_recv() {
+            Ok(p) => {
+                while let Ok(more) = rx.try_recv() {
+                    pending.push_back(Item::Progress(more));
+                }
+                pending.push_back(Item::End(end));
+                Item::Progress(p)
+            }
+            Err(_) => Item::End(end),
+        },
+        progress => progress,
+    };
     if let Item::End(Err(e)) = first {
         return e.into_response();
     }
-    let items = items(first, job, rx);
+    let items = items(first, pending, job, rx);
     match answer {
         Answer::EventStream => Sse::new(stream::StreamExt::map(items, |item| {
             Ok::<_, std::convert::Infallible>(item.sse())
@@ -116,7 +131,7 @@ where
         .into_response(),
         _ => {
             let lines = stream::StreamExt::map(items, |item| {
-                let mut line = item.json().to_string();
+                let mut line = item.line();
                 line.push('\n');
                 Ok::<_, std::convert::Infallible>(line)
             });
@@ -133,7 +148,7 @@ where
 
 enum Item {
     Progress(Progress),
-    End(Result<Box<RawValue>, ApiError>),
+    End(Result<JsonBytes, ApiError>),
 }
 
 impl Item {
@@ -142,22 +157,31 @@ impl Item {
             Self::Progress(p) => SseEvent::default()
                 .event("progress")
                 .data(p.to_json().to_string()),
-            Self::End(Ok(reply)) => SseEvent::default().event("result").data(reply.get()),
+            Self::End(Ok(reply)) => SseEvent::default().event("result").data(reply.as_str()),
             Self::End(Err(e)) => SseEvent::default()
                 .event("error")
                 .data(error_json(e).to_string()),
         }
     }
 
-    fn json(&self) -> Value {
+    /// The item as one line of NDJSON, without its newline.
+    fn line(&self) -> String {
         match self {
-            Self::Progress(p) => p.to_json(),
+            Self::Progress(p) => p.to_json().to_string(),
+            // `{"result": …}` with the reply's bytes as written (a reply
+            // held to one line: a Content-Length frame may span several).
             Self::End(Ok(reply)) => {
-                // `{"result": …}` with the reply's bytes as written.
-                let text = format!("{{\"result\":{}}}", reply.get());
-                serde_json::from_str(&text).unwrap_or(Value::Null)
+                let text = reply.as_str();
+                let mut line = String::with_capacity(text.len() + 11);
+                line.push_str("{\"result\":");
+                line.extend(
+                    text.chars()
+                        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
+                );
+                line.push('}');
+                line
             }
-            Self::End(Err(e)) => error_json(e),
+            Self::End(Err(e)) => error_json(e).to_string(),
         }
     }
 }
@@ -173,15 +197,21 @@ fn error_json(e: &ApiError) -> Value {
 }
 
 /// The first item, then progress as it comes, then the end.
-fn items(first: Item, job: Job, rx: mpsc::Receiver<Progress>) -> impl Stream<Item = Item> + Send {
+fn items(
+    first: Item,
+    mut after: VecDeque<Item>,
+    job: Job,
+    rx: mpsc::Receiver<Progress>,
+) -> impl Stream<Item = Item> + Send {
     struct State {
         pending: VecDeque<Item>,
         job: Option<Job>,
         rx: mpsc::Receiver<Progress>,
     }
-    let done = matches!(first, Item::End(_));
+    let done = matches!(first, Item::End(_)) || after.iter().any(|i| matches!(i, Item::End(_)));
+    after.push_front(first);
     let state = State {
-        pending: VecDeque::from([first]),
+        pending: after,
         job: (!done).then_some(job),
         rx,
     };

@@ -244,7 +244,8 @@ async fn a_reply_comes_back_with_the_bytes_the_worker_wrote() {
 }
 
 #[tokio::test]
-async fn a_json_rpc_pool_with_a_handshake_and_a_method_serves_plain_bodies() {
+async fn a_json_rpc_pool_with_a_handshake_and_a_method_serves_plain_bodies_and_asks_for_progress_only_of_a_streaming_client()
+ {
     let mut pool = sdk_pool("rpc", "json-rpc");
     pool.method = Some("echo".into());
     pool.initialize = Some(InitializeConfig::default());
@@ -257,9 +258,27 @@ async fn a_json_rpc_pool_with_a_handshake_and_a_method_serves_plain_bodies() {
     assert_eq!(status, StatusCode::OK, "{body}");
     let reply: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(reply["a"], 1);
+    // A plain job's progress is read by nobody: no token is asked for
+    // (ADR 0046), and the params are the body's bytes.
+    assert!(
+        reply.get("_meta").is_none(),
+        "a plain job asks for no progress: {body}"
+    );
+    // A client that streams reads it: the call carries the id as token.
+    let (status, _, body) = send(
+        &app,
+        post(
+            "/pools/rpc/jobs",
+            &json!({"b": 2, "a": 1}),
+            Some("application/x-ndjson"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let last: Value = serde_json::from_str(body.lines().last().unwrap()).unwrap();
     assert_eq!(
-        reply["_meta"]["progressToken"], 1,
-        "kennel asked for progress with the id"
+        last["result"]["_meta"]["progressToken"], 2,
+        "kennel asked for progress with the id: {body}"
     );
     state.registry().close_all().await;
 }

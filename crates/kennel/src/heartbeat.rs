@@ -29,6 +29,13 @@ impl Heartbeat {
         self.0.send_modify(|n| *n = n.wrapping_add(1));
     }
 
+    /// Whether a job watches the beats now (a pool with
+    /// `progress_extends_timeout` does while a job runs): a worker may skip
+    /// asking for progress nobody reads.
+    pub fn is_watched(&self) -> bool {
+        self.0.receiver_count() > 0
+    }
+
     /// A receiver that sees the beats from now on.
     pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
         self.0.subscribe()

@@ -106,10 +106,10 @@ impl Coprocess {
                     other => self.skip(other, &bytes).await,
                 }
             } else {
-                match reply::classify(&bytes) {
+                match reply::classify(bytes) {
                     LineKind::Progress(_) => {}
                     LineKind::Reply(_) | LineKind::Error(_) => return Ok(()),
-                    LineKind::Ready | LineKind::NotJson(_) => {
+                    LineKind::Ready | LineKind::NotJson(..) => {
                         return Err(ProcessError::Protocol {
                             message: "the worker answered a cancel with a line that is not a reply"
                                 .to_owned(),

@@ -9,11 +9,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::encode::{self, Job};
 use super::reply;
-use super::rpc;
 use super::{Coprocess, Open, Phase};
 use crate::error::ProcessError;
 use crate::group::ProcessGroup;
+use crate::json::JsonBytes;
 use crate::lines::{Line, excerpt};
 use crate::progress::Progress;
 
@@ -181,8 +182,10 @@ impl Coprocess {
     /// does, on an abort or a timeout); in JSON-RPC a later request also
     /// works, the dropped one's reply being skipped by its id.
     pub async fn request(&mut self, request: &Value) -> Result<Value, ProcessError> {
-        let raw = self.exchange(request, &mut |_| {}).await?;
-        serde_json::from_str(raw.get()).map_err(|source| ProcessError::Decode { source })
+        let reply = self.exchange(Job::Value(request), None).await?;
+        reply
+            .to_value()
+            .map_err(|source| ProcessError::Decode { source })
     }
 
     /// As [`request`](Self::request), the reply as the worker wrote it:
@@ -197,7 +200,7 @@ impl Coprocess {
     ///
     /// As [`request`](Self::request).
     pub async fn request_raw(&mut self, request: &Value) -> Result<Box<RawValue>, ProcessError> {
-        self.exchange(request, &mut |_| {}).await
+        Ok(self.exchange(Job::Value(request), None).await?.into_raw())
     }
 
     /// As [`request_raw`](Self::request_raw), with each progress item the
@@ -216,7 +219,48 @@ impl Coprocess {
         request: &Value,
         mut on_progress: impl FnMut(Progress) + Send,
     ) -> Result<Box<RawValue>, ProcessError> {
-        self.exchange(request, &mut on_progress).await
+        let reply = self
+            .exchange(Job::Value(request), Some(&mut on_progress))
+            .await?;
+        Ok(reply.into_raw())
+    }
+
+    /// Sends a job that is already JSON text and returns the reply's bytes,
+    /// neither parsed into a tree nor written again (ADR 0046): the job's
+    /// bytes go to the worker as they are (as the params of the call in
+    /// the JSON-RPC framings), the reply is the worker's line (or the
+    /// response's `result`) as it wrote it. This is what `kennel serve`
+    /// runs each job with.
+    ///
+    /// With `on_progress`, each progress item of the request goes to it as
+    /// it comes, and in `json-rpc` the call carries
+    /// `_meta.progressToken`; without it (and without a pool that extends
+    /// deadlines by progress), no token is sent: an MCP server then sends
+    /// no progress, which nobody would read.
+    ///
+    /// ```no_run
+    /// use kennel_process::{CoprocessSpec, JsonBytes};
+    ///
+    /// # async fn demo(worker: &mut kennel_process::Coprocess) -> Result<(), Box<dyn std::error::Error>> {
+    /// let job = JsonBytes::new(br#"{"b": 1, "a": 2.50}"#.as_slice())?;
+    /// let reply = worker.request_bytes(&job, None).await?;
+    /// assert_eq!(reply.as_str(), r#"{"b": 1, "a": 2.50}"#); // from an echo worker
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`request`](Self::request).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`request`](Self::request).
+    pub async fn request_bytes<B: AsRef<[u8]>>(
+        &mut self,
+        job: &JsonBytes<B>,
+        on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
+    ) -> Result<JsonBytes, ProcessError> {
+        self.exchange(Job::Bytes(job.as_bytes()), on_progress).await
     }
 
     /// Sends a typed request and decodes the typed reply, through serde.
@@ -252,16 +296,16 @@ impl Coprocess {
     {
         let request =
             serde_json::to_value(request).map_err(|source| ProcessError::Encode { source })?;
-        let raw = self.exchange(&request, &mut |_| {}).await?;
-        serde_json::from_str(raw.get()).map_err(|source| ProcessError::Decode { source })
+        let reply = self.exchange(Job::Value(&request), None).await?;
+        serde_json::from_slice(reply.as_bytes()).map_err(|source| ProcessError::Decode { source })
     }
 
     /// Sends `job` and reads its reply. See [`Self::request`].
     pub(super) async fn exchange(
         &mut self,
-        job: &Value,
-        on_progress: &mut (dyn FnMut(Progress) + Send),
-    ) -> Result<Box<RawValue>, ProcessError> {
+        job: Job<'_>,
+        on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
+    ) -> Result<JsonBytes, ProcessError> {
         let rpc = self.talk.framing.is_rpc();
         match self.phase {
             Phase::Warming => self.ready().await?,
@@ -292,28 +336,35 @@ impl Coprocess {
             Phase::InFlight => {}
             Phase::Broken => return Err(self.crashed_now()),
         }
-        let (bytes, open) = if rpc {
-            let (method, params) = rpc::call_of(self.talk.method.as_deref(), job)?;
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        let open = if rpc {
             let id = self.next_id;
-            let bytes = rpc::request(self.talk.framing, id, method, params, true)?;
+            // A token only for someone who reads the progress.
+            let token = on_progress.is_some() || self.heartbeat.is_watched();
+            let method = self.talk.method.as_deref();
+            let written = encode::call(&mut out, self.talk.framing, id, method, job, token)?;
             self.next_id += 1;
-            let token = rpc::token_of(params, id);
-            (bytes, Open { id, token })
+            Open {
+                id,
+                token: written.token,
+            }
         } else {
-            let bytes = encode(job)?;
-            (
-                bytes,
-                Open {
-                    id: 0,
-                    token: Value::Null,
-                },
-            )
+            encode::line(&mut out, job)?;
+            Open {
+                id: 0,
+                token: Value::Null,
+            }
         };
         self.phase = Phase::InFlight;
         self.open = Some(open.clone());
         // Dropping this future from here on leaves the stream out of step.
         let guard = KillOnDrop(Some(Arc::clone(&self.group)));
-        if let Err(err) = self.write(&bytes).await {
+        let written = self.write(&out).await;
+        if out.capacity() <= encode::KEEP_BUFFER_BYTES {
+            self.out = out;
+        }
+        if let Err(err) = written {
             guard.disarm();
             let status = self
                 .break_after_eof(&format!("writing a request failed: {err}"))
@@ -328,6 +379,8 @@ impl Coprocess {
         } else {
             Some(guard)
         };
+        let mut ignore = |_: Progress| {};
+        let on_progress = on_progress.unwrap_or(&mut ignore);
         let result = if rpc {
             self.rpc_reply(&open, on_progress).await
         } else {
@@ -366,12 +419,6 @@ impl Drop for KillOnDrop {
             group.signal(Signal::SIGKILL);
         }
     }
-}
-
-fn encode(request: &Value) -> Result<Vec<u8>, ProcessError> {
-    let mut line = serde_json::to_vec(request).map_err(|source| ProcessError::Encode { source })?;
-    line.push(b'\n');
-    Ok(line)
 }
 
 fn is_error_reply(value: &Value) -> bool {

@@ -23,6 +23,7 @@ use crate::group::ProcessGroup;
 
 mod budget;
 mod cancel;
+mod encode;
 mod ending;
 mod exchange;
 mod handshake;
@@ -159,6 +160,9 @@ pub struct Coprocess {
     label: Label,
     /// The last lines of its stderr.
     tail: StderrTail,
+    /// The bytes of the request being written, kept between requests
+    /// (up to [`encode::KEEP_BUFFER_BYTES`]).
+    out: Vec<u8>,
     /// The request its probe sends, if the spec gave one.
     probe: Option<std::sync::Arc<serde_json::Value>>,
 }

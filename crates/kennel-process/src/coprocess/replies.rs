@@ -2,13 +2,12 @@
 //! progress line (JSON lines), or the response with its id (JSON-RPC), with
 //! progress handed on and everything else skipped.
 
-use serde_json::value::RawValue;
-
 use super::read::Reading;
 use super::reply::{self, LineKind};
 use super::rpc::{self, Inbound};
 use super::{Coprocess, Open, Phase};
 use crate::error::ProcessError;
+use crate::json::JsonBytes;
 use crate::lines::excerpt;
 use crate::progress::Progress;
 
@@ -17,10 +16,10 @@ impl Coprocess {
     pub(super) async fn line_reply(
         &mut self,
         on_progress: &mut (dyn FnMut(Progress) + Send),
-    ) -> Result<Box<RawValue>, ProcessError> {
+    ) -> Result<JsonBytes, ProcessError> {
         loop {
             let bytes = self.next_message(Reading::Reply).await?;
-            match reply::classify(&bytes) {
+            match reply::classify(bytes) {
                 LineKind::Reply(raw) => {
                     self.settled();
                     return Ok(raw);
@@ -42,9 +41,9 @@ impl Coprocess {
                     };
                     return Err(self.break_stream(err).await);
                 }
-                LineKind::NotJson(err) => {
+                LineKind::NotJson(err, excerpt) => {
                     let err = ProcessError::Protocol {
-                        message: format!("reply is not JSON ({err}); it reads {}", excerpt(&bytes)),
+                        message: format!("reply is not JSON ({err}); it reads {excerpt}"),
                         stderr: Vec::new(),
                     };
                     return Err(self.break_stream(err).await);
@@ -60,7 +59,7 @@ impl Coprocess {
         &mut self,
         open: &Open,
         on_progress: &mut (dyn FnMut(Progress) + Send),
-    ) -> Result<Box<RawValue>, ProcessError> {
+    ) -> Result<JsonBytes, ProcessError> {
         loop {
             let bytes = self.next_message(Reading::Reply).await?;
             match rpc::classify(&bytes) {
@@ -69,7 +68,7 @@ impl Coprocess {
                     outcome,
                 } if id == open.id => {
                     self.settled();
-                    return outcome;
+                    return outcome.map(JsonBytes::from_raw);
                 }
                 Inbound::Progress { token, progress } if token == open.token => {
                     self.heartbeat.beat();

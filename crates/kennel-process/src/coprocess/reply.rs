@@ -6,21 +6,23 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error::{NO_MESSAGE, ProcessError};
+use crate::json::JsonBytes;
+use crate::lines::excerpt;
 use crate::progress::Progress;
 
 /// One line, read while a request is in hand.
 #[derive(Debug)]
 pub(super) enum LineKind {
-    /// The reply, as the worker wrote it.
-    Reply(Box<RawValue>),
+    /// The reply, as the worker wrote it (the line itself: no copy).
+    Reply(JsonBytes),
     /// `{"error":true,…}`.
     Error(ProcessError),
     /// `{"progress":…}` with at most `total` and `message` besides.
     Progress(Progress),
     /// `{"ready":true,…}` again: output no request asked for.
     Ready,
-    /// Not JSON.
-    NotJson(String),
+    /// Not JSON: why, and an excerpt of the line.
+    NotJson(String, String),
 }
 
 /// The keys that decide what an object line is.
@@ -45,30 +47,31 @@ struct ProgressLine {
     message: Option<String>,
 }
 
-pub(super) fn classify(bytes: &[u8]) -> LineKind {
-    let raw: Box<RawValue> = match serde_json::from_slice(bytes) {
-        Ok(raw) => raw,
-        Err(err) => return LineKind::NotJson(err.to_string()),
+pub(super) fn classify(bytes: Vec<u8>) -> LineKind {
+    let reply = match JsonBytes::check(bytes) {
+        Ok(reply) => reply,
+        Err((err, bytes)) => return LineKind::NotJson(err.to_string(), excerpt(&bytes)),
     };
-    if !raw.get().starts_with('{') {
-        return LineKind::Reply(raw);
+    let text = reply.as_str();
+    if !text.starts_with('{') {
+        return LineKind::Reply(reply);
     }
-    let Ok(peek) = serde_json::from_str::<Peek<'_>>(raw.get()) else {
+    let Ok(peek) = serde_json::from_str::<Peek<'_>>(text) else {
         // Duplicate keys, say: never one of the kinds below.
-        return LineKind::Reply(raw);
+        return LineKind::Reply(reply);
     };
     if peek.error.is_some_and(|e| e.get() == "true") {
-        return LineKind::Error(error_reply(raw.get()));
+        return LineKind::Error(error_reply(text));
     }
     if peek.ready.is_some_and(|r| r.get() == "true") {
         return LineKind::Ready;
     }
     if peek.progress.is_some()
-        && let Ok(p) = serde_json::from_str::<ProgressLine>(raw.get())
+        && let Ok(p) = serde_json::from_str::<ProgressLine>(text)
     {
         return LineKind::Progress(Progress::new(p.progress, p.total, p.message));
     }
-    LineKind::Reply(raw)
+    LineKind::Reply(reply)
 }
 
 /// `{"error":true,"message":…,…}` as a worker error with its other fields.
@@ -96,12 +99,12 @@ mod tests {
     use super::*;
 
     fn kind(line: &str) -> String {
-        match classify(line.as_bytes()) {
-            LineKind::Reply(raw) => format!("reply {}", raw.get()),
+        match classify(line.as_bytes().to_vec()) {
+            LineKind::Reply(raw) => format!("reply {raw}"),
             LineKind::Error(e) => format!("error {e}"),
             LineKind::Progress(p) => format!("progress {}", p.to_json()),
             LineKind::Ready => "ready".into(),
-            LineKind::NotJson(_) => "not json".into(),
+            LineKind::NotJson(..) => "not json".into(),
         }
     }
 

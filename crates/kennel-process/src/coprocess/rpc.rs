@@ -199,14 +199,24 @@ struct Call<'a, P: Serialize> {
     params: Option<P>,
 }
 
-/// The progress token a request with these params carries: its own
-/// `_meta.progressToken`, else its id.
-pub(super) fn token_of(params: Option<&Value>, id: u64) -> Value {
-    params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get("progressToken"))
-        .cloned()
-        .unwrap_or_else(|| id.into())
+/// Writes `params` into `out`, with `_meta.progressToken` set to `token`
+/// when given (`params` an object that carries none).
+///
+/// # Errors
+///
+/// [`ProcessError::Encode`] for a tree serde cannot write.
+pub(super) fn write_params(
+    out: &mut Vec<u8>,
+    params: &Value,
+    token: Option<u64>,
+) -> Result<(), ProcessError> {
+    let written = match (params, token) {
+        (Value::Object(map), Some(token)) => {
+            serde_json::to_writer(&mut *out, &WithToken { params: map, token })
+        }
+        _ => serde_json::to_writer(&mut *out, params),
+    };
+    written.map_err(|source| ProcessError::Encode { source })
 }
 
 /// A request, framed. In `json-rpc`, with `token`, an object's params get

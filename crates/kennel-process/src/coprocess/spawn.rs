@@ -117,6 +117,7 @@ impl Coprocess {
             label,
             tail,
             probe: spec.probe.clone(),
+            out: Vec::new(),
         })
     }
 }

@@ -4,12 +4,16 @@
 //! multiply their memory at once (a 1 MiB body of zeros parses into some
 //! 6.5 MB of JSON values). Reading takes no permit: a slow upload holds
 //! nothing but its own bytes, and only until its timeout.
+//!
+//! A job's JSON body is checked, not parsed into a tree: it goes to the
+//! worker as the bytes it came in (ADR 0046).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use kennel_process::JsonBytes;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
@@ -63,9 +67,26 @@ impl BodyGate {
         parse_json(&bytes)
     }
 
+    /// Reads a JSON body and checks that it is one JSON value (as
+    /// [`json`](Self::json) would parse it), keeping its bytes as they
+    /// came: no tree is built, so no permit is taken.
+    ///
+    /// # Errors
+    ///
+    /// As [`json`](Self::json).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops the body.
+    pub async fn json_bytes(&self, body: Body) -> Result<JsonBytes<Bytes>, ApiError> {
+        let bytes = self.read(body).await?;
+        check_json(bytes)
+    }
+
     /// Reads a job's body of any kind (JSON; bytes or multipart, within
-    /// `upload` bytes, see [`crate::payload`]) within the gate's timeout;
-    /// a JSON body as [`json`](Self::json) does.
+    /// `upload` bytes, see [`crate::payload`]) within the gate's timeout,
+    /// as JSON bytes: a JSON body as [`json_bytes`](Self::json_bytes)
+    /// does, the others as the JSON they stand for.
     ///
     /// # Errors
     ///
@@ -79,26 +100,32 @@ impl BodyGate {
         headers: &axum::http::HeaderMap,
         body: Body,
         upload: usize,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<JsonBytes<Bytes>, ApiError> {
         let essence = headers
             .get(axum::http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.split(';').next())
-            .map(|v| v.trim().to_ascii_lowercase())
+            .map(str::trim)
             .unwrap_or_default();
-        if essence != "application/octet-stream" && essence != "multipart/form-data" {
-            return self.json(body).await;
+        if !essence.eq_ignore_ascii_case("application/octet-stream")
+            && !essence.eq_ignore_ascii_case("multipart/form-data")
+        {
+            return self.json_bytes(body).await;
         }
         let limits = crate::payload::Limits {
             json: self.limit,
             upload,
         };
         let _permit = self.permits.acquire().await.map_err(|_| ApiError::Closed)?;
-        tokio::time::timeout(self.timeout, crate::payload::job_of(headers, body, limits))
+        let job = tokio::time::timeout(self.timeout, crate::payload::job_of(headers, body, limits))
             .await
             .unwrap_or(Err(ApiError::BodyTimeout {
                 after: self.timeout,
-            }))
+            }))?;
+        let job = JsonBytes::from_value(&job).map_err(|e| ApiError::Internal {
+            detail: format!("the job could not be written as JSON: {e}"),
+        })?;
+        Ok(job.convert())
     }
 
     /// Reads the whole body and takes one of the gate's permits, for the
@@ -156,6 +183,23 @@ pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
         });
     }
     serde_json::from_slice(bytes).map_err(|e| ApiError::BadJson {
+        message: e.to_string(),
+    })
+}
+
+/// Checks a body as one JSON value, keeping its bytes.
+///
+/// # Errors
+///
+/// [`ApiError::BadJson`] for an empty body or one that is not JSON, with
+/// the message [`parse_json`] gives.
+pub fn check_json(bytes: Bytes) -> Result<JsonBytes<Bytes>, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::BadJson {
+            message: "the body is empty (allowed: one JSON value, such as {})".into(),
+        });
+    }
+    JsonBytes::new(bytes).map_err(|e| ApiError::BadJson {
         message: e.to_string(),
     })
 }

@@ -7,8 +7,10 @@
 //!   (`/pools/{name}/jobs`), or `unmatched` for every path no route took;
 //! - `status`: the status code, which the service itself chooses.
 
+use std::sync::{LazyLock, Mutex, PoisonError};
+
 use axum::extract::MatchedPath;
-use axum::http::{Method, Request};
+use axum::http::{Method, Request, StatusCode};
 
 /// The `route` label of a request no route matched.
 pub const UNMATCHED: &str = "unmatched";
@@ -42,6 +44,34 @@ pub fn route_label<B>(request: &Request<B>) -> String {
         .map_or_else(|| UNMATCHED.to_owned(), |p| p.as_str().to_owned())
 }
 
+/// As [`route_label`], without an allocation per request: each route's
+/// pattern is kept once for the process (there are as many as the
+/// router has routes, a closed set).
+pub fn route_label_static<B>(request: &Request<B>) -> &'static str {
+    static SEEN: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let Some(path) = request.extensions().get::<MatchedPath>() else {
+        return UNMATCHED;
+    };
+    let path = path.as_str();
+    let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(known) = seen.iter().find(|p| **p == path) {
+        return known;
+    }
+    let known: &'static str = Box::leak(path.to_owned().into_boxed_str());
+    seen.push(known);
+    known
+}
+
+/// The `status` label of `status`: its three digits, without an
+/// allocation per request.
+pub fn status_label(status: StatusCode) -> &'static str {
+    static CODES: LazyLock<Vec<String>> =
+        LazyLock::new(|| (100..1000u16).map(|c| c.to_string()).collect());
+    CODES
+        .get(usize::from(status.as_u16()).saturating_sub(100))
+        .map_or("other", String::as_str)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +89,14 @@ mod tests {
     fn a_path_no_route_took_is_unmatched() {
         let request = Request::builder().uri("/x/y/z").body(()).unwrap();
         assert_eq!(route_label(&request), UNMATCHED);
+        assert_eq!(route_label_static(&request), UNMATCHED);
+    }
+
+    #[test]
+    fn a_status_label_is_its_three_digits() {
+        for code in [200u16, 404, 503, 999, 100] {
+            let status = StatusCode::from_u16(code).unwrap();
+            assert_eq!(status_label(status), code.to_string());
+        }
     }
 }

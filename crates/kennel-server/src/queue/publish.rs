@@ -8,7 +8,6 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use futures_util::StreamExt;
 use rand::Rng;
-use serde_json::Value;
 
 use super::{DELIVERY, INSTANCE, JOB_ID, MSG_ID, REPLY_TO, STATUS, Source};
 use crate::ApiError;
@@ -30,7 +29,10 @@ impl Source {
     ///
     /// Dropping the future (the client hung up) does not take the job back:
     /// once stored, it runs and its answer goes to an inbox nobody reads.
-    pub(crate) async fn submit(&self, job: &Value) -> Result<Response, ApiError> {
+    pub(crate) async fn submit(
+        &self,
+        job: kennel_process::JsonBytes<bytes::Bytes>,
+    ) -> Result<Response, ApiError> {
         let unavailable = |e: &dyn std::fmt::Display| ApiError::QueueUnavailable {
             message: e.to_string(),
         };
@@ -41,7 +43,9 @@ impl Source {
             .subscribe(inbox.clone())
             .await
             .map_err(|e| unavailable(&e))?;
-        let body = job.to_string();
+        // The job's bytes as they came (checked JSON), not written again.
+        let (bytes, span) = job.into_parts();
+        let body = bytes.slice(span);
         let limit = self.client.server_info().max_payload;
         if body.len() + super::HEADROOM > limit {
             return Err(ApiError::TooLarge { limit });
@@ -52,7 +56,7 @@ impl Source {
         headers.insert(REPLY_TO, inbox.as_str());
         let stored = self
             .js
-            .publish_with_headers(self.config.subject.clone(), headers, body.into())
+            .publish_with_headers(self.config.subject.clone(), headers, body)
             .await
             .map_err(|e| unavailable(&e))?;
         stored.await.map_err(|e| unavailable(&e))?;
