@@ -82,6 +82,7 @@ mod frames;
 mod framing;
 mod group;
 mod lines;
+mod pin;
 mod pool;
 mod progress;
 mod spec;
