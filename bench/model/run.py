@@ -148,7 +148,7 @@ def summary(spans, extra=None):
 
 
 def images(directory, n):
-    paths = sorted(str(p) for p in Path(directory).glob("*.png"))
+    paths = sorted(str(p.resolve()) for p in Path(directory).glob("*.png"))
     return [paths[i % len(paths)] for i in range(n)]
 
 
