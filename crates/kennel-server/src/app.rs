@@ -24,7 +24,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 
-use axum::Json;
 use axum::Router;
 use axum::body::Body;
 use axum::body::Bytes;
@@ -35,18 +34,15 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use kennel::{Pool, Stats};
+use kennel::Pool;
 use kennel_process::{Coprocess, Progress, StderrTail};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
-use crate::config::ReconfigBody;
 use crate::error::{ApiError, with_last_words};
-use crate::ops::openapi::{
-    ConfigActions, ErrorBody, LiveBody, PoolConfigBody, PoolList, PoolStatsBody, ReadyBody,
-};
+use crate::ops::openapi::ErrorBody;
 use crate::segment::Segment;
 use crate::state::AppState;
 use crate::stream::Answer;
@@ -65,17 +61,17 @@ const PROBES: [&str; 3] = ["/livez", "/readyz", "/healthz"];
 pub fn app(state: AppState) -> Router {
     let limit = state.body_limit();
     Router::new()
-        .route("/pools", get(list_pools))
+        .route("/pools", get(crate::ops::pools::list_pools))
         .route("/pools/{name}/jobs", post(pool_job))
-        .route("/pools/{name}/stats", get(pool_stats))
+        .route("/pools/{name}/stats", get(crate::ops::pools::pool_stats))
         .route(
             "/pools/{name}/config",
-            get(crate::ops::config_get::pool_config_get).put(pool_config),
+            get(crate::ops::config_get::pool_config_get).put(crate::ops::pools::pool_config),
         )
         .route("/groups/{group}/jobs", post(group_job))
-        .route("/readyz", get(readyz))
-        .route("/healthz", get(healthz))
-        .route("/livez", get(livez))
+        .route("/readyz", get(crate::ops::probes::readyz))
+        .route("/healthz", get(crate::ops::probes::healthz))
+        .route("/livez", get(crate::ops::probes::livez))
         .route("/metrics", get(crate::metrics::render))
         .route("/events", get(crate::sse::events))
         .route("/reload", post(crate::reload::route))
@@ -351,175 +347,4 @@ pub(crate) async fn group_job(
         run_job(Target::Group(group), request, None, progress)
     })
     .await
-}
-
-fn stats_json(stats: &Stats) -> Value {
-    json!({
-        "starting": stats.starting,
-        "idle": stats.idle,
-        "lent": stats.lent,
-        "waiting": stats.waiting,
-        "capacity": stats.capacity,
-        "size": stats.size,
-        "kept": stats.kept,
-        "healthy": stats.is_healthy(),
-    })
-}
-
-/// Every pool: name, group, stats and health.
-#[utoipa::path(
-    get,
-    path = "/pools",
-    tag = "pools",
-    responses((status = 200, description = "every pool", body = PoolList))
-)]
-pub(crate) async fn list_pools(State(state): State<AppState>) -> Json<Value> {
-    let pools: Vec<Value> = state
-        .registry()
-        .list()
-        .into_iter()
-        .map(|e| {
-            json!({
-                "name": e.name,
-                "group": e.group,
-                "stats": stats_json(&e.stats),
-            })
-        })
-        .collect();
-    Json(json!({ "pools": pools }))
-}
-
-/// One pool's stats and health.
-#[utoipa::path(
-    get,
-    path = "/pools/{name}/stats",
-    tag = "pools",
-    params(("name" = String, Path, description = "the pool's name")),
-    responses(
-        (status = 200, description = "the pool's counts", body = PoolStatsBody),
-        (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
-        (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
-    )
-)]
-pub(crate) async fn pool_stats(
-    State(state): State<AppState>,
-    Segment(name): Segment,
-) -> Result<Json<Value>, ApiError> {
-    let pool = pool_named(&state, &name)?;
-    let mut v = stats_json(&pool.stats());
-    v["pool"] = name.into();
-    Ok(Json(v))
-}
-
-/// Changes a live pool: a merge patch of its options, and a new sizing,
-/// eviction or group.
-#[utoipa::path(
-    put,
-    path = "/pools/{name}/config",
-    tag = "pools",
-    params(("name" = String, Path, description = "the pool's name")),
-    request_body(content = PoolConfigBody, description = "the keys to change, as `GET` writes them"),
-    responses(
-        (status = 200, description = "the actions taken", body = ConfigActions),
-        (status = 400, description = "not JSON (`bad-json`), or an unknown key or bad value (`bad-config`, naming the key)", body = ErrorBody),
-        (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
-        (status = 413, description = "the body is over `body_limit` (`too-large`)", body = ErrorBody),
-        (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
-        (status = 503, description = "the pool is closed (`closed`)", body = ErrorBody),
-    )
-)]
-pub(crate) async fn pool_config(
-    State(state): State<AppState>,
-    Segment(name): Segment,
-    body: Body,
-) -> Result<Json<Value>, ApiError> {
-    let pool = pool_named(&state, &name)?;
-    let (bytes, _parsing) = state.bodies().bytes(body).await?;
-    // Bad JSON is 400 bad-json; good JSON with a bad key or value is 400
-    // bad-config naming the key.
-    crate::http::body::parse_json(&bytes)?;
-    // The body patches the live options: none may change in between.
-    let _one_at_a_time = state.reconfig_lock();
-    let body =
-        ReconfigBody::from_json(&bytes, &pool.options()).map_err(|e| ApiError::BadConfig {
-            message: if e.key.is_empty() {
-                e.message
-            } else {
-                format!("`{}`: {}", e.key, e.message)
-            },
-        })?;
-    let actions = state.reconfigure_pool(&name, &body)?;
-    let actions: Vec<String> = actions.iter().map(ToString::to_string).collect();
-    tracing::info!(target: "kennel_server", pool = %name, ?actions, "pool reconfigured");
-    Ok(Json(json!({ "pool": name, "actions": actions })))
-}
-
-/// 200 `{"status":"ok","pools":{name: word}}` when every pool can serve,
-/// 503 with `"status":"unavailable"` otherwise. A pool's word is `ready`,
-/// `broken` (its crash-loop breaker holds it), `closed`, or `starved` (jobs
-/// wait and no worker is on its way).
-#[utoipa::path(
-    get,
-    path = "/readyz",
-    tag = "probes",
-    responses(
-        (status = 200, description = "every pool can serve", body = ReadyBody),
-        (status = 503, description = "a pool is broken, closed or starved", body = ReadyBody),
-    )
-)]
-pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
-    let registry = state.registry();
-    let detail: serde_json::Map<String, Value> = registry
-        .list()
-        .iter()
-        .map(|e| {
-            let closed = registry.get(&e.name).map_or(true, |p| p.is_closed());
-            let word = if closed {
-                "closed"
-            } else if e.stats.broken {
-                "broken"
-            } else if state.queues().is_disconnected(&e.name) {
-                "queue-down"
-            } else if !e.stats.is_healthy() {
-                "starved"
-            } else {
-                "ready"
-            };
-            (e.name.clone(), Value::from(word))
-        })
-        .collect();
-    let ready = detail.values().all(|w| w == "ready");
-    let status = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    let body = json!({ "status": if ready { "ok" } else { "unavailable" }, "pools": detail });
-    (status, Json(body)).into_response()
-}
-
-/// The same as `/readyz`, for older probes.
-#[utoipa::path(
-    get,
-    path = "/healthz",
-    tag = "probes",
-    responses(
-        (status = 200, description = "every pool can serve", body = ReadyBody),
-        (status = 503, description = "a pool is broken, closed or starved", body = ReadyBody),
-    )
-)]
-pub(crate) async fn healthz(state: State<AppState>) -> Response {
-    readyz(state).await
-}
-
-/// 200 `{"status":"ok"}`: the process answers. It looks at no pool, so
-/// that a broken pool makes the service unready, never restarted for it.
-#[utoipa::path(
-    get,
-    path = "/livez",
-    tag = "probes",
-    responses((status = 200, description = "the process answers", body = LiveBody))
-)]
-pub(crate) async fn livez() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
 }

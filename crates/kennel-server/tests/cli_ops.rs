@@ -2,11 +2,13 @@
 //! real `kennel serve` (with and without its token), `kennel completions`
 //! and `kennel --version`.
 
-mod serve_support;
+mod served;
 
 use std::process::{Command, Output, Stdio};
 
-use serve_support::Server;
+use served::{LISTEN, Server, Stderr};
+
+const BEARER: [(&str, &str); 1] = [("Authorization", "Bearer s3cret")];
 
 fn kennel(args: &[&str], envs: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kennel"))
@@ -39,10 +41,12 @@ sizing = { kind = "fixed", workers = 1 }
 
 #[test]
 fn status_prints_each_pools_counts_and_one_row_per_worker() {
-    let server = Server::start("status", CONFIG, &[]);
-    server.wait_idle("demo", 2, None);
-    server.wait_idle("batch", 1, None);
-    let (code, _) = server.http("POST", "/pools/demo/jobs", r#"{"iterations": 10}"#, None);
+    let server = Server::start("status", CONFIG, &LISTEN, &[], Stderr::Collected);
+    server.wait_count("demo", "idle", 2, &[]);
+    server.wait_count("batch", "idle", 1, &[]);
+    let code = server
+        .http("POST", "/pools/demo/jobs", &[], r#"{"iterations": 10}"#)
+        .status;
     assert_eq!(code, 200);
     let url = format!("http://{}", server.addr);
     let out = kennel(&["status", "--url", &url], &[]);
@@ -78,7 +82,7 @@ fn status_prints_each_pools_counts_and_one_row_per_worker() {
         .iter()
         .position(|l| l.starts_with("pool demo (group web): capacity 2, size 2 |"))
         .unwrap_or_else(|| panic!("{stdout}"));
-    let workers = server.json("/pools/demo/workers", None);
+    let workers = server.get_json("/pools/demo/workers");
     let rows = &lines[demo_at + 2..demo_at + 4];
     let mut jobs = 0;
     for (row, worker) in rows.iter().zip(workers["workers"].as_array().unwrap()) {
@@ -118,9 +122,11 @@ fn status_reads_the_address_and_token_from_the_config_and_says_when_it_is_refuse
     let server = Server::start(
         "status-token",
         &config,
+        &LISTEN,
         &[("KENNEL_STATUS_TOKEN", "s3cret")],
+        Stderr::Collected,
     );
-    server.wait_idle("batch", 1, Some("s3cret"));
+    server.wait_count("batch", "idle", 1, &BEARER);
     let url = format!("http://{}", server.addr);
     let out = kennel(&["status", "--url", &url], &[]);
     assert_eq!(out.status.code(), Some(2));
@@ -129,7 +135,7 @@ fn status_reads_the_address_and_token_from_the_config_and_says_when_it_is_refuse
         format!("kennel: {url}/pools: HTTP 401 Unauthorized: a valid bearer token is required")
     );
     // The config names the variable, the environment holds the token.
-    let path = server.dir.join("kennel.toml");
+    let path = server.config.clone();
     let path = path.to_str().unwrap();
     let out = kennel(
         &["status", "--url", &url, "--config", path, "batch"],

@@ -3,191 +3,35 @@
 //! echo worker), driven by a tiny HTTP/1.1 client; then SIGTERM, and no
 //! worker process may remain.
 
+mod served;
+
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Instant;
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use serde_json::{Value, json};
+use served::{LIMIT, Server, Stderr, TempDir, alive, descendants, is_reaper};
 
-const LIMIT: Duration = Duration::from_secs(30);
-
-/// One HTTP/1.1 exchange with `Connection: close`.
+/// One HTTP/1.1 exchange with `Connection: close` and a JSON body: status,
+/// head and body.
 fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> (u16, String, String) {
-    let mut stream = TcpStream::connect_timeout(&addr, LIMIT).unwrap();
-    stream.set_read_timeout(Some(LIMIT)).unwrap();
     let body = body.map(Value::to_string).unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("no end of headers");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        unchunk(body)
-    } else {
-        body.to_owned()
-    };
-    (status, head.to_owned(), body)
-}
-
-fn unchunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = &rest[n + 2..];
-    }
-    out
+    let a = served::http(
+        addr,
+        method,
+        path,
+        &[("Content-Type", "application/json")],
+        &body,
+    );
+    (a.status, a.head, a.body)
 }
 
 fn json_of(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
-}
-
-/// Every descendant of `pid`, from /proc.
-fn descendants(pid: u32) -> BTreeSet<u32> {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
-            continue;
-        };
-        // The command may hold spaces and parentheses: read after the last ')'.
-        let Some(after) = stat.rsplit_once(')').map(|(_, a)| a) else {
-            continue;
-        };
-        if let Some(ppid) = after.split_whitespace().nth(1).and_then(|s| s.parse().ok()) {
-            parents.push((p, ppid));
-        }
-    }
-    let mut found = BTreeSet::new();
-    let mut frontier = vec![pid];
-    while let Some(parent) = frontier.pop() {
-        for &(p, pp) in &parents {
-            if pp == parent && found.insert(p) {
-                frontier.push(p);
-            }
-        }
-    }
-    found
-}
-
-/// Whether `pid` is a server's reaper (`kennel reaper DIR`).
-fn is_reaper(pid: u32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"reaper".as_slice()))
-}
-
-/// Whether `pid` still runs (a zombie does not count).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, a)| a.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X"),
-        Err(_) => false,
-    }
-}
-
-/// Waits for a child process to exit, at most `LIMIT`: the wait blocks on
-/// a thread of its own, and this one on the answer.
-fn exit_of(child: &mut Child) -> std::process::ExitStatus {
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let _ = tx.send(child.wait());
-        });
-        match rx.recv_timeout(LIMIT) {
-            Ok(status) => status.unwrap(),
-            Err(_) => {
-                // Unblock the waiting thread before failing.
-                let _ = kill(Pid::from_raw(i32::try_from(pid).unwrap()), Signal::SIGKILL);
-                panic!("process {pid} did not exit within {LIMIT:?}")
-            }
-        }
-    })
-}
-
-/// Asks the server for the demo pool's stats until `lent` is `n`.
-///
-/// Whether a job got a worker is seen nowhere but in the stats, and the
-/// server is a real process on a real clock: this asks again, a bounded
-/// number of times, each request paced by the one before (no sleep).
-fn wait_lent(addr: SocketAddr, n: u64) {
-    let start = Instant::now();
-    loop {
-        let (_, _, body) = http(addr, "GET", "/pools/demo/stats", None);
-        if json_of(&body)["lent"] == n {
-            return;
-        }
-        assert!(start.elapsed() < LIMIT, "lent never reached {n}: {body}");
-        std::thread::yield_now();
-    }
-}
-
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // A failed test must not leave the server (and its workers) behind.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server(config: &str) -> (Server, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("kennel-e2e-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("kennel.toml");
-    std::fs::write(&path, config).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kennel"))
-        .args(["serve", "--config"])
-        .arg(&path)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    let addr = first
-        .trim()
-        .strip_prefix("kennel listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
-        .parse()
-        .unwrap();
-    // Keep draining stdout so the server never blocks on it.
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        while stdout.read_line(&mut sink).is_ok_and(|n| n > 0) {
-            sink.clear();
-        }
-    });
-    (Server { child, addr }, dir)
 }
 
 #[test]
@@ -217,7 +61,13 @@ sizing = {{ kind = "fixed", workers = 1 }}
 "#,
         echo = echo.display().to_string()
     );
-    let (mut server, dir) = start_server(&config);
+    let mut server = Server::start(
+        "e2e",
+        &config,
+        &[],
+        &[("RUST_LOG", "warn")],
+        Stderr::Inherited,
+    );
     let addr = server.addr;
     let server_pid = server.child.id();
 
@@ -363,19 +213,17 @@ sizing = {{ kind = "fixed", workers = 1 }}
             Some(&json!({"sleep_ms": 700})),
         )
     });
-    wait_lent(addr, 1);
-    kill(
-        Pid::from_raw(i32::try_from(server_pid).unwrap()),
-        Signal::SIGTERM,
-    )
-    .unwrap();
+    server.wait_count("demo", "lent", 1, &[]);
+    server.signal(Signal::SIGTERM);
     let (status, _, body) = in_flight.join().unwrap();
     assert_eq!(status, 200, "{body}");
 
     // The event stream ends, the server exits cleanly, and no worker remains.
     let mut rest = Vec::new();
     let _ = events.read_to_end(&mut rest);
-    let exit = exit_of(&mut server.child);
+    let exit = server
+        .exit_within(LIMIT)
+        .expect("the server did not exit after SIGTERM");
     assert!(exit.success(), "{exit:?}");
     // The server exits only once its pools closed, and a pool closes once
     // every worker has ended: none may be left now.
@@ -388,13 +236,12 @@ sizing = {{ kind = "fixed", workers = 1 }}
         TcpStream::connect(addr).is_err(),
         "still accepting after shutdown"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn check_prints_what_serve_would_start_and_refuses_bad_configs() {
-    let dir = std::env::temp_dir().join(format!("kennel-check-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = TempDir::new("check");
+    let dir = &tmp.0;
     let good = dir.join("good.toml");
     std::fs::write(
         &good,
@@ -441,13 +288,12 @@ fn check_prints_what_serve_would_start_and_refuses_bad_configs() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("pool[0].job_timeout"));
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn run_streams_jobs_in_input_order() {
-    let dir = std::env::temp_dir().join(format!("kennel-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = TempDir::new("run");
+    let dir = &tmp.0;
     let config = dir.join("kennel.toml");
     std::fs::write(
         &config,
@@ -500,13 +346,12 @@ fn run_streams_jobs_in_input_order() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("allowed: demo"));
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn run_names_the_last_words_of_a_worker_that_cannot_start_in_its_results_and_summary() {
-    let dir = std::env::temp_dir().join(format!("kennel-run-words-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = TempDir::new("run-words");
+    let dir = &tmp.0;
     let config = dir.join("kennel.toml");
     std::fs::write(
         &config,
@@ -543,5 +388,4 @@ fn run_names_the_last_words_of_a_worker_that_cannot_start_in_its_results_and_sum
         ),
         "{stderr}"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }

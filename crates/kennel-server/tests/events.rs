@@ -9,7 +9,6 @@ mod served;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use served::{Server, Stderr, demo_pool};
@@ -156,11 +155,30 @@ async fn a_subscriber_that_stops_reading_is_let_go_with_a_last_lagged_event() {
         kennel_server::http::ConnOptions::default(),
         std::future::pending(),
     ));
-    let mut slow =
-        tokio::task::spawn_blocking(move || subscribe(addr, "/events", "Connection: close\r\n"))
-            .await
-            .unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The answer's head comes once the subscription is made: read it (one
+    // byte at a time, so that nothing of the body is taken), then read no
+    // more.
+    let mut slow = tokio::task::spawn_blocking(move || {
+        let mut s = subscribe(addr, "/events", "Connection: close\r\n");
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            assert_eq!(
+                s.read(&mut byte).unwrap(),
+                1,
+                "the stream ended in its head"
+            );
+            head.push(byte[0]);
+        }
+        assert!(
+            head.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&head)
+        );
+        s
+    })
+    .await
+    .unwrap();
     // Far more than the subscriber's buffer and the socket's, unread.
     let pool: Arc<str> = "p".into();
     let big = "x".repeat(4096);

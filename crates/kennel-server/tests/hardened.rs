@@ -291,11 +291,16 @@ fn a_second_sigterm_kills_the_workers_at_once() {
     let pids: Vec<u32> = served::workers_of(server.child.id());
     assert!(!pids.is_empty());
     server.signal(Signal::SIGTERM);
-    std::thread::sleep(Duration::from_millis(500));
+    // The first signal is taken (and logged) and the server waits for the
+    // job; the second is then told apart from it in the log below.
+    server.eventually("the first SIGTERM is taken", || {
+        server.log().contains("shutting down")
+    });
     assert!(
         server.child.try_wait().unwrap().is_none(),
         "the first SIGTERM waits for the job"
     );
+    assert!(!job.is_finished(), "the first SIGTERM ended the job");
     let second = Instant::now();
     server.signal(Signal::SIGTERM);
     let status = server

@@ -9,16 +9,14 @@
 //! Without the packages each test prints SKIPPED on stderr and passes,
 //! except under `CI=true`, where a missing package fails it.
 
+mod served;
+
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use serde_json::{Value, json};
-
-const LIMIT: Duration = Duration::from_secs(60);
+use served::{Server, Stderr};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -57,129 +55,31 @@ fn everything_server() -> Option<PathBuf> {
 
 /// One HTTP/1.1 exchange with `Connection: close`: status and body.
 fn http(addr: SocketAddr, path: &str, body: &Value, accept: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect_timeout(&addr, LIMIT).unwrap();
-    stream.set_read_timeout(Some(LIMIT)).unwrap();
-    let body = body.to_string();
-    write!(
-        stream,
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: {accept}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("no end of headers");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        unchunk(body)
-    } else {
-        body.to_owned()
-    };
-    (status, body)
-}
-
-fn unchunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = &rest[n + 2..];
-    }
-    out
+    let headers = [("Accept", accept), ("Content-Type", "application/json")];
+    let a = served::http(addr, "POST", path, &headers, &body.to_string());
+    (a.status, a.body)
 }
 
 /// The live descendants of `pid` whose command line holds `needle`.
 fn servers(pid: u32, needle: &str) -> BTreeSet<u32> {
-    let mut parents = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
-            continue;
-        };
-        let Some((_, after)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let mut fields = after.split_whitespace();
-        let state = fields.next().unwrap_or("Z");
-        if let (false, Some(ppid)) = (
-            state == "Z",
-            fields.next().and_then(|s| s.parse::<u32>().ok()),
-        ) {
-            parents.push((p, ppid));
-        }
-    }
-    let mut found = BTreeSet::new();
-    let mut frontier = vec![pid];
-    while let Some(parent) = frontier.pop() {
-        for &(p, pp) in &parents {
-            if pp == parent && found.insert(p) {
-                frontier.push(p);
-            }
-        }
-    }
-    found
+    served::descendants(pid)
         .into_iter()
-        .filter(|p| {
-            std::fs::read(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        .filter(|&p| {
+            served::alive(p)
+                && std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
         })
         .collect()
 }
 
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap()),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = self.child.wait();
-    }
-}
-
 fn serve(name: &str, config: &str) -> Server {
-    let dir = std::env::temp_dir().join(format!("kennel-mcp-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("kennel.toml");
-    std::fs::write(&path, config).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kennel"))
-        .args(["serve", "--config"])
-        .arg(&path)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    let addr = first
-        .trim()
-        .strip_prefix("kennel listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
-        .parse()
-        .unwrap();
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        while stdout.read_line(&mut sink).is_ok_and(|n| n > 0) {
-            sink.clear();
-        }
-    });
-    Server { child, addr }
+    Server::start(
+        name,
+        config,
+        &[],
+        &[("RUST_LOG", "warn")],
+        Stderr::Inherited,
+    )
 }
 
 fn text_of(result: &Value) -> String {

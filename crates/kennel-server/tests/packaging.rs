@@ -143,7 +143,7 @@ fn unit(text: &str) -> BTreeMap<String, BTreeMap<String, String>> {
 }
 
 #[test]
-fn the_systemd_unit_runs_kennel_serve_sandboxed_and_stops_it_gracefully() {
+fn the_systemd_unit_runs_kennel_serve_sandboxed_reloads_on_sighup_and_stops_it_gracefully() {
     let text = repo_file("deploy/kennel.service");
     let unit = unit(&text);
     let service = &unit["Service"];
@@ -152,6 +152,8 @@ fn the_systemd_unit_runs_kennel_serve_sandboxed_and_stops_it_gracefully() {
         exec.starts_with("/usr/local/bin/kennel serve --config /etc/kennel/kennel.toml"),
         "{exec}"
     );
+    // `systemctl reload` is SIGHUP, which applies the edited config.
+    assert_eq!(service["ExecReload"], "/bin/kill -HUP $MAINPID");
     // SIGTERM to kennel alone, which closes the pools; then systemd kills
     // what is left.
     assert_eq!(service["KillMode"], "mixed");

@@ -9,7 +9,7 @@
 //! Without Chromium the tests say SKIPPED on stderr; with `CI=true` they
 //! fail instead.
 
-mod serve_support;
+mod served;
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +18,9 @@ use chromiumoxide::browser::{Browser, BrowserConfig};
 use chromiumoxide::page::ScreenshotParams;
 use futures_util::StreamExt;
 use serde_json::Value;
-use serve_support::{LIMIT, Server};
+use served::{LIMIT, LISTEN, Server, Stderr};
+
+const BEARER: [(&str, &str); 1] = [("Authorization", "Bearer s3cret")];
 
 /// The Chromium binary: `KENNEL_CHROMIUM` (missing if that file is not
 /// there), else the first of the usual names on `PATH`. `None`: the test is skipped (and fails under CI).
@@ -146,9 +148,9 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
     let Some(binary) = chromium(test) else {
         return;
     };
-    let server = Server::start("page", CONFIG, &[]);
-    server.wait_idle("demo", 2, None);
-    server.wait_idle("batch", 1, None);
+    let server = Server::start("page", CONFIG, &LISTEN, &[], Stderr::Collected);
+    server.wait_count("demo", "idle", 2, &[]);
+    server.wait_count("batch", "idle", 1, &[]);
     let chrome = Chromium::launch(&binary, "page").await;
     let url = format!("http://{}/", server.addr);
     let page = chrome
@@ -165,7 +167,7 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
     )
     .await;
     // In the server's order.
-    let listed: Vec<Value> = server.json("/pools", None)["pools"]
+    let listed: Vec<Value> = server.get_json("/pools")["pools"]
         .as_array()
         .unwrap()
         .iter()
@@ -185,7 +187,7 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
     );
 
     // Its counts are the server's.
-    let stats = server.json("/pools/demo/stats", None);
+    let stats = server.get_json("/pools/demo/stats");
     for key in ["idle", "capacity", "size", "lent", "waiting"] {
         let shown = eval(
             &page,
@@ -198,7 +200,7 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
     }
 
     // A worker's row: its state and pid as the server lists them.
-    let workers = server.json("/pools/demo/workers", None);
+    let workers = server.get_json("/pools/demo/workers");
     let pid = workers["workers"][0]["pid"]
         .as_u64()
         .expect("slot 0 has a pid");
@@ -234,7 +236,17 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
         "document.getElementById('conn').dataset.state === 'live'",
     )
     .await;
-    let (status, body) = server.http("POST", "/pools/demo/jobs", r#"{"crash": true}"#, None);
+    // The events from before the page opened are replayed into its feed:
+    // the warm-ups of both pools.
+    let replayed = wait_for(
+        &page,
+        "the replayed warm-ups",
+        "(() => { const n = p => document.querySelectorAll(`#feed li[data-event=\"worker:ready\"][data-pool=${p}]`).length; return n('demo') === 2 && n('batch') === 1 && [n('demo'), n('batch')]; })()",
+    )
+    .await;
+    assert_eq!(replayed, serde_json::json!([2, 1]));
+    let served::Answer { status, body, .. } =
+        server.http("POST", "/pools/demo/jobs", &[], r#"{"crash": true}"#);
     assert_eq!(status, 502, "{body}");
     let crashed: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(crashed["error"], "crashed");
@@ -253,16 +265,16 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
     wait_for(
         &page,
         "the replacement ready",
-        "document.querySelector('#feed li[data-event=\"worker:ready\"][data-pool=demo]') && document.querySelector('section[data-pool=demo] [data-count=idle] dd').innerText === '2'",
+        "document.querySelectorAll('#feed li[data-event=\"worker:ready\"][data-pool=demo]').length === 3 && document.querySelector('section[data-pool=demo] [data-count=idle] dd').innerText === '2'",
     )
     .await;
 
     // A resize shows in the counts, a new row and the size line.
-    let (status, body) = server.http(
+    let served::Answer { status, body, .. } = server.http(
         "PUT",
         "/pools/demo/config",
+        &[],
         r#"{"sizing": {"kind": "fixed", "workers": 3}}"#,
-        None,
     );
     assert_eq!(status, 200, "{body}");
     wait_for(
@@ -308,8 +320,14 @@ async fn behind_a_token_the_page_asks_for_it_and_then_shows_the_pools() {
         return;
     };
     let config = format!("[server]\ntoken_env = \"KENNEL_PAGE_TOKEN\"\n{}", CONFIG);
-    let server = Server::start("page-token", &config, &[("KENNEL_PAGE_TOKEN", "s3cret")]);
-    server.wait_idle("batch", 1, Some("s3cret"));
+    let server = Server::start(
+        "page-token",
+        &config,
+        &LISTEN,
+        &[("KENNEL_PAGE_TOKEN", "s3cret")],
+        Stderr::Collected,
+    );
+    server.wait_count("batch", "idle", 1, &BEARER);
     let chrome = Chromium::launch(&binary, "page-token").await;
     let url = format!("http://{}/", server.addr);
     let page = chrome

@@ -17,6 +17,9 @@ use serde_json::Value;
 
 pub const LIMIT: Duration = Duration::from_secs(30);
 
+/// The `args` of [`Server::start`] for a config that names no address.
+pub const LISTEN: [&str; 2] = ["--listen", "127.0.0.1:0"];
+
 pub fn kennel_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kennel"))
 }
@@ -50,6 +53,8 @@ pub enum Stderr {
     Collected,
     /// A pipe nobody reads: held open, never drained.
     NeverRead,
+    /// The test's own stderr (shown with a failed test's output).
+    Inherited,
 }
 
 pub struct Server {
@@ -64,7 +69,8 @@ pub struct Server {
 
 impl Server {
     /// Starts `kennel serve --config <dir>/kennel.toml` with `toml` (which
-    /// should listen on `127.0.0.1:0`), extra `args` and `env`.
+    /// should listen on `127.0.0.1:0`, or `args` say `--listen`), extra
+    /// `args` and `env`. A `{dir}` in `toml` is the test's directory.
     pub fn start(
         name: &str,
         toml: &str,
@@ -74,7 +80,7 @@ impl Server {
     ) -> Self {
         let dir = TempDir::new(name);
         let config = dir.0.join("kennel.toml");
-        std::fs::write(&config, toml).unwrap();
+        std::fs::write(&config, toml.replace("{dir}", &dir.0.display().to_string())).unwrap();
         let mut command = Command::new(kennel_bin());
         command
             .arg("serve")
@@ -83,7 +89,10 @@ impl Server {
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(match stderr {
+                Stderr::Inherited => Stdio::inherit(),
+                Stderr::Collected | Stderr::NeverRead => Stdio::piped(),
+            });
         for (k, v) in env {
             command.env(k, v);
         }
@@ -98,10 +107,11 @@ impl Server {
             for _ in lines {}
         });
         let log = Arc::new(Mutex::new(String::new()));
-        let err = child.stderr.take().unwrap();
         let stalled = match stderr {
-            Stderr::NeverRead => Some(err),
+            Stderr::Inherited => None,
+            Stderr::NeverRead => child.stderr.take(),
             Stderr::Collected => {
+                let err = child.stderr.take().unwrap();
                 let log = log.clone();
                 std::thread::spawn(move || {
                     for line in BufReader::new(err).lines().map_while(Result::ok) {
@@ -167,6 +177,35 @@ impl Server {
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGTERM, and whether the server then exits with status 0 (within
+    /// `LIMIT`).
+    pub fn stop(mut self) -> bool {
+        self.signal(Signal::SIGTERM);
+        self.exit_within(LIMIT)
+            .unwrap_or_else(|| panic!("the server did not stop within {LIMIT:?} of SIGTERM"))
+            .success()
+    }
+
+    /// Asks for a pool's stats until `count` (`idle`, `lent`, ...) is `n`,
+    /// with `headers` (a token); each request paced by the one before.
+    pub fn wait_count(&self, pool: &str, count: &str, n: u64, headers: &[(&str, &str)]) {
+        let started = Instant::now();
+        loop {
+            let a = self.http("GET", &format!("/pools/{pool}/stats"), headers, "");
+            if a.status == 200 && a.json()[count] == n {
+                return;
+            }
+            assert!(
+                started.elapsed() < LIMIT,
+                "{pool} never had {count} = {n}: {} {}\nlog:\n{}",
+                a.status,
+                a.body,
+                self.log()
+            );
+            std::thread::yield_now();
         }
     }
 
