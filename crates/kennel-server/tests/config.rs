@@ -751,7 +751,7 @@ fn a_learning_sizing_takes_its_window_pause_and_seed_each_range_named_at_its_key
     let json = serde_json::to_value(pool.sizing.unwrap()).unwrap();
     assert_eq!(json["window_time"], "500ms");
     assert_eq!(json["seed"], 7);
-    assert!(parse(&pool_with("pin = false")).unwrap().pools[0].pin == false);
+    assert!(!parse(&pool_with("pin = false")).unwrap().pools[0].pin);
 
     let gradient = "sizing = { kind = \"gradient\", memory_per_worker = \"1GiB\"";
     for (line, key, allowed) in [

@@ -199,7 +199,7 @@ mod tests {
         window.add(start + 300 * MS, 300 * MS);
         // Mean 0.2 s, standard deviation 0.1414 s.
         let cv = window.spread().unwrap();
-        assert!((cv - 0.707_106_8).abs() < 1e-6, "{cv}");
+        assert!((cv - std::f64::consts::FRAC_1_SQRT_2).abs() < 1e-6, "{cv}");
         let mut even = Window::new(start);
         for i in 1..=4 {
             even.add(start + i * 100 * MS, 100 * MS);
