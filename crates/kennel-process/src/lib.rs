@@ -83,6 +83,7 @@ mod framing;
 mod group;
 mod json;
 mod lines;
+mod pin;
 mod pool;
 mod progress;
 mod spec;

@@ -60,7 +60,8 @@ impl CoprocessSpec {
     /// factory makes it: labelled, told its pool and slot in its
     /// environment (`KENNEL_POOL`, `KENNEL_SLOT`), and, with a
     /// [`threads`](Self::threads) budget, its share of threads for the
-    /// pool's size as it starts.
+    /// pool's size as it starts; [pinned](Self::pin), bound to its share of
+    /// the CPUs.
     pub fn for_slot(&self, info: &SlotInfo) -> Self {
         let mut spec = self.clone();
         if let Some(budget) = self.threads {
@@ -69,6 +70,18 @@ impl CoprocessSpec {
                 if !self.env.iter().any(|(k, _)| k == var) {
                     spec = spec.env(var, &n);
                 }
+            }
+        }
+        spec.cpus = None;
+        if self.pin {
+            let threads = self
+                .threads
+                .unwrap_or(crate::ThreadBudget::Share)
+                .threads(info.size);
+            let allowed = crate::pin::allowed_cpus();
+            if let Some(cpus) = crate::pin::share(&allowed, info.slot, threads) {
+                spec = spec.env("KENNEL_CPUS", crate::pin::cpu_list(&cpus));
+                spec.cpus = Some(cpus.into());
             }
         }
         spec.env("KENNEL_POOL", &*info.pool)

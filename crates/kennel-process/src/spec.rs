@@ -71,6 +71,11 @@ pub struct CoprocessSpec {
     pub(crate) probe: Option<std::sync::Arc<serde_json::Value>>,
     /// The threads each worker of a pool may use.
     pub(crate) threads: Option<crate::ThreadBudget>,
+    /// Whether each worker of a pool is bound to its share of the CPUs.
+    pub(crate) pin: bool,
+    /// The CPUs this worker is bound to ([`for_slot`](Self::for_slot) sets
+    /// them for a pinned pool's slot).
+    pub(crate) cpus: Option<Arc<[usize]>>,
 }
 
 impl CoprocessSpec {
@@ -99,6 +104,8 @@ impl CoprocessSpec {
             handshake: None,
             probe: None,
             threads: None,
+            pin: false,
+            cpus: None,
         }
     }
 
@@ -214,6 +221,22 @@ impl CoprocessSpec {
     /// [`pool`](Self::pool) and [`for_slot`](Self::for_slot).
     pub fn threads(mut self, budget: crate::ThreadBudget) -> Self {
         self.threads = Some(budget);
+        self
+    }
+
+    /// Binds each worker of a pool built from this spec to its share of the
+    /// CPUs (off by default; ADR 0049): as many CPUs as its
+    /// [`threads`](Self::threads) budget (without one, the share `cores /
+    /// size`), from the CPUs this process may use (its affinity mask, within
+    /// its cgroup's cpuset), slot by slot: with 4 CPUs and 2 workers, slot 0
+    /// gets CPUs 0-1 and slot 1 CPUs 2-3. A worker whose share is every CPU
+    /// is not bound. The mask is set before the worker's program runs, so its
+    /// threads and children inherit it; the worker is told its CPUs in
+    /// `KENNEL_CPUS` (`0-1`). As the budget, the pin follows the size for
+    /// workers started after a resize. Linux only; elsewhere it does
+    /// nothing.
+    pub fn pin(mut self, on: bool) -> Self {
+        self.pin = on;
         self
     }
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use kennel::{Dispatch, Options};
 use kennel_server::config::{
-    Config, ConfigError, EvictionConfig, HumanDuration, HumanSize, ReadyKind, ReconfigBody,
-    SizingConfig, Source, StartupKind,
+    Config, ConfigError, EvictionConfig, HumanDuration, HumanSize, LearningConfig, ReadyKind,
+    ReconfigBody, SizingConfig, Source, StartupKind,
 };
 
 fn source() -> Source {
@@ -142,13 +142,15 @@ sizing = { kind = "gradient", memory_per_worker = 1048576 }
     assert_eq!(
         c.pools[2].sizing,
         Some(SizingConfig::HillClimbing {
-            memory_per_worker: HumanSize(512 * 1024 * 1024)
+            memory_per_worker: HumanSize(512 * 1024 * 1024),
+            learning: LearningConfig::default(),
         })
     );
     assert_eq!(
         c.pools[3].sizing,
         Some(SizingConfig::Gradient {
-            memory_per_worker: HumanSize(1024 * 1024)
+            memory_per_worker: HumanSize(1024 * 1024),
+            learning: LearningConfig::default(),
         })
     );
 }
@@ -695,7 +697,7 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
         ),
         (
             r#"job_timeut = "1s""#,
-            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `env_clear`, `env_keep`, `worker_close_grace`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `protocol`, `cancel_lines`, `method`, `initialize`, `upload_limit`, `probe_request`, `threads`, `queue`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`, `max_surge`".to_owned(),
+            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, expected one of `name`, `argv`, `env`, `env_clear`, `env_keep`, `worker_close_grace`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `protocol`, `cancel_lines`, `method`, `initialize`, `upload_limit`, `probe_request`, `threads`, `pin`, `queue`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`, `max_surge`".to_owned(),
         ),
         (
             "max_waiting = -1",
@@ -722,6 +724,114 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
         ),
     ] {
         assert_eq!(refused(&pool_with(line)).to_string(), shown, "{line}");
+    }
+}
+
+#[test]
+fn a_learning_sizing_takes_its_window_pause_and_seed_each_range_named_at_its_key() {
+    let hill = "sizing = { kind = \"hill-climbing\", memory_per_worker = \"1GiB\"";
+    let config = parse(&pool_with(&format!(
+        "{hill}, window_jobs = 5, window_time = \"500ms\", quick_windows = false, min_pause = 2, max_pause = 8, seed = 7 }}\npin = true"
+    )))
+    .expect("accepted");
+    let pool = &config.pools[0];
+    assert!(pool.pin);
+    let Some(SizingConfig::HillClimbing { learning, .. }) = pool.sizing else {
+        panic!("{:?}", pool.sizing);
+    };
+    assert_eq!(
+        learning,
+        LearningConfig {
+            window_jobs: Some(5),
+            window_time: Some(HumanDuration(Duration::from_millis(500))),
+            quick_windows: Some(false),
+            min_pause: Some(2),
+            max_pause: Some(8),
+            seed: Some(7),
+        }
+    );
+    // Written back as read (GET config), and built.
+    let json = serde_json::to_value(pool.sizing.unwrap()).unwrap();
+    assert_eq!(json["window_time"], "500ms");
+    assert_eq!(json["seed"], 7);
+    assert!(!parse(&pool_with("pin = false")).unwrap().pools[0].pin);
+
+    let gradient = "sizing = { kind = \"gradient\", memory_per_worker = \"1GiB\"";
+    for (line, key, allowed) in [
+        (
+            format!("{hill}, window_jobs = 0 }}"),
+            "pool[0].sizing.window_jobs",
+            "(allowed: 1 to 10000 jobs)",
+        ),
+        (
+            format!("{gradient}, window_jobs = 10001 }}"),
+            "pool[0].sizing.window_jobs",
+            "(allowed: 1 to 10000 jobs)",
+        ),
+        (
+            format!("{hill}, window_time = \"1ms\" }}"),
+            "pool[0].sizing.window_time",
+            "(allowed: 10ms to 10m)",
+        ),
+        (
+            format!("{hill}, window_time = \"1h\" }}"),
+            "pool[0].sizing.window_time",
+            "(allowed: 10ms to 10m)",
+        ),
+        (
+            format!("{hill}, window_time = 2 }}"),
+            "pool[0].sizing.window_time",
+            "no unit",
+        ),
+        (
+            format!("{hill}, min_pause = 0 }}"),
+            "pool[0].sizing.min_pause",
+            "(allowed: 1 to 1024 windows)",
+        ),
+        (
+            format!("{gradient}, max_pause = 2000 }}"),
+            "pool[0].sizing.max_pause",
+            "(allowed: 1 to 1024 windows)",
+        ),
+        (
+            format!("{hill}, min_pause = 32 }}"),
+            "pool[0].sizing.min_pause",
+            "longer than max_pause, 16 (the default) (allowed: at most max_pause)",
+        ),
+        (
+            format!("{hill}, min_pause = 4, max_pause = 2 }}"),
+            "pool[0].sizing.min_pause",
+            "(allowed: at most max_pause)",
+        ),
+        (
+            format!("{hill}, seed = -1 }}"),
+            "pool[0].sizing.seed",
+            "(allowed: 0 to 9223372036854775807)",
+        ),
+        (
+            format!("{hill}, quick_windows = 1 }}"),
+            "pool[0].sizing.quick_windows",
+            "expected a boolean",
+        ),
+        (
+            "sizing = { kind = \"fixed\", workers = 2, seed = 1 }".to_owned(),
+            "pool[0].sizing",
+            "`seed` does not apply to kind \"fixed\" (allowed: with kind \"hill-climbing\" or \"gradient\")",
+        ),
+        (
+            "sizing = { kind = \"resources\", memory_per_worker = 1, window_jobs = 3 }".to_owned(),
+            "pool[0].sizing",
+            "`window_jobs` does not apply to kind \"resources\"",
+        ),
+        (
+            "pin = \"yes\"".to_owned(),
+            "pool[0].pin",
+            "expected a boolean",
+        ),
+    ] {
+        let e = refused(&pool_with(&line));
+        assert_eq!(e.key, key, "wrong key for {line}: {e}");
+        assert!(e.message.contains(allowed), "{line}: {}", e.message);
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::cancel::CancelOutcome;
 use crate::error::RejectReason;
-use crate::sizing::SizingStep;
+use crate::sizing::{SizingStep, SizingTrial};
 use crate::worker::Exit;
 
 /// Why the pool retired a worker itself.
@@ -160,6 +160,9 @@ pub enum Event {
     },
     /// A sizing step or a memory-forced change of size (`sizing:step`).
     SizingStep(SizingStep),
+    /// A learning sizing starts a trial: it runs the tried size for a window
+    /// (`sizing:trial`); the step's verdict follows as a `sizing:step`.
+    SizingTrial(SizingTrial),
     /// Something a user should know (`pool:warning`).
     Warning {
         /// What.
@@ -259,6 +262,7 @@ impl Event {
             Self::Backoff { .. } => "worker:backoff",
             Self::Rejected { .. } => "worker:rejected",
             Self::SizingStep(_) => "sizing:step",
+            Self::SizingTrial(_) => "sizing:trial",
             Self::Warning { .. } => "pool:warning",
             Self::Broken { .. } => "pool:broken",
             Self::Recovered { .. } => "pool:recovered",
@@ -349,6 +353,9 @@ impl Event {
             }
             Self::SizingStep(step) => {
                 at!(info, from = step.from, tried = step.tried, to = step.to, reason = ?step.verdict, "sizing step");
+            }
+            Self::SizingTrial(trial) => {
+                at!(info, from = trial.from, tried = trial.tried, figures = %trial.figures, "sizing trial");
             }
             Self::Recovered { failed_starts } => {
                 at!(info, failed_starts, "pool recovered");

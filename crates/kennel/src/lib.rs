@@ -120,7 +120,7 @@ pub use crate::registry::{Group, PoolEntry, Registry};
 pub use crate::run::{JobError, RunOptions};
 pub use crate::sizing::{
     Fixed, Gradient, HillClimbing, Resources, SizePlan, Sizing, SizingDecision, SizingInput,
-    SizingStep, SizingView, Verdict,
+    SizingStep, SizingTrial, SizingView, Verdict,
 };
 pub use crate::startup::{
     LeaderFirst, OnDemand, OrderedReady, Parallel, SlotPhase, Starts, Startup,

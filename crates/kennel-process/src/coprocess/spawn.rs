@@ -16,6 +16,18 @@ use crate::frames::Frames;
 use crate::group::ProcessGroup;
 use crate::spec::{CoprocessSpec, ReadyMode};
 
+/// The kernel's bit set for a pinned worker's CPUs (those it can hold).
+#[cfg(target_os = "linux")]
+fn cpu_set(cpus: Option<&[usize]>) -> Option<nix::sched::CpuSet> {
+    let cpus = cpus?;
+    let mut set = nix::sched::CpuSet::new();
+    let mut any = false;
+    for &cpu in cpus {
+        any |= set.set(cpu).is_ok();
+    }
+    any.then_some(set)
+}
+
 impl Coprocess {
     pub(crate) fn spawn(spec: &CoprocessSpec) -> Result<Self, ProcessError> {
         let program = spec
@@ -48,7 +60,7 @@ impl Coprocess {
             command.current_dir(dir);
         }
         #[cfg(target_os = "linux")]
-        crate::deathsig::die_with_parent(&mut command);
+        crate::deathsig::die_with_parent(&mut command, cpu_set(spec.cpus.as_deref()));
         // Started now: the exit counts how long the worker ran from here.
         let (exit, _) = ExitSignal::new();
         let mut child = command.spawn().map_err(|source| ProcessError::Spawn {

@@ -42,6 +42,7 @@ use serde::{Deserialize, Serialize};
 mod error;
 mod human;
 mod keys;
+mod learning;
 mod policy;
 mod pool;
 pub(crate) mod protocol;
@@ -53,6 +54,7 @@ mod threads;
 
 pub use self::error::ConfigError;
 pub use self::human::{HumanDuration, HumanSize};
+pub use self::learning::LearningConfig;
 pub use self::policy::{EvictionConfig, MAX_FIXED_WORKERS, Policies, SizingConfig};
 pub use self::pool::{
     DEFAULT_ENV_KEEP, DEFAULT_WORKER_CLOSE_GRACE, PoolConfig, ReadyKind, SELF_EXE, StartupKind,

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::Refusal;
 use super::human::{HumanDuration, HumanSize};
+use super::learning::LearningConfig;
 use super::table::Table;
 
 /// The most workers a `fixed` sizing may ask for.
@@ -37,12 +38,18 @@ pub enum SizingConfig {
     HillClimbing {
         /// The memory one worker needs.
         memory_per_worker: HumanSize,
+        /// The window, the pause bounds, the seed.
+        #[serde(flatten)]
+        learning: LearningConfig,
     },
     /// `{ kind = "gradient", memory_per_worker = "2GiB" }`: 2 first, then as
     /// many as keep a job's time at most 1.5 × its time with 2 workers.
     Gradient {
         /// The memory one worker needs.
         memory_per_worker: HumanSize,
+        /// The window, the pause bounds, the seed.
+        #[serde(flatten)]
+        learning: LearningConfig,
     },
 }
 
@@ -63,8 +70,12 @@ impl fmt::Display for SizingConfig {
         match self {
             Self::Fixed { workers } => write!(f, "fixed, {workers} worker(s)"),
             Self::Resources { memory_per_worker }
-            | Self::HillClimbing { memory_per_worker }
-            | Self::Gradient { memory_per_worker } => {
+            | Self::HillClimbing {
+                memory_per_worker, ..
+            }
+            | Self::Gradient {
+                memory_per_worker, ..
+            } => {
                 write!(f, "{}, {memory_per_worker} per worker", self.kind())
             }
         }
@@ -123,6 +134,32 @@ struct RawSizing {
     workers: Option<usize>,
     #[serde(default)]
     memory_per_worker: Option<HumanSize>,
+    #[serde(default)]
+    window_jobs: Option<i64>,
+    #[serde(default)]
+    window_time: Option<HumanDuration>,
+    #[serde(default)]
+    quick_windows: Option<bool>,
+    #[serde(default)]
+    min_pause: Option<i64>,
+    #[serde(default)]
+    max_pause: Option<i64>,
+    #[serde(default)]
+    seed: Option<i64>,
+}
+
+impl RawSizing {
+    /// The learning sizings' keys, taken out of the table.
+    fn learning(&mut self) -> LearningConfig {
+        LearningConfig {
+            window_jobs: self.window_jobs.take(),
+            window_time: self.window_time.take(),
+            quick_windows: self.quick_windows.take(),
+            min_pause: self.min_pause.take(),
+            max_pause: self.max_pause.take(),
+            seed: self.seed.take(),
+        }
+    }
 }
 
 impl TryFrom<Table<RawSizing>> for SizingConfig {
@@ -144,12 +181,22 @@ impl TryFrom<Table<RawEviction>> for EvictionConfig {
 impl TryFrom<RawSizing> for SizingConfig {
     type Error = String;
 
-    fn try_from(raw: RawSizing) -> Result<Self, String> {
+    fn try_from(mut raw: RawSizing) -> Result<Self, String> {
+        let learning = raw.learning();
+        if learning.is_set() && !matches!(raw.kind, SizingKind::HillClimbing | SizingKind::Gradient)
+        {
+            return Err(format!(
+                "`{}` does not apply to kind \"{}\" (allowed: with kind \"hill-climbing\" or \"gradient\")",
+                learning.keys()[0],
+                raw.kind.as_str()
+            ));
+        }
         match raw {
             RawSizing {
                 kind: SizingKind::Fixed,
                 workers: Some(workers),
                 memory_per_worker: None,
+                ..
             } => Ok(Self::Fixed { workers }),
             RawSizing {
                 kind: SizingKind::Fixed,
@@ -164,10 +211,17 @@ impl TryFrom<RawSizing> for SizingConfig {
                 kind,
                 memory_per_worker: Some(memory_per_worker),
                 workers: None,
+                ..
             } => Ok(match kind {
                 SizingKind::Resources => Self::Resources { memory_per_worker },
-                SizingKind::HillClimbing => Self::HillClimbing { memory_per_worker },
-                SizingKind::Gradient => Self::Gradient { memory_per_worker },
+                SizingKind::HillClimbing => Self::HillClimbing {
+                    memory_per_worker,
+                    learning,
+                },
+                SizingKind::Gradient => Self::Gradient {
+                    memory_per_worker,
+                    learning,
+                },
                 SizingKind::Fixed => unreachable!("matched above"),
             }),
             RawSizing {
@@ -257,15 +311,21 @@ impl SizingConfig {
                 format!("{workers} is out of range (allowed: 1 to {MAX_FIXED_WORKERS})"),
             )),
             Self::Resources { memory_per_worker }
-            | Self::HillClimbing { memory_per_worker }
-            | Self::Gradient { memory_per_worker }
-                if memory_per_worker.0 == 0 =>
+            | Self::HillClimbing {
+                memory_per_worker, ..
+            }
+            | Self::Gradient {
+                memory_per_worker, ..
+            } if memory_per_worker.0 == 0 =>
             {
                 Err((
                     "sizing.memory_per_worker".into(),
                     "0 bytes: each worker needs some memory (allowed: 1 byte or more, such as \"2GiB\")"
                         .into(),
                 ))
+            }
+            Self::HillClimbing { learning, .. } | Self::Gradient { learning, .. } => {
+                learning.check()
             }
             _ => Ok(()),
         }
@@ -278,12 +338,17 @@ impl SizingConfig {
             Self::Resources { memory_per_worker } => {
                 to.with_sizing(Resources::new(memory_per_worker.0, SystemComputer))
             }
-            Self::HillClimbing { memory_per_worker } => {
-                to.with_sizing(HillClimbing::new(memory_per_worker.0, SystemComputer))
-            }
-            Self::Gradient { memory_per_worker } => {
-                to.with_sizing(Gradient::new(memory_per_worker.0, SystemComputer))
-            }
+            Self::HillClimbing {
+                memory_per_worker,
+                learning,
+            } => to.with_sizing(
+                learning.hill_climbing(HillClimbing::new(memory_per_worker.0, SystemComputer)),
+            ),
+            Self::Gradient {
+                memory_per_worker,
+                learning,
+            } => to
+                .with_sizing(learning.gradient(Gradient::new(memory_per_worker.0, SystemComputer))),
         }
     }
 }

@@ -141,6 +141,10 @@ pub struct PoolConfig {
     /// shared out among the running workers).
     #[serde(default)]
     pub threads: super::ThreadsConfig,
+    /// `pin`: bind each worker to its share of the CPUs, as many as its
+    /// thread budget (default false; ADR 0049).
+    #[serde(default)]
+    pub pin: bool,
     /// `[pool.queue]`: the pool also takes its jobs from a JetStream work
     /// queue (see [`crate::queue`]).
     #[serde(default)]
@@ -180,6 +184,7 @@ impl PoolConfig {
             upload_limit: None,
             probe_request: None,
             threads: super::ThreadsConfig::default(),
+            pin: false,
             queue: None,
             options: Options::default(),
         }

@@ -62,6 +62,11 @@ pub fn event_json(pool: &str, event: &Event) -> Value {
             "verdict": format!("{:?}", step.verdict),
             "figures": step.figures,
         }),
+        Event::SizingTrial(trial) => json!({
+            "from": trial.from,
+            "tried": trial.tried,
+            "figures": trial.figures,
+        }),
         Event::Broken {
             failed_starts,
             last_failure,

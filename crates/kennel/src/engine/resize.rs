@@ -28,6 +28,9 @@ impl<W: Worker> State<W> {
         for step in decision.steps {
             fx.emit(Event::SizingStep(step));
         }
+        if let Some(trial) = decision.trial {
+            fx.emit(Event::SizingTrial(trial));
+        }
         if let Some(at) = decision.wake_at {
             self.sizing_wake = Some(fx.wake_at(at, Wake::Sizing));
         }

@@ -3,7 +3,6 @@ use std::time::Duration;
 use super::memory::Memory;
 use super::rule::{Measured, Rule, percent};
 use super::step::Stepper;
-use super::window::Windows;
 use super::{SizePlan, Sizing, SizingDecision, SizingInput, SizingView, Verdict};
 use crate::computer::Computer;
 use crate::error::BuildError;
@@ -69,11 +68,33 @@ impl HillClimbing {
     }
 
     /// How long a window lasts at least: `min_jobs` jobs and `min_time`
-    /// (default 20 jobs and 2 seconds). 0 of either is a
-    /// [`BuildError`] naming `window`.
+    /// (default 20 jobs and 2 seconds). Once the spread of job times is
+    /// known, [quick windows](Self::quick_windows) need fewer jobs, never
+    /// more than `min_jobs`. 0 of either is a [`BuildError`] naming
+    /// `window`.
     #[must_use]
     pub fn window(mut self, min_jobs: u32, min_time: Duration) -> Self {
-        self.stepper.set_windows(Windows { min_jobs, min_time });
+        self.stepper.set_windows(min_jobs, min_time);
+        self
+    }
+
+    /// Whether a window needs only the jobs that measure its mean job time
+    /// to ±5% once the spread of job times is known (`(2 × cv / 0.05)²`, at
+    /// least 5, at most the window's `min_jobs`; `min_time` still holds).
+    /// On by default; off, every window counts `min_jobs`.
+    #[must_use]
+    pub fn quick_windows(mut self, on: bool) -> Self {
+        self.stepper.set_quick_windows(on);
+        self
+    }
+
+    /// The shortest and the longest pause after a step that changes nothing,
+    /// in windows (default 1 and 16): the first pause is `shortest`, each one
+    /// after it in a row twice as long, up to `longest`. Each from 1 to 1024,
+    /// `shortest` at most `longest`, else a [`BuildError`] naming `pause`.
+    #[must_use]
+    pub fn pause(mut self, shortest: u32, longest: u32) -> Self {
+        self.stepper.set_pause(shortest, longest);
         self
     }
 

@@ -105,6 +105,9 @@ pub struct SizingDecision {
     pub wake_at: Option<Instant>,
     /// Steps taken, each emitted as an [`Event::SizingStep`](crate::Event::SizingStep).
     pub steps: Vec<SizingStep>,
+    /// A trial that starts now, emitted as an
+    /// [`Event::SizingTrial`](crate::Event::SizingTrial).
+    pub trial: Option<SizingTrial>,
     /// Closes the kept workers in slots at or above this number, now and
     /// when lent ones come back, to free their memory (a memory-forced
     /// shrink). Cleared by the next growth of the size.
@@ -153,6 +156,31 @@ impl SizingStep {
             tried,
             to,
             verdict,
+            figures: figures.into(),
+        }
+    }
+}
+
+/// A trial a learning sizing starts: the size it runs while it measures one
+/// window, before it measures the size it has again and judges the step.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SizingTrial {
+    /// The size the sizing has.
+    pub from: usize,
+    /// The size it tries now.
+    pub tried: usize,
+    /// What the window before it measured, and what the trial's window needs,
+    /// in words.
+    pub figures: String,
+}
+
+impl SizingTrial {
+    /// A trial record.
+    pub fn new(from: usize, tried: usize, figures: impl Into<String>) -> Self {
+        Self {
+            from,
+            tried,
             figures: figures.into(),
         }
     }

@@ -1,15 +1,20 @@
 //! The pause after steps that change nothing.
 //!
-//! After a step that changes nothing the sizing pauses: 1 window, then twice
-//! as long after each such step in a row, up to 16; each pause lasts a random
-//! 0.5 to 1.5 times that, so pools in other processes do not step together.
-//! A change of size resets the pause.
+//! After a step that changes nothing the sizing pauses: 1 window (the
+//! shortest pause), then twice as long after each such step in a row, up to
+//! 16 (the longest); each pause lasts a random 0.5 to 1.5 times that, so pools
+//! in other processes do not step together. A change of size resets the
+//! pause. Both bounds can be set, from 1 to [`MAX_PAUSE_BOUND`] windows.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// The longest pause, in windows.
+/// The longest pause by default, in windows.
 pub(crate) const MAX_PAUSE: u32 = 16;
+/// The shortest pause by default, in windows.
+pub(crate) const MIN_PAUSE: u32 = 1;
+/// The most either bound may be, in windows.
+pub(crate) const MAX_PAUSE_BOUND: u32 = 1024;
 
 /// How long the next pause lasts: the steps in a row that changed nothing,
 /// and the random draw of each pause's length.
@@ -20,6 +25,8 @@ pub(super) struct Pause {
     rng: StdRng,
     /// Steps in a row that changed nothing.
     quiet: u32,
+    /// The shortest and the longest pause, in windows.
+    bounds: (u32, u32),
 }
 
 impl Pause {
@@ -28,7 +35,30 @@ impl Pause {
             seed: None,
             rng: StdRng::seed_from_u64(0),
             quiet: 0,
+            bounds: (MIN_PAUSE, MAX_PAUSE),
         }
+    }
+
+    /// The shortest and the longest pause, in windows.
+    pub(super) fn set_bounds(&mut self, shortest: u32, longest: u32) {
+        self.bounds = (shortest, longest);
+    }
+
+    /// Checks the bounds: 1 to [`MAX_PAUSE_BOUND`], the shortest at most the
+    /// longest; the error says what is wrong and what is allowed.
+    pub(super) fn check(&self) -> Result<(), String> {
+        let (shortest, longest) = self.bounds;
+        if !(1..=MAX_PAUSE_BOUND).contains(&shortest) || !(1..=MAX_PAUSE_BOUND).contains(&longest) {
+            return Err(format!(
+                "{shortest} to {longest} windows is out of range (allowed: 1 to {MAX_PAUSE_BOUND} windows each)"
+            ));
+        }
+        if shortest > longest {
+            return Err(format!(
+                "the shortest pause, {shortest} windows, is longer than the longest, {longest} (allowed: shortest at most longest)"
+            ));
+        }
+        Ok(())
     }
 
     /// Makes the pause lengths the same from one start to the next.
@@ -48,11 +78,19 @@ impl Pause {
     }
 
     /// One more step in a row changed nothing: the pause it earns, in
-    /// windows, `2^(quiet-1)` up to 16, times a random 0.5 to 1.5.
+    /// windows, `shortest × 2^(quiet-1)` up to the longest, times a random
+    /// 0.5 to 1.5.
     pub(super) fn next(&mut self) -> f64 {
+        let (shortest, longest) = self.bounds;
         self.quiet = self.quiet.saturating_add(1);
-        let doublings = self.quiet.saturating_sub(1).min(MAX_PAUSE.ilog2());
-        let windows = (1u32 << doublings).min(MAX_PAUSE);
+        let doublings = self
+            .quiet
+            .saturating_sub(1)
+            .min(MAX_PAUSE_BOUND.ilog2() + 1);
+        let windows = shortest
+            .max(1)
+            .saturating_mul(1u32 << doublings)
+            .min(longest.max(1));
         f64::from(windows) * self.rng.random_range(0.5..1.5)
     }
 
@@ -88,6 +126,38 @@ mod tests {
         pause.reset();
         assert_eq!(pause.quiet(), 0);
         assert!((0.5..1.5).contains(&pause.next()));
+    }
+
+    #[test]
+    fn the_pause_bounds_set_the_first_pause_and_the_longest() {
+        let mut pause = seeded(3);
+        pause.set_bounds(2, 6);
+        assert_eq!(pause.check(), Ok(()));
+        for nominal in [2.0, 4.0, 6.0, 6.0] {
+            let len = pause.next();
+            assert!(
+                (0.5 * nominal..1.5 * nominal).contains(&len),
+                "{nominal}: {len}"
+            );
+        }
+        pause.set_bounds(1, 1);
+        pause.reset();
+        for _ in 0..40 {
+            assert!((0.5..1.5).contains(&pause.next()));
+        }
+    }
+
+    #[test]
+    fn pause_bounds_out_of_range_say_what_is_allowed() {
+        let mut pause = Pause::new();
+        for (a, b) in [(0, 16), (1, 0), (1, 1025)] {
+            pause.set_bounds(a, b);
+            let err = pause.check().unwrap_err();
+            assert!(err.contains("allowed: 1 to 1024 windows"), "{err}");
+        }
+        pause.set_bounds(8, 4);
+        let err = pause.check().unwrap_err();
+        assert!(err.contains("allowed: shortest at most longest"), "{err}");
     }
 
     #[test]

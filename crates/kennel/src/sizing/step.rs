@@ -13,6 +13,9 @@
 //! after two steps down in a row show that it does not pay, and then only one.
 //! After a step that changes nothing the sizing pauses.
 //!
+//! Each trial is announced as it starts ([`SizingTrial`]), with what the
+//! window before it measured; its verdict comes with the step.
+//!
 //! # Memory
 //!
 //! After each window, and at each wake-up (one per `min_time`, so also while
@@ -31,7 +34,7 @@ use super::pause::Pause;
 use super::rule::{Measured, Rule};
 use super::verdict::Course;
 use super::window::{Measure, Window, Windows};
-use super::{SizePlan, SizingDecision, SizingInput, SizingStep, SizingView, Verdict};
+use super::{SizePlan, SizingDecision, SizingInput, SizingStep, SizingTrial, SizingView, Verdict};
 use crate::error::BuildError;
 
 /// The size a learning sizing starts at.
@@ -69,6 +72,9 @@ pub(crate) struct Stepper<R> {
     last_longest: Duration,
     course: Course,
     pause: Pause,
+    /// The spread of job times (coefficient of variation) of the last two
+    /// windows, the latest first: quick windows take the larger.
+    spreads: [Option<f64>; 2],
 }
 
 impl<R: Rule> Stepper<R> {
@@ -87,6 +93,7 @@ impl<R: Rule> Stepper<R> {
             last_longest: Duration::ZERO,
             course: Course::default(),
             pause: Pause::new(),
+            spreads: [None; 2],
         }
     }
 
@@ -94,8 +101,17 @@ impl<R: Rule> Stepper<R> {
         self.pause.set_seed(seed);
     }
 
-    pub(crate) fn set_windows(&mut self, windows: Windows) {
-        self.windows = windows;
+    pub(crate) fn set_windows(&mut self, min_jobs: u32, min_time: Duration) {
+        self.windows.min_jobs = min_jobs;
+        self.windows.min_time = min_time;
+    }
+
+    pub(crate) fn set_quick_windows(&mut self, on: bool) {
+        self.windows.quick = on;
+    }
+
+    pub(crate) fn set_pause(&mut self, shortest: u32, longest: u32) {
+        self.pause.set_bounds(shortest, longest);
     }
 
     pub(crate) fn memory(&self) -> &Memory {
@@ -117,6 +133,9 @@ impl<R: Rule> Stepper<R> {
                 "0 s: a window lasts some time (allowed: above 0)",
             ));
         }
+        self.pause
+            .check()
+            .map_err(|message| BuildError::new("pause", message))?;
         let mut plan = self.memory.plan()?;
         self.capacity = plan.capacity;
         self.cur = FIRST_SIZE.min(plan.capacity);
@@ -129,6 +148,7 @@ impl<R: Rule> Stepper<R> {
         self.last_longest = Duration::ZERO;
         self.course = Course::default();
         self.pause.start();
+        self.spreads = [None; 2];
         Ok(plan)
     }
 
@@ -181,16 +201,26 @@ impl<R: Rule> Stepper<R> {
         self.not_before.map_or(now, |t| t.max(now))
     }
 
+    /// The spread quick windows go by: the larger of the last two windows'.
+    fn spread(&self) -> Option<f64> {
+        match self.spreads {
+            [Some(a), Some(b)] => Some(a.max(b)),
+            [a, None] => a,
+            [None, b] => b,
+        }
+    }
+
     /// Jobs and time the window in progress needs.
     fn needs(&self) -> (u32, Duration) {
         let w = self.windows;
+        let jobs = w.jobs(self.spread());
         match self.phase {
             Phase::Pause(len) => {
-                let jobs = (f64::from(w.min_jobs) * len).ceil();
+                let jobs = (f64::from(jobs) * len).ceil();
                 // Jobs per window are small numbers; the cast saturates anyway.
                 (jobs as u32, w.min_time.mul_f64(len))
             }
-            _ => (w.min_jobs, w.min_time),
+            _ => (jobs, w.min_time),
         }
     }
 
@@ -201,6 +231,9 @@ impl<R: Rule> Stepper<R> {
         let now = view.now;
         let measure = window.measure(self.running());
         self.last_longest = window.longest;
+        if let Some(spread) = window.spread() {
+            self.spreads = [Some(spread), self.spreads[0]];
+        }
         if self.check_memory(view, decision) {
             return;
         }
@@ -215,6 +248,19 @@ impl<R: Rule> Stepper<R> {
                     Some(trial) => {
                         self.phase = Phase::Trial(trial);
                         self.resize(trial, now, decision);
+                        let (jobs, time) = self.needs();
+                        decision.trial = Some(SizingTrial::new(
+                            self.cur,
+                            trial,
+                            format!(
+                                "jobs/s {:.2} at {} ({} jobs of {:.3}s): {trial} runs for a window of {jobs} jobs and {:.1}s",
+                                measure.jobs_per_sec(),
+                                self.cur,
+                                measure.jobs,
+                                measure.job_time,
+                                time.as_secs_f64()
+                            ),
+                        ));
                     }
                     None => {
                         // Nothing to try (capacity 1, or 1 running and no
@@ -619,15 +665,12 @@ mod tests {
     #[test]
     fn bad_window_settings_are_build_errors() {
         let mut s = Stepper::new(Best(1), Memory::new(GIB, TestComputer::new(2, GIB)));
-        s.set_windows(Windows {
-            min_jobs: 0,
-            min_time: MIN_TIME,
-        });
+        s.set_windows(0, MIN_TIME);
         assert_eq!(s.plan().unwrap_err().option, "window");
-        s.set_windows(Windows {
-            min_jobs: 1,
-            min_time: Duration::ZERO,
-        });
+        s.set_windows(1, Duration::ZERO);
         assert_eq!(s.plan().unwrap_err().option, "window");
+        s.set_windows(1, MIN_TIME);
+        s.set_pause(4, 2);
+        assert_eq!(s.plan().unwrap_err().option, "pause");
     }
 }

@@ -1,7 +1,12 @@
 //! The windows a learning sizing measures.
 //!
 //! A window lasts until it has counted at least `min_jobs` jobs (20) and
-//! `min_time` (2 s) has passed. It counts only while jobs wait and every
+//! `min_time` (2 s) has passed. Once a window has measured how widely the job
+//! times spread, the next ones need only the jobs that pin their mean job time
+//! down to ±5% (two standard errors: `(2 × cv / 0.05)²` jobs, `cv` the
+//! coefficient of variation of the job times, the larger of the last two
+//! windows'), at least 5 and at most `min_jobs`: jobs of even times, slow ones
+//! above all, are measured in fewer jobs (quick windows, ADR 0050). It counts only while jobs wait and every
 //! running worker is ready (`view.waiting > 0 && view.all_ready`): then every
 //! running worker is busy, so a window at size `n` whose jobs took `t` on
 //! average measured `n / t` jobs per second.
@@ -24,12 +29,21 @@ use tokio::time::Instant;
 pub(crate) const MIN_JOBS: u32 = 20;
 /// Time a window lasts at least.
 pub(crate) const MIN_TIME: Duration = Duration::from_secs(2);
+/// Jobs a quick window counts at least.
+pub(crate) const QUICK_JOBS: u32 = 5;
+/// The precision a quick window's mean job time has: ±5%, half the gain a
+/// worker must add, at two standard errors.
+const PRECISION: f64 = 0.05;
+const STANDARD_ERRORS: f64 = 2.0;
 
 /// How long a window lasts at least.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Windows {
     pub(crate) min_jobs: u32,
     pub(crate) min_time: Duration,
+    /// Whether windows count fewer jobs once the spread of job times is
+    /// known.
+    pub(crate) quick: bool,
 }
 
 impl Default for Windows {
@@ -37,6 +51,24 @@ impl Default for Windows {
         Self {
             min_jobs: MIN_JOBS,
             min_time: MIN_TIME,
+            quick: true,
+        }
+    }
+}
+
+impl Windows {
+    /// The jobs a window needs, given the spread of job times measured so far
+    /// (`None`: not yet).
+    pub(crate) fn jobs(&self, spread: Option<f64>) -> u32 {
+        match spread.filter(|_| self.quick) {
+            None => self.min_jobs,
+            Some(cv) => {
+                let needed = (STANDARD_ERRORS * cv / PRECISION).powi(2).ceil();
+                let floor = QUICK_JOBS.min(self.min_jobs);
+                // A small number, or infinite for a NaN-free huge spread: the
+                // cast saturates, and the clamp bounds it.
+                (needed as u32).clamp(floor, self.min_jobs)
+            }
         }
     }
 }
@@ -65,6 +97,8 @@ pub(super) struct Window {
     start: Instant,
     jobs: u32,
     total: Duration,
+    /// The sum of the squared job times, in s², for their spread.
+    squares: f64,
     pub(super) longest: Duration,
 }
 
@@ -74,6 +108,7 @@ impl Window {
             start,
             jobs: 0,
             total: Duration::ZERO,
+            squares: 0.0,
             longest: Duration::ZERO,
         }
     }
@@ -87,12 +122,28 @@ impl Window {
         {
             self.jobs += 1;
             self.total += took;
+            self.squares += took.as_secs_f64().powi(2);
             self.longest = self.longest.max(took);
         }
     }
 
     pub(super) fn is_done(&self, now: Instant, jobs: u32, time: Duration) -> bool {
         self.jobs >= jobs && now >= self.start + time
+    }
+
+    /// The coefficient of variation of the job times counted (their
+    /// standard deviation over their mean), once at least 2 were.
+    pub(super) fn spread(&self) -> Option<f64> {
+        if self.jobs < 2 {
+            return None;
+        }
+        let n = f64::from(self.jobs);
+        let mean = self.total.as_secs_f64() / n;
+        if mean <= 0.0 {
+            return Some(0.0);
+        }
+        let variance = ((self.squares - n * mean * mean) / (n - 1.0)).max(0.0);
+        Some(variance.sqrt() / mean)
     }
 
     pub(super) fn measure(&self, size: usize) -> Measure {
@@ -137,6 +188,38 @@ mod tests {
         assert!(!window.is_done(start + 30 * MS, 3, 100 * MS));
         assert!(!window.is_done(start + 100 * MS, 4, 100 * MS));
         assert!(window.is_done(start + 100 * MS, 3, 100 * MS));
+    }
+
+    #[test]
+    fn the_spread_is_the_coefficient_of_variation_of_the_job_times() {
+        let start = Instant::now();
+        let mut window = Window::new(start);
+        window.add(start + 100 * MS, 100 * MS);
+        assert_eq!(window.spread(), None, "one job has no spread");
+        window.add(start + 300 * MS, 300 * MS);
+        // Mean 0.2 s, standard deviation 0.1414 s.
+        let cv = window.spread().unwrap();
+        assert!((cv - std::f64::consts::FRAC_1_SQRT_2).abs() < 1e-6, "{cv}");
+        let mut even = Window::new(start);
+        for i in 1..=4 {
+            even.add(start + i * 100 * MS, 100 * MS);
+        }
+        assert!(even.spread().unwrap() < 1e-6);
+    }
+
+    #[test]
+    fn a_known_spread_needs_the_jobs_for_five_percent_at_least_five() {
+        let w = Windows::default();
+        assert_eq!(w.jobs(None), MIN_JOBS, "the spread is not known yet");
+        assert_eq!(w.jobs(Some(0.0)), QUICK_JOBS);
+        // (2 × 0.1 / 0.05)² = 16.
+        assert_eq!(w.jobs(Some(0.1)), 16);
+        assert_eq!(w.jobs(Some(0.5)), MIN_JOBS, "never more than min_jobs");
+        assert_eq!(w.jobs(Some(f64::INFINITY)), MIN_JOBS);
+        let off = Windows { quick: false, ..w };
+        assert_eq!(off.jobs(Some(0.0)), MIN_JOBS);
+        let small = Windows { min_jobs: 3, ..w };
+        assert_eq!(small.jobs(Some(0.0)), 3);
     }
 
     #[test]
