@@ -259,7 +259,7 @@ async fn a_json_rpc_pool_with_a_handshake_and_a_method_serves_plain_bodies_and_a
     let reply: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(reply["a"], 1);
     // A plain job's progress is read by nobody: no token is asked for
-    // (ADR 0046), and the params are the body's bytes.
+    // (ADR 0042), and the params are the body's bytes.
     assert!(
         reply.get("_meta").is_none(),
         "a plain job asks for no progress: {body}"

@@ -1,6 +1,6 @@
 //! The settings of the learning sizings (`hill-climbing`, `gradient`) beside
 //! `memory_per_worker` in a `sizing` table: the window, the pause bounds, the
-//! seed (ADR 0050).
+//! seed (ADR 0044).
 
 use std::time::Duration;
 

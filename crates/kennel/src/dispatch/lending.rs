@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::worker::Worker;
 
 /// A job asking for a worker: it asks on its first poll and, when it has to
-/// wait, is handed its worker through its own `oneshot` (ADR 0043), which
+/// wait, is handed its worker through its own `oneshot` (ADR 0041), which
 /// keeps its waker: polled again, it looks there without any lock. Dropping
 /// it while it waits leaves the queue (cancel safety).
 #[derive(Debug)]

@@ -164,7 +164,7 @@ impl<W: Worker> Engine<W> {
 
     /// Sends waiting jobs what they were granted (each send wakes its job);
     /// a worker refused by a job that gave up meanwhile comes back to the
-    /// pool (ADR 0043).
+    /// pool (ADR 0041).
     #[inline(never)]
     fn hand_over(&self, handed: Option<Handed<W>>) {
         let Some((one, more)) = handed else {
