@@ -9,11 +9,15 @@ mod served;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use served::{Server, Stderr, demo_pool, sample};
 
 const SERVER: &str = "[server]\nlisten = \"127.0.0.1:0\"\n";
+
+/// How often the probe asks `/readyz`, as a load balancer would.
+const PROBE_EVERY: Duration = Duration::from_millis(20);
 
 #[test]
 fn two_thousand_slowloris_connections_are_dropped_after_the_header_timeout_while_readyz_answers() {
@@ -31,9 +35,9 @@ fn two_thousand_slowloris_connections_are_dropped_after_the_header_timeout_while
     let toml = format!("{SERVER}header_timeout = \"3s\"\n{}", demo_pool("demo", 1));
     let server = Server::start("slowloris", &toml, &[], &[], Stderr::Collected);
     let addr = server.addr;
-    let probing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    // The probe runs every PROBE_EVERY until it is told to stop.
+    let (stop_probing, stop) = std::sync::mpsc::channel::<()>();
     let probe = {
-        let probing = probing.clone();
         std::thread::spawn(move || {
             // A probe as a load balancer's: one kept-alive connection.
             let mut conn = TcpStream::connect(addr).unwrap();
@@ -41,13 +45,15 @@ fn two_thousand_slowloris_connections_are_dropped_after_the_header_timeout_while
             conn.set_read_timeout(Some(served::LIMIT)).unwrap();
             let mut worst = Duration::ZERO;
             let mut probes = 0;
-            while probing.load(std::sync::atomic::Ordering::Relaxed) {
+            loop {
                 let started = Instant::now();
                 let answer = probe_readyz(&mut conn);
                 assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
                 worst = worst.max(started.elapsed());
                 probes += 1;
-                std::thread::sleep(Duration::from_millis(20));
+                if stop.recv_timeout(PROBE_EVERY) != Err(RecvTimeoutError::Timeout) {
+                    break;
+                }
             }
             (probes, worst)
         })
@@ -79,7 +85,7 @@ fn two_thousand_slowloris_connections_are_dropped_after_the_header_timeout_while
         }
     }
     let all_closed = opened.elapsed();
-    probing.store(false, std::sync::atomic::Ordering::Relaxed);
+    drop(stop_probing);
     let (probes, worst) = probe.join().unwrap();
     eprintln!(
         "{connections} slowloris connections: open in {all_open:?}, all closed {all_closed:?} after the first; {probes} /readyz probes, the slowest {worst:?}"

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 use serde_json::Value;
 
@@ -155,16 +156,20 @@ impl Server {
         kill(self.pid(), signal).unwrap();
     }
 
-    /// Waits for the exit, at most `limit`.
+    /// Waits for the exit, at most `limit`: a thread blocks until the
+    /// process has exited (`waitid` with `WNOWAIT`, which leaves it to be
+    /// reaped here), this one on its word.
     pub fn exit_within(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let started = Instant::now();
-        while started.elapsed() < limit {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let pid = self.pid();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+            let _ = tx.send(waitid(Id::Pid(pid), flags));
+        });
+        match rx.recv_timeout(limit) {
+            Ok(_) => Some(self.child.wait().unwrap()),
+            Err(_) => None,
         }
-        None
     }
 
     /// Waits until `what` holds, at most `LIMIT`.
@@ -176,7 +181,9 @@ impl Server {
                 "never: {what}\nlog:\n{}",
                 self.log()
             );
-            std::thread::sleep(Duration::from_millis(50));
+            // Each check is a request to the server or a read of its log:
+            // the next one follows at once.
+            std::thread::yield_now();
         }
     }
 
