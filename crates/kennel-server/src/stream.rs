@@ -81,6 +81,14 @@ type Job = Pin<Box<dyn Future<Output = Result<JsonBytes, ApiError>> + Send>>;
 /// and answers as `answer` says. A job that fails before its first
 /// progress item answers with its error's status, as a plain request
 /// would; once streaming began, an error is the last item.
+///
+/// # Cancel safety
+///
+/// Dropping this future before it answers drops `job`'s future with it:
+/// what a job does when dropped is its own (the service's job routes hand
+/// a job that already holds a worker to a task of its own, which lets it
+/// finish). Once the answer is a stream, the job runs inside the response
+/// body and ends when the client hangs up.
 pub async fn respond<F, Fut>(answer: Answer, job: F) -> Response
 where
     F: FnOnce(Option<mpsc::Sender<Progress>>) -> Fut,
