@@ -3,43 +3,22 @@
 //! `kennel` binary's built-in demo worker, and small shell workers for protocol
 //! errors).
 
-use std::path::Path;
+mod routed;
+
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
-use kennel_server::config::{PoolConfig, SizingConfig, StartupKind};
-use kennel_server::{AppState, Config, app, metrics};
+use kennel_server::config::{PoolConfig, SizingConfig};
+use kennel_server::{AppState, app};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+use routed::{demo, start, state_with};
+
 const LIMIT: Duration = Duration::from_secs(30);
-
-fn kennel_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_kennel"))
-}
-
-/// A demo pool of `workers` workers started at once, with a short warm-up.
-fn demo(name: &str, workers: usize) -> PoolConfig {
-    let mut p = PoolConfig::new(name, ["@kennel", "worker", "demo", "--warmup", "10ms"]);
-    p.startup = StartupKind::Parallel;
-    p.sizing = Some(SizingConfig::Fixed { workers });
-    p
-}
-
-async fn state_with(pools: Vec<PoolConfig>) -> AppState {
-    let state = AppState::builder().metrics(metrics::install()).build();
-    start(&state, pools).await;
-    state
-}
-
-async fn start(state: &AppState, pools: Vec<PoolConfig>) {
-    let mut config = Config::default();
-    config.pools = pools;
-    state.start_pools(&config, kennel_bin()).await.unwrap();
-}
 
 fn request(method: Method, uri: &str, body: impl Into<Body>) -> Request<Body> {
     Request::builder()

@@ -6,7 +6,7 @@ mod served;
 
 use std::process::{Command, Output, Stdio};
 
-use served::{LISTEN, Server, Stderr};
+use served::{LISTEN, Server, Stderr, web_and_batch};
 
 const BEARER: [(&str, &str); 1] = [("Authorization", "Bearer s3cret")];
 
@@ -24,24 +24,15 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).unwrap()
 }
 
-const CONFIG: &str = r#"
-[[pool]]
-name = "demo"
-argv = ["@kennel", "worker", "demo", "--warmup", "100ms"]
-group = "web"
-startup = "parallel"
-sizing = { kind = "fixed", workers = 2 }
-
-[[pool]]
-name = "batch"
-argv = ["@kennel", "worker", "demo", "--warmup", "100ms"]
-startup = "parallel"
-sizing = { kind = "fixed", workers = 1 }
-"#;
-
 #[test]
 fn status_prints_each_pools_counts_and_one_row_per_worker() {
-    let server = Server::start("status", CONFIG, &LISTEN, &[], Stderr::Collected);
+    let server = Server::start(
+        "status",
+        &web_and_batch("100ms"),
+        &LISTEN,
+        &[],
+        Stderr::Collected,
+    );
     server.wait_count("demo", "idle", 2, &[]);
     server.wait_count("batch", "idle", 1, &[]);
     let code = server
@@ -118,7 +109,10 @@ fn status_prints_each_pools_counts_and_one_row_per_worker() {
 
 #[test]
 fn status_reads_the_address_and_token_from_the_config_and_says_when_it_is_refused() {
-    let config = format!("[server]\ntoken_env = \"KENNEL_STATUS_TOKEN\"\n{}", CONFIG);
+    let config = format!(
+        "[server]\ntoken_env = \"KENNEL_STATUS_TOKEN\"\n{}",
+        web_and_batch("100ms")
+    );
     let server = Server::start(
         "status-token",
         &config,

@@ -3,6 +3,8 @@
 //! shape `PUT` takes, its workers' rows, the status page and its token
 //! rule, and `/metrics` in a stable order with help for every family.
 
+mod routed;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
@@ -11,37 +13,16 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
-use kennel_server::config::{EvictionConfig, HumanDuration, PoolConfig, SizingConfig, StartupKind};
+use kennel_server::config::{EvictionConfig, HumanDuration};
 use kennel_server::ops::families::SERVICE_FAMILIES;
 use kennel_server::ops::workers::WorkersBody;
-use kennel_server::{AppState, Config, app, metrics};
+use kennel_server::{AppState, Config, app};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+use routed::{demo, kennel_bin, start, state_with};
+
 const LIMIT: Duration = Duration::from_secs(30);
-
-fn kennel_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_kennel"))
-}
-
-fn demo(name: &str, workers: usize) -> PoolConfig {
-    let mut p = PoolConfig::new(name, ["@kennel", "worker", "demo", "--warmup", "10ms"]);
-    p.startup = StartupKind::Parallel;
-    p.sizing = Some(SizingConfig::Fixed { workers });
-    p
-}
-
-async fn start(state: &AppState, pools: Vec<PoolConfig>) {
-    let mut config = Config::default();
-    config.pools = pools;
-    state.start_pools(&config, kennel_bin()).await.unwrap();
-}
-
-async fn state_with(pools: Vec<PoolConfig>) -> AppState {
-    let state = AppState::builder().metrics(metrics::install()).build();
-    start(&state, pools).await;
-    state
-}
 
 fn request(method: Method, uri: &str, body: impl Into<Body>) -> Request<Body> {
     Request::builder()

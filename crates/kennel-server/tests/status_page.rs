@@ -18,7 +18,7 @@ use chromiumoxide::browser::{Browser, BrowserConfig};
 use chromiumoxide::page::ScreenshotParams;
 use futures_util::StreamExt;
 use serde_json::Value;
-use served::{LIMIT, LISTEN, Server, Stderr};
+use served::{LIMIT, LISTEN, Server, Stderr, web_and_batch};
 
 const BEARER: [(&str, &str); 1] = [("Authorization", "Bearer s3cret")];
 
@@ -52,21 +52,6 @@ fn chromium(test: &str) -> Option<PathBuf> {
     }
     found
 }
-
-const CONFIG: &str = r#"
-[[pool]]
-name = "demo"
-argv = ["@kennel", "worker", "demo", "--warmup", "200ms"]
-group = "web"
-startup = "parallel"
-sizing = { kind = "fixed", workers = 2 }
-
-[[pool]]
-name = "batch"
-argv = ["@kennel", "worker", "demo", "--warmup", "200ms"]
-startup = "parallel"
-sizing = { kind = "fixed", workers = 1 }
-"#;
 
 /// A headless browser and the task that drives its connection; closed
 /// when dropped.
@@ -148,7 +133,13 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
     let Some(binary) = chromium(test) else {
         return;
     };
-    let server = Server::start("page", CONFIG, &LISTEN, &[], Stderr::Collected);
+    let server = Server::start(
+        "page",
+        &web_and_batch("200ms"),
+        &LISTEN,
+        &[],
+        Stderr::Collected,
+    );
     server.wait_count("demo", "idle", 2, &[]);
     server.wait_count("batch", "idle", 1, &[]);
     let chrome = Chromium::launch(&binary, "page").await;
@@ -319,7 +310,10 @@ async fn behind_a_token_the_page_asks_for_it_and_then_shows_the_pools() {
     let Some(binary) = chromium(test) else {
         return;
     };
-    let config = format!("[server]\ntoken_env = \"KENNEL_PAGE_TOKEN\"\n{}", CONFIG);
+    let config = format!(
+        "[server]\ntoken_env = \"KENNEL_PAGE_TOKEN\"\n{}",
+        web_and_batch("200ms")
+    );
     let server = Server::start(
         "page-token",
         &config,

@@ -340,6 +340,14 @@ pub fn demo_pool(name: &str, workers: usize) -> String {
     )
 }
 
+/// Two demo pools whose workers warm up in `warmup`: `demo` (2 workers,
+/// group `web`) and `batch` (1).
+pub fn web_and_batch(warmup: &str) -> String {
+    format!(
+        "[[pool]]\nname = \"demo\"\nargv = [\"@kennel\", \"worker\", \"demo\", \"--warmup\", \"{warmup}\"]\ngroup = \"web\"\nstartup = \"parallel\"\nsizing = {{ kind = \"fixed\", workers = 2 }}\n\n[[pool]]\nname = \"batch\"\nargv = [\"@kennel\", \"worker\", \"demo\", \"--warmup\", \"{warmup}\"]\nstartup = \"parallel\"\nsizing = {{ kind = \"fixed\", workers = 1 }}\n"
+    )
+}
+
 /// Every descendant of `pid`, from /proc.
 pub fn descendants(pid: u32) -> Vec<u32> {
     let mut parents: Vec<(u32, u32)> = Vec::new();
