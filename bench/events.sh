@@ -20,14 +20,9 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_RUN=${KENNEL_EVENTS_SECONDS:-10}
 SUBSCRIBERS=${KENNEL_EVENTS_SUBSCRIBERS:-500}
 
-say() { printf '%s\n' "$*" >&2; }
-die() { say "events.sh: FAILED: $*"; exit 1; }
+. bench/common.sh
 
-if ! command -v wrk >/dev/null 2>&1; then
-    say "== installing wrk"
-    apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y wrk >/dev/null 2>&1; } \
-        || die "wrk is missing and could not be installed"
-fi
+need_wrk
 
 say "== building target/release/kennel"
 cargo build --release --quiet -p kennel-server --bin kennel

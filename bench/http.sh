@@ -24,14 +24,9 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_RUN=${KENNEL_HTTP_SECONDS:-10}
 ROUNDS=${KENNEL_HTTP_ROUNDS:-1}
 
-say() { printf '%s\n' "$*" >&2; }
-die() { say "http.sh: FAILED: $*"; exit 1; }
+. bench/common.sh
 
-if ! command -v wrk >/dev/null 2>&1; then
-    say "== installing wrk"
-    apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y wrk >/dev/null 2>&1; } \
-        || die "wrk is missing and could not be installed"
-fi
+need_wrk
 
 say "== building target/release/kennel and the echo worker"
 # KENNEL_BIN: another build of kennel to measure (e.g. an earlier commit's).

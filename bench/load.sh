@@ -27,8 +27,7 @@ WRK_SECONDS=${KENNEL_LOAD_WRK_SECONDS:-5}
 RSS_LIMIT_MB=${KENNEL_LOAD_RSS_LIMIT_MB:-200}
 SLEEP_MS=20
 
-say() { printf '%s\n' "$*" >&2; }
-die() { say "load.sh: FAILED: $*"; exit 1; }
+. bench/common.sh
 
 say "== building target/release/kennel"
 cargo build --release --quiet -p kennel-server --bin kennel

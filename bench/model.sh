@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-say() { printf '%s\n' "$*" >&2; }
+. bench/common.sh
 VENV=target/model-venv
 if ! "$VENV/bin/python" -c "import rapidocr_onnxruntime, PIL" >/dev/null 2>&1; then
     say "== installing rapidocr-onnxruntime and pillow into $VENV"

@@ -19,8 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SECONDS_PER_RUN=${KENNEL_QUEUE_SECONDS:-10}
-say() { printf '%s\n' "$*" >&2; }
-die() { say "queue.sh: FAILED: $*"; exit 1; }
+. bench/common.sh
 
 command -v nats-server >/dev/null 2>&1 || die "nats-server is missing (.ci/run installs it)"
 command -v wrk >/dev/null 2>&1 || apt-get install -y wrk >/dev/null 2>&1 || die "wrk is missing"
