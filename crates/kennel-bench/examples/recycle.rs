@@ -15,6 +15,11 @@
 //! ```text
 //! cargo run --release -p kennel-bench --example recycle [SECONDS]
 //! ```
+//!
+//! With `RECYCLE_LOG=1` set, each run also prints to stderr its timeline:
+//! the pool's events and every wait over 60 ms, by the second of the run,
+//! which shows for each recycle whether the replacement was ready before
+//! the old worker left.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -110,10 +115,14 @@ async fn run(mode: Mode, seconds: u64) -> Outcome {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let counted = Arc::new(Mutex::new((0usize, 0usize, 0usize)));
+    let t0 = Instant::now();
+    let timeline = Arc::new(Mutex::new(Vec::<(Duration, String)>::new()));
     let watcher = {
         let counted = counted.clone();
+        let timeline = timeline.clone();
         tokio::spawn(async move {
             while let Ok(e) = events.recv().await {
+                timeline.lock().await.push((t0.elapsed(), format!("{e:?}")));
                 let mut c = counted.lock().await;
                 match e {
                     Event::Retired { .. } => c.0 += 1,
@@ -144,15 +153,30 @@ async fn run(mode: Mode, seconds: u64) -> Outcome {
                 .request(&json!({ "ms": ms }))
                 .await
                 .expect("an answer");
-            waited
+            (asked.duration_since(t0), waited)
         }));
     }
     let mut waits = Vec::with_capacity(jobs.len());
+    let mut asked = Vec::with_capacity(jobs.len());
     for j in jobs {
-        waits.push(j.await.expect("the job ran"));
+        let (at, waited) = j.await.expect("the job ran");
+        asked.push((at, waited));
+        waits.push(waited);
     }
     pool.close().await;
     watcher.abort();
+    if std::env::var_os("RECYCLE_LOG").is_some() {
+        let mut lines: Vec<(Duration, String)> = timeline.lock().await.clone();
+        for (at, w) in &asked {
+            if *w > Duration::from_millis(60) {
+                lines.push((*at, format!("wait {} ms", ms(*w))));
+            }
+        }
+        lines.sort_by_key(|l| l.0);
+        for (at, l) in lines {
+            eprintln!("{:>9.3} {l}", at.as_secs_f64());
+        }
+    }
     waits.sort_unstable();
     let q = |p: f64| waits[((waits.len() as f64 * p) as usize).min(waits.len() - 1)];
     let (recycles, surges, skipped) = *counted.lock().await;

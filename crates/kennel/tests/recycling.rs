@@ -258,3 +258,46 @@ async fn a_workers_row_says_what_it_said_of_itself_when_ready() {
         [Some("{\"fake\":0}".into()), Some("{\"fake\":1}".into())]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn workers_whose_last_jobs_fall_due_together_each_find_a_warm_replacement_in_time() {
+    // Two workers that started together serve jobs at the same pace and
+    // reach their 50th job at the same moment; one room of surge warms one
+    // replacement at a time, so the first must start a warm-up earlier
+    // than it alone would need for the second to be warm in time too.
+    let farm = Farm::with_warmup(secs(2));
+    let pool = fixed(&farm, Parallel, 2)
+        .max_jobs(50)
+        .max_surge(1)
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    advance(secs(2)).await;
+    for _ in 0..2 {
+        let p = pool.clone();
+        tokio::spawn(async move {
+            while p
+                .run(async |w: &mut Fake| w.work(ms(100)).await)
+                .await
+                .is_ok()
+            {}
+        });
+    }
+    // Through three rounds of recycles, checked at every step of 50 ms.
+    for _ in 0..400 {
+        advance(ms(50)).await;
+        let s = pool.stats();
+        assert!(s.idle + s.lent >= 2, "short during a recycle: {s:?}");
+        assert!(farm.alive() <= 3, "more than capacity + max_surge alive");
+    }
+    let all = drain(&mut events);
+    let by_jobs = retired(&all)
+        .iter()
+        .filter(|(_, r)| *r == RetireReason::MaxJobs)
+        .count();
+    assert!(by_jobs >= 6, "recycled: {by_jobs}");
+    // Each retirement had its surge; the last may still be warming.
+    let surges = count(&all, "worker:surging");
+    assert!((by_jobs..=by_jobs + 1).contains(&surges), "{all:?}");
+    assert_eq!(count(&all, "worker:respawned"), 0, "none retired first");
+}

@@ -15,6 +15,7 @@ mod close;
 mod effects;
 mod evict;
 mod guard;
+mod lead;
 mod lend;
 mod life;
 mod memory;

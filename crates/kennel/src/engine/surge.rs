@@ -205,26 +205,10 @@ impl<W: Worker> State<W> {
 
     /// A job came back to slot `i`'s worker, which has jobs left: start its
     /// replacement if its last job is due within the longest warm-up seen,
-    /// at the pace it has served them.
+    /// at the pace it has served them, or sooner when the workers due after
+    /// it need the room next ([`lead`](super::lead)).
     pub(crate) fn surge_ahead_of_jobs(&mut self, fx: &mut Effects<W>, i: usize, now: &mut Now) {
-        let ahead = self.warmups.ahead();
-        let due = match self.slots.state(i) {
-            SlotState::Lent { live } if self.slots.side(i).is_none() => {
-                let r = &live.record;
-                match (r.max_jobs, r.ready_after, r.replace, r.no_surge) {
-                    (Some(max), Some(ready_after), None, false) if r.jobs > 0 => {
-                        let ready_at = live.cell.started + ready_after;
-                        let served = now.get().saturating_duration_since(ready_at);
-                        let left = max.saturating_sub(r.jobs);
-                        let per_job = served.as_secs_f64() / r.jobs as f64;
-                        per_job * left as f64 <= ahead.as_secs_f64()
-                    }
-                    _ => false,
-                }
-            }
-            _ => false,
-        };
-        if due {
+        if matches!(self.slots.state(i), SlotState::Lent { .. }) && self.jobs_lead_reached(i, now) {
             self.want_surge(fx, i, RetireReason::MaxJobs);
         }
     }
