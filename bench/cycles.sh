@@ -24,6 +24,15 @@ if [ $# -ge 1 ]; then
     [ -d "$tree" ] || git worktree add --detach "$tree" "$1" >/dev/null
     mkdir -p "$tree/crates/kennel-bench/examples"
     cp crates/kennel-bench/examples/lend_cycles.rs "$tree/crates/kennel-bench/examples/"
+    # A commit from before the bench package's shared `Noop` gets the same
+    # worker written into the example.
+    if ! grep -q "pub struct Noop" "$tree/crates/kennel-bench/src/lib.rs"; then
+        {
+            echo "use kennel::{BoxError, ExitSignal, Exited, Killer, Worker};"
+            sed -n '/^pub struct Noop/,$p' crates/kennel-bench/src/lib.rs
+        } > "$tree/crates/kennel-bench/examples/noop.rs.in"
+        sed -i 's/^use kennel_bench::Noop;/include!("noop.rs.in");/' "$tree/crates/kennel-bench/examples/lend_cycles.rs"
+    fi
     there=$(count "$tree" "$PWD/target/cycles-target")
     echo "$1: $there instructions per lend + return"
 fi

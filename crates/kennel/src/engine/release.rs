@@ -56,16 +56,17 @@ impl<W: Worker> State<W> {
             job,
             memory,
         } = back;
-        // One look at the slot: whether the lease is its own, and the job
-        // counted (with whether the worker has now served all it may).
+        // One look at the slot: whether the lease is its own, and what its
+        // return decides on (the job counted with it).
         let ours = self.slots.edit(i, |s| match s {
-            SlotState::Lent { live } if Arc::ptr_eq(&live.cell, cell) => {
-                Some(job && count_job(live, held))
-            }
-            SlotState::LentGone { cell: c, .. } if Arc::ptr_eq(c, cell) => Some(false),
+            SlotState::Lent { live } if Arc::ptr_eq(&live.cell, cell) => Some(Look {
+                served_all: job && count_job(live, held),
+                replacing: live.record.replace.is_some(),
+            }),
+            SlotState::LentGone { cell: c, .. } if Arc::ptr_eq(c, cell) => Some(Look::default()),
             _ => None,
         });
-        let Some(served_all) = ours else {
+        let Some(look) = ours else {
             // The slot moved on (cannot happen by invariant 2); end the worker.
             fx.kill(cell.killer.clone());
             fx.add().drops.push(worker);
@@ -120,15 +121,19 @@ impl<W: Worker> State<W> {
             Outcome::Returned if i >= self.slots.capacity() => Some(RetireReason::Reconfigured),
             // Never cut short; replaced when it comes back.
             Outcome::Returned if self.live_expired(i, now) => Some(RetireReason::Lifetime),
-            Outcome::Returned if served_all => Some(RetireReason::MaxJobs),
+            Outcome::Returned if look.served_all => Some(RetireReason::MaxJobs),
             // Its replacement is warm: it takes the slot now.
-            Outcome::Returned if self.warm_replacement(i).is_some() => self.warm_replacement(i),
+            Outcome::Returned if look.replacing && self.warm_replacement(i).is_some() => {
+                self.warm_replacement(i)
+            }
             Outcome::Returned if over_memory => {
                 (!self.replace_later(fx, i, RetireReason::MaxMemory))
                     .then_some(RetireReason::MaxMemory)
             }
             // Over an unknown deadline, and its replacement failed.
-            Outcome::Returned if self.retire_when_free(i).is_some() => self.retire_when_free(i),
+            Outcome::Returned if look.replacing && self.retire_when_free(i).is_some() => {
+                self.retire_when_free(i)
+            }
             Outcome::Returned => {
                 if job && self.opts.max_surge > 0 && self.opts.max_jobs.is_some() {
                     self.surge_ahead_of_jobs(fx, i, now);
@@ -233,6 +238,15 @@ impl<W: Worker> State<W> {
         };
         Some(fx.wake_on(When::On(after), wake))
     }
+}
+
+/// What a return decides on, read in its one look at the slot.
+#[derive(Debug, Default, Clone, Copy)]
+struct Look {
+    /// The worker has served the jobs it may (`max_jobs`).
+    served_all: bool,
+    /// A replacement is on its way for it, or waits for room to (`max_surge`).
+    replacing: bool,
 }
 
 /// Counts a job served by a lent worker (and ends its slow-job timer);

@@ -103,8 +103,11 @@ impl<W> Slots<W> {
                     rest: Rest::Wanted, ..
                 } = placeholder
                 {
-                    // It holds nothing: no drop to run (the common case,
-                    // kept off the lend and return path).
+                    // It holds nothing: no drop to run. The drop of a
+                    // slot state is a call the compiler does not inline;
+                    // skipping it for the placeholder saves 33 of the
+                    // ~1,160 instructions of a lend + return (measured with
+                    // bench/cycles.sh; an `Option` state cost 26 more).
                     std::mem::forget(placeholder);
                 }
                 if old_kind != new_kind {
