@@ -8,7 +8,7 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use crate::builder::PoolBuilder;
-use crate::dispatch::Lending;
+use crate::dispatch::{Granted, Lending};
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::event::Event;
@@ -148,11 +148,14 @@ impl<W: Worker> Pool<W> {
     /// the job from the queue; a worker that was handed to it meanwhile goes
     /// back to the pool, and a warm-up it caused goes on for the next job.
     pub async fn lend(&self) -> Result<Lease<W>, Error> {
-        self.lend_queued(true)
-            .await?
-            .ok_or_else(|| Error::Rejected {
+        // One `async` layer, not `lend_queued`'s two: every lend polls it.
+        let mut lending = Lending::new(self.engine(), true);
+        match std::future::poll_fn(|cx| lending.poll(cx)).await? {
+            Some(granted) => Ok(self.leased(&lending, granted)),
+            None => Err(Error::Rejected {
                 reason: crate::error::RejectReason::QueueFull,
-            })
+            }),
+        }
     }
 
     /// As [`lend`](Pool::lend), waiting at most `wait` for a worker.
@@ -192,24 +195,24 @@ impl<W: Worker> Pool<W> {
     }
 
     async fn lend_queued(&self, queue: bool) -> Result<Option<Lease<W>>, Error> {
+        let mut lending = Lending::new(self.engine(), queue);
+        let granted = std::future::poll_fn(|cx| lending.poll(cx)).await?;
+        Ok(granted.map(|granted| self.leased(&lending, granted)))
+    }
+
+    /// The lease of a worker `lending` was granted; counts the lend.
+    fn leased(&self, lending: &Lending<'_, W>, granted: Granted<W>) -> Lease<W> {
         let engine = self.engine();
-        let mut lending = Lending::new(engine, queue);
-        let (granted, since, waited) = match std::future::poll_fn(|cx| lending.poll(cx)).await? {
-            None => return Ok(None),
-            Some(granted) => {
-                let since = lending
-                    .timing
-                    .then(|| granted.at.unwrap_or_else(Instant::now));
-                let waited = match (since, lending.asked) {
-                    (Some(since), Some(asked)) => Some(since.saturating_duration_since(asked)),
-                    (Some(_), None) => Some(Duration::ZERO),
-                    _ => None,
-                };
-                (granted, since, waited)
-            }
+        let since = lending
+            .timing
+            .then(|| granted.at.unwrap_or_else(Instant::now));
+        let waited = match (since, lending.asked) {
+            (Some(since), Some(asked)) => Some(since.saturating_duration_since(asked)),
+            (Some(_), None) => Some(Duration::ZERO),
+            _ => None,
         };
         engine.metrics.lent(waited);
-        Ok(Some(Lease::new(engine.clone(), granted, since)))
+        Lease::new(engine.clone(), granted, since)
     }
 
     /// Lends a worker to `job` and returns what the job returns.

@@ -75,6 +75,7 @@ impl Order {
     /// The lending order for a job. With `new_worker` false only an idle
     /// worker counts (the job is already bound to a starting one);
     /// `may_start` asks the sizing whether a new worker may start now.
+    #[inline]
     pub(crate) fn choose<W>(
         &mut self,
         slots: &Slots<W>,
@@ -96,12 +97,15 @@ impl Order {
                 i
             }
         };
-        if let Some(i) = idle {
-            return Choice::Idle(i);
+        match idle {
+            Some(i) => Choice::Idle(i),
+            None if new_worker => Self::choose_new(slots, may_start),
+            None => Choice::Queue,
         }
-        if !new_worker {
-            return Choice::Queue;
-        }
+    }
+
+    /// No worker is idle: a starting one nobody awaits, or a new one.
+    fn choose_new<W>(slots: &Slots<W>, may_start: impl FnOnce() -> bool) -> Choice {
         if let Some(i) = unawaited_starting(slots) {
             return Choice::Starting(i);
         }

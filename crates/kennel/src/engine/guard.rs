@@ -10,30 +10,27 @@ use crate::metrics::PoolMetrics;
 /// the shell ([`Engine::act`](super::Engine::act)) once the lock is
 /// released; a lock session outside the shell leaves it for the next one.
 pub(crate) struct StateGuard<'a, W> {
-    /// `None` only inside `drop`.
-    pub(super) guard: Option<MutexGuard<'a, State<W>>>,
+    pub(super) guard: MutexGuard<'a, State<W>>,
     pub(super) metrics: &'a PoolMetrics,
 }
 
 impl<W> std::ops::Deref for StateGuard<'_, W> {
     type Target = State<W>;
     fn deref(&self) -> &State<W> {
-        self.guard.as_ref().expect("held until dropped")
+        &self.guard
     }
 }
 
 impl<W> std::ops::DerefMut for StateGuard<'_, W> {
     fn deref_mut(&mut self) -> &mut State<W> {
-        self.guard.as_mut().expect("held until dropped")
+        &mut self.guard
     }
 }
 
 impl<W> Drop for StateGuard<'_, W> {
     fn drop(&mut self) {
-        let Some(mut guard) = self.guard.take() else {
-            return;
-        };
-        let st = &mut *guard;
+        // The lock is released after this, as the guard field drops.
+        let st = &mut *self.guard;
         if st.metrics {
             let stats = st.stats();
             self.metrics.publish(&stats, &mut st.published);

@@ -253,7 +253,15 @@ impl<W: Worker> State<W> {
 
     /// Gives waiting jobs what the pool has: idle workers, unawaited starting
     /// workers, empty running slots. `now` is the time if the caller read it.
+    #[inline]
     pub(crate) fn pump(&mut self, fx: &mut Effects<W>, now: Option<Instant>) {
+        // Looked at after every return: no call when no job waits.
+        if !self.waiters.is_empty() && !self.closed {
+            self.pump_waiting(fx, now);
+        }
+    }
+
+    fn pump_waiting(&mut self, fx: &mut Effects<W>, now: Option<Instant>) {
         while !self.waiters.is_empty() && !self.closed {
             if self.jobs_covered_by_probes() {
                 // The freed workers go to them when their probes pass.

@@ -125,7 +125,7 @@ impl<W: Worker> Engine<W> {
     /// changed are set.
     pub(crate) fn lock(&self) -> StateGuard<'_, W> {
         StateGuard {
-            guard: Some(self.state.lock()),
+            guard: self.state.lock(),
             metrics: &self.metrics,
         }
     }
