@@ -18,37 +18,33 @@ impl<W: Worker> State<W> {
     /// empty). The old worker leaves through the side. False when there is
     /// no replacement.
     pub(crate) fn swap_in(&mut self, fx: &mut Effects<W>, i: usize) -> bool {
-        let side = self.slots.set_side(i, |s| match s {
-            Some(side) if side.is_surge() => (None, Some(side)),
-            other => (other, None),
-        });
-        let Some(side) = side else {
-            return false;
-        };
-        let old_generation = self.slots.generation(i);
-        let (next, generation, warm) = match *side {
-            Side::Warming {
+        // Only a replacement takes the slot; a worker leaving stays put.
+        let taken = self.slots.set_side(i, |s| match s.map(|side| *side) {
+            Some(Side::Warming {
                 generation,
                 live,
                 warmup,
                 ..
-            } => (
-                SlotState::Starting {
+            }) => {
+                let next = SlotState::Starting {
                     awaited_by: None,
                     live,
                     warmup,
-                },
-                generation,
-                None,
-            ),
-            Side::Warm {
+                };
+                (None, Some((next, generation, None)))
+            }
+            Some(Side::Warm {
                 generation,
                 worker,
                 live,
                 ..
-            } => (SlotState::Lent { live }, generation, Some(worker)),
-            Side::Leaving { .. } => unreachable!("only a surge is taken"),
+            }) => (None, Some((SlotState::Lent { live }, generation, Some(worker)))),
+            other => (other.map(Box::new), None),
+        });
+        let Some((next, generation, warm)) = taken else {
+            return false;
         };
+        let old_generation = self.slots.generation(i);
         let old = self
             .slots
             .apply(i, |old| Step::To(next, old))
