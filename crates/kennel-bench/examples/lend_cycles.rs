@@ -9,10 +9,21 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(100_000);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    // `KENNEL_CYCLES_THREADS=2`: on a runtime of 2 worker threads, as the
+    // lend bench runs.
+    let rt = match std::env::var("KENNEL_CYCLES_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+    {
+        Some(threads) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build(),
+        None => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+    }
+    .unwrap();
     // In a task, as jobs run: a lease dropped outside any task costs a
     // look for the runtime's handle more (see docs/BENCHMARKS.md).
     let in_task = std::env::var_os("KENNEL_CYCLES_BLOCK_ON").is_none();

@@ -38,7 +38,10 @@ impl<W: Worker> State<W> {
                 worker,
                 live,
                 ..
-            }) => (None, Some((SlotState::Lent { live }, generation, Some(worker)))),
+            }) => (
+                None,
+                Some((SlotState::Lent { live }, generation, Some(worker))),
+            ),
             other => (other.map(Box::new), None),
         });
         let Some((next, generation, warm)) = taken else {
