@@ -83,21 +83,7 @@ fn echo(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(5));
     group.throughput(criterion::Throughput::Elements(ECHOES as u64));
 
-    let pool = rt.block_on(async {
-        let spec = spec.clone();
-        let pool = Pool::builder(move |_| {
-            let spec = spec.clone();
-            async move { spec.spawn() }
-        })
-        .startup(Parallel)
-        .sizing(Fixed(1))
-        .build()
-        .unwrap();
-        while pool.stats().idle < 1 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        pool
-    });
+    let pool = rt.block_on(kennel_bench::echo_pool(spec.clone()));
     group.bench_function("kennel", |b| {
         b.to_async(&rt).iter_custom(|iters| {
             let (pool, request) = (pool.clone(), request.clone());

@@ -12,9 +12,6 @@
 //!
 //! Prints `allocs/tree: per_job=…` and `allocs/bytes: per_job=…`.
 
-use std::time::Duration;
-
-use kennel::{Fixed, Parallel, Pool};
 use kennel_process::{Coprocess, CoprocessSpec, JsonBytes};
 
 #[global_allocator]
@@ -33,18 +30,7 @@ fn main() {
     let _counting = dhat::Profiler::builder().testing().build();
     let allocs = || dhat::HeapStats::get().total_blocks;
     rt.block_on(async move {
-        let spec = CoprocessSpec::new([worker]);
-        let pool = Pool::builder(move |_| {
-            let spec = spec.clone();
-            async move { spec.spawn() }
-        })
-        .startup(Parallel)
-        .sizing(Fixed(1))
-        .build()
-        .expect("a pool");
-        while pool.stats().idle < 1 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let pool = kennel_bench::echo_pool(CoprocessSpec::new([worker])).await;
         for _ in 0..200 {
             let job = JsonBytes::new(BODY.as_bytes()).expect("JSON");
             pool.run(async |w: &mut Coprocess| w.request_bytes(&job, None).await)

@@ -11,7 +11,6 @@
 
 use std::time::{Duration, Instant};
 
-use kennel::{Fixed, Parallel, Pool};
 use kennel_process::{Coprocess, CoprocessSpec};
 
 /// The body `bench/http.sh` posts.
@@ -27,18 +26,7 @@ fn main() {
         .build()
         .expect("a runtime");
     rt.block_on(async move {
-        let spec = CoprocessSpec::new([worker]);
-        let pool = Pool::builder(move |_| {
-            let spec = spec.clone();
-            async move { spec.spawn() }
-        })
-        .startup(Parallel)
-        .sizing(Fixed(1))
-        .build()
-        .expect("a pool");
-        while pool.stats().idle < 1 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let pool = kennel_bench::echo_pool(CoprocessSpec::new([worker])).await;
         let request: serde_json::Value = serde_json::from_str(BODY).expect("JSON");
         let mut times = Vec::with_capacity(jobs);
         for i in 0..jobs + jobs / 10 {

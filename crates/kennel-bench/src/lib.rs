@@ -33,3 +33,31 @@ impl Worker for Noop {
         self.signal.killer()
     }
 }
+
+/// A pool of one `Coprocess` of `spec`, started at once, once its worker is
+/// ready: the echo benches' pool.
+///
+/// # Panics
+///
+/// If the pool cannot be built (its options are fixed here).
+///
+/// # Cancel safety
+///
+/// Dropping the future while it waits for the worker drops the pool, which
+/// ends the worker.
+pub async fn echo_pool(
+    spec: kennel_process::CoprocessSpec,
+) -> kennel::Pool<kennel_process::Coprocess> {
+    let pool = kennel::Pool::builder(move |_| {
+        let spec = spec.clone();
+        async move { spec.spawn() }
+    })
+    .startup(kennel::Parallel)
+    .sizing(kennel::Fixed(1))
+    .build()
+    .expect("a pool of one worker");
+    while pool.stats().idle < 1 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    pool
+}
