@@ -183,16 +183,7 @@ impl<W: Worker> State<W> {
         let gone = self.slots.set_side(i, |s| match s.map(|b| *b) {
             Some(Side::Warming {
                 generation, live, ..
-            }) => {
-                let leaving = live.map(|l| {
-                    fx.kill(l.cell.killer.clone());
-                    Box::new(Side::Leaving {
-                        generation,
-                        cell: l.cell,
-                    })
-                });
-                (leaving, true)
-            }
+            }) => (killed_warming(fx, generation, live), true),
             other => (other.map(Box::new), false),
         });
         if !gone {
@@ -275,16 +266,7 @@ impl<W: Worker> State<W> {
         self.slots.set_side(i, |s| match s.map(|b| *b) {
             Some(Side::Warming {
                 generation, live, ..
-            }) => {
-                let leaving = live.map(|l| {
-                    fx.kill(l.cell.killer.clone());
-                    Box::new(Side::Leaving {
-                        generation,
-                        cell: l.cell,
-                    })
-                });
-                (leaving, ())
-            }
+            }) => (killed_warming(fx, generation, live), ()),
             Some(Side::Warm {
                 generation,
                 worker,
@@ -317,4 +299,21 @@ impl<W: Worker> State<W> {
     pub(crate) fn any_side(&self) -> bool {
         (0..self.slots.len()).any(|i| self.slots.side(i).is_some())
     }
+}
+
+/// A warming replacement given up: a worker already made is killed and
+/// leaves through the side until its exit is seen; one not made yet leaves
+/// nothing.
+fn killed_warming<W>(
+    fx: &mut Effects<W>,
+    generation: u64,
+    live: Option<Live>,
+) -> Option<Box<Side<W>>> {
+    live.map(|l| {
+        fx.kill(l.cell.killer.clone());
+        Box::new(Side::Leaving {
+            generation,
+            cell: l.cell,
+        })
+    })
 }
