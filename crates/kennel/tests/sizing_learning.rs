@@ -382,6 +382,50 @@ async fn windows_count_only_while_every_running_worker_is_ready() {
     assert!(*at >= secs(126), "first step at {at:?}:\n{}", show(&steps));
 }
 
+/// The share of the samples from `from` on at `size`.
+fn share_at(record: &Record, from: Duration, size: usize) -> f64 {
+    let sizes = record.sizes_since(from);
+    sizes.iter().filter(|&&s| s == size).count() as f64 / sizes.len().max(1) as f64
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_trial_ends_as_soon_as_its_jobs_show_that_it_cannot_pay() {
+    // Two cores that two workers keep busy, jobs of 1 s ± 30%: one worker
+    // serves half as many, and a full window would take 20 of its jobs.
+    let curve = Curve {
+        work: secs(1),
+        jitter: 0.3,
+        ..Curve::cores(2.0)
+    };
+    let machine = Machine::new(curve, 15);
+    let farm = Farm::new();
+    let two_cores = TestComputer::new(2, 64 * GIB);
+    let pool = build(&farm, HillClimbing::new(2 * GIB, two_cores).seed(15));
+    let (record, _e, _s) = Record::start(&pool);
+    let _load = Load::start(&pool, &machine, 4, 4);
+    run_for(mins(10)).await;
+    let steps = record.steps();
+    assert!(steps.len() >= 3, "{}", show(&steps));
+    for (_, s) in &steps {
+        assert_eq!((s.from, s.tried, s.to), (2, 1, 2), "{}", show(&steps));
+        let jobs: u32 = s
+            .figures
+            .split("the trial showed it after ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("not ended early: {}", s.figures));
+        assert!(jobs < 10, "{}", s.figures);
+    }
+    let at_one = share_at(&record, mins(1), 1);
+    assert!(
+        at_one <= 0.1,
+        "{:.0}% of the time at 1:\n{}",
+        at_one * 100.0,
+        show(&steps)
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_step_down_keeps_workers_alive_and_a_step_up_uses_them_first() {
     let machine = Machine::new(Curve::cores(6.0), 12);

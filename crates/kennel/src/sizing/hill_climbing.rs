@@ -3,6 +3,7 @@ use std::time::Duration;
 use super::memory::Memory;
 use super::rule::{Measured, Rule, percent};
 use super::step::Stepper;
+use super::window::Measure;
 use super::{SizePlan, Sizing, SizingDecision, SizingInput, SizingView, Verdict};
 use crate::computer::Computer;
 use crate::error::BuildError;
@@ -165,13 +166,25 @@ impl Rule for Climb {
         }
     }
 
+    /// A trial of one more that cannot reach +10% over the window before it
+    /// does not pay, and a trial of one fewer that the window before it beats
+    /// by +10% leaves the top worker paying, whatever the window after says.
+    fn decided(&self, from: usize, tried: usize, before: &Measure, fastest: f64) -> bool {
+        let need = 1.0 + GAIN;
+        let before = before.jobs_per_sec();
+        if tried > from {
+            fastest < need * before
+        } else {
+            before >= need * fastest
+        }
+    }
+
     fn moved(&mut self, _from: usize, _to: usize, _step: Option<&Measured>) {}
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sizing::window::Measure;
 
     fn step(from: usize, tried: usize, rates: [f64; 3]) -> Measured {
         let m = |size: usize, rate: f64| Measure {
@@ -205,6 +218,28 @@ mod tests {
         assert_eq!(judge(step(6, 5, [10.5, 10.0, 11.5])), Verdict::Pays);
         assert_eq!(Climb.down(1), None);
         assert_eq!(Climb.down(6), Some(5));
+    }
+
+    #[test]
+    fn a_trial_is_decided_early_only_where_no_window_after_could_change_it() {
+        let before = Measure {
+            size: 2,
+            jobs: 20,
+            job_time: 1.0,
+        };
+        // 2 jobs/s at 2. One fewer at 1.8 jobs/s at the most: 2 gives +11%
+        // over it whatever comes after, so the second worker pays.
+        assert!(Climb.decided(2, 1, &before, 1.8));
+        assert!(
+            !Climb.decided(2, 1, &before, 1.85),
+            "only +8%: the window after decides"
+        );
+        // One more at 2.1 jobs/s at the most cannot add +10%.
+        assert!(Climb.decided(2, 3, &before, 2.1));
+        assert!(
+            !Climb.decided(2, 3, &before, 2.3),
+            "it may pay: the window after decides"
+        );
     }
 
     #[test]

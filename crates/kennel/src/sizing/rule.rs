@@ -45,6 +45,16 @@ pub(crate) trait Rule: Send + fmt::Debug + 'static {
     /// Also returns the figures, in words.
     fn judge(&mut self, step: &Measured) -> (Verdict, String);
 
+    /// Whether a trial's verdict is already known from the window before it
+    /// (at `from`, measured `before`) and the trial's jobs so far, whatever
+    /// the window after it measures: `fastest` is the most jobs per second
+    /// the trial's jobs allow at two standard errors. Then the trial ends
+    /// early. By default never.
+    fn decided(&self, from: usize, tried: usize, before: &Measure, fastest: f64) -> bool {
+        let _ = (from, tried, before, fastest);
+        false
+    }
+
     /// The size moved from `from` to `to`, after `step`, or forced by memory
     /// (`None`).
     fn moved(&mut self, from: usize, to: usize, step: Option<&Measured>);

@@ -33,7 +33,7 @@ use super::memory::Memory;
 use super::pause::Pause;
 use super::rule::{Measured, Rule};
 use super::verdict::Course;
-use super::window::{Measure, Window, Windows};
+use super::window::{Measure, QUICK_JOBS, Window, Windows};
 use super::{SizePlan, SizingDecision, SizingInput, SizingStep, SizingTrial, SizingView, Verdict};
 use crate::error::BuildError;
 
@@ -75,6 +75,9 @@ pub(crate) struct Stepper<R> {
     /// The spread of job times (coefficient of variation) of the last two
     /// windows, the latest first: quick windows take the larger.
     spreads: [Option<f64>; 2],
+    /// The jobs after which the trial in progress showed its verdict, when
+    /// it ended early.
+    settled_after: Option<u32>,
 }
 
 impl<R: Rule> Stepper<R> {
@@ -94,6 +97,7 @@ impl<R: Rule> Stepper<R> {
             course: Course::default(),
             pause: Pause::new(),
             spreads: [None; 2],
+            settled_after: None,
         }
     }
 
@@ -149,6 +153,7 @@ impl<R: Rule> Stepper<R> {
         self.course = Course::default();
         self.pause.start();
         self.spreads = [None; 2];
+        self.settled_after = None;
         Ok(plan)
     }
 
@@ -181,7 +186,7 @@ impl<R: Rule> Stepper<R> {
                 let (jobs, time) = self.needs();
                 let window = self.window.get_or_insert_with(|| Window::new(start));
                 window.add(now, took);
-                if window.is_done(now, jobs, time) {
+                if window.is_done(now, jobs, time) || self.trial_settled(now) {
                     self.close_window(view, &mut decision);
                 }
             }
@@ -208,6 +213,35 @@ impl<R: Rule> Stepper<R> {
             [a, None] => a,
             [None, b] => b,
         }
+    }
+
+    /// Whether the trial in progress has shown its verdict already, so that
+    /// it ends: with quick windows, once it has the jobs and time of the
+    /// shortest quick window and the rule says that no window after it
+    /// could change the verdict, even were the trial's jobs two standard
+    /// errors faster than they were (with the larger of their own spread
+    /// and the known one).
+    fn trial_settled(&mut self, now: Instant) -> bool {
+        let (Phase::Trial(tried), Some(before), Some(window)) =
+            (self.phase, self.before.as_ref(), self.window.as_ref())
+        else {
+            return false;
+        };
+        let w = self.windows;
+        if !w.quick || !window.is_done(now, QUICK_JOBS.min(w.min_jobs), w.min_time) {
+            return false;
+        }
+        let Some(own) = window.spread() else {
+            return false;
+        };
+        let cv = self.spread().map_or(own, |known| known.max(own));
+        let settled = window
+            .fastest(tried, cv)
+            .is_some_and(|fastest| self.rule.decided(self.cur, tried, before, fastest));
+        if settled {
+            self.settled_after = Some(window.measure(tried).jobs);
+        }
+        settled
     }
 
     /// Jobs and time the window in progress needs.
@@ -278,6 +312,7 @@ impl<R: Rule> Stepper<R> {
             Phase::After(trial) => {
                 let (Some(before), Some(measured_trial)) = (self.before.take(), self.trial.take())
                 else {
+                    self.settled_after = None;
                     self.phase = Phase::Before;
                     self.window = Some(Window::new(now));
                     return;
@@ -312,6 +347,9 @@ impl<R: Rule> Stepper<R> {
 
     fn finish_step(&mut self, step: &Measured, now: Instant, decision: &mut SizingDecision) {
         let (verdict, mut figures) = self.rule.judge(step);
+        if let Some(jobs) = self.settled_after.take() {
+            figures.push_str(&format!(" (the trial showed it after {jobs} jobs)"));
+        }
         let to = self.course.after(step, verdict, &mut figures);
         decision
             .steps
@@ -374,6 +412,7 @@ impl<R: Rule> Stepper<R> {
         self.phase = Phase::Before;
         self.before = None;
         self.trial = None;
+        self.settled_after = None;
         self.course = Course::default();
         self.pause.reset();
         self.resize(to, view.now, decision);

@@ -146,6 +146,16 @@ impl Window {
         Some(variance.sqrt() / mean)
     }
 
+    /// The most jobs per second at `size` that the jobs counted allow: their
+    /// mean time less two standard errors for the spread `cv`. `None` while
+    /// no job counted or the margin leaves no bound.
+    pub(super) fn fastest(&self, size: usize, cv: f64) -> Option<f64> {
+        let n = f64::from(self.jobs);
+        let mean = self.total.as_secs_f64() / n.max(1.0);
+        let margin = STANDARD_ERRORS * cv / n.sqrt();
+        (self.jobs > 0 && mean > 0.0 && margin < 1.0).then(|| size as f64 / (mean * (1.0 - margin)))
+    }
+
     pub(super) fn measure(&self, size: usize) -> Measure {
         Measure {
             size,
@@ -220,6 +230,20 @@ mod tests {
         assert_eq!(off.jobs(Some(0.0)), MIN_JOBS);
         let small = Windows { min_jobs: 3, ..w };
         assert_eq!(small.jobs(Some(0.0)), 3);
+    }
+
+    #[test]
+    fn the_fastest_rate_a_window_allows_is_its_mean_less_two_standard_errors() {
+        let start = Instant::now();
+        let mut window = Window::new(start);
+        assert_eq!(window.fastest(1, 0.1), None, "no job yet");
+        for i in 1..=4 {
+            window.add(start + i * 1000 * MS, 1000 * MS);
+        }
+        // 4 jobs of 1 s at 2 workers, spread 0.1: 2 / (1 × (1 - 2 × 0.1 / 2)).
+        let fastest = window.fastest(2, 0.1).unwrap();
+        assert!((fastest - 2.0 / 0.9).abs() < 1e-9, "{fastest}");
+        assert_eq!(window.fastest(2, 1.0), None, "a margin of the whole mean");
     }
 
     #[test]

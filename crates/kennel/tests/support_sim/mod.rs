@@ -2,8 +2,8 @@
 //!
 //! A [`Machine`] has a few cores that the pool's workers share: with `n` jobs
 //! running at once, a job takes `work × max(1, n / cores) × (1 + contention ×
-//! max(0, n - cores))`, times a seeded jitter of ±5%. Throughput rises
-//! linearly up to `cores` workers and falls after, so with 6 cores the best
+//! max(0, n - cores))`, times a seeded jitter (±5% unless the curve says).
+//! Throughput rises linearly up to `cores` workers and falls after, so with 6 cores the best
 //! size is 6; a job's time stays within 1.5 × its time with 2 workers up to 7
 //! workers (contention 0.1). [`Load`] drives a pool with clients that each run
 //! one job after another; the test sets how many are active. [`Record`] keeps
@@ -28,15 +28,18 @@ pub struct Curve {
     pub cores: f64,
     pub contention: f64,
     pub work: Duration,
+    /// How far a job's time strays either way, as a fraction (uniform).
+    pub jitter: f64,
 }
 
 impl Curve {
-    /// `cores` cores, contention 0.1, half a second of work per job.
+    /// `cores` cores, contention 0.1, half a second of work per job, ±5%.
     pub fn cores(cores: f64) -> Self {
         Self {
             cores,
             contention: 0.1,
             work: Duration::from_millis(500),
+            jitter: 0.05,
         }
     }
 
@@ -106,7 +109,8 @@ impl Machine {
         let took = {
             let mut st = self.state.lock().unwrap();
             st.running += 1;
-            let jitter = st.rng.random_range(0.95..1.05);
+            let j = st.curve.jitter;
+            let jitter = st.rng.random_range(1.0 - j..1.0 + j);
             st.curve.job_time(st.running).mul_f64(jitter)
         };
         tokio::time::sleep(took).await;
