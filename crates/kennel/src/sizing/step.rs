@@ -33,7 +33,7 @@ use super::memory::Memory;
 use super::pause::Pause;
 use super::rule::{Measured, Rule};
 use super::verdict::Course;
-use super::window::{Measure, QUICK_JOBS, Window, Windows};
+use super::window::{Measure, SETTLE_JOBS, Window, Windows};
 use super::{SizePlan, SizingDecision, SizingInput, SizingStep, SizingTrial, SizingView, Verdict};
 use crate::error::BuildError;
 
@@ -216,25 +216,25 @@ impl<R: Rule> Stepper<R> {
     }
 
     /// Whether the trial in progress has shown its verdict already, so that
-    /// it ends: with quick windows, once it has the jobs and time of the
-    /// shortest quick window and the rule says that no window after it
-    /// could change the verdict, even were the trial's jobs two standard
-    /// errors faster than they were (with the larger of their own spread
-    /// and the known one).
+    /// it ends: with quick windows and the spread of job times known from
+    /// the windows before, once it has [`SETTLE_JOBS`] jobs and `min_time`
+    /// and the rule says that no window after it could change the verdict,
+    /// even were the trial's jobs two standard errors faster than they were
+    /// (with the larger of their own spread and the known one).
     fn trial_settled(&mut self, now: Instant) -> bool {
-        let (Phase::Trial(tried), Some(before), Some(window)) =
-            (self.phase, self.before.as_ref(), self.window.as_ref())
-        else {
+        let (Phase::Trial(tried), Some(before), Some(window), Some(known)) = (
+            self.phase,
+            self.before.as_ref(),
+            self.window.as_ref(),
+            self.spread(),
+        ) else {
             return false;
         };
         let w = self.windows;
-        if !w.quick || !window.is_done(now, QUICK_JOBS.min(w.min_jobs), w.min_time) {
+        if !w.quick || !window.is_done(now, SETTLE_JOBS.min(w.min_jobs), w.min_time) {
             return false;
         }
-        let Some(own) = window.spread() else {
-            return false;
-        };
-        let cv = self.spread().map_or(own, |known| known.max(own));
+        let cv = window.spread().map_or(known, |own| own.max(known));
         let settled = window
             .fastest(tried, cv)
             .is_some_and(|fastest| self.rule.decided(self.cur, tried, before, fastest));

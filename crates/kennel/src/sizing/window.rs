@@ -31,6 +31,9 @@ pub(crate) const MIN_JOBS: u32 = 20;
 pub(crate) const MIN_TIME: Duration = Duration::from_secs(2);
 /// Jobs a quick window counts at least.
 pub(crate) const QUICK_JOBS: u32 = 5;
+/// Jobs a trial counts at least before its jobs may settle its verdict (with
+/// the spread of job times known from the windows before it).
+pub(crate) const SETTLE_JOBS: u32 = 3;
 /// The precision a quick window's mean job time has: ±5%, half the gain a
 /// worker must add, at two standard errors.
 const PRECISION: f64 = 0.05;
