@@ -30,7 +30,8 @@ pub struct LearningConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window_time: Option<HumanDuration>,
     /// `quick_windows`: windows of the jobs that measure ±5% once the
-    /// spread is known (default true).
+    /// spread is known, and trials that end once their jobs settle them
+    /// (default true).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quick_windows: Option<bool>,
     /// `min_pause`: the first pause after a step that changes nothing, in

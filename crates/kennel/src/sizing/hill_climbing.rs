@@ -27,6 +27,9 @@ const GAIN: f64 = 0.10;
 /// - A step down shows the top worker does not pay when neither window around
 ///   it has 10% more than the trial. After two such steps in a row, one
 ///   worker goes.
+/// - A trial whose verdict its jobs have settled ends early: one fewer that
+///   the window before beats by 10% even at two standard errors, one more
+///   that cannot reach 10% over it (quick windows on, 3 jobs at the least).
 /// - A step with fewer keeps the workers alive (kept), so a later step up
 ///   costs no warm-up. A step up is tried only when one more worker's memory
 ///   is free.
@@ -81,8 +84,9 @@ impl HillClimbing {
 
     /// Whether a window needs only the jobs that measure its mean job time
     /// to ±5% once the spread of job times is known (`(2 × cv / 0.05)²`, at
-    /// least 5, at most the window's `min_jobs`; `min_time` still holds).
-    /// On by default; off, every window counts `min_jobs`.
+    /// least 5, at most the window's `min_jobs`; `min_time` still holds),
+    /// and a trial ends once its jobs have settled its verdict (3 jobs at
+    /// the least). On by default; off, every window counts `min_jobs`.
     #[must_use]
     pub fn quick_windows(mut self, on: bool) -> Self {
         self.stepper.set_quick_windows(on);
