@@ -3,6 +3,7 @@
 use super::effects::Effects;
 use super::state::State;
 use crate::event::Event;
+use crate::slot::Held;
 use crate::slot::{EndReason, SlotState, transitions as t};
 use crate::worker::Worker;
 
@@ -83,8 +84,11 @@ impl<W: Worker> State<W> {
     pub(crate) fn kill_lent(&self, fx: &mut Effects<W>) {
         self.kill_sides(fx);
         for s in self.slots.states(self.slots.len()) {
-            if let SlotState::Lent { .. } | SlotState::LentGone { .. } | SlotState::Closing { .. } =
-                s
+            if let SlotState::Ready {
+                held: Held::Lent, ..
+            }
+            | SlotState::LentGone { .. }
+            | SlotState::Closing { .. } = s
             {
                 if let Some(cell) = s.cell() {
                     fx.kill(cell.killer.clone());

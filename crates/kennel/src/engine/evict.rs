@@ -6,6 +6,7 @@ use tokio::time::Instant;
 use super::effects::Effects;
 use super::state::State;
 use crate::event::Event;
+use crate::slot::Held;
 use crate::slot::{EndReason, SlotState, transitions as t};
 use crate::worker::Worker;
 
@@ -21,7 +22,7 @@ impl<W: Worker> State<W> {
     ) {
         let is_this_idle = self.slots.generation(i) == generation
             && i < self.slots.size()
-            && matches!(self.slots.state(i), SlotState::Idle { since: s, .. } if *s == Some(since));
+            && matches!(self.slots.state(i), SlotState::Ready { held: Held::Idle { since: s, .. }, .. } if *s == Some(since));
         // A worker being replaced goes when its replacement is ready.
         if !is_this_idle || self.closed || self.slots.side(i).is_some() {
             return;
@@ -32,7 +33,15 @@ impl<W: Worker> State<W> {
             .filter(|s| {
                 matches!(
                     s,
-                    SlotState::Starting { .. } | SlotState::Idle { .. } | SlotState::Lent { .. }
+                    SlotState::Starting { .. }
+                        | SlotState::Ready {
+                            held: Held::Idle { .. },
+                            ..
+                        }
+                        | SlotState::Ready {
+                            held: Held::Lent,
+                            ..
+                        }
                 )
             })
             .count();
@@ -41,7 +50,7 @@ impl<W: Worker> State<W> {
             let now = Instant::now();
             let started = self.slots.state(i).cell().map_or(now, |c| c.started);
             let evict = self.arm_eviction(fx, i, now, started);
-            self.slots.apply(i, |s| t::rearm(s, Some(now), evict));
+            self.slots.edit(i, |s| t::rearm(s, Some(now), evict));
             return;
         }
         let pid = self.pid_of(i);
@@ -65,9 +74,10 @@ impl<W: Worker> State<W> {
         let mut count = 0;
         for i in 0..self.slots.size() {
             let (since, started) = match self.slots.state(i) {
-                SlotState::Idle { since, live, .. } => {
-                    (since.unwrap_or_else(Instant::now), live.cell.started)
-                }
+                SlotState::Ready {
+                    live,
+                    held: Held::Idle { since, .. },
+                } => (since.unwrap_or_else(Instant::now), live.cell.started),
                 _ => continue,
             };
             let evict = if self.eviction.may_evict() {
@@ -75,7 +85,7 @@ impl<W: Worker> State<W> {
             } else {
                 None
             };
-            self.slots.apply(i, |s| t::rearm(s, Some(since), evict));
+            self.slots.edit(i, |s| t::rearm(s, Some(since), evict));
             count += 1;
         }
         count

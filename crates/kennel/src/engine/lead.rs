@@ -42,7 +42,7 @@ impl<W: Worker> State<W> {
         if self.slots.side(j).is_some() {
             return None;
         }
-        let (SlotState::Idle { live, .. } | SlotState::Lent { live }) = self.slots.state(j) else {
+        let SlotState::Ready { live, .. } = self.slots.state(j) else {
             return None;
         };
         let r = &live.record;

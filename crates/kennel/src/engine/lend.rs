@@ -11,6 +11,7 @@ use super::state::State;
 use crate::dispatch::{Choice, Grant, Granted, Waiters, Waiting, startable};
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
+use crate::slot::Held;
 use crate::slot::{EndReason, Now, SlotState, transitions as t};
 use crate::worker::Worker;
 
@@ -113,7 +114,7 @@ impl<W: Worker> State<W> {
     fn lend_idle(&mut self, i: usize) -> Granted<W> {
         let (worker, cell) = self
             .slots
-            .apply(i, t::lend_idle)
+            .change(i, t::lend_idle)
             .expect("the lending order chose an idle slot");
         Granted {
             slot: i,
@@ -129,7 +130,7 @@ impl<W: Worker> State<W> {
         if self.closed || i >= self.slots.len() {
             return None;
         }
-        let (worker, cell) = self.slots.apply(i, t::lend_idle)?;
+        let (worker, cell) = self.slots.change(i, t::lend_idle)?;
         Some(Granted {
             slot: i,
             worker,
@@ -197,7 +198,11 @@ impl<W: Worker> State<W> {
         };
         let timer = fx.wake_at(Instant::now() + after, wake);
         self.slots.edit(i, |s| {
-            if let SlotState::Lent { live } = s {
+            if let SlotState::Ready {
+                live,
+                held: Held::Lent,
+            } = s
+            {
                 live.record.slow = Some(timer);
             }
         });
@@ -209,7 +214,10 @@ impl<W: Worker> State<W> {
             return;
         }
         let fired = self.slots.edit(i, |s| match s {
-            SlotState::Lent { live } => live.record.slow.take().is_some(),
+            SlotState::Ready {
+                live,
+                held: Held::Lent,
+            } => live.record.slow.take().is_some(),
             _ => false,
         });
         if let (true, Some(running_for)) = (fired, self.opts.slow_job) {

@@ -22,7 +22,7 @@ impl<W: Worker> State<W> {
         self.arm_memory(fx);
         for i in 0..self.slots.len() {
             let meter = match self.slots.state(i) {
-                SlotState::Idle { live, .. } | SlotState::Lent { live } => live.cell.meter.clone(),
+                SlotState::Ready { live, .. } => live.cell.meter.clone(),
                 _ => None,
             };
             if let Some(meter) = meter {

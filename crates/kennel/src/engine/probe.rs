@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use super::effects::{Effects, Wake};
 use super::state::State;
 use crate::dispatch::Granted;
+use crate::slot::Held;
 use crate::slot::{Probed, SlotState};
 use crate::worker::Worker;
 
@@ -48,7 +49,10 @@ impl<W: Worker> State<W> {
         let now = Instant::now();
         for i in 0..self.slots.size() {
             let idle_since = match self.slots.state(i) {
-                SlotState::Idle { since, .. } => *since,
+                SlotState::Ready {
+                    held: Held::Idle { since, .. },
+                    ..
+                } => *since,
                 _ => continue,
             };
             if idle_since.is_some_and(|s| now.saturating_duration_since(s) < every) {
@@ -71,7 +75,11 @@ impl<W: Worker> State<W> {
             return;
         };
         self.slots.edit(i, |s| {
-            if let SlotState::Lent { live } = s {
+            if let SlotState::Ready {
+                live,
+                held: Held::Lent,
+            } = s
+            {
                 live.record.probe = Some(Probed { idle_since });
             }
         });
@@ -88,7 +96,10 @@ impl<W: Worker> State<W> {
     /// was its probe, when it turned idle before it.
     pub(crate) fn end_probe(&mut self, i: usize) -> Option<Instant> {
         let probe = self.slots.edit(i, |s| match s {
-            SlotState::Lent { live } => live.record.probe.take(),
+            SlotState::Ready {
+                live,
+                held: Held::Lent,
+            } => live.record.probe.take(),
             _ => None,
         })?;
         if probe.idle_since.is_none() {

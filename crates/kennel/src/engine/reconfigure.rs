@@ -6,6 +6,7 @@ use super::state::State;
 use crate::error::{Error, RejectReason};
 use crate::event::{Event, RetireReason};
 use crate::reconfig::{Action, Reconfig};
+use crate::slot::Held;
 use crate::slot::{EndReason, Now, SlotState, transitions as t};
 use crate::worker::Worker;
 
@@ -120,8 +121,14 @@ impl<W: Worker> State<W> {
                 SlotState::Starting {
                     live: Some(live), ..
                 }
-                | SlotState::Idle { live, .. }
-                | SlotState::Lent { live } => live.cell.started,
+                | SlotState::Ready {
+                    live,
+                    held: Held::Idle { .. },
+                }
+                | SlotState::Ready {
+                    live,
+                    held: Held::Lent,
+                } => live.cell.started,
                 _ => continue,
             };
             let life = self.lifetime(fx, i, started);
@@ -169,8 +176,13 @@ impl<W: Worker> State<W> {
             SlotState::Empty { .. } | SlotState::Closing { .. } | SlotState::LentGone { .. } => {
                 false
             }
-            SlotState::Lent { .. } => true,
-            SlotState::Idle { .. } => self.retire_idle(fx, i, reason),
+            SlotState::Ready {
+                held: Held::Lent, ..
+            } => true,
+            SlotState::Ready {
+                held: Held::Idle { .. },
+                ..
+            } => self.retire_idle(fx, i, reason),
             SlotState::Starting { .. } => {
                 let pid = self.pid_of(i);
                 let aborted = self

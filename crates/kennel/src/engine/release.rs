@@ -12,6 +12,7 @@ use crate::dispatch::Granted;
 use crate::event::{Event, RetireReason};
 use crate::eviction::IdleWorker;
 use crate::sizing::SizingInput;
+use crate::slot::Held;
 use crate::slot::{EndReason, Now, SlotState, WorkerCell, transitions as t};
 use crate::timer::Timer;
 use crate::worker::Worker;
@@ -59,7 +60,10 @@ impl<W: Worker> State<W> {
         // One look at the slot: whether the lease is its own, and what its
         // return decides on (the job counted with it).
         let ours = self.slots.edit(i, |s| match s {
-            SlotState::Lent { live } if Arc::ptr_eq(&live.cell, cell) => Some(Look {
+            SlotState::Ready {
+                live,
+                held: Held::Lent,
+            } if Arc::ptr_eq(&live.cell, cell) => Some(Look {
                 served_all: job && count_job(live, held),
                 replacing: live.record.replace.is_some(),
             }),
@@ -161,7 +165,11 @@ impl<W: Worker> State<W> {
         now: &mut Now,
         idle_since: Option<Instant>,
     ) {
-        let SlotState::Lent { live } = self.slots.state(i) else {
+        let SlotState::Ready {
+            live,
+            held: Held::Lent,
+        } = self.slots.state(i)
+        else {
             fx.add().drops.push(worker);
             return;
         };
@@ -202,10 +210,10 @@ impl<W: Worker> State<W> {
             Some(since) if i < self.slots.size() => self.arm_eviction(fx, i, since, started),
             _ => None,
         };
-        let mut worker = Some(worker);
-        self.slots
-            .apply(i, |s| t::to_idle(s, &mut worker, since, evict));
-        if let Some(worker) = worker {
+        if let Err(worker) = self
+            .slots
+            .change(i, |s| t::to_idle(s, worker, since, evict))
+        {
             fx.add().drops.push(worker);
         }
     }
@@ -213,7 +221,10 @@ impl<W: Worker> State<W> {
     /// Whether the live worker of slot `i` has outlived its lifetime.
     fn live_expired(&self, i: usize, now: &mut Now) -> bool {
         match self.slots.state(i) {
-            SlotState::Lent { live } => live.expired_by(now),
+            SlotState::Ready {
+                live,
+                held: Held::Lent,
+            } => live.expired_by(now),
             _ => false,
         }
     }

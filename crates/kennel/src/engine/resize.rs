@@ -63,7 +63,7 @@ impl<W: Worker> State<W> {
                 self.cancel_surge(fx, i);
                 self.slots.apply(i, t::end_backoff);
                 // A kept worker is never evicted.
-                self.slots.apply(i, |s| t::rearm(s, None, None));
+                self.slots.edit(i, |s| t::rearm(s, None, None));
                 if let SlotState::Starting {
                     awaited_by: Some(id),
                     ..
@@ -76,7 +76,7 @@ impl<W: Worker> State<W> {
         } else {
             for i in old..size {
                 // Through Lent, as `place` wants it.
-                if let Some((worker, _)) = self.slots.apply(i, t::lend_idle) {
+                if let Some((worker, _)) = self.slots.change(i, t::lend_idle) {
                     self.place(fx, i, worker, &mut Now::unread(), None);
                 }
             }

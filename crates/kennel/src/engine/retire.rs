@@ -9,6 +9,7 @@ use super::effects::{Effects, Wake};
 use super::state::State;
 use crate::event::{Event, RetireReason};
 use crate::options::MIN_LIFETIME;
+use crate::slot::Held;
 use crate::slot::{EndReason, Life, Now, SlotState, transitions as t};
 use crate::worker::Worker;
 
@@ -72,7 +73,10 @@ impl<W: Worker> State<W> {
     /// replaced when it comes back, never cut short.
     pub(crate) fn on_lifetime(&mut self, fx: &mut Effects<W>, i: usize, generation: u64) {
         let expired = match self.slots.state(i) {
-            SlotState::Idle { live, .. } => live.expired_by(&mut Now::unread()),
+            SlotState::Ready {
+                live,
+                held: Held::Idle { .. },
+            } => live.expired_by(&mut Now::unread()),
             _ => false,
         };
         if self.slots.generation(i) == generation && !self.closed && expired {

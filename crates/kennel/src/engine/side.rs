@@ -8,6 +8,7 @@ use super::effects::Effects;
 use super::life::Made;
 use super::state::State;
 use crate::event::{Event, RetireReason};
+use crate::slot::Held;
 use crate::slot::transitions::Step;
 use crate::slot::{Live, Now, Record, Side, SlotState, WorkerCell};
 use crate::worker::{Exit, Worker};
@@ -40,7 +41,14 @@ impl<W: Worker> State<W> {
                 ..
             }) => (
                 None,
-                Some((SlotState::Lent { live }, generation, Some(worker))),
+                Some((
+                    SlotState::Ready {
+                        live,
+                        held: Held::Lent,
+                    },
+                    generation,
+                    Some(worker),
+                )),
             ),
             other => (other.map(Box::new), None),
         });
@@ -165,7 +173,10 @@ impl<W: Worker> State<W> {
         });
         self.note_ready(fx);
         match self.slots.state(i) {
-            SlotState::Idle { .. } => {
+            SlotState::Ready {
+                held: Held::Idle { .. },
+                ..
+            } => {
                 self.retire_idle(fx, i, reason);
             }
             // Its worker ended meanwhile: it takes the empty slot.

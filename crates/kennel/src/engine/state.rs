@@ -11,6 +11,7 @@ use crate::eviction::Eviction;
 use crate::metrics::Published;
 use crate::options::Options;
 use crate::sizing::{Sizing, SizingView};
+use crate::slot::Held;
 use crate::slot::Slots;
 use crate::startup::Startup;
 use crate::stats::Stats;
@@ -196,15 +197,26 @@ impl<W> State<W> {
                     } => WorkerState::Evicted,
                     SlotState::Empty { .. } => WorkerState::Empty,
                     SlotState::Starting { .. } => WorkerState::Starting,
-                    SlotState::Idle { .. } if i < size => WorkerState::Idle,
-                    SlotState::Idle { .. } => WorkerState::Kept,
-                    SlotState::Lent { live } if live.record.probe.is_some() => WorkerState::Probing,
-                    SlotState::Lent { .. } => WorkerState::Lent,
+                    SlotState::Ready {
+                        held: Held::Idle { .. },
+                        ..
+                    } if i < size => WorkerState::Idle,
+                    SlotState::Ready {
+                        held: Held::Idle { .. },
+                        ..
+                    } => WorkerState::Kept,
+                    SlotState::Ready {
+                        live,
+                        held: Held::Lent,
+                    } if live.record.probe.is_some() => WorkerState::Probing,
+                    SlotState::Ready {
+                        held: Held::Lent, ..
+                    } => WorkerState::Lent,
                     SlotState::LentGone { .. } | SlotState::Closing { .. } => WorkerState::Closing,
                 };
                 let live = match state {
                     SlotState::Starting { live, .. } => live.as_ref(),
-                    SlotState::Idle { live, .. } | SlotState::Lent { live } => Some(live),
+                    SlotState::Ready { live, .. } => Some(live),
                     _ => None,
                 };
                 let retire_due = live.and_then(|l| {

@@ -23,6 +23,7 @@ use std::time::Duration;
 use super::effects::{Effects, Wake, Warmup};
 use super::state::State;
 use crate::event::{Event, RetireReason};
+use crate::slot::Held;
 use crate::slot::{Now, Record, Side, SlotState};
 use crate::timer::Timer;
 use crate::worker::Worker;
@@ -73,7 +74,7 @@ impl<W: Worker> State<W> {
         f: impl FnOnce(&mut Record) -> R,
     ) -> Option<R> {
         self.slots.edit(i, |s| match s {
-            SlotState::Idle { live, .. } | SlotState::Lent { live } => Some(f(&mut live.record)),
+            SlotState::Ready { live, .. } => Some(f(&mut live.record)),
             _ => None,
         })
     }
@@ -178,7 +179,7 @@ impl<W: Worker> State<W> {
     /// of its lifetime, by the longest warm-up seen.
     pub(crate) fn arm_surge_due(&mut self, fx: &mut Effects<W>, i: usize) {
         let deadline = match self.slots.state(i) {
-            SlotState::Idle { live, .. } | SlotState::Lent { live } => live.life.as_ref(),
+            SlotState::Ready { live, .. } => live.life.as_ref(),
             _ => None,
         }
         .map(|l| l.deadline);
@@ -208,7 +209,14 @@ impl<W: Worker> State<W> {
     /// at the pace it has served them, or sooner when the workers due after
     /// it need the room next ([`lead`](super::lead)).
     pub(crate) fn surge_ahead_of_jobs(&mut self, fx: &mut Effects<W>, i: usize, now: &mut Now) {
-        if matches!(self.slots.state(i), SlotState::Lent { .. }) && self.jobs_lead_reached(i, now) {
+        if matches!(
+            self.slots.state(i),
+            SlotState::Ready {
+                held: Held::Lent,
+                ..
+            }
+        ) && self.jobs_lead_reached(i, now)
+        {
             self.want_surge(fx, i, RetireReason::MaxJobs);
         }
     }
@@ -241,7 +249,11 @@ impl<W: Worker> State<W> {
     /// A worker over an unknown deadline whose replacement failed: it is
     /// retired when free.
     pub(crate) fn retire_when_free(&self, i: usize) -> Option<RetireReason> {
-        let SlotState::Lent { live } = self.slots.state(i) else {
+        let SlotState::Ready {
+            live,
+            held: Held::Lent,
+        } = self.slots.state(i)
+        else {
             return None;
         };
         let r = &live.record;

@@ -1,6 +1,6 @@
 //! The counts behind `stats()`, and the set of idle running slots.
 
-use super::{Rest, SlotState};
+use super::{Held, Rest, SlotState};
 
 /// How many slots are in each kind of state; kept by [`Slots`](super::Slots).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -42,10 +42,20 @@ impl Kind {
             } if i < size => Self::BackingOff,
             SlotState::Empty { .. } => Self::Empty,
             SlotState::Starting { .. } => Self::Starting,
-            SlotState::Idle { .. } if i < size => Self::Idle,
-            SlotState::Idle { .. } => Self::Kept,
-            SlotState::Lent { .. } if i < size => Self::Lent,
-            SlotState::Lent { .. } => Self::LentAbove,
+            SlotState::Ready {
+                held: Held::Idle { .. },
+                ..
+            } if i < size => Self::Idle,
+            SlotState::Ready {
+                held: Held::Idle { .. },
+                ..
+            } => Self::Kept,
+            SlotState::Ready {
+                held: Held::Lent, ..
+            } if i < size => Self::Lent,
+            SlotState::Ready {
+                held: Held::Lent, ..
+            } => Self::LentAbove,
             SlotState::LentGone { .. } | SlotState::Closing { .. } => Self::Closing,
         }
     }

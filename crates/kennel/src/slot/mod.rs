@@ -5,7 +5,9 @@
 //! A slot's state is one enum whose variants carry what belongs to them;
 //! it changes only through the typed transitions of
 //! [`transitions`](self::transitions), which take the state by value and
-//! give back the next one, and [`Slots::apply`], which keeps the counts.
+//! give back the next one (the lend and the return edit it in place), and
+//! [`Slots`], which keeps the counts. A ready worker is `Ready`, with
+//! [`Held`] saying whether it is idle or lent.
 //!
 //! # Invariants
 //!
@@ -17,8 +19,8 @@
 //!    `LentGone`), the warm-up task (`Starting`) or its close task
 //!    (`Closing`). So no worker is lent twice.
 //! 3. `Counts` always equals what a walk over the slots would count: every
-//!    state change goes through [`Slots::apply`], which moves one unit from
-//!    the old state's count to the new one's.
+//!    state change goes through [`Slots::apply`] or [`Slots::change`], which
+//!    move one unit from the old state's count to the new one's.
 //! 4. A report from a task (warm-up done, exit seen, timer fired) names the
 //!    slot and the worker's generation; a report whose generation is not the
 //!    slot's current one is stale and changes nothing.
@@ -71,19 +73,10 @@ pub(crate) enum SlotState<W> {
         live: Option<Live>,
         warmup: Timer,
     },
-    /// A ready worker that no job holds.
-    Idle {
-        worker: W,
-        live: Live,
-        /// When it turned idle; not read (`None`) when the pool's eviction
-        /// never evicts.
-        since: Option<Instant>,
-        /// The eviction timer, when one runs: held, and cancelled by its drop.
-        #[allow(dead_code)]
-        evict: Option<Timer>,
-    },
-    /// A job holds the worker through a lease.
-    Lent { live: Live },
+    /// A ready worker, idle in the slot or lent to a job. Both keep the
+    /// worker's `live` in one place, so that a lend and a return change only
+    /// `held` and move nothing else.
+    Ready { live: Live, held: Held<W> },
     /// A job holds the worker, which has ended (its exit was seen); the
     /// slot waits for the lease to come back. Carries the back-off that
     /// the exit scheduled.
@@ -112,7 +105,13 @@ impl<W> SlotState<W> {
     }
 
     pub(crate) fn is_idle(&self) -> bool {
-        matches!(self, Self::Idle { .. })
+        matches!(
+            self,
+            Self::Ready {
+                held: Held::Idle { .. },
+                ..
+            }
+        )
     }
 
     /// The worker's cell, once the factory made the worker.
@@ -120,7 +119,7 @@ impl<W> SlotState<W> {
         match self {
             Self::Empty { .. } => None,
             Self::Starting { live, .. } => live.as_ref().map(|l| &l.cell),
-            Self::Idle { live, .. } | Self::Lent { live } => Some(&live.cell),
+            Self::Ready { live, .. } => Some(&live.cell),
             Self::LentGone { cell, .. } | Self::Closing { cell, .. } => Some(cell),
         }
     }
@@ -129,10 +128,27 @@ impl<W> SlotState<W> {
     pub(crate) fn live_mut(&mut self) -> Option<&mut Live> {
         match self {
             Self::Starting { live, .. } => live.as_mut(),
-            Self::Idle { live, .. } | Self::Lent { live } => Some(live),
+            Self::Ready { live, .. } => Some(live),
             _ => None,
         }
     }
+}
+
+/// Where a ready worker is.
+#[derive(Debug)]
+pub(crate) enum Held<W> {
+    /// In the slot: no job holds it.
+    Idle {
+        worker: W,
+        /// When it turned idle; not read (`None`) when the pool's eviction
+        /// never evicts.
+        since: Option<Instant>,
+        /// The eviction timer, when one runs: held, and cancelled by its drop.
+        #[allow(dead_code)]
+        evict: Option<Timer>,
+    },
+    /// A job holds it through a lease.
+    Lent,
 }
 
 /// Why an empty slot is empty, for the eager startups.
