@@ -30,20 +30,7 @@ impl<W: Worker> State<W> {
         let up = self
             .slots
             .states(self.slots.size())
-            .filter(|s| {
-                matches!(
-                    s,
-                    SlotState::Starting { .. }
-                        | SlotState::Ready {
-                            held: Held::Idle { .. },
-                            ..
-                        }
-                        | SlotState::Ready {
-                            held: Held::Lent,
-                            ..
-                        }
-                )
-            })
+            .filter(|s| matches!(s, SlotState::Starting { .. } | SlotState::Ready { .. }))
             .count();
         if up <= self.eviction.floor() {
             // At the floor: keep it, and let a new idle period begin.

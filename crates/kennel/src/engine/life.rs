@@ -12,8 +12,7 @@ use crate::backoff;
 use crate::error::Error;
 use crate::event::{Event, RetireReason};
 use crate::options::MIN_LIFETIME;
-use crate::slot::Held;
-use crate::slot::{EndReason, Live, Now, Record, SlotState, WorkerCell, transitions as t};
+use crate::slot::{EndReason, Live, Now, Record, WorkerCell, transitions as t};
 use crate::timer::Timer;
 use crate::worker::{BoxError, Exit, Exited, Killer, Worker};
 
@@ -204,13 +203,7 @@ impl<W: Worker> State<W> {
         fx.add().holders.push(cell.clone());
         fx.add().ended = true;
         let early = cell.started.elapsed() < backoff::EARLY_EXIT;
-        if matches!(
-            self.slots.state(i),
-            SlotState::Ready {
-                held: Held::Lent,
-                ..
-            }
-        ) {
+        if self.slots.state(i).is_lent() {
             // The job learns it through the cell; the slot empties when the
             // lease comes back. Meanwhile the worker is in no count: it
             // has ended.

@@ -121,14 +121,7 @@ impl<W: Worker> State<W> {
                 SlotState::Starting {
                     live: Some(live), ..
                 }
-                | SlotState::Ready {
-                    live,
-                    held: Held::Idle { .. },
-                }
-                | SlotState::Ready {
-                    live,
-                    held: Held::Lent,
-                } => live.cell.started,
+                | SlotState::Ready { live, .. } => live.cell.started,
                 _ => continue,
             };
             let life = self.lifetime(fx, i, started);

@@ -209,14 +209,7 @@ impl<W: Worker> State<W> {
     /// at the pace it has served them, or sooner when the workers due after
     /// it need the room next ([`lead`](super::lead)).
     pub(crate) fn surge_ahead_of_jobs(&mut self, fx: &mut Effects<W>, i: usize, now: &mut Now) {
-        if matches!(
-            self.slots.state(i),
-            SlotState::Ready {
-                held: Held::Lent,
-                ..
-            }
-        ) && self.jobs_lead_reached(i, now)
-        {
+        if self.slots.state(i).is_lent() && self.jobs_lead_reached(i, now) {
             self.want_surge(fx, i, RetireReason::MaxJobs);
         }
     }

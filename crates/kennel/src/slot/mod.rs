@@ -104,6 +104,17 @@ impl<W> SlotState<W> {
         matches!(self, Self::Empty { .. })
     }
 
+    /// A ready worker that a job (or its probe) holds.
+    pub(crate) fn is_lent(&self) -> bool {
+        matches!(
+            self,
+            Self::Ready {
+                held: Held::Lent,
+                ..
+            }
+        )
+    }
+
     pub(crate) fn is_idle(&self) -> bool {
         matches!(
             self,
