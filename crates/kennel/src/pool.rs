@@ -5,10 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::broadcast;
-use tokio::time::Instant;
 
 use crate::builder::PoolBuilder;
-use crate::dispatch::{Granted, Lending};
+use crate::dispatch::Lending;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::event::Event;
@@ -148,14 +147,9 @@ impl<W: Worker> Pool<W> {
     /// the job from the queue; a worker that was handed to it meanwhile goes
     /// back to the pool, and a warm-up it caused goes on for the next job.
     pub async fn lend(&self) -> Result<Lease<W>, Error> {
-        // One `async` layer, not `lend_queued`'s two: every lend polls it.
+        // One `async` layer, and the lease returned as `Lending` built it.
         let mut lending = Lending::new(self.engine(), true);
-        match std::future::poll_fn(|cx| lending.poll(cx)).await? {
-            Some(granted) => Ok(self.leased(&lending, granted)),
-            None => Err(Error::Rejected {
-                reason: crate::error::RejectReason::QueueFull,
-            }),
-        }
+        std::future::poll_fn(|cx| lending.poll(cx)).await
     }
 
     /// As [`lend`](Pool::lend), waiting at most `wait` for a worker.
@@ -191,28 +185,12 @@ impl<W: Worker> Pool<W> {
     ///
     /// This method is cancel safe, as [`lend`](Pool::lend).
     pub async fn try_lend(&self) -> Result<Option<Lease<W>>, Error> {
-        self.lend_queued(false).await
-    }
-
-    async fn lend_queued(&self, queue: bool) -> Result<Option<Lease<W>>, Error> {
-        let mut lending = Lending::new(self.engine(), queue);
-        let granted = std::future::poll_fn(|cx| lending.poll(cx)).await?;
-        Ok(granted.map(|granted| self.leased(&lending, granted)))
-    }
-
-    /// The lease of a worker `lending` was granted; counts the lend.
-    fn leased(&self, lending: &Lending<'_, W>, granted: Granted<W>) -> Lease<W> {
-        let engine = self.engine();
-        let since = lending
-            .timing
-            .then(|| granted.at.unwrap_or_else(Instant::now));
-        let waited = match (since, lending.asked) {
-            (Some(since), Some(asked)) => Some(since.saturating_duration_since(asked)),
-            (Some(_), None) => Some(Duration::ZERO),
-            _ => None,
-        };
-        engine.metrics.lent(waited);
-        Lease::new(engine.clone(), granted, since)
+        let mut lending = Lending::new(self.engine(), false);
+        match std::future::poll_fn(|cx| lending.poll(cx)).await {
+            Ok(lease) => Ok(Some(lease)),
+            Err(_) if lending.would_queue() => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Lends a worker to `job` and returns what the job returns.

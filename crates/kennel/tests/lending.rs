@@ -1,10 +1,10 @@
 //! Lending, the dispatch order, leases.
 mod support;
 
-use kennel::{Dispatch, Fixed, Parallel, Pool};
+use kennel::{Dispatch, Event, Fixed, Parallel, Pool};
 use support::{
-    Fake, Farm, advance, fixed, hold, ms, on_demand, parallel, secs, settle, spawn_lend_slot,
-    spawn_run_id,
+    Fake, Farm, advance, drain, fixed, hold, ms, on_demand, parallel, secs, settle,
+    spawn_lend_slot, spawn_run_id,
 };
 
 #[tokio::test(start_paused = true)]
@@ -277,4 +277,40 @@ async fn a_worker_that_ended_as_its_job_returned_is_never_lent_again() {
     );
     let names = support::names(&mut events);
     assert!(names.contains(&"worker:crashed"), "{names:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn try_lend_gives_no_worker_when_it_would_have_to_queue_and_turns_nothing_away() {
+    let farm = Farm::new();
+    let pool = parallel(&farm, 1);
+    settle().await;
+    let mut events = pool.events();
+    let held = pool
+        .try_lend()
+        .await
+        .unwrap()
+        .expect("the idle worker is lent");
+    assert!(pool.try_lend().await.unwrap().is_none(), "it would queue");
+    assert_eq!(pool.stats().waiting, 0, "it did not queue");
+    assert!(
+        !drain(&mut events)
+            .iter()
+            .any(|e| matches!(e, Event::Rejected { .. })),
+        "no job was turned away"
+    );
+    drop(held);
+    assert_eq!(pool.try_lend().await.unwrap().map(|l| l.slot()), Some(0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn try_lend_waits_for_the_worker_it_starts_in_an_empty_slot() {
+    let farm = Farm::with_warmup(secs(5));
+    let pool = on_demand(&farm, 1);
+    let p = pool.clone();
+    let job = tokio::spawn(async move { p.try_lend().await.map(|l| l.map(|l| l.slot())) });
+    settle().await;
+    assert_eq!(farm.made(), 1, "it started a worker for itself");
+    assert!(!job.is_finished(), "and waits for its warm-up");
+    advance(secs(5)).await;
+    assert_eq!(job.await.unwrap().unwrap(), Some(0));
 }

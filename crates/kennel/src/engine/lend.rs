@@ -1,6 +1,7 @@
 //! Lending and returning: the handlers a job's lend, its cancel and its
 //! lease's return call.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -12,7 +13,7 @@ use crate::dispatch::{Choice, Grant, Granted, Waiters, Waiting, startable};
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
 use crate::slot::Held;
-use crate::slot::{EndReason, Now, SlotState, transitions as t};
+use crate::slot::{EndReason, Now, SlotState, WorkerCell, transitions as t};
 use crate::worker::Worker;
 
 /// How long the pool waits before it looks again at a start its sizing
@@ -56,7 +57,7 @@ impl<W: Worker> State<W> {
                 Ok(Acquired::Wait(waiting))
             }
             Choice::Idle(i) => {
-                let granted = self.lend_idle(i);
+                let (worker, cell) = self.lend_idle(i);
                 if self.opts.slow_job.is_some() {
                     self.arm_slow(fx, i);
                 }
@@ -64,7 +65,15 @@ impl<W: Worker> State<W> {
                 if self.opts.min_idle.is_some() {
                     self.keep_spares(fx);
                 }
-                Ok(Acquired::Now(granted))
+                // Built last, in the place it is returned in: a grant built
+                // before the calls above was copied after them, a copy that
+                // costs more than its instructions (ADR 0049).
+                Ok(Acquired::Now(Granted {
+                    slot: i,
+                    worker,
+                    cell,
+                    at: None,
+                }))
             }
             Choice::Starting(i) => {
                 let waiting = self.waiters.push(Some(i));
@@ -111,17 +120,10 @@ impl<W: Worker> State<W> {
 
     /// Lends the idle worker of slot `i`: the job gets the worker, and the
     /// slot keeps the cell, to kill the worker or see it end while lent.
-    fn lend_idle(&mut self, i: usize) -> Granted<W> {
-        let (worker, cell) = self
-            .slots
+    fn lend_idle(&mut self, i: usize) -> (W, Arc<WorkerCell>) {
+        self.slots
             .change(i, t::lend_idle)
-            .expect("the lending order chose an idle slot");
-        Granted {
-            slot: i,
-            worker,
-            cell,
-            at: None,
-        }
+            .expect("the lending order chose an idle slot")
     }
 
     /// Takes the idle worker of slot `i` (running or kept), for
@@ -279,7 +281,13 @@ impl<W: Worker> State<W> {
             match self.choose(unbound) {
                 Choice::Idle(i) if self.opts.probe_on_lend => self.probe_slot(fx, i, None),
                 Choice::Idle(i) => {
-                    let g = self.lend_idle(i);
+                    let (worker, cell) = self.lend_idle(i);
+                    let g = Granted {
+                        slot: i,
+                        worker,
+                        cell,
+                        at: None,
+                    };
                     self.grant_oldest(fx, g, now);
                 }
                 Choice::Starting(i) => {

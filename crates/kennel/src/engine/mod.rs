@@ -361,7 +361,10 @@ impl<W: Worker> Engine<W> {
         let memory = (self.memory_limit.load(std::sync::atomic::Ordering::Relaxed) != 0)
             .then(|| cell.meter.as_ref().and_then(crate::worker::Meter::read))
             .flatten();
-        self.act(|st, fx| {
+        // The runtime is entered before the handler is built, so that the
+        // handler is built where it runs and not moved there.
+        let _rt = self.enter_runtime();
+        self.act_in_runtime(|st, fx| {
             let mut now = Now::unread();
             let held = since.map(|since| now.get().saturating_duration_since(since));
             let back = Returned {
