@@ -27,17 +27,36 @@ fn main() {
     // In a task, as jobs run: a lease dropped outside any task costs a
     // look for the runtime's handle more (see docs/BENCHMARKS.md).
     let in_task = std::env::var_os("KENNEL_CYCLES_BLOCK_ON").is_none();
+    // `KENNEL_CYCLES_SHAPE=16/32`: a pool of 16 workers lent from 32 tasks
+    // (the lend bench's shapes), to profile the pool's lock under contention.
+    let (size, tasks) = std::env::var("KENNEL_CYCLES_SHAPE")
+        .ok()
+        .and_then(|s| {
+            let (a, b) = s.split_once('/')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .unwrap_or((1, 1));
     let cycles = async move {
         let pool = Pool::builder(|_| async { Noop::make() })
             .startup(Parallel)
-            .sizing(Fixed(1))
+            .sizing(Fixed(size))
             .build()
             .unwrap();
         drop(pool.lend().await.unwrap());
-        for _ in 0..n {
-            let lease = pool.lend().await.unwrap();
-            std::hint::black_box(&lease);
-            drop(lease);
+        let loops: Vec<_> = (0..tasks)
+            .map(|_| {
+                let pool = pool.clone();
+                tokio::spawn(async move {
+                    for _ in 0..n / tasks {
+                        let lease = pool.lend().await.unwrap();
+                        std::hint::black_box(&lease);
+                        drop(lease);
+                    }
+                })
+            })
+            .collect();
+        for l in loops {
+            l.await.unwrap();
         }
     };
     if in_task {
