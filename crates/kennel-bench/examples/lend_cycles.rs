@@ -43,16 +43,15 @@ fn main() {
             .build()
             .unwrap();
         drop(pool.lend().await.unwrap());
+        if tasks == 1 {
+            // On this task (or in `block_on`), as the counts above were made.
+            cycle(&pool, n).await;
+            return;
+        }
         let loops: Vec<_> = (0..tasks)
             .map(|_| {
                 let pool = pool.clone();
-                tokio::spawn(async move {
-                    for _ in 0..n / tasks {
-                        let lease = pool.lend().await.unwrap();
-                        std::hint::black_box(&lease);
-                        drop(lease);
-                    }
-                })
+                tokio::spawn(async move { cycle(&pool, n / tasks).await })
             })
             .collect();
         for l in loops {
@@ -63,5 +62,14 @@ fn main() {
         rt.block_on(rt.spawn(cycles)).unwrap();
     } else {
         rt.block_on(cycles);
+    }
+}
+
+/// `n` lends and returns, one after the other.
+async fn cycle(pool: &Pool<Noop>, n: usize) {
+    for _ in 0..n {
+        let lease = pool.lend().await.unwrap();
+        std::hint::black_box(&lease);
+        drop(lease);
     }
 }

@@ -50,6 +50,19 @@ pub(crate) struct Granted<W> {
     pub(crate) at: Option<Instant>,
 }
 
+impl<W> Granted<W> {
+    /// The worker of slot `i` and its cell, not stamped with a time.
+    #[inline]
+    pub(crate) fn new(slot: usize, worker: W, cell: Arc<WorkerCell>) -> Self {
+        Self {
+            slot,
+            worker,
+            cell,
+            at: None,
+        }
+    }
+}
+
 pub(crate) type Grant<W> = Result<Granted<W>, Error>;
 
 /// What a job gets, by the lending order.

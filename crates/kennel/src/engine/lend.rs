@@ -68,12 +68,7 @@ impl<W: Worker> State<W> {
                 // Built last, in the place it is returned in: a grant built
                 // before the calls above was copied after them, a copy that
                 // costs more than its instructions (ADR 0049).
-                Ok(Acquired::Now(Granted {
-                    slot: i,
-                    worker,
-                    cell,
-                    at: None,
-                }))
+                Ok(Acquired::Now(Granted::new(i, worker, cell)))
             }
             Choice::Starting(i) => {
                 let waiting = self.waiters.push(Some(i));
@@ -133,12 +128,7 @@ impl<W: Worker> State<W> {
             return None;
         }
         let (worker, cell) = self.slots.change(i, t::lend_idle)?;
-        Some(Granted {
-            slot: i,
-            worker,
-            cell,
-            at: None,
-        })
+        Some(Granted::new(i, worker, cell))
     }
 
     /// The idle slots now (running and kept).
@@ -282,13 +272,7 @@ impl<W: Worker> State<W> {
                 Choice::Idle(i) if self.opts.probe_on_lend => self.probe_slot(fx, i, None),
                 Choice::Idle(i) => {
                     let (worker, cell) = self.lend_idle(i);
-                    let g = Granted {
-                        slot: i,
-                        worker,
-                        cell,
-                        at: None,
-                    };
-                    self.grant_oldest(fx, g, now);
+                    self.grant_oldest(fx, Granted::new(i, worker, cell), now);
                 }
                 Choice::Starting(i) => {
                     let id = oldest_unbound(&self.waiters);

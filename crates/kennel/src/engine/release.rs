@@ -183,12 +183,7 @@ impl<W: Worker> State<W> {
         }
         if !self.waiters.is_empty() && i < self.slots.size() {
             // It stays lent, now to the oldest job.
-            let g = Granted {
-                slot: i,
-                worker,
-                cell: live.cell.clone(),
-                at: None,
-            };
+            let g = Granted::new(i, worker, live.cell.clone());
             self.grant_oldest(fx, g, now.read());
             return;
         }
