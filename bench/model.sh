@@ -8,7 +8,8 @@
 #   ppe-1, ppe-2, ...    ProcessPoolExecutor(initializer=load) at 1 and 2
 #                        workers and max_workers=os.cpu_count()
 #   http ...             `kennel serve`, 4 HTTP clients, Fixed(1), Fixed(2)
-#                        and hill-climbing, threads = "auto" and "off"
+#                        and hill-climbing, threads = "auto" and "off", and
+#                        hill-climbing with replace_on_resize = true
 #   run ...              the same pools through `kennel run`
 #
 # Prints one JSON line per run on stdout (images/s, p50/p95 latency, worker

@@ -190,7 +190,7 @@ def run_pool(args, workers):
 # -- kennel ------------------------------------------------------------------
 
 
-def config(sizing, threads, pin):
+def config(sizing, threads, pin, replace=False):
     python = sys.executable
     lines = [
         "[server]",
@@ -209,6 +209,8 @@ def config(sizing, threads, pin):
     ]
     if pin:
         lines.append("pin = true")
+    if replace:
+        lines.append("replace_on_resize = true")
     return "\n".join(lines) + "\n"
 
 
@@ -228,11 +230,11 @@ def get_json(url, path):
     return json.loads(body)
 
 
-def run_http(args, sizing, threads, pin):
+def run_http(args, sizing, threads, pin, replace=False):
     n = args.hc_jobs if sizing == "hill-climbing" else args.jobs
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "kennel.toml"
-        cfg.write_text(config(SIZINGS[sizing], threads, pin))
+        cfg.write_text(config(SIZINGS[sizing], threads, pin, replace))
         out = open(Path(tmp) / "stdout", "w+")
         server = subprocess.Popen([args.kennel, "serve", "--config", str(cfg)], stdout=out,
                                   stderr=subprocess.DEVNULL, env={**os.environ, "RUST_LOG": "error"})
@@ -381,6 +383,9 @@ def scenarios(args):
     for s, t, pin in combos:
         tag = f"{s} threads={t}" + (" pin" if pin else "")
         out.append((f"http {tag}", lambda s=s, t=t, pin=pin: run_http(args, s, t, pin)))
+    # Each size at its own thread budget: running workers replaced on a resize.
+    out.append(("http hill-climbing threads=auto replace_on_resize",
+                lambda: run_http(args, "hill-climbing", "auto", False, True)))
     for s, t, pin in combos:
         if args.run_all or (s, t) in (("fixed-1", "auto"), ("fixed-2", "auto"), ("fixed-2", "off"), ("hill-climbing", "auto")):
             tag = f"{s} threads={t}" + (" pin" if pin else "")

@@ -1,6 +1,7 @@
 //! A thread budget per worker: each worker's environment carries its share
 //! of the host's cores for the pool's size as it starts, and workers started
-//! after a resize get the new share.
+//! after a resize get the new share (running ones too, with
+//! `replace_on_resize`).
 
 #![cfg(target_os = "linux")]
 
@@ -64,6 +65,31 @@ async fn a_workers_environment_carries_its_thread_budget_and_follows_the_size_af
     let reply = ask(&pool).await;
     assert_eq!(reply["omp"], share(1), "{reply}");
     assert_eq!(reply["kennel"], share(1), "{reply}");
+    pool.close().await;
+}
+
+#[tokio::test]
+async fn with_replace_on_resize_the_running_worker_is_replaced_to_carry_the_new_sizes_budget() {
+    let pool = spec()
+        .pool()
+        .name("rebudget")
+        .startup(Parallel)
+        .sizing(Fixed(2))
+        .replace_on_resize(true)
+        .build()
+        .expect("pool");
+    let reply = ask(&pool).await;
+    assert_eq!(reply["kennel"], share(2), "{reply}");
+
+    // One slot now: its idle worker, started for two, is replaced at once,
+    // and the next job gets a worker with one slot's share.
+    pool.reconfigure(Reconfig::new().sizing(Fixed(1)))
+        .expect("resized");
+    let reply = ask(&pool).await;
+    for var in ["omp", "mkl", "openblas", "kennel"] {
+        assert_eq!(reply[var], share(1), "{var}: {reply}");
+    }
+    assert_eq!(reply["slot"], 0, "{reply}");
     pool.close().await;
 }
 

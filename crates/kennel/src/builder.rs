@@ -215,6 +215,13 @@ impl<W: Worker> PoolBuilder<W> {
         self
     }
 
+    /// Replaces running workers that started at another size when the
+    /// running size changes (see [`Options::replace_on_resize`]).
+    pub fn replace_on_resize(mut self, on: bool) -> Self {
+        self.options.replace_on_resize = on;
+        self
+    }
+
     /// Keeps at least `n` idle or starting workers (see
     /// [`Options::min_idle`]).
     pub fn min_idle(mut self, n: usize) -> Self {

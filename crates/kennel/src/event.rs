@@ -34,6 +34,9 @@ pub enum RetireReason {
     /// The worker failed its probe ([`Worker::check`](crate::Worker::check)),
     /// or did not answer it within `probe_timeout`.
     ProbeFailed,
+    /// The running size changed and the worker had started at another one
+    /// (`replace_on_resize`).
+    Resized,
 }
 
 impl RetireReason {
@@ -50,6 +53,7 @@ impl RetireReason {
             Self::MaxJobs => "max-jobs",
             Self::MaxMemory => "max-memory",
             Self::ProbeFailed => "probe-failed",
+            Self::Resized => "resized",
         }
     }
 }

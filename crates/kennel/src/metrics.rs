@@ -13,7 +13,7 @@ use crate::error::RejectReason;
 use crate::event::{Event, RetireReason};
 use crate::stats::Stats;
 
-const RETIRE_REASONS: [RetireReason; 10] = [
+const RETIRE_REASONS: [RetireReason; 11] = [
     RetireReason::Failed,
     RetireReason::Aborted,
     RetireReason::Panicked,
@@ -24,6 +24,7 @@ const RETIRE_REASONS: [RetireReason; 10] = [
     RetireReason::MaxJobs,
     RetireReason::MaxMemory,
     RetireReason::ProbeFailed,
+    RetireReason::Resized,
 ];
 
 pub(crate) struct PoolMetrics {

@@ -182,17 +182,27 @@ pub struct Options {
     pub probe_on_lend: bool,
     /// How many workers above the capacity the pool may run while their
     /// replacements warm up (Kubernetes' `maxSurge`): with `n > 0`, a
-    /// worker retired by `max_lifetime`, `max_jobs`, `max_memory` or a
-    /// failed probe it survived keeps serving while its replacement warms
-    /// in a *surge* place, which then takes its slot, so the pool stays at
-    /// full strength through a recycle. A replacement for a known deadline
-    /// (lifetime, last job) starts ahead of it by the warm-up time the pool
-    /// has seen. At most `n` replacements warm at once; one whose memory
+    /// worker retired by `max_lifetime`, `max_jobs`, `max_memory`, a
+    /// failed probe it survived or `replace_on_resize` keeps serving while
+    /// its replacement warms in a *surge* place, which then takes its
+    /// slot, so the pool stays at full strength through a recycle. A
+    /// replacement for a known deadline (lifetime, last job) starts ahead of
+    /// it by the warm-up time the pool has seen. At most `n` replacements warm at once; one whose memory
     /// does not fit is not started (`worker:surge-skipped`), and the worker
     /// is retired first, as with 0. Default 0: the capacity rule holds, and
     /// a recycle retires first, then starts (what gunicorn and php-fpm do).
     /// At most 64.
     pub max_surge: usize,
+    /// Replaces the running workers that started at another running size
+    /// once the size changes, for workers whose start depends on it (a
+    /// thread budget of `cores / size`, a share of memory): an idle one at
+    /// once, a lent one when its job returns, each warm first within
+    /// `max_surge`. Until every running worker started at the running size,
+    /// a learning sizing does not count its windows, so it compares sizes
+    /// with their own budgets. Each replacement is a warm-up; off (the
+    /// default), workers keep what they started with and only those started
+    /// after a resize get the new size.
+    pub replace_on_resize: bool,
 }
 
 impl Default for Options {
@@ -222,6 +232,7 @@ impl Default for Options {
             probe_timeout: Duration::from_secs(5),
             probe_on_lend: false,
             max_surge: 0,
+            replace_on_resize: false,
         }
     }
 }
@@ -422,6 +433,7 @@ impl Options {
             probe_timeout,
             probe_on_lend,
             max_surge,
+            replace_on_resize,
         )
     }
 }

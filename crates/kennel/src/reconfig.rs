@@ -165,6 +165,12 @@ impl Reconfig {
         self.edit("max_surge", move |o| o.max_surge = n)
     }
 
+    /// A new `replace_on_resize`: on, the running workers that started at
+    /// another size are replaced now.
+    pub fn replace_on_resize(self, on: bool) -> Self {
+        self.edit("replace_on_resize", move |o| o.replace_on_resize = on)
+    }
+
     /// A new `min_idle` (`None`: off).
     pub fn min_idle(self, n: Option<usize>) -> Self {
         self.edit("min_idle", move |o| o.min_idle = n)

@@ -25,6 +25,8 @@ pub(crate) struct Made {
     pub(crate) started: Instant,
     pub(crate) pid: Option<u32>,
     pub(crate) meter: Option<crate::worker::Meter>,
+    /// The running size it was started at.
+    pub(crate) size: usize,
 }
 
 impl<W: Worker> State<W> {
@@ -65,6 +67,7 @@ impl<W: Worker> State<W> {
             started,
             pid,
             meter,
+            size,
         } = made;
         if self.slots.side_generation(i) == Some(generation) {
             let made = Made {
@@ -73,6 +76,7 @@ impl<W: Worker> State<W> {
                 started,
                 pid,
                 meter,
+                size,
             };
             return self.register_side(fx, i, generation, made);
         }
@@ -86,6 +90,7 @@ impl<W: Worker> State<W> {
             record: Box::new(Record {
                 pid,
                 max_jobs: self.draw_max_jobs(),
+                size,
                 ..Record::default()
             }),
         };
@@ -138,6 +143,8 @@ impl<W: Worker> State<W> {
             self.waiters.set_bound(id, None);
         }
         self.place(fx, i, worker, &mut Now::unread(), None);
+        // It started before a resize.
+        self.replace_if_resized(fx, i);
         self.arm_surge_due(fx, i);
         self.kick_startup(fx);
         self.pump(fx, None);

@@ -24,6 +24,7 @@ mod reconfigure;
 mod refill;
 mod release;
 mod resize;
+mod resized;
 mod retire;
 mod side;
 mod state;

@@ -46,6 +46,9 @@ impl<W: Worker> State<W> {
         if old.max_surge != self.opts.max_surge {
             self.fit_surges(fx);
         }
+        if old.replace_on_resize != self.opts.replace_on_resize {
+            self.replace_resized(fx);
+        }
         if old.max_memory != self.opts.max_memory
             || old.memory_check_every != self.opts.memory_check_every
         {
@@ -88,6 +91,8 @@ impl<W: Worker> State<W> {
             self.sizing_jobs = plan.observes_jobs;
             self.sizing_wake = None;
             self.resize(fx, plan.size.clamp(1, cap));
+            // A lower capacity may have lowered the size without a resize.
+            self.replace_resized(fx);
             if self.slots.size() != old_size {
                 actions.push(Action::Resized {
                     from: old_size,

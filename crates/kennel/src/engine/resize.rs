@@ -81,6 +81,7 @@ impl<W: Worker> State<W> {
                 }
             }
         }
+        self.replace_resized(fx);
         self.kick_startup(fx);
         self.pump(fx, None);
     }

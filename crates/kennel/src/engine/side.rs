@@ -71,6 +71,8 @@ impl<W: Worker> State<W> {
         if let Some(worker) = warm {
             self.place(fx, i, worker, &mut Now::unread(), None);
             self.arm_surge_due(fx, i);
+            // It started before a resize.
+            self.replace_if_resized(fx, i);
         }
         self.start_queued_surges(fx);
         self.pump(fx, None);
@@ -93,6 +95,7 @@ impl<W: Worker> State<W> {
             started,
             pid,
             meter,
+            size,
         } = made;
         let registered = self.slots.set_side(i, |s| match s.map(|b| *b) {
             Some(Side::Warming {
@@ -107,6 +110,7 @@ impl<W: Worker> State<W> {
                     record: Box::new(Record {
                         pid,
                         max_jobs,
+                        size,
                         ..Record::default()
                     }),
                 };

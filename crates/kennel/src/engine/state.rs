@@ -138,7 +138,13 @@ impl<W> State<W> {
     }
 
     pub(crate) fn view_at(&self, now: Instant) -> SizingView {
-        view_of(&self.slots, &self.waiters, now)
+        let mut view = view_of(&self.slots, &self.waiters, now);
+        // With `replace_on_resize`, a size is measured once its workers
+        // started at it.
+        if self.opts.replace_on_resize && view.all_ready {
+            view.all_ready = super::resized::all_at_size(&self.slots);
+        }
+        view
     }
 
     /// The wait of a job that joined the queue now, in seconds, with jobs

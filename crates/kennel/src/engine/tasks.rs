@@ -24,6 +24,7 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
         ..
     } = w;
     let started = Instant::now();
+    let size = info.size;
     let work = async {
         let mut worker = factory(info)
             .await
@@ -39,6 +40,7 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
                 started,
                 pid,
                 meter,
+                size,
             };
             e.act(|st, fx| st.register(fx, slot, generation, made))
         });

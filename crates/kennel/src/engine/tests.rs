@@ -67,6 +67,7 @@ fn made(killer: &Killer) -> Made {
         started: Instant::now(),
         pid: None,
         meter: None,
+        size: 1,
     }
 }
 

@@ -73,7 +73,8 @@ pub struct SizingView {
     pub capacity: usize,
     /// Jobs waiting for a worker.
     pub waiting: usize,
-    /// Every running slot holds a ready worker (idle or lent).
+    /// Every running slot holds a ready worker (idle or lent), and with
+    /// `replace_on_resize` one that started at the running size.
     pub all_ready: bool,
     /// Workers of this pool that are alive (any state), for memory
     /// accounting: their memory must not count against the pool.

@@ -215,6 +215,8 @@ pub(crate) struct Record {
     pub(crate) slow: Option<Timer>,
     /// Its process id, for workers that are processes.
     pub(crate) pid: Option<u32>,
+    /// The running size it was started at (`replace_on_resize`).
+    pub(crate) size: usize,
     /// How long its warm-up took, once ready.
     pub(crate) ready_after: Option<std::time::Duration>,
     /// How long its last job held it, when the pool times jobs.

@@ -51,6 +51,8 @@ struct Probes {
 struct Made {
     id: usize,
     slot: usize,
+    /// The pool's running size it was started at.
+    size: usize,
     signal: ExitSignal,
     started: Instant,
     memory: Arc<AtomicU64>,
@@ -99,10 +101,11 @@ impl Farm {
     ) -> impl Fn(SlotInfo) -> std::future::Ready<Result<Fake, BoxError>> + Send + Sync + 'static
     {
         let farm = self.clone();
-        move |info: SlotInfo| std::future::ready(farm.make(info.slot))
+        move |info: SlotInfo| std::future::ready(farm.make(&info))
     }
 
-    fn make(&self, slot: usize) -> Result<Fake, BoxError> {
+    fn make(&self, info: &SlotInfo) -> Result<Fake, BoxError> {
+        let slot = info.slot;
         let mut st = self.state.lock().unwrap();
         if st.factory_fails > 0 {
             st.factory_fails -= 1;
@@ -119,6 +122,7 @@ impl Farm {
         st.made.push(Made {
             id,
             slot,
+            size: info.size,
             signal: signal.clone(),
             started: Instant::now(),
             memory: memory.clone(),
@@ -144,6 +148,18 @@ impl Farm {
             .made
             .iter()
             .map(|m| m.slot)
+            .collect()
+    }
+
+    /// The running size of the pool as each worker was made, in the order
+    /// they were made.
+    pub fn started_sizes(&self) -> Vec<usize> {
+        self.state
+            .lock()
+            .unwrap()
+            .made
+            .iter()
+            .map(|m| m.size)
             .collect()
     }
 
@@ -350,6 +366,8 @@ pub struct Steer {
     size: usize,
     target: Arc<std::sync::atomic::AtomicUsize>,
     refuse: Arc<std::sync::atomic::AtomicBool>,
+    /// `(size, all_ready)` of the view at each finished job.
+    jobs_seen: Arc<Mutex<Vec<(usize, bool)>>>,
 }
 
 impl Steer {
@@ -362,7 +380,15 @@ impl Steer {
             size,
             target: Arc::new(std::sync::atomic::AtomicUsize::new(size)),
             refuse: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            jobs_seen: Arc::default(),
         }
+    }
+
+    /// The running size and whether every running worker was ready (and
+    /// counted, for a learning sizing), as the pool showed them at each
+    /// finished job so far.
+    pub fn jobs_seen(&self) -> Vec<(usize, bool)> {
+        self.jobs_seen.lock().unwrap().clone()
     }
 
     /// The size the pool moves to at the next wake-up.
@@ -385,8 +411,12 @@ impl kennel::Sizing for Steer {
     fn observe(
         &mut self,
         view: &kennel::SizingView,
-        _input: kennel::SizingInput,
+        input: kennel::SizingInput,
     ) -> kennel::SizingDecision {
+        if let kennel::SizingInput::JobDone { .. } = input {
+            let seen = (view.size, view.all_ready);
+            self.jobs_seen.lock().unwrap().push(seen);
+        }
         let mut decision = kennel::SizingDecision::default();
         let target = self.target.load(std::sync::atomic::Ordering::Relaxed);
         if target != view.size {
@@ -491,7 +521,7 @@ impl Farm {
         let farm = self.clone();
         let endings = endings.clone();
         move |info: SlotInfo| {
-            std::future::ready(farm.make(info.slot).map(|fake| Watched {
+            std::future::ready(farm.make(&info).map(|fake| Watched {
                 fake,
                 endings: endings.clone(),
                 close_takes,

@@ -1,0 +1,252 @@
+//! `replace_on_resize`: a worker whose start depends on the running size (a
+//! thread budget of `cores / size`) is replaced once the size changes, so
+//! that each size runs with what it gives its workers, and a learning sizing
+//! counts a size only once its workers started at it.
+mod support;
+
+use kennel::{Event, Parallel, Pool, Reconfig, RetireReason};
+use support::{Fake, Farm, Steer, Warmup, advance, drain, ms, retired, secs};
+
+/// A pool of `capacity` slots from `farm` that runs the sizes `steer` is
+/// set to, each worker warming up in `farm`'s time.
+fn steered(farm: &Farm, steer: &Steer) -> kennel::PoolBuilder<Fake> {
+    Pool::builder(farm.factory())
+        .startup(Parallel)
+        .sizing(steer.clone())
+}
+
+/// Moves the pool to `size` at the sizing's next wake-up.
+async fn resize_to(steer: &Steer, size: usize) {
+    steer.set_size(size);
+    advance(Steer::TICK).await;
+    advance(Steer::TICK).await;
+}
+
+fn resized(events: &[Event]) -> Vec<usize> {
+    retired(events)
+        .into_iter()
+        .filter(|&(_, r)| r == RetireReason::Resized)
+        .map(|(slot, _)| slot)
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_down_replaces_the_idle_worker_started_for_the_larger_size_and_keeps_the_other() {
+    let farm = Farm::with_warmup(secs(1));
+    let steer = Steer::new(2, 2);
+    let pool = steered(&farm, &steer)
+        .replace_on_resize(true)
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    advance(secs(2)).await;
+    assert_eq!(farm.started_sizes(), [2, 2]);
+
+    resize_to(&steer, 1).await;
+    assert_eq!(resized(&drain(&mut events)), [0]);
+    advance(secs(2)).await;
+    // Slot 0 runs a worker started for one slot; slot 1's is kept as it was.
+    assert_eq!(farm.started_sizes(), [2, 2, 1]);
+    assert_eq!(farm.in_slot(0), Some(2));
+    assert_eq!(farm.in_slot(1), Some(1));
+    assert_eq!(pool.stats().kept, 1);
+    let served = pool.run(async |w: &mut Fake| w.id).await.unwrap();
+    assert_eq!(served, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_replace_on_resize_running_workers_keep_the_size_they_started_at() {
+    let farm = Farm::with_warmup(secs(1));
+    let steer = Steer::new(2, 2);
+    let pool = steered(&farm, &steer).build().unwrap();
+    let mut events = pool.events();
+    advance(secs(2)).await;
+    resize_to(&steer, 1).await;
+    advance(secs(2)).await;
+    assert!(resized(&drain(&mut events)).is_empty());
+    assert_eq!(farm.started_sizes(), [2, 2]);
+    assert_eq!(farm.in_slot(0), Some(0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lent_worker_started_at_another_size_is_replaced_when_its_job_returns() {
+    let farm = Farm::with_warmup(secs(1));
+    let steer = Steer::new(2, 2);
+    let pool = steered(&farm, &steer)
+        .replace_on_resize(true)
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    advance(secs(2)).await;
+    let lease = pool.lend().await.unwrap();
+    assert_eq!(lease.slot(), 0);
+
+    resize_to(&steer, 1).await;
+    // Never cut short: the job keeps its worker.
+    assert!(resized(&drain(&mut events)).is_empty());
+    assert_eq!(farm.made(), 2);
+    drop(lease);
+    advance(ms(10)).await;
+    assert_eq!(resized(&drain(&mut events)), [0]);
+    advance(secs(2)).await;
+    assert_eq!(farm.started_sizes(), [2, 2, 1]);
+    assert_eq!(farm.in_slot(0), Some(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_max_surge_the_worker_serves_until_its_replacement_for_the_new_size_is_warm() {
+    let farm = Farm::with_warmup(secs(1));
+    let steer = Steer::new(2, 2);
+    let pool = steered(&farm, &steer)
+        .replace_on_resize(true)
+        .max_surge(1)
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    advance(secs(2)).await;
+    farm.plan([Warmup::Takes(secs(5))]);
+
+    resize_to(&steer, 1).await;
+    let seen = drain(&mut events);
+    assert!(seen.iter().any(|e| matches!(
+        e,
+        Event::Surging {
+            slot: 0,
+            reason: RetireReason::Resized
+        }
+    )));
+    // While its replacement warms, the old worker still serves every job.
+    for _ in 0..40 {
+        let served = pool.run(async |w: &mut Fake| w.id).await.unwrap();
+        assert_eq!(served, 0);
+        advance(ms(100)).await;
+    }
+    advance(secs(2)).await;
+    assert_eq!(resized(&drain(&mut events)), [0]);
+    assert_eq!(farm.started_sizes(), [2, 2, 1]);
+    let served = pool.run(async |w: &mut Fake| w.id).await.unwrap();
+    assert_eq!(served, 2);
+    assert_eq!(pool.stats().surging, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replacement_for_a_size_the_pool_went_back_from_is_called_off() {
+    let farm = Farm::with_warmup(secs(1));
+    let steer = Steer::new(2, 2);
+    let pool = steered(&farm, &steer)
+        .replace_on_resize(true)
+        .max_surge(1)
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    advance(secs(2)).await;
+    farm.plan([Warmup::Takes(secs(10))]);
+    resize_to(&steer, 1).await;
+    assert_eq!(pool.stats().surging, 1);
+
+    // Back at two slots before the replacement is warm: both workers
+    // started at this size, so the replacement is not needed.
+    resize_to(&steer, 2).await;
+    advance(secs(1)).await;
+    assert_eq!(pool.stats().surging, 0);
+    assert!(farm.has_exited(2));
+    advance(secs(15)).await;
+    assert!(resized(&drain(&mut events)).is_empty());
+    assert_eq!(farm.in_slot(0), Some(0));
+    assert_eq!(farm.in_slot(1), Some(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sizing_sees_the_pool_not_all_ready_until_its_workers_started_at_the_new_size() {
+    let farm = Farm::with_warmup(secs(1));
+    let steer = Steer::new(2, 2);
+    let pool = steered(&farm, &steer)
+        .replace_on_resize(true)
+        .max_surge(1)
+        .build()
+        .unwrap();
+    advance(secs(2)).await;
+    farm.plan([Warmup::Takes(secs(3))]);
+    resize_to(&steer, 1).await;
+    // Jobs while the replacement warms, then after it took the slot.
+    for _ in 0..60 {
+        pool.run(async |w: &mut Fake| w.work(ms(50)).await)
+            .await
+            .unwrap();
+        advance(ms(50)).await;
+    }
+    let seen: Vec<(usize, bool)> = steer
+        .jobs_seen()
+        .into_iter()
+        .filter(|&(size, _)| size == 1)
+        .collect();
+    let first_ready = seen.iter().position(|&(_, ready)| ready).unwrap();
+    assert!(first_ready > 10, "counted too soon: {seen:?}");
+    assert!(
+        seen[first_ready..].iter().all(|&(_, ready)| ready),
+        "{seen:?}"
+    );
+    assert_eq!(farm.in_slot(0), Some(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn turning_replace_on_resize_on_replaces_the_workers_started_at_another_size() {
+    let farm = Farm::with_warmup(secs(1));
+    let steer = Steer::new(2, 2);
+    let pool = steered(&farm, &steer).build().unwrap();
+    let mut events = pool.events();
+    advance(secs(2)).await;
+    resize_to(&steer, 1).await;
+    assert!(resized(&drain(&mut events)).is_empty());
+
+    let actions = pool
+        .reconfigure(Reconfig::new().replace_on_resize(true))
+        .unwrap();
+    assert!(!actions.is_empty());
+    advance(ms(10)).await;
+    assert_eq!(resized(&drain(&mut events)), [0]);
+    advance(secs(2)).await;
+    assert_eq!(farm.started_sizes(), [2, 2, 1]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn turning_it_off_leaves_a_lent_worker_that_waited_for_its_return() {
+    let farm = Farm::with_warmup(secs(1));
+    let steer = Steer::new(2, 2);
+    let pool = steered(&farm, &steer)
+        .replace_on_resize(true)
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    advance(secs(2)).await;
+    let lease = pool.lend().await.unwrap();
+    resize_to(&steer, 1).await;
+    pool.reconfigure(Reconfig::new().replace_on_resize(false))
+        .unwrap();
+    drop(lease);
+    advance(secs(2)).await;
+    assert!(resized(&drain(&mut events)).is_empty());
+    assert_eq!(farm.made(), 2);
+    assert_eq!(farm.in_slot(0), Some(0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_sizing_with_a_lower_capacity_replaces_the_worker_started_for_the_old_size() {
+    let farm = Farm::with_warmup(secs(1));
+    let pool = support::fixed(&farm, Parallel, 2)
+        .replace_on_resize(true)
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    advance(secs(2)).await;
+    // The capacity falls to 1 with the size: no resize step between them.
+    pool.reconfigure(Reconfig::new().sizing(kennel::Fixed(1)))
+        .unwrap();
+    advance(ms(10)).await;
+    let seen = retired(&drain(&mut events));
+    assert!(seen.contains(&(0, RetireReason::Resized)), "{seen:?}");
+    advance(secs(2)).await;
+    assert_eq!(farm.started_sizes(), [2, 2, 1]);
+    let served = pool.run(async |w: &mut Fake| w.id).await.unwrap();
+    assert_eq!(served, 2);
+}
