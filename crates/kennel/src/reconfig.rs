@@ -249,6 +249,13 @@ pub enum Action {
         /// The slot.
         slot: usize,
     },
+    /// The worker of this slot started at another size and is being
+    /// replaced (`replace_on_resize`): an idle one now, or warm first, or a
+    /// lent one when it comes back.
+    Replaced {
+        /// The slot.
+        slot: usize,
+    },
     /// The eviction timers of this many idle workers were set again.
     TimersRescheduled {
         /// How many.
@@ -287,6 +294,12 @@ impl fmt::Display for Action {
             Self::Resized { from, to } => write!(f, "size {from} -> {to}"),
             Self::Started { slot } => write!(f, "started a worker in slot {slot}"),
             Self::Retired { slot } => write!(f, "retired the worker in slot {slot}"),
+            Self::Replaced { slot } => {
+                write!(
+                    f,
+                    "replacing the worker in slot {slot} (started at another size)"
+                )
+            }
             Self::TimersRescheduled { count } => {
                 write!(f, "rescheduled {count} eviction timer(s)")
             }

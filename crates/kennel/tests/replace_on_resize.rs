@@ -202,7 +202,10 @@ async fn turning_replace_on_resize_on_replaces_the_workers_started_at_another_si
     let actions = pool
         .reconfigure(Reconfig::new().replace_on_resize(true))
         .unwrap();
-    assert!(!actions.is_empty());
+    assert!(
+        actions.contains(&kennel::Action::Replaced { slot: 0 }),
+        "{actions:?}"
+    );
     advance(ms(10)).await;
     assert_eq!(resized(&drain(&mut events)), [0]);
     advance(secs(2)).await;
@@ -240,8 +243,14 @@ async fn a_new_sizing_with_a_lower_capacity_replaces_the_worker_started_for_the_
     let mut events = pool.events();
     advance(secs(2)).await;
     // The capacity falls to 1 with the size: no resize step between them.
-    pool.reconfigure(Reconfig::new().sizing(kennel::Fixed(1)))
+    let actions = pool
+        .reconfigure(Reconfig::new().sizing(kennel::Fixed(1)))
         .unwrap();
+    let said: Vec<String> = actions.iter().map(ToString::to_string).collect();
+    assert!(
+        said.contains(&"replacing the worker in slot 0 (started at another size)".to_owned()),
+        "{said:?}"
+    );
     advance(ms(10)).await;
     let seen = retired(&drain(&mut events));
     assert!(seen.contains(&(0, RetireReason::Resized)), "{seen:?}");

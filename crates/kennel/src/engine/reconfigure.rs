@@ -47,7 +47,8 @@ impl<W: Worker> State<W> {
             self.fit_surges(fx);
         }
         if old.replace_on_resize != self.opts.replace_on_resize {
-            self.replace_resized(fx);
+            let replaced = self.replace_resized(fx);
+            actions.extend(replaced.into_iter().map(|slot| Action::Replaced { slot }));
         }
         if old.max_memory != self.opts.max_memory
             || old.memory_check_every != self.opts.memory_check_every
@@ -90,15 +91,16 @@ impl<W: Worker> State<W> {
             self.sizing = sizing;
             self.sizing_jobs = plan.observes_jobs;
             self.sizing_wake = None;
-            self.resize(fx, plan.size.clamp(1, cap));
+            let mut replaced = self.resize(fx, plan.size.clamp(1, cap));
             // A lower capacity may have lowered the size without a resize.
-            self.replace_resized(fx);
+            replaced.extend(self.replace_resized(fx));
             if self.slots.size() != old_size {
                 actions.push(Action::Resized {
                     from: old_size,
                     to: self.slots.size(),
                 });
             }
+            actions.extend(replaced.into_iter().map(|slot| Action::Replaced { slot }));
             actions.push(Action::OptionChanged { option: "sizing" });
             self.wake_sizing(fx);
         }

@@ -49,12 +49,13 @@ impl<W: Worker> State<W> {
     }
 
     /// Changes the running size: fewer keeps workers alive (kept), more uses
-    /// kept workers first.
-    pub(crate) fn resize(&mut self, fx: &mut Effects<W>, size: usize) {
+    /// kept workers first. Returns the slots whose worker it began to
+    /// replace (`replace_on_resize`).
+    pub(crate) fn resize(&mut self, fx: &mut Effects<W>, size: usize) -> Vec<usize> {
         let size = size.clamp(1, self.slots.capacity());
         let old = self.slots.size();
         if size == old {
-            return;
+            return Vec::new();
         }
         self.slots.resize(size);
         if size < old {
@@ -81,8 +82,9 @@ impl<W: Worker> State<W> {
                 }
             }
         }
-        self.replace_resized(fx);
+        let replaced = self.replace_resized(fx);
         self.kick_startup(fx);
         self.pump(fx, None);
+        replaced
     }
 }

@@ -26,32 +26,34 @@ impl<W: Worker> State<W> {
     /// replaces each running worker that started at another size, and calls
     /// off the replacements no longer wanted (the option is off, the size
     /// came back, the slot is kept).
-    pub(crate) fn replace_resized(&mut self, fx: &mut Effects<W>) {
+    /// Returns the slots whose worker it began to replace.
+    pub(crate) fn replace_resized(&mut self, fx: &mut Effects<W>) -> Vec<usize> {
         if self.closed {
-            return;
+            return Vec::new();
         }
-        for i in 0..self.slots.len() {
-            self.replace_if_resized(fx, i);
-        }
+        (0..self.slots.len())
+            .filter(|&i| self.replace_if_resized(fx, i))
+            .collect()
     }
 
     /// Replaces the worker of slot `i` if it runs and started at another
     /// size: warm first within `max_surge`; else an idle one now and a lent
-    /// one when its job returns.
-    pub(crate) fn replace_if_resized(&mut self, fx: &mut Effects<W>, i: usize) {
+    /// one when its job returns. Whether it began to replace it.
+    pub(crate) fn replace_if_resized(&mut self, fx: &mut Effects<W>, i: usize) -> bool {
         if self.closed {
-            return;
+            return false;
         }
         let reason = RetireReason::Resized;
         match self.fit(i) {
-            Fit::Fits => {}
+            Fit::Fits => false,
             Fit::NotWanted => {
                 self.cancel_surge(fx, i);
                 self.with_record(i, |r| r.replace = None);
+                false
             }
             Fit::Stale { idle } => {
                 if self.replace_later(fx, i, reason) {
-                    return;
+                    return true;
                 }
                 if idle {
                     self.retire_idle(fx, i, reason);
@@ -62,6 +64,7 @@ impl<W: Worker> State<W> {
                         r.no_surge = true;
                     });
                 }
+                true
             }
         }
     }
