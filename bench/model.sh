@@ -9,7 +9,8 @@
 #                        workers and max_workers=os.cpu_count()
 #   http ...             `kennel serve`, 4 HTTP clients, Fixed(1), Fixed(2)
 #                        and hill-climbing, threads = "auto" and "off", and
-#                        hill-climbing with replace_on_resize = true
+#                        hill-climbing with replace_on_resize = true and
+#                        max_surge = 1
 #   run ...              the same pools through `kennel run`
 #
 # Prints one JSON line per run on stdout (images/s, p50/p95 latency, worker

@@ -210,7 +210,8 @@ def config(sizing, threads, pin, replace=False):
     if pin:
         lines.append("pin = true")
     if replace:
-        lines.append("replace_on_resize = true")
+        # Each size at its own budget, the old worker serving meanwhile.
+        lines += ["replace_on_resize = true", "max_surge = 1"]
     return "\n".join(lines) + "\n"
 
 
@@ -384,7 +385,7 @@ def scenarios(args):
         tag = f"{s} threads={t}" + (" pin" if pin else "")
         out.append((f"http {tag}", lambda s=s, t=t, pin=pin: run_http(args, s, t, pin)))
     # Each size at its own thread budget: running workers replaced on a resize.
-    out.append(("http hill-climbing threads=auto replace_on_resize",
+    out.append(("http hill-climbing threads=auto replace_on_resize max_surge=1",
                 lambda: run_http(args, "hill-climbing", "auto", False, True)))
     for s, t, pin in combos:
         if args.run_all or (s, t) in (("fixed-1", "auto"), ("fixed-2", "auto"), ("fixed-2", "off"), ("hill-climbing", "auto")):

@@ -199,9 +199,11 @@ pub struct Options {
     /// once, a lent one when its job returns, each warm first within
     /// `max_surge`. Until every running worker started at the running size,
     /// a learning sizing does not count its windows, so it compares sizes
-    /// with their own budgets. Each replacement is a warm-up; off (the
-    /// default), workers keep what they started with and only those started
-    /// after a resize get the new size.
+    /// with their own budgets. Each replacement is a warm-up, so set
+    /// `max_surge` with it (with 0, a step down from 2 to 1 leaves no ready
+    /// running worker until the replacement is). Off (the default), workers
+    /// keep what they started with and only those started after a resize
+    /// get the new size.
     pub replace_on_resize: bool,
 }
 
