@@ -193,17 +193,11 @@ pub struct Options {
     /// a recycle retires first, then starts (what gunicorn and php-fpm do).
     /// At most 64.
     pub max_surge: usize,
-    /// Replaces the running workers that started at another running size
-    /// once the size changes, for workers whose start depends on it (a
-    /// thread budget of `cores / size`, a share of memory): an idle one at
-    /// once, a lent one when its job returns, each warm first within
-    /// `max_surge`. Until every running worker started at the running size,
-    /// a learning sizing does not count its windows, so it compares sizes
-    /// with their own budgets. Each replacement is a warm-up, so set
-    /// `max_surge` with it (with 0, a step down from 2 to 1 leaves no ready
-    /// running worker until the replacement is). Off (the default), workers
-    /// keep what they started with and only those started after a resize
-    /// get the new size.
+    /// Replaces each running worker started at another size when the size
+    /// changes (its thread budget was that size's share): an idle one now,
+    /// a lent one when its job returns, warm first within `max_surge` (set
+    /// it: with 0 a step down may leave no worker ready for a warm-up); a
+    /// learning sizing counts no window until all started at the size.
     pub replace_on_resize: bool,
 }
 

@@ -2,13 +2,12 @@
 //! (ADR 0013).
 //!
 //! The core is [`State`]: the pool's state under one lock, and its handlers
-//! (in `lend.rs`, `life.rs`, `evict.rs`, `resize.rs`, `reconfigure.rs`,
-//! `close.rs`), plain functions of the locked state and their input that
-//! change the state through the slot transitions and return what must
-//! happen as [`Effects`]: spawn a warm-up, arm a timer, emit an event,
-//! close or kill a worker, wake a job. The shell, [`Engine::act`], takes
-//! the lock, calls a handler, releases the lock, then carries the effects
-//! out. Nothing is spawned, killed, closed or emitted under the lock.
+//! (`lend.rs`, `life.rs`, `resize.rs` and the rest), plain functions of the
+//! locked state and their input that change it through the slot transitions
+//! and return what must happen as [`Effects`]: spawn a warm-up, arm a timer,
+//! emit an event, close or kill a worker, wake a job. The shell,
+//! [`Engine::act`], takes the lock, calls a handler, releases it, then carries
+//! the effects out. Nothing is spawned, killed, closed or emitted under it.
 
 mod breaker;
 mod close;
