@@ -216,7 +216,8 @@ impl<W: Worker> PoolBuilder<W> {
     }
 
     /// Replaces running workers that started at another size when the
-    /// running size changes (see [`Options::replace_on_resize`]).
+    /// running size changes (see [`Options::replace_on_resize`]); off by
+    /// default.
     pub fn replace_on_resize(mut self, on: bool) -> Self {
         self.options.replace_on_resize = on;
         self
