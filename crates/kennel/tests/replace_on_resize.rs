@@ -259,3 +259,34 @@ async fn a_new_sizing_with_a_lower_capacity_replaces_the_worker_started_for_the_
     let served = pool.run(async |w: &mut Fake| w.id).await.unwrap();
     assert_eq!(served, 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_replacement_for_the_new_size_that_may_not_start_leaves_the_worker_retired_first() {
+    let farm = Farm::with_warmup(secs(1));
+    let steer = Steer::new(2, 2);
+    let pool = steered(&farm, &steer)
+        .replace_on_resize(true)
+        .max_surge(1)
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    advance(secs(2)).await;
+    // No memory for one more worker: no surge, so it is retired first.
+    steer.refuse_starts(true);
+    resize_to(&steer, 1).await;
+    let seen = drain(&mut events);
+    assert!(seen.iter().any(|e| matches!(
+        e,
+        Event::SurgeSkipped {
+            slot: 0,
+            reason: RetireReason::Resized
+        }
+    )));
+    assert_eq!(resized(&seen), [0]);
+    assert_eq!(farm.made(), 2);
+    // Its replacement starts once the memory allows, at the new size.
+    steer.refuse_starts(false);
+    let served = pool.run(async |w: &mut Fake| w.id).await.unwrap();
+    assert_eq!(served, 2);
+    assert_eq!(farm.started_sizes(), [2, 2, 1]);
+}
