@@ -6,6 +6,7 @@ mod support;
 
 use kennel::{Event, Parallel, Pool, Reconfig, RetireReason};
 use support::{Fake, Farm, Steer, Warmup, advance, drain, ms, retired, secs};
+use tokio::sync::broadcast;
 
 /// A pool of `capacity` slots from `farm` that runs the sizes `steer` is
 /// set to, each worker warming up in `farm`'s time.
@@ -13,6 +14,24 @@ fn steered(farm: &Farm, steer: &Steer) -> kennel::PoolBuilder<Fake> {
     Pool::builder(farm.factory())
         .startup(Parallel)
         .sizing(steer.clone())
+}
+
+/// A pool of two slots steered by a [`Steer`], each worker warming up in
+/// 1 s, with both ready: the farm, the sizing, the pool and its events.
+async fn two_ready(
+    replace_on_resize: bool,
+    max_surge: usize,
+) -> (Farm, Steer, Pool<Fake>, broadcast::Receiver<Event>) {
+    let farm = Farm::with_warmup(secs(1));
+    let steer = Steer::new(2, 2);
+    let pool = steered(&farm, &steer)
+        .replace_on_resize(replace_on_resize)
+        .max_surge(max_surge)
+        .build()
+        .unwrap();
+    let events = pool.events();
+    advance(secs(2)).await;
+    (farm, steer, pool, events)
 }
 
 /// Moves the pool to `size` at the sizing's next wake-up.
@@ -32,14 +51,7 @@ fn resized(events: &[Event]) -> Vec<usize> {
 
 #[tokio::test(start_paused = true)]
 async fn a_step_down_replaces_the_idle_worker_started_for_the_larger_size_and_keeps_the_other() {
-    let farm = Farm::with_warmup(secs(1));
-    let steer = Steer::new(2, 2);
-    let pool = steered(&farm, &steer)
-        .replace_on_resize(true)
-        .build()
-        .unwrap();
-    let mut events = pool.events();
-    advance(secs(2)).await;
+    let (farm, steer, pool, mut events) = two_ready(true, 0).await;
     assert_eq!(farm.started_sizes(), [2, 2]);
 
     resize_to(&steer, 1).await;
@@ -56,11 +68,7 @@ async fn a_step_down_replaces_the_idle_worker_started_for_the_larger_size_and_ke
 
 #[tokio::test(start_paused = true)]
 async fn without_replace_on_resize_running_workers_keep_the_size_they_started_at() {
-    let farm = Farm::with_warmup(secs(1));
-    let steer = Steer::new(2, 2);
-    let pool = steered(&farm, &steer).build().unwrap();
-    let mut events = pool.events();
-    advance(secs(2)).await;
+    let (farm, steer, _pool, mut events) = two_ready(false, 0).await;
     resize_to(&steer, 1).await;
     advance(secs(2)).await;
     assert!(resized(&drain(&mut events)).is_empty());
@@ -70,14 +78,7 @@ async fn without_replace_on_resize_running_workers_keep_the_size_they_started_at
 
 #[tokio::test(start_paused = true)]
 async fn a_lent_worker_started_at_another_size_is_replaced_when_its_job_returns() {
-    let farm = Farm::with_warmup(secs(1));
-    let steer = Steer::new(2, 2);
-    let pool = steered(&farm, &steer)
-        .replace_on_resize(true)
-        .build()
-        .unwrap();
-    let mut events = pool.events();
-    advance(secs(2)).await;
+    let (farm, steer, pool, mut events) = two_ready(true, 0).await;
     let lease = pool.lend().await.unwrap();
     assert_eq!(lease.slot(), 0);
 
@@ -95,15 +96,7 @@ async fn a_lent_worker_started_at_another_size_is_replaced_when_its_job_returns(
 
 #[tokio::test(start_paused = true)]
 async fn with_max_surge_the_worker_serves_until_its_replacement_for_the_new_size_is_warm() {
-    let farm = Farm::with_warmup(secs(1));
-    let steer = Steer::new(2, 2);
-    let pool = steered(&farm, &steer)
-        .replace_on_resize(true)
-        .max_surge(1)
-        .build()
-        .unwrap();
-    let mut events = pool.events();
-    advance(secs(2)).await;
+    let (farm, steer, pool, mut events) = two_ready(true, 1).await;
     farm.plan([Warmup::Takes(secs(5))]);
 
     resize_to(&steer, 1).await;
@@ -131,15 +124,7 @@ async fn with_max_surge_the_worker_serves_until_its_replacement_for_the_new_size
 
 #[tokio::test(start_paused = true)]
 async fn a_replacement_for_a_size_the_pool_went_back_from_is_called_off() {
-    let farm = Farm::with_warmup(secs(1));
-    let steer = Steer::new(2, 2);
-    let pool = steered(&farm, &steer)
-        .replace_on_resize(true)
-        .max_surge(1)
-        .build()
-        .unwrap();
-    let mut events = pool.events();
-    advance(secs(2)).await;
+    let (farm, steer, pool, mut events) = two_ready(true, 1).await;
     farm.plan([Warmup::Takes(secs(10))]);
     resize_to(&steer, 1).await;
     assert_eq!(pool.stats().surging, 1);
@@ -158,14 +143,7 @@ async fn a_replacement_for_a_size_the_pool_went_back_from_is_called_off() {
 
 #[tokio::test(start_paused = true)]
 async fn a_sizing_sees_the_pool_not_all_ready_until_its_workers_started_at_the_new_size() {
-    let farm = Farm::with_warmup(secs(1));
-    let steer = Steer::new(2, 2);
-    let pool = steered(&farm, &steer)
-        .replace_on_resize(true)
-        .max_surge(1)
-        .build()
-        .unwrap();
-    advance(secs(2)).await;
+    let (farm, steer, pool, _events) = two_ready(true, 1).await;
     farm.plan([Warmup::Takes(secs(3))]);
     resize_to(&steer, 1).await;
     // Jobs while the replacement warms, then after it took the slot.
@@ -191,11 +169,7 @@ async fn a_sizing_sees_the_pool_not_all_ready_until_its_workers_started_at_the_n
 
 #[tokio::test(start_paused = true)]
 async fn turning_replace_on_resize_on_replaces_the_workers_started_at_another_size() {
-    let farm = Farm::with_warmup(secs(1));
-    let steer = Steer::new(2, 2);
-    let pool = steered(&farm, &steer).build().unwrap();
-    let mut events = pool.events();
-    advance(secs(2)).await;
+    let (farm, steer, pool, mut events) = two_ready(false, 0).await;
     resize_to(&steer, 1).await;
     assert!(resized(&drain(&mut events)).is_empty());
 
@@ -214,14 +188,7 @@ async fn turning_replace_on_resize_on_replaces_the_workers_started_at_another_si
 
 #[tokio::test(start_paused = true)]
 async fn turning_it_off_leaves_a_lent_worker_that_waited_for_its_return() {
-    let farm = Farm::with_warmup(secs(1));
-    let steer = Steer::new(2, 2);
-    let pool = steered(&farm, &steer)
-        .replace_on_resize(true)
-        .build()
-        .unwrap();
-    let mut events = pool.events();
-    advance(secs(2)).await;
+    let (farm, steer, pool, mut events) = two_ready(true, 0).await;
     let lease = pool.lend().await.unwrap();
     resize_to(&steer, 1).await;
     pool.reconfigure(Reconfig::new().replace_on_resize(false))
@@ -262,15 +229,7 @@ async fn a_new_sizing_with_a_lower_capacity_replaces_the_worker_started_for_the_
 
 #[tokio::test(start_paused = true)]
 async fn a_replacement_for_the_new_size_that_may_not_start_leaves_the_worker_retired_first() {
-    let farm = Farm::with_warmup(secs(1));
-    let steer = Steer::new(2, 2);
-    let pool = steered(&farm, &steer)
-        .replace_on_resize(true)
-        .max_surge(1)
-        .build()
-        .unwrap();
-    let mut events = pool.events();
-    advance(secs(2)).await;
+    let (farm, steer, pool, mut events) = two_ready(true, 1).await;
     // No memory for one more worker: no surge, so it is retired first.
     steer.refuse_starts(true);
     resize_to(&steer, 1).await;
