@@ -30,10 +30,10 @@ use axum::Router;
 use axum::body::Body;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::HeaderMap;
-use axum::http::{StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::http::StatusCode;
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use kennel::Pool;
@@ -41,7 +41,6 @@ use kennel_process::JsonBytes;
 use kennel_process::{Coprocess, Progress, StderrTail};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::error::{ApiError, with_last_words};
 use crate::ops::openapi::ErrorBody;
@@ -49,9 +48,6 @@ use crate::segment::Segment;
 use crate::state::AppState;
 use crate::stream::Answer;
 use crate::watch::{Watch, last_words};
-
-/// The routes that never ask for the bearer token: the probes.
-const PROBES: [&str; 3] = ["/livez", "/readyz", "/healthz"];
 
 /// The router of the service, over `state`'s pools.
 ///
@@ -80,56 +76,15 @@ pub fn app(state: AppState) -> Router {
         .merge(crate::ops::routes())
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .layer(middleware::from_fn_with_state(state.clone(), auth))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            crate::http::host::guard,
-        ))
+        // The limit of the extractors that read a whole body; every
+        // request passes `front` first (the logs, the metrics, the guard
+        // and the token).
         .layer(DefaultBodyLimit::max(limit))
-        .layer(middleware::from_fn(crate::metrics::track))
         .layer(middleware::from_fn_with_state(
             state.clone(),
-            crate::logs::access,
+            crate::http::front::front,
         ))
-        .layer(
-            TraceLayer::new_for_http()
-                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
-        )
         .with_state(state)
-}
-
-/// Asks for the bearer token, when one is set, on every route but the
-/// probes.
-async fn auth(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if let Some(token) = state.token()
-        && !PROBES.contains(&request.uri().path())
-        && request.uri().path() != crate::ops::page::PATH
-    {
-        let given = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(bearer);
-        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
-            return ApiError::Unauthorized.into_response();
-        }
-    }
-    next.run(request).await
-}
-
-/// The token of an `Authorization` value of the `Bearer` scheme, whose
-/// name is case-insensitive (RFC 9110, 11.1).
-fn bearer(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-}
-
-/// Compares without an early exit on the first differing byte.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Reads a JSON body, mapping a body over the limit to 413 and bad JSON to

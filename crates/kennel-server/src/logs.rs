@@ -12,8 +12,7 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
 use tracing_appender::non_blocking::{ErrorCounter, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
@@ -71,34 +70,45 @@ pub fn dropped_lines() -> u64 {
         .map_or(0, |c| u64::try_from(c.dropped_lines()).unwrap_or(u64::MAX))
 }
 
-/// With the state's access log on, logs each request once answered:
-/// method, path, route, status and time.
-pub(crate) async fn access(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if !state.access_log() {
-        return next.run(request).await;
+/// One request's access log line, begun as the request comes in and
+/// written once it is answered: method, path, route, status and time.
+pub(crate) struct AccessLine {
+    started: Instant,
+    method: String,
+    path: String,
+    route: String,
+}
+
+impl AccessLine {
+    /// With the state's access log on, the line of `request`; `None` with
+    /// it off (the default), which costs nothing more.
+    pub(crate) fn start(state: &AppState, request: &Request) -> Option<Self> {
+        if !state.access_log() {
+            return None;
+        }
+        Some(Self {
+            started: Instant::now(),
+            method: request.method().as_str().chars().take(32).collect(),
+            path: request
+                .uri()
+                .path()
+                .chars()
+                .take(ACCESS_PATH_CHARS)
+                .collect(),
+            route: route_label(request),
+        })
     }
-    let started = Instant::now();
-    let method = request.method().clone();
-    let path: String = request
-        .uri()
-        .path()
-        .chars()
-        .take(ACCESS_PATH_CHARS)
-        .collect();
-    let route = route_label(&request);
-    let response = next.run(request).await;
-    tracing::info!(
-        target: "kennel_server::access",
-        method = %method.as_str().chars().take(32).collect::<String>(),
-        path = %path,
-        route = %route,
-        status = response.status().as_u16(),
-        millis = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
-        "request"
-    );
-    response
+
+    /// Writes the line, with the answer's status.
+    pub(crate) fn finish(self, response: &Response) {
+        tracing::info!(
+            target: "kennel_server::access",
+            method = %self.method,
+            path = %self.path,
+            route = %self.route,
+            status = response.status().as_u16(),
+            millis = (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+            "request"
+        );
+    }
 }

@@ -13,7 +13,6 @@ use std::time::Instant;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
@@ -101,27 +100,44 @@ fn record_stats(state: &AppState) {
     }
 }
 
-/// Counts and times every request by method, matched route and status,
+/// One request, counted and timed by method, matched route and status,
 /// each label from a closed set ([`crate::http::labels`]), all of them
 /// static strings: no allocation per request.
-pub(crate) async fn track(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = method_label(request.method());
-    let route = route_label_static(&request);
-    let response = next.run(request).await;
-    let status = status_label(response.status());
-    metrics::counter!(
-        "kennel_http_requests_total",
-        "method" => method,
-        "route" => route,
-        "status" => status
-    )
-    .increment(1);
-    metrics::histogram!(
-        "kennel_http_request_duration_seconds",
-        "method" => method,
-        "route" => route
-    )
-    .record(started.elapsed().as_secs_f64());
-    response
+pub(crate) struct Tracked {
+    started: Instant,
+    method: &'static str,
+    route: &'static str,
+}
+
+impl Tracked {
+    /// Begins to time `request`.
+    pub(crate) fn start(request: &Request) -> Self {
+        Self {
+            started: Instant::now(),
+            method: method_label(request.method()),
+            route: route_label_static(request),
+        }
+    }
+
+    /// Counts the request with its answer's status, and records its time.
+    pub(crate) fn finish(self, response: &Response) {
+        let Self {
+            started,
+            method,
+            route,
+        } = self;
+        metrics::counter!(
+            "kennel_http_requests_total",
+            "method" => method,
+            "route" => route,
+            "status" => status_label(response.status())
+        )
+        .increment(1);
+        metrics::histogram!(
+            "kennel_http_request_duration_seconds",
+            "method" => method,
+            "route" => route
+        )
+        .record(started.elapsed().as_secs_f64());
+    }
 }

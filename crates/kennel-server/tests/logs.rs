@@ -30,7 +30,8 @@ fn with_stderr_on_a_pipe_never_read_the_server_keeps_answering_and_stops_on_sigt
     );
     let started = Instant::now();
     let mut slowest = Duration::ZERO;
-    for i in 0..4_000 {
+    // One access line a job: more than the log buffer and the pipe hold.
+    for i in 0..10_000 {
         let t = Instant::now();
         let pool = if i % 10 == 0 { "loud" } else { "demo" };
         let a = server.http(
@@ -53,7 +54,7 @@ fn with_stderr_on_a_pipe_never_read_the_server_keeps_answering_and_stops_on_sigt
         "no log line was dropped: the pipe never filled?\n{metrics}"
     );
     eprintln!(
-        "4,000 jobs in {:?} with stderr never read, the slowest answer {slowest:?}; {dropped} log lines dropped, {} stderr lines of the loud worker dropped",
+        "10,000 jobs in {:?} with stderr never read, the slowest answer {slowest:?}; {dropped} log lines dropped, {} stderr lines of the loud worker dropped",
         started.elapsed(),
         sample(
             &metrics,

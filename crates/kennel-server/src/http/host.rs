@@ -10,13 +10,7 @@
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 
-use axum::extract::{Request, State};
 use axum::http::{HeaderMap, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-
-use crate::error::ApiError;
-use crate::state::AppState;
 
 /// The names every service accepts as `Host`: the loopback ones.
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
@@ -157,16 +151,6 @@ impl HostPolicy {
         }
         None
     }
-}
-
-/// Refuses with 403 `forbidden` what the state's [`HostPolicy`] does not
-/// allow, before anything else runs.
-pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if let Some(message) = state.host_policy().refusal(request.headers()) {
-        tracing::debug!(target: "kennel_server", %message, "request refused");
-        return ApiError::Forbidden { message }.into_response();
-    }
-    next.run(request).await
 }
 
 /// `host` without a trailing dot and without the brackets of an IPv6

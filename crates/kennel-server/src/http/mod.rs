@@ -3,6 +3,7 @@
 //! and connection budget (ADR 0020).
 
 pub mod body;
+pub(crate) mod front;
 pub mod host;
 pub mod labels;
 pub mod limits;
