@@ -80,14 +80,15 @@ pub(crate) struct AccessLine {
 }
 
 impl AccessLine {
-    /// With the state's access log on, the line of `request`; `None` with
-    /// it off (the default), which costs nothing more.
-    pub(crate) fn start(state: &AppState, request: &Request) -> Option<Self> {
+    /// With the state's access log on, the line of `request`, which came
+    /// in at `started`; `None` with it off (the default), which costs
+    /// nothing more.
+    pub(crate) fn start(state: &AppState, request: &Request, started: Instant) -> Option<Self> {
         if !state.access_log() {
             return None;
         }
         Some(Self {
-            started: Instant::now(),
+            started,
             method: request.method().as_str().chars().take(32).collect(),
             path: request
                 .uri()

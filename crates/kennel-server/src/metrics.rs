@@ -110,10 +110,10 @@ pub(crate) struct Tracked {
 }
 
 impl Tracked {
-    /// Begins to time `request`.
-    pub(crate) fn start(request: &Request) -> Self {
+    /// Times `request`, which came in at `started`.
+    pub(crate) fn start(request: &Request, started: Instant) -> Self {
         Self {
-            started: Instant::now(),
+            started,
             method: method_label(request.method()),
             route: route_label_static(request),
         }

@@ -745,6 +745,53 @@ async fn a_bearer_token_guards_every_route_but_the_probes() {
     state.close().await;
 }
 
+/// The sum of the `kennel_http_requests_total` samples of this route and
+/// status in the text of `/metrics`, read with the token.
+async fn requests_counted(router: &Router, route: &str, status: u16) -> f64 {
+    let mut scrape = get("/metrics");
+    scrape
+        .headers_mut()
+        .insert(header::AUTHORIZATION, "Bearer s3cret".parse().unwrap());
+    let response = router.clone().oneshot(scrape).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let route = format!("route=\"{route}\"");
+    let status = format!("status=\"{status}\"");
+    String::from_utf8(body.to_vec())
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("kennel_http_requests_total{"))
+        .filter(|l| l.contains(&route) && l.contains(&status))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_refused_by_the_token_or_the_host_guard_is_still_counted() {
+    let state = AppState::builder()
+        .token("s3cret")
+        .metrics(kennel_server::metrics::install())
+        .build();
+    start(&state, vec![demo("demo", 1)]).await;
+    let router = app(state.clone());
+    let route = "/pools/{name}/jobs";
+    let (unauthorized, forbidden) = (
+        requests_counted(&router, route, 401).await,
+        requests_counted(&router, route, 403).await,
+    );
+    let answer = call(&router, post("/pools/demo/jobs", &json!({}))).await;
+    assert_error(&answer, StatusCode::UNAUTHORIZED, "unauthorized");
+    let mut foreign = post("/pools/demo/jobs", &json!({}));
+    foreign
+        .headers_mut()
+        .insert(header::HOST, "evil.example".parse().unwrap());
+    assert_eq!(call(&router, foreign).await.0, StatusCode::FORBIDDEN);
+    // Counters only grow; other tests of this process may add to them.
+    assert!(requests_counted(&router, route, 401).await >= unauthorized + 1.0);
+    assert!(requests_counted(&router, route, 403).await >= forbidden + 1.0);
+    state.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_hangs_up_lets_its_running_job_finish() {
     let state = state_with(vec![demo("demo", 1)]).await;

@@ -6,6 +6,8 @@
 //! One middleware, not four: axum wraps every route in each layer, so
 //! each layer costs every request a boxed service and a boxed future.
 
+use std::time::Instant;
+
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
@@ -22,8 +24,9 @@ const PROBES: [&str; 3] = ["/livez", "/readyz", "/healthz"];
 /// Runs `request` through the checks, then its route; logs and counts the
 /// answer whoever gave it.
 pub(crate) async fn front(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let line = AccessLine::start(&state, &request);
-    let tracked = Tracked::start(&request);
+    let started = Instant::now();
+    let line = AccessLine::start(&state, &request, started);
+    let tracked = Tracked::start(&request, started);
     let response = match refusal(&state, &request) {
         Some(refused) => refused,
         None => next.run(request).await,
