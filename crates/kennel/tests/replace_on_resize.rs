@@ -249,3 +249,83 @@ async fn a_replacement_for_the_new_size_that_may_not_start_leaves_the_worker_ret
     assert_eq!(served, 2);
     assert_eq!(farm.started_sizes(), [2, 2, 1]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_replacement_called_off_leaves_no_mark_so_the_next_one_warms_first() {
+    // No surge: the lent worker is marked to be retired when its job
+    // returns, then the size comes back before it does.
+    let (farm, steer, pool, mut events) = two_ready(true, 0).await;
+    let lease = pool.lend().await.unwrap();
+    assert_eq!(lease.slot(), 0);
+    resize_to(&steer, 1).await;
+    resize_to(&steer, 2).await;
+    drop(lease);
+    advance(ms(10)).await;
+    assert!(resized(&drain(&mut events)).is_empty());
+    assert_eq!(farm.made(), 2);
+
+    // With room for a surge now, its next replacement warms beside it
+    // instead of retiring it first.
+    pool.reconfigure(Reconfig::new().max_surge(1)).unwrap();
+    farm.plan([Warmup::Takes(secs(5))]);
+    resize_to(&steer, 1).await;
+    let seen = drain(&mut events);
+    assert!(
+        seen.iter().any(|e| matches!(
+            e,
+            Event::Surging {
+                slot: 0,
+                reason: RetireReason::Resized
+            }
+        )),
+        "{seen:?}"
+    );
+    assert!(resized(&seen).is_empty(), "{seen:?}");
+    let served = pool.run(async |w: &mut Fake| w.id).await.unwrap();
+    assert_eq!(served, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_replaced_for_its_lifetime_while_the_size_changes_ends_at_the_new_size() {
+    let farm = Farm::with_warmup(secs(1));
+    let steer = Steer::new(2, 2);
+    let pool = steered(&farm, &steer)
+        .replace_on_resize(true)
+        .max_surge(1)
+        .max_lifetime(secs(60))
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    advance(secs(2)).await;
+    // Slot 0's lifetime replacement starts ahead of its lifetime, at the
+    // size of two, and warms for 5 s.
+    farm.plan([Warmup::Takes(secs(5))]);
+    advance(secs(57)).await;
+    let seen = drain(&mut events);
+    assert!(
+        seen.iter().any(|e| matches!(
+            e,
+            Event::Surging {
+                slot: 0,
+                reason: RetireReason::Lifetime
+            }
+        )),
+        "{seen:?}"
+    );
+    // The size goes down while it warms: the replacement started at the
+    // old size takes the slot, then is itself replaced, warm first, by one
+    // started at the new size. Two warm-ups, and the pool ends at its own
+    // budget.
+    resize_to(&steer, 1).await;
+    for _ in 0..20 {
+        advance(secs(1)).await;
+    }
+    let seen = retired(&drain(&mut events));
+    assert!(seen.contains(&(0, RetireReason::Lifetime)), "{seen:?}");
+    assert!(seen.contains(&(0, RetireReason::Resized)), "{seen:?}");
+    assert_eq!(farm.started_sizes(), [2, 2, 2, 1]);
+    let id = farm.in_slot(0).expect("slot 0 runs a worker");
+    assert_eq!(id, 3);
+    let served = pool.run(async |w: &mut Fake| w.id).await.unwrap();
+    assert_eq!(served, id);
+}

@@ -48,7 +48,12 @@ impl<W: Worker> State<W> {
             Fit::Fits => false,
             Fit::NotWanted => {
                 self.cancel_surge(fx, i);
-                self.with_record(i, |r| r.replace = None);
+                // Called off whole: the next replacement tries a surge
+                // afresh, even if this one could not have one.
+                self.with_record(i, |r| {
+                    r.replace = None;
+                    r.no_surge = false;
+                });
                 false
             }
             Fit::Stale { idle } => {
