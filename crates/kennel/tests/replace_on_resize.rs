@@ -41,6 +41,17 @@ async fn resize_to(steer: &Steer, size: usize) {
     advance(Steer::TICK).await;
 }
 
+/// The replacements that began to warm first: (slot, reason).
+fn surging(events: &[Event]) -> Vec<(usize, RetireReason)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Surging { slot, reason } => Some((*slot, *reason)),
+            _ => None,
+        })
+        .collect()
+}
+
 fn resized(events: &[Event]) -> Vec<usize> {
     retired(events)
         .into_iter()
@@ -101,13 +112,7 @@ async fn with_max_surge_the_worker_serves_until_its_replacement_for_the_new_size
 
     resize_to(&steer, 1).await;
     let seen = drain(&mut events);
-    assert!(seen.iter().any(|e| matches!(
-        e,
-        Event::Surging {
-            slot: 0,
-            reason: RetireReason::Resized
-        }
-    )));
+    assert!(surging(&seen).contains(&(0, RetireReason::Resized)));
     // While its replacement warms, the old worker still serves every job.
     for _ in 0..40 {
         let served = pool.run(async |w: &mut Fake| w.id).await.unwrap();
@@ -271,13 +276,7 @@ async fn a_replacement_called_off_leaves_no_mark_so_the_next_one_warms_first() {
     resize_to(&steer, 1).await;
     let seen = drain(&mut events);
     assert!(
-        seen.iter().any(|e| matches!(
-            e,
-            Event::Surging {
-                slot: 0,
-                reason: RetireReason::Resized
-            }
-        )),
+        surging(&seen).contains(&(0, RetireReason::Resized)),
         "{seen:?}"
     );
     assert!(resized(&seen).is_empty(), "{seen:?}");
@@ -303,13 +302,7 @@ async fn a_worker_replaced_for_its_lifetime_while_the_size_changes_ends_at_the_n
     advance(secs(57)).await;
     let seen = drain(&mut events);
     assert!(
-        seen.iter().any(|e| matches!(
-            e,
-            Event::Surging {
-                slot: 0,
-                reason: RetireReason::Lifetime
-            }
-        )),
+        surging(&seen).contains(&(0, RetireReason::Lifetime)),
         "{seen:?}"
     );
     // The size goes down while it warms: the replacement started at the
