@@ -296,22 +296,24 @@ async fn a_worker_replaced_for_its_lifetime_while_the_size_changes_ends_at_the_n
         .unwrap();
     let mut events = pool.events();
     advance(secs(2)).await;
-    // Slot 0's lifetime replacement starts ahead of its lifetime, at the
-    // size of two, and warms for 5 s.
-    farm.plan([Warmup::Takes(secs(5))]);
+    // Slot 0's lifetime replacement starts 1.25 s ahead of its lifetime
+    // (the warm-up seen and a quarter more), at the size of two.
     advance(secs(57)).await;
     let seen = drain(&mut events);
     assert!(
         surging(&seen).contains(&(0, RetireReason::Lifetime)),
         "{seen:?}"
     );
+    assert_eq!(pool.stats().surging, 1, "still warming");
     // The size goes down while it warms: the replacement started at the
     // old size takes the slot, then is itself replaced, warm first, by one
-    // started at the new size. Two warm-ups, and the pool ends at its own
-    // budget.
+    // started at the new size. Two warm-ups, the pool ends at its own
+    // budget, and a worker is ready throughout.
     resize_to(&steer, 1).await;
-    for _ in 0..20 {
-        advance(secs(1)).await;
+    for _ in 0..200 {
+        advance(ms(100)).await;
+        let s = pool.stats();
+        assert!(s.idle + s.lent >= 1, "no worker ready: {s:?}");
     }
     let seen = retired(&drain(&mut events));
     assert!(seen.contains(&(0, RetireReason::Lifetime)), "{seen:?}");
