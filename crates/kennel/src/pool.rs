@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::event::Event;
 use crate::lease::{InFlight, Lease};
 use crate::options::Options;
-use crate::run::{RunOptions, run_lease};
+use crate::run::{RunOptions, run_seen};
 use crate::stats::Stats;
 use crate::worker::{BoxError, SlotInfo, Worker};
 
@@ -254,7 +254,7 @@ impl<W: Worker> Pool<W> {
             // Boxed: the timer would grow every run's future.
             Some(d) => Box::pin(self.lend_timeout(d)).await?,
         };
-        run_lease(lease, options.job_timeout, job).await
+        run_seen(lease, options.job_timeout, job).await.0
     }
 
     /// Closes the pool: refuses new jobs with [`Error::Closed`],

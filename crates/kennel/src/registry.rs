@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::lease::Lease;
 use crate::pool::Pool;
 use crate::reconfig::{Action, Reconfig};
-use crate::run::{RunOptions, run_lease};
+use crate::run::{RunOptions, run_seen};
 use crate::stats::Stats;
 use crate::worker::Worker;
 
@@ -350,6 +350,6 @@ impl<W: Worker> Group<W> {
         job: impl AsyncFnOnce(&mut W) -> R,
     ) -> Result<R, Error> {
         let lease = self.lend().await?;
-        run_lease(lease, options.job_timeout_override(), job).await
+        run_seen(lease, options.job_timeout_override(), job).await.0
     }
 }

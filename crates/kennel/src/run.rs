@@ -1,6 +1,7 @@
 //! Running a job on a lent worker: its time limit, its worker's end, and
 //! the errors of a job that returns a `Result`.
 
+use std::future::Future;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -59,23 +60,19 @@ pub enum JobError<E> {
 /// Runs `job` on a lent worker: the job timeout applies (a worker that can
 /// cancel is asked to, else killed; `job_kill_after` kills), the worker's
 /// end fails the job as crashed, and a drop mid-job cancels or kills the
-/// worker.
-pub(crate) async fn run_lease<W: Worker, R>(
-    lease: Lease<W>,
-    job_timeout: Option<Option<Duration>>,
-    job: impl AsyncFnOnce(&mut W) -> R,
-) -> Result<R, Error> {
-    run_seen(lease, job_timeout, job).await.0
-}
-
-/// As [`run_lease`], and whether the worker ended under the job, though the
+/// worker. Also says whether the worker ended under the job, though the
 /// job returned (a worker that saw its own end, as a child process whose
 /// pipe closed).
-pub(crate) async fn run_seen<W: Worker, R>(
+///
+/// Not an `async fn`: the lease is set up here and moved into the future
+/// once, where an `async fn` would keep it twice (as its argument and as
+/// the guard the job borrows). The job's time starts now, so the future is
+/// to be awaited at once, as every caller does.
+pub(crate) fn run_seen<W: Worker, R>(
     lease: Lease<W>,
     job_timeout: Option<Option<Duration>>,
     job: impl AsyncFnOnce(&mut W) -> R,
-) -> (Result<R, Error>, bool) {
+) -> impl Future<Output = (Result<R, Error>, bool)> {
     let (soft, hard, beats) = lease.engine.job_limits(job_timeout);
     let start = Instant::now();
     let beats = match (soft, beats) {
@@ -86,43 +83,42 @@ pub(crate) async fn run_seen<W: Worker, R>(
     let hard_at = limits.hard_at(start);
     let cell = lease.cell.clone();
     let mut job_guard = InFlight::new(lease);
-    let end = {
-        let fut = job(&mut job_guard);
-        race(fut, cell.died(), limits, start).await
-    };
-    match end {
-        End::Done(r) => {
-            let lease = job_guard.disarm();
-            let ended = lease.has_exited() || !lease.is_alive();
-            drop(lease);
-            (Ok(r), ended)
-        }
-        End::TimedOut(after) => {
-            let lease = job_guard.disarm();
-            lease.engine.timed_out(lease.slot, after);
-            // A worker that can cancel is asked to, and may stay.
-            settle(lease, RetireReason::Timeout, hard_at);
-            (Err(Error::Timeout { after }), false)
-        }
-        End::KillAfter(after) => {
-            let lease = job_guard.disarm();
-            lease.engine.timed_out(lease.slot, after);
-            lease.retire(RetireReason::Timeout);
-            (Err(Error::Timeout { after }), false)
-        }
-        End::Died => {
-            let lease = job_guard.disarm();
-            let engine = lease.engine.clone();
-            drop(lease);
-            let err = if engine.is_closed() {
-                Error::Closed
-            } else {
-                Error::Crashed {
-                    exit: cell.exit().map(Box::new),
-                    attempts: 1,
-                }
-            };
-            (Err(err), false)
+    async move {
+        let end = race(job(&mut job_guard), cell.died(), limits, start).await;
+        match end {
+            End::Done(r) => {
+                let lease = job_guard.disarm();
+                let ended = lease.has_exited() || !lease.is_alive();
+                drop(lease);
+                (Ok(r), ended)
+            }
+            End::TimedOut(after) => {
+                let lease = job_guard.disarm();
+                lease.engine.timed_out(lease.slot, after);
+                // A worker that can cancel is asked to, and may stay.
+                settle(lease, RetireReason::Timeout, hard_at);
+                (Err(Error::Timeout { after }), false)
+            }
+            End::KillAfter(after) => {
+                let lease = job_guard.disarm();
+                lease.engine.timed_out(lease.slot, after);
+                lease.retire(RetireReason::Timeout);
+                (Err(Error::Timeout { after }), false)
+            }
+            End::Died => {
+                let lease = job_guard.disarm();
+                let engine = lease.engine.clone();
+                drop(lease);
+                let err = if engine.is_closed() {
+                    Error::Closed
+                } else {
+                    Error::Crashed {
+                        exit: cell.exit().map(Box::new),
+                        attempts: 1,
+                    }
+                };
+                (Err(err), false)
+            }
         }
     }
 }
