@@ -27,12 +27,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 
 use axum::Router;
-use axum::body::Body;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::HeaderMap;
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -268,9 +267,10 @@ impl Drop for FinishOnDrop {
 pub(crate) async fn pool_job(
     State(state): State<AppState>,
     Segment(name): Segment,
-    headers: HeaderMap,
-    body: Body,
+    request: Request,
 ) -> Response {
+    // The request whole: a `HeaderMap` extractor would copy the headers.
+    let (Parts { headers, .. }, body) = request.into_parts();
     let pool = match pool_named(&state, &name) {
         Ok(pool) => pool,
         Err(e) => return e.into_response(),
@@ -317,9 +317,9 @@ pub(crate) async fn pool_job(
 pub(crate) async fn group_job(
     State(state): State<AppState>,
     Segment(group): Segment,
-    headers: HeaderMap,
-    body: Body,
+    request: Request,
 ) -> Response {
+    let (Parts { headers, .. }, body) = request.into_parts();
     let registry = state.registry();
     if registry.list().is_empty() {
         return ApiError::NotSupported.into_response();

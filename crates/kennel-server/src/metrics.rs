@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use crate::http::labels::{method_label, route_label_static, status_label};
+use crate::http::series::HttpSeries;
 use crate::state::AppState;
 
 /// Histogram buckets, in seconds: from 1 ms to 5 minutes, finer from
@@ -119,25 +120,19 @@ impl Tracked {
         }
     }
 
-    /// Counts the request with its answer's status, and records its time.
-    pub(crate) fn finish(self, response: &Response) {
+    /// Counts the request with its answer's status, and records its time,
+    /// on `series`.
+    pub(crate) fn finish(self, response: &Response, series: &HttpSeries) {
         let Self {
             started,
             method,
             route,
         } = self;
-        metrics::counter!(
-            "kennel_http_requests_total",
-            "method" => method,
-            "route" => route,
-            "status" => status_label(response.status())
-        )
-        .increment(1);
-        metrics::histogram!(
-            "kennel_http_request_duration_seconds",
-            "method" => method,
-            "route" => route
-        )
-        .record(started.elapsed().as_secs_f64());
+        series.record(
+            method,
+            route,
+            status_label(response.status()),
+            started.elapsed().as_secs_f64(),
+        );
     }
 }

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use crate::config::{Config, DEFAULT_BODY_LIMIT, PoolConfig};
 use crate::events::EventHub;
 use crate::http::body::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODIES};
+use crate::http::series::HttpSeries;
 use crate::http::{BodyGate, HostPolicy};
 use crate::ops::live::LivePolicies;
 use crate::pools::build_watched_pool;
@@ -37,6 +38,8 @@ struct Inner {
     host: HostPolicy,
     access_log: bool,
     metrics: Option<PrometheusHandle>,
+    /// The handles of the HTTP metrics' series.
+    http_series: HttpSeries,
     events: EventHub,
     /// The file `SIGHUP` and `POST /reload` read again, and what was read
     /// last.
@@ -155,6 +158,7 @@ impl AppStateBuilder {
                 host: self.host.unwrap_or_default(),
                 access_log: self.access_log,
                 metrics: self.metrics,
+                http_series: HttpSeries::default(),
                 events: EventHub::new(),
                 reload: Mutex::new(None),
                 shutdown,
@@ -365,6 +369,11 @@ impl AppState {
     /// Whether each request is logged.
     pub fn access_log(&self) -> bool {
         self.inner.access_log
+    }
+
+    /// The handles of the HTTP metrics' series.
+    pub(crate) fn http_series(&self) -> &HttpSeries {
+        &self.inner.http_series
     }
 
     pub(crate) fn reload_source(&self) -> MutexGuard<'_, Option<ReloadSource>> {

@@ -31,7 +31,7 @@ pub(crate) async fn front(State(state): State<AppState>, request: Request, next:
         Some(refused) => refused,
         None => next.run(request).await,
     };
-    tracked.finish(&response);
+    tracked.finish(&response, state.http_series());
     if let Some(line) = line {
         line.finish(&response);
     }

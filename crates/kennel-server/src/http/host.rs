@@ -10,7 +10,7 @@
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, HeaderName, header};
 
 /// The names every service accepts as `Host`: the loopback ones.
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
@@ -142,7 +142,7 @@ impl HostPolicy {
                 ));
             }
         }
-        let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+        let site = headers.get(SEC_FETCH_SITE).and_then(|v| v.to_str().ok());
         if site.is_some_and(|s| s.eq_ignore_ascii_case("cross-site")) {
             return Some(
                 "a cross-site request from a browser is refused (Sec-Fetch-Site: cross-site; allowed: origins listed in server.allowed_origins)"
@@ -152,6 +152,10 @@ impl HostPolicy {
         None
     }
 }
+
+/// The header a browser sends to say whose page asks (named once, not
+/// parsed again on every request).
+const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 
 /// `host` without a trailing dot and without the brackets of an IPv6
 /// literal.

@@ -8,6 +8,7 @@ pub mod host;
 pub mod labels;
 pub mod limits;
 pub mod listen;
+pub(crate) mod series;
 
 mod stall;
 mod timer;

@@ -1,0 +1,129 @@
+//! The handles of the HTTP metrics' series, kept once per set of labels.
+//!
+//! The `metrics` macros find a series by its name and labels on every call
+//! (a key built and hashed, the recorder's registry searched): for the two
+//! series each request records, that cost more than the rest of the
+//! request's bookkeeping. The labels come from closed sets
+//! ([`crate::http::labels`]), so the handles kept are as many as the
+//! series, and each is found with one read lock. A series is registered
+//! at its first request, with the `metrics` recorder installed then.
+
+use std::collections::HashMap;
+use std::sync::{PoisonError, RwLock};
+
+use metrics::{Counter, Histogram};
+
+/// `kennel_http_requests_total` by method, route and status.
+type RequestKey = (&'static str, &'static str, &'static str);
+
+/// `kennel_http_request_duration_seconds` by method and route.
+type DurationKey = (&'static str, &'static str);
+
+/// The HTTP series of one service, by their labels.
+#[derive(Debug, Default)]
+pub(crate) struct HttpSeries {
+    requests: RwLock<HashMap<RequestKey, Counter>>,
+    durations: RwLock<HashMap<DurationKey, Histogram>>,
+}
+
+impl HttpSeries {
+    /// Counts one request and records its time, in seconds.
+    pub(crate) fn record(
+        &self,
+        method: &'static str,
+        route: &'static str,
+        status: &'static str,
+        seconds: f64,
+    ) {
+        let key = (method, route, status);
+        with(
+            &self.requests,
+            key,
+            |c| c.increment(1),
+            || {
+                metrics::counter!(
+                    "kennel_http_requests_total",
+                    "method" => method,
+                    "route" => route,
+                    "status" => status
+                )
+            },
+        );
+        let key = (method, route);
+        with(
+            &self.durations,
+            key,
+            |h| h.record(seconds),
+            || {
+                metrics::histogram!(
+                    "kennel_http_request_duration_seconds",
+                    "method" => method,
+                    "route" => route
+                )
+            },
+        );
+    }
+}
+
+/// Runs `f` on the handle of `key`, registered by `register` the first
+/// time.
+fn with<K: Eq + std::hash::Hash, H>(
+    handles: &RwLock<HashMap<K, H>>,
+    key: K,
+    f: impl FnOnce(&H),
+    register: impl FnOnce() -> H,
+) {
+    if let Some(h) = handles
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+    {
+        return f(h);
+    }
+    let mut handles = handles.write().unwrap_or_else(PoisonError::into_inner);
+    f(handles.entry(key).or_insert_with(register));
+}
+
+#[cfg(test)]
+mod tests {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    use super::*;
+
+    #[test]
+    fn each_request_counts_on_the_series_of_its_labels() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let series = HttpSeries::default();
+        metrics::with_local_recorder(&recorder, || {
+            series.record("POST", "/pools/{name}/jobs", "200", 0.001);
+            series.record("POST", "/pools/{name}/jobs", "200", 0.002);
+            series.record("POST", "/pools/{name}/jobs", "503", 0.003);
+        });
+        let mut counts = HashMap::new();
+        let mut samples = 0;
+        for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+            let labels: Vec<String> = key
+                .key()
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            match value {
+                DebugValue::Counter(n) => {
+                    counts.insert(labels.join(","), n);
+                }
+                DebugValue::Histogram(v) => samples += v.len(),
+                DebugValue::Gauge(_) => {}
+            }
+        }
+        assert_eq!(
+            counts.get("method=POST,route=/pools/{name}/jobs,status=200"),
+            Some(&2)
+        );
+        assert_eq!(
+            counts.get("method=POST,route=/pools/{name}/jobs,status=503"),
+            Some(&1)
+        );
+        assert_eq!(samples, 3, "one duration per request");
+    }
+}
