@@ -4,14 +4,17 @@
 # wrk: one connection (latency), then 32 (throughput). In the same run, at
 # one connection, the floor (crates/kennel-bench/examples/http_floor.rs: the
 # same HTTP stack and the same echo worker behind a mutex, no pool, no JSON)
-# with the same wrk command, and the direct pool (examples/pool_echo.rs: the
-# same job through a kennel pool, no HTTP). KENNEL_HTTP_ROUNDS rounds of the
-# three, interleaved. Bounded: a fixed number of seconds per run, the
+# with the same wrk command, the floor with the pool
+# (crates/kennel-bench/examples/http_floor_pool.rs: the floor's route running
+# the job through a kennel pool, as the direct pool does), and the direct
+# pool (examples/pool_echo.rs: the same job through a kennel pool, no HTTP).
+# KENNEL_HTTP_ROUNDS rounds of the four, interleaved. Bounded: a fixed number of seconds per run, the
 # servers killed at the end.
 #
 # Prints one line per run, for bench/run.sh:
 #   http/c1: rps=... p50_us=... p99_us=... non2xx=...
 #   http/floor-c1: rps=... p50_us=... p99_us=... non2xx=...
+#   http/floor-pool-c1: rps=... p50_us=... p99_us=... non2xx=...
 #   http/pool-direct: p50_us=... p99_us=... mean_us=...
 # and, with more than one round, the medians over the rounds last.
 #
@@ -32,10 +35,11 @@ say "== building target/release/kennel and the echo worker"
 # KENNEL_BIN: another build of kennel to measure (e.g. an earlier commit's).
 [ -n "${KENNEL_BIN:-}" ] || cargo build --release --quiet -p kennel-server --bin kennel
 cargo build --release --quiet -p kennel-process --example echo_worker
-cargo build --release --quiet -p kennel-bench --example http_floor --example pool_echo
+cargo build --release --quiet -p kennel-bench --example http_floor --example http_floor_pool --example pool_echo
 BIN=${KENNEL_BIN:-target/release/kennel}
 WORKER=$(pwd)/target/release/examples/echo_worker
 FLOOR=target/release/examples/http_floor
+FLOOR_POOL=target/release/examples/http_floor_pool
 POOL_ECHO=target/release/examples/pool_echo
 
 dir=$(mktemp -d)
@@ -61,9 +65,11 @@ RUST_LOG=error "$BIN" serve --config "$dir/kennel.toml" > "$dir/stdout" 2> "$dir
 server=$!
 "$FLOOR" "$WORKER" > "$dir/floor.stdout" 2> "$dir/floor.stderr" &
 floor=$!
+"$FLOOR_POOL" "$WORKER" > "$dir/floor-pool.stdout" 2> "$dir/floor-pool.stderr" &
+floor_pool=$!
 cleanup() {
-    kill -TERM "$server" "$floor" 2>/dev/null || true
-    wait "$server" "$floor" 2>/dev/null || true
+    kill -TERM "$server" "$floor" "$floor_pool" 2>/dev/null || true
+    wait "$server" "$floor" "$floor_pool" 2>/dev/null || true
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -93,13 +99,20 @@ m = re.fullmatch(r"([0-9.]+)(us|ms|s)", v)
 print(round(float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)]))' "$1"
 }
 
-for _ in $(seq 100); do
-    grep -q "^floor listening on" "$dir/floor.stdout" 2>/dev/null && break
-    kill -0 "$floor" 2>/dev/null || { cat "$dir/floor.stderr" >&2; die "the floor did not start"; }
-    sleep 0.1
-done
-floor_url=$(sed -n 's/^floor listening on \(http:\/\/127\.0\.0\.1:[0-9]*\)$/\1/p' "$dir/floor.stdout")
-[ -n "$floor_url" ] || die "the floor printed no address"
+# The address a floor printed once its worker was ready.
+floor_address() { # name pid
+    for _ in $(seq 100); do
+        grep -q "^floor listening on" "$dir/$1.stdout" 2>/dev/null && break
+        kill -0 "$2" 2>/dev/null || { cat "$dir/$1.stderr" >&2; die "the $1 did not start"; }
+        sleep 0.1
+    done
+    local url
+    url=$(sed -n 's/^floor listening on \(http:\/\/127\.0\.0\.1:[0-9]*\)$/\1/p' "$dir/$1.stdout")
+    [ -n "$url" ] || die "the $1 printed no address"
+    echo "$url"
+}
+floor_url=$(floor_address floor "$floor")
+floor_pool_url=$(floor_address floor-pool "$floor_pool")
 
 # One wrk run: the line for bench/run.sh.
 run_wrk() { # name connections url
@@ -120,6 +133,7 @@ for round in $(seq "$ROUNDS"); do
     say "== round $round/$ROUNDS ($(cut -d' ' -f1-3 /proc/loadavg))"
     run_wrk http/c1 1 "$url" | tee -a "$results"
     run_wrk http/floor-c1 1 "$floor_url" | tee -a "$results"
+    run_wrk http/floor-pool-c1 1 "$floor_pool_url" | tee -a "$results"
     # As many jobs as wrk sends in its seconds, about.
     "$POOL_ECHO" "$WORKER" $(( SECONDS_PER_RUN * 5000 )) | sed 's|^pool/direct:|http/pool-direct:|' | tee -a "$results"
     run_wrk http/c32 32 "$url" | tee -a "$results"
@@ -133,10 +147,15 @@ for line in open(sys.argv[1]):
     runs.setdefault(name, []).append(dict(kv.split("=") for kv in fields.split()))
 med = {n: {k: statistics.median(float(r[k]) for r in rs) for k in rs[0]} for n, rs in runs.items()}
 k, f, d = med["http/c1"]["p50_us"], med["http/floor-c1"]["p50_us"], med["http/pool-direct"]["p50_us"]
+fp = med["http/floor-pool-c1"]["p50_us"]
+def over(a, b):
+    return statistics.median(float(x["p50_us"]) - float(y["p50_us"]) for x, y in zip(runs[a], runs[b]))
 ratios = [float(a["p50_us"]) / float(b["p50_us"]) for a, b in zip(runs["http/c1"], runs["http/floor-c1"])]
-over = [float(a["p50_us"]) - float(b["p50_us"]) for a, b in zip(runs["http/c1"], runs["http/pool-direct"])]
 print(f"medians over {len(runs['http/c1'])} rounds: p50 kennel {k:.0f} us, floor {f:.0f} us, "
-      f"direct pool {d:.1f} us; kennel / floor {statistics.median(ratios):.2f}; "
-      f"kennel - direct pool {statistics.median(over):.0f} us", file=sys.stderr)
+      f"floor with the pool {fp:.0f} us, direct pool {d:.1f} us; "
+      f"kennel / floor {statistics.median(ratios):.2f}; over the direct pool: "
+      f"kennel {over('http/c1', 'http/pool-direct'):.0f} us, "
+      f"floor {over('http/floor-c1', 'http/pool-direct'):.0f} us, "
+      f"floor with the pool {over('http/floor-pool-c1', 'http/pool-direct'):.0f} us", file=sys.stderr)
 PY
 fi
