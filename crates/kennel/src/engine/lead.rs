@@ -13,7 +13,7 @@
 use tokio::time::Instant;
 
 use super::state::State;
-use crate::slot::{Now, SlotState};
+use crate::slot::{Now, Replacement, SlotState};
 use crate::worker::Worker;
 
 /// The latest time from now, in seconds, at which the replacement of a
@@ -46,8 +46,8 @@ impl<W: Worker> State<W> {
             return None;
         };
         let r = &live.record;
-        match (r.max_jobs, r.ready_after, r.replace, r.no_surge) {
-            (Some(max), Some(ready_after), None, false) if r.jobs > 0 => {
+        match (r.max_jobs, r.ready_after, r.replacement) {
+            (Some(max), Some(ready_after), Replacement::None) if r.jobs > 0 => {
                 let ready_at = live.cell.started + ready_after;
                 let served = now.saturating_duration_since(ready_at).as_secs_f64();
                 Some(served / r.jobs as f64 * max.saturating_sub(r.jobs) as f64)

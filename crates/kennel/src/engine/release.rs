@@ -65,7 +65,7 @@ impl<W: Worker> State<W> {
                 held: Held::Lent,
             } if Arc::ptr_eq(&live.cell, cell) => Some(Look {
                 served_all: job && count_job(live, held),
-                replacing: live.record.replace.is_some(),
+                replacing: live.record.replacement.reason().is_some(),
             }),
             SlotState::LentGone { cell: c, .. } if Arc::ptr_eq(c, cell) => Some(Look::default()),
             _ => None,

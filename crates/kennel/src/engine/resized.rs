@@ -5,7 +5,7 @@
 use super::effects::Effects;
 use super::state::State;
 use crate::event::RetireReason;
-use crate::slot::{Held, SlotState};
+use crate::slot::{Held, Replacement, SlotState};
 use crate::worker::Worker;
 
 /// What a running slot's ready worker needs, by the size it started at.
@@ -50,10 +50,7 @@ impl<W: Worker> State<W> {
                 self.cancel_surge(fx, i);
                 // Called off whole: the next replacement tries a surge
                 // afresh, even if this one could not have one.
-                self.with_record(i, |r| {
-                    r.replace = None;
-                    r.no_surge = false;
-                });
+                self.with_record(i, |r| r.replacement = Replacement::None);
                 false
             }
             Fit::Stale { idle } => {
@@ -64,10 +61,7 @@ impl<W: Worker> State<W> {
                     self.retire_idle(fx, i, reason);
                 } else {
                     // No surge: retired when its job returns.
-                    self.with_record(i, |r| {
-                        r.replace = Some(reason);
-                        r.no_surge = true;
-                    });
+                    self.with_record(i, |r| r.replacement = Replacement::WhenFree(reason));
                 }
                 true
             }
@@ -81,7 +75,7 @@ impl<W: Worker> State<W> {
         let size = self.slots.size();
         let wanted = self.opts.replace_on_resize && i < size;
         let r = &live.record;
-        match r.replace {
+        match r.replacement.reason() {
             Some(RetireReason::Resized) if !wanted || r.size == size => Fit::NotWanted,
             None if wanted && r.size != size => Fit::Stale {
                 idle: matches!(held, Held::Idle { .. }),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::effects::Effects;
 use super::life::Made;
 use super::state::State;
-use crate::event::{Event, RetireReason};
+use crate::event::Event;
 use crate::slot::Held;
 use crate::slot::transitions::Step;
 use crate::slot::{Live, Now, Record, Side, SlotState, WorkerCell};
@@ -218,16 +218,7 @@ impl<W: Worker> State<W> {
     /// is retired when it comes back).
     fn give_up_surge(&mut self, fx: &mut Effects<W>, i: usize) {
         let reason = self
-            .with_record(i, |r| {
-                r.no_surge = true;
-                if matches!(
-                    r.replace,
-                    Some(RetireReason::Lifetime | RetireReason::MaxJobs)
-                ) {
-                    r.replace = None;
-                }
-                r.replace
-            })
+            .with_record(i, |r| r.replacement.give_up_surge())
             .flatten();
         if let (Some(reason), true) = (reason, self.slots.state(i).is_idle()) {
             self.retire_idle(fx, i, reason);
@@ -297,7 +288,7 @@ impl<W: Worker> State<W> {
             }
             other => (other.map(Box::new), ()),
         });
-        self.with_record(i, |r| r.replace = None);
+        self.with_record(i, |r| r.replacement.call_off());
     }
 
     /// Kills the workers of the sides (the pool is dropped, or the grace

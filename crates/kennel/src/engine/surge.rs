@@ -24,7 +24,7 @@ use super::effects::{Effects, Wake, Warmup};
 use super::state::State;
 use crate::event::{Event, RetireReason};
 use crate::slot::Held;
-use crate::slot::{Now, Record, Side, SlotState};
+use crate::slot::{Now, Record, Replacement, Side, SlotState};
 use crate::timer::Timer;
 use crate::worker::Worker;
 
@@ -98,7 +98,10 @@ impl<W: Worker> State<W> {
             }
             None => {}
         }
-        if self.with_record(i, |r| r.no_surge).unwrap_or(true) {
+        if self
+            .with_record(i, |r| r.replacement.surge_refused())
+            .unwrap_or(true)
+        {
             return Surge::Refused;
         }
         if self.surge_room() == 0 || !self.may_try_start() {
@@ -107,10 +110,7 @@ impl<W: Worker> State<W> {
         // Memory for it is checked as for any start.
         if !self.sizing.may_start(&self.view()) {
             fx.emit(Event::SurgeSkipped { slot: i, reason });
-            self.with_record(i, |r| {
-                r.no_surge = true;
-                r.replace = None;
-            });
+            self.with_record(i, |r| r.replacement = Replacement::SurgeGivenUp);
             return Surge::Refused;
         }
         let generation = self.slots.issue(i);
@@ -124,7 +124,7 @@ impl<W: Worker> State<W> {
             };
             (Some(Box::new(side)), ())
         });
-        self.with_record(i, |r| r.replace = Some(reason));
+        self.with_record(i, |r| r.replacement = Replacement::WarmFirst(reason));
         fx.add().warmups.push(Warmup {
             slot: i,
             size: self.slots.size(),
@@ -146,12 +146,7 @@ impl<W: Worker> State<W> {
     }
 
     fn queue_surge(&mut self, i: usize, reason: RetireReason) -> Surge {
-        let queued = self.with_record(i, |r| {
-            if !r.no_surge {
-                r.replace = Some(reason);
-            }
-            !r.no_surge
-        });
+        let queued = self.with_record(i, |r| r.replacement.warm_first_for(reason));
         if queued == Some(true) {
             Surge::Queued
         } else {
@@ -168,7 +163,10 @@ impl<W: Worker> State<W> {
             if self.slots.side(i).is_some() {
                 continue;
             }
-            let Some(reason) = self.with_record(i, |r| r.replace).flatten() else {
+            let Some(reason) = self
+                .with_record(i, |r| r.replacement.warm_first())
+                .flatten()
+            else {
                 continue;
             };
             self.want_surge(fx, i, reason);
@@ -249,10 +247,14 @@ impl<W: Worker> State<W> {
         else {
             return None;
         };
-        let r = &live.record;
-        r.replace.filter(|&reason| {
-            r.no_surge && !matches!(reason, RetireReason::Lifetime | RetireReason::MaxJobs)
-        })
+        match live.record.replacement {
+            Replacement::WhenFree(reason)
+                if !matches!(reason, RetireReason::Lifetime | RetireReason::MaxJobs) =>
+            {
+                Some(reason)
+            }
+            _ => None,
+        }
     }
 
     /// Calls off replacements above `max_surge` (the highest slots first)

@@ -37,6 +37,7 @@
 
 mod cell;
 mod counts;
+mod replacement;
 mod side;
 mod slots;
 pub(crate) mod transitions;
@@ -48,6 +49,7 @@ use tokio::time::Instant;
 pub(crate) use cell::{Now, WorkerCell};
 #[cfg(test)]
 pub(crate) use counts::Kind;
+pub(crate) use replacement::Replacement;
 pub(crate) use side::Side;
 pub(crate) use slots::Slots;
 
@@ -227,12 +229,8 @@ pub(crate) struct Record {
     pub(crate) probe: Option<Probed>,
     /// What it said of itself when ready ([`Worker::about`](crate::Worker::about)).
     pub(crate) about: Option<Arc<str>>,
-    /// Why it is being replaced warm first (`max_surge`): set when its
-    /// replacement starts, or waits for room to.
-    pub(crate) replace: Option<RetireReason>,
-    /// Its replacement could not warm beside it (no memory, or it failed):
-    /// it is retired first, as without a surge.
-    pub(crate) no_surge: bool,
+    /// Whether it is being replaced, and how (`max_surge`).
+    pub(crate) replacement: Replacement,
     /// The timer that starts its replacement ahead of its lifetime (held,
     /// and cancelled by its drop).
     #[allow(dead_code)]
