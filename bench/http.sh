@@ -4,9 +4,9 @@
 # wrk: one connection (latency), then 32 (throughput). In the same run, at
 # one connection, the floor (crates/kennel-bench/examples/http_floor.rs: the
 # same HTTP stack and the same echo worker behind a mutex, no pool, no JSON)
-# with the same wrk command, the floor with the pool
-# (crates/kennel-bench/examples/http_floor_pool.rs: the floor's route running
-# the job through a kennel pool, as the direct pool does), and the direct
+# with the same wrk command, the floor with the pool (the same example with
+# --pool: the floor's route running the job through a kennel pool, as the
+# direct pool does), and the direct
 # pool (examples/pool_echo.rs: the same job through a kennel pool, no HTTP).
 # KENNEL_HTTP_ROUNDS rounds of the four, interleaved. Bounded: a fixed number of seconds per run, the
 # servers killed at the end.
@@ -35,11 +35,10 @@ say "== building target/release/kennel and the echo worker"
 # KENNEL_BIN: another build of kennel to measure (e.g. an earlier commit's).
 [ -n "${KENNEL_BIN:-}" ] || cargo build --release --quiet -p kennel-server --bin kennel
 cargo build --release --quiet -p kennel-process --example echo_worker
-cargo build --release --quiet -p kennel-bench --example http_floor --example http_floor_pool --example pool_echo
+cargo build --release --quiet -p kennel-bench --example http_floor --example pool_echo
 BIN=${KENNEL_BIN:-target/release/kennel}
 WORKER=$(pwd)/target/release/examples/echo_worker
 FLOOR=target/release/examples/http_floor
-FLOOR_POOL=target/release/examples/http_floor_pool
 POOL_ECHO=target/release/examples/pool_echo
 
 dir=$(mktemp -d)
@@ -65,7 +64,7 @@ RUST_LOG=error "$BIN" serve --config "$dir/kennel.toml" > "$dir/stdout" 2> "$dir
 server=$!
 "$FLOOR" "$WORKER" > "$dir/floor.stdout" 2> "$dir/floor.stderr" &
 floor=$!
-"$FLOOR_POOL" "$WORKER" > "$dir/floor-pool.stdout" 2> "$dir/floor-pool.stderr" &
+"$FLOOR" --pool "$WORKER" > "$dir/floor-pool.stdout" 2> "$dir/floor-pool.stderr" &
 floor_pool=$!
 cleanup() {
     kill -TERM "$server" "$floor" "$floor_pool" 2>/dev/null || true

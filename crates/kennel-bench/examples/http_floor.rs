@@ -1,13 +1,21 @@
-//! The floor of the HTTP bench (`bench/http.sh`): the least an HTTP
+//! The floors of the HTTP bench (`bench/http.sh`): the least an HTTP
 //! server can do to run an echo job on a child process. One axum route,
 //! `POST /pools/echo/jobs`, on hyper's HTTP/1 with `TCP_NODELAY`, as
-//! `kennel serve` runs it; one child (the same echo worker) behind a tokio
-//! `Mutex`: write the body and a newline to its stdin, read one line from
-//! its stdout, answer it as `application/json`. No pool, no JSON parsing,
-//! no middleware, no metrics, no task per job.
+//! `kennel serve` runs it, answering the worker's line as
+//! `application/json`; no JSON parsing, no middleware, no metrics, no task
+//! per job. The route does the job one of two ways:
+//!
+//! - by default, on one child (the same echo worker) behind a tokio
+//!   `Mutex`: write the body and a newline to its stdin, read one line
+//!   from its stdout (**the floor**);
+//! - with `--pool`, through a kennel pool of one [`Coprocess`], as
+//!   `examples/pool_echo.rs` runs it without HTTP (**the floor with the
+//!   pool**): what it costs over the floor is the pool's and the
+//!   coprocess's part in an HTTP handler, and what `kennel serve` costs
+//!   over it is the service's own.
 //!
 //! ```text
-//! cargo run --release -p kennel-bench --example http_floor -- WORKER [ADDR]
+//! cargo run --release -p kennel-bench --example http_floor -- [--pool] WORKER [ADDR]
 //! ```
 //!
 //! It prints `floor listening on http://ADDR` once the worker is ready,
@@ -25,6 +33,7 @@ use axum::routing::post;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
+use kennel_process::{Coprocess, CoprocessSpec, JsonBytes};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::process::{ChildStdin, ChildStdout};
@@ -34,6 +43,14 @@ struct Child {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     line: Vec<u8>,
+    /// Held for as long as the route: dropped, it kills the child.
+    _process: tokio::process::Child,
+}
+
+/// The reply as the answer.
+fn answer(reply: &[u8]) -> impl IntoResponse + use<> {
+    let reply = Bytes::copy_from_slice(reply);
+    ([(header::CONTENT_TYPE, "application/json")], reply)
 }
 
 async fn job(State(child): State<Arc<Mutex<Child>>>, body: Bytes) -> impl IntoResponse {
@@ -56,15 +73,24 @@ async fn job(State(child): State<Arc<Mutex<Child>>>, body: Bytes) -> impl IntoRe
         .read_until(b'\n', &mut child.line)
         .await
         .expect("the worker writes");
-    let reply = Bytes::copy_from_slice(child.line.trim_ascii_end());
-    ([(header::CONTENT_TYPE, "application/json")], reply)
+    answer(child.line.trim_ascii_end())
 }
 
-#[tokio::main]
-async fn main() -> std::io::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let worker = args.next().expect("usage: http_floor WORKER [ADDR]");
-    let addr = args.next().unwrap_or_else(|| "127.0.0.1:0".to_owned());
+async fn pool_job(
+    State(pool): State<Arc<kennel::Pool<Coprocess>>>,
+    body: Bytes,
+) -> impl IntoResponse {
+    let request = JsonBytes::new(body).expect("the bench posts JSON");
+    let reply = pool
+        .run(async |w: &mut Coprocess| w.request_bytes(&request, None).await)
+        .await
+        .expect("a worker is lent")
+        .expect("the worker echoes");
+    answer(reply.as_bytes())
+}
+
+/// The floor's route, on one child behind a mutex.
+async fn child_route(worker: String) -> std::io::Result<Router> {
     let mut process = tokio::process::Command::new(worker)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -79,10 +105,33 @@ async fn main() -> std::io::Result<()> {
         stdin,
         stdout,
         line: Vec::with_capacity(1024),
+        _process: process,
     }));
-    let router = Router::new()
+    Ok(Router::new()
         .route("/pools/echo/jobs", post(job))
-        .with_state(child);
+        .with_state(child))
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let pooled = args.first().is_some_and(|a| a == "--pool");
+    if pooled {
+        args.remove(0);
+    }
+    let mut args = args.into_iter();
+    let worker = args
+        .next()
+        .expect("usage: http_floor [--pool] WORKER [ADDR]");
+    let addr = args.next().unwrap_or_else(|| "127.0.0.1:0".to_owned());
+    let router = if pooled {
+        let pool = kennel_bench::echo_pool(CoprocessSpec::new([worker])).await;
+        Router::new()
+            .route("/pools/echo/jobs", post(pool_job))
+            .with_state(Arc::new(pool))
+    } else {
+        child_route(worker).await?
+    };
     let listener = TcpListener::bind(addr).await?;
     println!("floor listening on http://{}", listener.local_addr()?);
     loop {
