@@ -16,6 +16,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
+use tokio_util::sync::ReusableBoxFuture;
 
 /// How a job's race ended.
 pub(crate) enum End<R> {
@@ -128,17 +129,18 @@ impl<J: Future, D: Future<Output = ()>> Future for Race<J, D> {
 
 /// A worker's heartbeat, as beats that can be polled: each poll that
 /// resolves is one beat (`true`) or the end of the heartbeat (`false`).
-/// Boxed: only the pools whose beats move the soft limit pay for it.
-struct Beats(Pin<Box<dyn Future<Output = (bool, watch::Receiver<u64>)> + Send>>);
+/// Boxed, in one box reused from beat to beat: only the pools whose beats
+/// move the soft limit pay for it.
+struct Beats(ReusableBoxFuture<'static, (bool, watch::Receiver<u64>)>);
 
 impl Beats {
     fn new(rx: watch::Receiver<u64>) -> Self {
-        Self(Box::pin(next_beat(rx)))
+        Self(ReusableBoxFuture::new(next_beat(rx)))
     }
 
     fn poll_beat(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
-        let (alive, rx) = std::task::ready!(self.0.as_mut().poll(cx));
-        self.0 = Box::pin(next_beat(rx));
+        let (alive, rx) = std::task::ready!(self.0.poll(cx));
+        self.0.set(next_beat(rx));
         Poll::Ready(alive)
     }
 }

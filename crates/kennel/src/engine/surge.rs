@@ -237,8 +237,9 @@ impl<W: Worker> State<W> {
         }
     }
 
-    /// A worker over an unknown deadline whose replacement failed: it is
-    /// retired when free.
+    /// Why slot `i`'s lent worker is retired when its job returns, if it
+    /// is: its replacement could not warm first (it failed, or a resize
+    /// found no room).
     pub(crate) fn retire_when_free(&self, i: usize) -> Option<RetireReason> {
         let SlotState::Ready {
             live,
@@ -247,14 +248,7 @@ impl<W: Worker> State<W> {
         else {
             return None;
         };
-        match live.record.replacement {
-            Replacement::WhenFree(reason)
-                if !matches!(reason, RetireReason::Lifetime | RetireReason::MaxJobs) =>
-            {
-                Some(reason)
-            }
-            _ => None,
-        }
+        live.record.replacement.when_free()
     }
 
     /// Calls off replacements above `max_surge` (the highest slots first)

@@ -24,7 +24,8 @@ pub(crate) enum Replacement {
     /// first.
     SurgeGivenUp,
     /// Retired for this reason when its job returns, with no replacement
-    /// warming first.
+    /// warming first; never a known deadline (see
+    /// [`give_up_surge`](Self::give_up_surge)).
     WhenFree(RetireReason),
 }
 
@@ -34,6 +35,14 @@ impl Replacement {
         match self {
             Self::WarmFirst(reason) | Self::WhenFree(reason) => Some(reason),
             Self::None | Self::SurgeGivenUp => None,
+        }
+    }
+
+    /// Why it is retired when its job returns, if it is.
+    pub(crate) fn when_free(self) -> Option<RetireReason> {
+        match self {
+            Self::WhenFree(reason) => Some(reason),
+            _ => None,
         }
     }
 
