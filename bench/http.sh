@@ -6,9 +6,9 @@
 # same HTTP stack and the same echo worker behind a mutex, no pool, no JSON)
 # with the same wrk command, the floor with the pool (the same example with
 # --pool: the floor's route running the job through a kennel pool, as the
-# direct pool does), and the direct
-# pool (examples/pool_echo.rs: the same job through a kennel pool, no HTTP).
-# KENNEL_HTTP_ROUNDS rounds of the four, interleaved. Bounded: a fixed number of seconds per run, the
+# direct pool does), and the direct pool (examples/pool_echo.rs: the same
+# job through a kennel pool, no HTTP). KENNEL_HTTP_ROUNDS rounds of the
+# four, interleaved. Bounded: a fixed number of seconds per run, the
 # servers killed at the end.
 #
 # Prints one line per run, for bench/run.sh:
