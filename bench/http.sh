@@ -6,15 +6,17 @@
 # same HTTP stack and the same echo worker behind a mutex, no pool, no JSON)
 # with the same wrk command, the floor with the pool (the same example with
 # --pool: the floor's route running the job through a kennel pool, as the
-# direct pool does), and the direct pool (examples/pool_echo.rs: the same
-# job through a kennel pool, no HTTP). KENNEL_HTTP_ROUNDS rounds of the
-# four, interleaved. Bounded: a fixed number of seconds per run, the
-# servers killed at the end.
+# direct pool does), the HTTP exchange alone (the same example with
+# --bare: the route answers the body, no job), and the direct pool
+# (examples/pool_echo.rs: the same job through a kennel pool, no HTTP).
+# KENNEL_HTTP_ROUNDS rounds of the five, interleaved. Bounded: a fixed
+# number of seconds per run, the servers killed at the end.
 #
 # Prints one line per run, for bench/run.sh:
 #   http/c1: rps=... p50_us=... p99_us=... non2xx=...
 #   http/floor-c1: rps=... p50_us=... p99_us=... non2xx=...
 #   http/floor-pool-c1: rps=... p50_us=... p99_us=... non2xx=...
+#   http/bare-c1: rps=... p50_us=... p99_us=... non2xx=...
 #   http/pool-direct: p50_us=... p99_us=... mean_us=...
 # and, with more than one round, the medians over the rounds last.
 #
@@ -66,9 +68,11 @@ server=$!
 floor=$!
 "$FLOOR" --pool "$WORKER" > "$dir/floor-pool.stdout" 2> "$dir/floor-pool.stderr" &
 floor_pool=$!
+"$FLOOR" --bare "$WORKER" > "$dir/bare.stdout" 2> "$dir/bare.stderr" &
+bare=$!
 cleanup() {
-    kill -TERM "$server" "$floor" "$floor_pool" 2>/dev/null || true
-    wait "$server" "$floor" "$floor_pool" 2>/dev/null || true
+    kill -TERM "$server" "$floor" "$floor_pool" "$bare" 2>/dev/null || true
+    wait "$server" "$floor" "$floor_pool" "$bare" 2>/dev/null || true
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -112,6 +116,7 @@ floor_address() { # name pid
 }
 floor_url=$(floor_address floor "$floor")
 floor_pool_url=$(floor_address floor-pool "$floor_pool")
+bare_url=$(floor_address bare "$bare")
 
 # One wrk run: the line for bench/run.sh.
 run_wrk() { # name connections url
@@ -133,6 +138,7 @@ for round in $(seq "$ROUNDS"); do
     run_wrk http/c1 1 "$url" | tee -a "$results"
     run_wrk http/floor-c1 1 "$floor_url" | tee -a "$results"
     run_wrk http/floor-pool-c1 1 "$floor_pool_url" | tee -a "$results"
+    run_wrk http/bare-c1 1 "$bare_url" | tee -a "$results"
     # As many jobs as wrk sends in its seconds, about.
     "$POOL_ECHO" "$WORKER" $(( SECONDS_PER_RUN * 5000 )) | sed 's|^pool/direct:|http/pool-direct:|' | tee -a "$results"
     run_wrk http/c32 32 "$url" | tee -a "$results"
@@ -146,15 +152,16 @@ for line in open(sys.argv[1]):
     runs.setdefault(name, []).append(dict(kv.split("=") for kv in fields.split()))
 med = {n: {k: statistics.median(float(r[k]) for r in rs) for k in rs[0]} for n, rs in runs.items()}
 k, f, d = med["http/c1"]["p50_us"], med["http/floor-c1"]["p50_us"], med["http/pool-direct"]["p50_us"]
-fp = med["http/floor-pool-c1"]["p50_us"]
+fp, b = med["http/floor-pool-c1"]["p50_us"], med["http/bare-c1"]["p50_us"]
 def over(a, b):
     return statistics.median(float(x["p50_us"]) - float(y["p50_us"]) for x, y in zip(runs[a], runs[b]))
 ratios = [float(a["p50_us"]) / float(b["p50_us"]) for a, b in zip(runs["http/c1"], runs["http/floor-c1"])]
 print(f"medians over {len(runs['http/c1'])} rounds: p50 kennel {k:.0f} us, floor {f:.0f} us, "
-      f"floor with the pool {fp:.0f} us, direct pool {d:.1f} us; "
+      f"floor with the pool {fp:.0f} us, HTTP alone {b:.0f} us, direct pool {d:.1f} us; "
       f"kennel / floor {statistics.median(ratios):.2f}; over the direct pool: "
       f"kennel {over('http/c1', 'http/pool-direct'):.0f} us, "
       f"floor {over('http/floor-c1', 'http/pool-direct'):.0f} us, "
-      f"floor with the pool {over('http/floor-pool-c1', 'http/pool-direct'):.0f} us", file=sys.stderr)
+      f"floor with the pool {over('http/floor-pool-c1', 'http/pool-direct'):.0f} us, "
+      f"HTTP alone {over('http/bare-c1', 'http/pool-direct'):.0f} us", file=sys.stderr)
 PY
 fi

@@ -3,7 +3,7 @@
 //! `POST /pools/echo/jobs`, on hyper's HTTP/1 with `TCP_NODELAY`, as
 //! `kennel serve` runs it, answering the worker's line as
 //! `application/json`; no JSON parsing, no middleware, no metrics, no task
-//! per job. The route does the job one of two ways:
+//! per job. The route does the job one of three ways:
 //!
 //! - by default, on one child (the same echo worker) behind a tokio
 //!   `Mutex`: write the body and a newline to its stdin, read one line
@@ -12,14 +12,18 @@
 //!   `examples/pool_echo.rs` runs it without HTTP (**the floor with the
 //!   pool**): what it costs over the floor is the pool's and the
 //!   coprocess's part in an HTTP handler, and what `kennel serve` costs
-//!   over it is the service's own.
+//!   over it is the service's own;
+//! - with `--bare`, not at all: the route answers the body it was sent
+//!   (**the HTTP exchange alone**), what an HTTP request costs on this
+//!   host before any job, the client's part included.
 //!
 //! ```text
-//! cargo run --release -p kennel-bench --example http_floor -- [--pool] WORKER [ADDR]
+//! cargo run --release -p kennel-bench --example http_floor -- [--pool|--bare] WORKER [ADDR]
 //! ```
 //!
-//! It prints `floor listening on http://ADDR` once the worker is ready,
-//! and runs until it is killed.
+//! It prints `floor listening on http://ADDR` once the worker is ready
+//! (with `--bare`, at once: no worker is started), and runs until it is
+//! killed.
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -115,16 +119,22 @@ async fn child_route(worker: String) -> std::io::Result<Router> {
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let pooled = args.first().is_some_and(|a| a == "--pool");
-    if pooled {
-        args.remove(0);
-    }
+    let mode = match args.first().map(String::as_str) {
+        Some(m @ ("--pool" | "--bare")) => {
+            let m = m.to_owned();
+            args.remove(0);
+            m
+        }
+        _ => String::new(),
+    };
     let mut args = args.into_iter();
     let worker = args
         .next()
-        .expect("usage: http_floor [--pool] WORKER [ADDR]");
+        .expect("usage: http_floor [--pool|--bare] WORKER [ADDR]");
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:0".to_owned());
-    let router = if pooled {
+    let router = if mode == "--bare" {
+        Router::new().route("/pools/echo/jobs", post(async |body: Bytes| answer(&body)))
+    } else if mode == "--pool" {
         let pool = kennel_bench::echo_pool(CoprocessSpec::new([worker])).await;
         Router::new()
             .route("/pools/echo/jobs", post(pool_job))

@@ -2,6 +2,8 @@
 //! header timeout for the first request, an idle timeout between the next
 //! ones ([`ConnTimer`]), a write stall timeout ([`StallTimeout`]), and at
 //! most [`ConnectionBudget::connections`] at once; then a graceful stop.
+//! Each connection's task polls it again at once when the connection wakes
+//! itself ([`Rewake`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use super::rewake::Rewake;
 use super::stall::StallTimeout;
 use super::timer::ConnTimer;
 
@@ -131,6 +134,8 @@ pub async fn serve(
             .keep_alive(true);
         let conn = builder.serve_connection(io, TowerToHyperService::new(router.clone()));
         let watched = graceful.watch(conn);
+        // Polled again at once when a request's body wakes it (rewake.rs).
+        let watched = Rewake::new(watched);
         conns.spawn(async move {
             let _open = Open::new(permit);
             if let Err(e) = watched.await {
