@@ -7,7 +7,8 @@
 //!   (`/pools/{name}/jobs`), or `unmatched` for every path no route took;
 //! - `status`: the status code, which the service itself chooses.
 
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::collections::HashSet;
+use std::sync::{LazyLock, PoisonError, RwLock};
 
 use axum::extract::MatchedPath;
 use axum::http::{Method, Request, StatusCode};
@@ -46,19 +47,26 @@ pub fn route_label<B>(request: &Request<B>) -> String {
 
 /// As [`route_label`], without an allocation per request: each route's
 /// pattern is kept once for the process (there are as many as the
-/// router has routes, a closed set).
+/// router has routes, a closed set), and found again under a read lock.
 pub fn route_label_static<B>(request: &Request<B>) -> &'static str {
-    static SEEN: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    static SEEN: LazyLock<RwLock<HashSet<&'static str>>> = LazyLock::new(RwLock::default);
     let Some(path) = request.extensions().get::<MatchedPath>() else {
         return UNMATCHED;
     };
     let path = path.as_str();
-    let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(known) = seen.iter().find(|p| **p == path) {
+    if let Some(known) = SEEN
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(path)
+    {
+        return known;
+    }
+    let mut seen = SEEN.write().unwrap_or_else(PoisonError::into_inner);
+    if let Some(known) = seen.get(path) {
         return known;
     }
     let known: &'static str = Box::leak(path.to_owned().into_boxed_str());
-    seen.push(known);
+    seen.insert(known);
     known
 }
 
@@ -90,6 +98,32 @@ mod tests {
         let request = Request::builder().uri("/x/y/z").body(()).unwrap();
         assert_eq!(route_label(&request), UNMATCHED);
         assert_eq!(route_label_static(&request), UNMATCHED);
+    }
+
+    #[tokio::test]
+    async fn a_matched_route_is_labelled_by_its_pattern_kept_once() {
+        use axum::body::Body;
+        use tower::ServiceExt;
+
+        let app = axum::Router::new().route(
+            "/pools/{name}/jobs",
+            axum::routing::post(async |request: Request<Body>| {
+                let first = route_label_static(&request);
+                let again = route_label_static(&request);
+                assert!(std::ptr::eq(first, again), "one copy of the pattern");
+                first.to_owned()
+            }),
+        );
+        for name in ["a", "b"] {
+            let request = Request::post(format!("/pools/{name}/jobs"))
+                .body(Body::empty())
+                .unwrap();
+            let response = app.clone().oneshot(request).await.unwrap();
+            let body = axum::body::to_bytes(response.into_body(), 1024)
+                .await
+                .unwrap();
+            assert_eq!(&body[..], b"/pools/{name}/jobs");
+        }
     }
 
     #[test]
