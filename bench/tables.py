@@ -187,7 +187,20 @@ def main():
     out += ["", f"The server's own overhead at one connection: p50 {float(c1['p50_us']):.0f} µs through HTTP "
             f"against {direct:.1f} µs for the same job through the pool directly, "
             f"so about **{overhead:.0f} µs** per request for loopback TCP, HTTP, routing and the job's "
-            f"checks (wrk's side included; target ≤ 40: {mark(overhead <= 40)}).", "", END]
+            f"checks (wrk's side included; target ≤ 40: {mark(overhead <= 40)})."]
+    others = [(name, label) for name, label in (
+        ("http/floor-c1", "the floor"),
+        ("http/floor-pool-c1", "the floor with the pool (`http_floor --pool`)"),
+        ("http/bare-c1", "the HTTP exchange alone, no job (`http_floor --bare`)"))
+        if pool and all(name in p for p in per_round)]
+    if others:
+        over = "; ".join(
+            f"{label} {float(fields[name]['p50_us']):.0f} µs, "
+            f"{middle([float(p[name]['p50_us']) - float(p['http/pool-direct']['p50_us']) for p in per_round]):.1f} over"
+            for name, label in others)
+        out += ["", f"At one connection, p50 and the median over the rounds of each one's excess over "
+                f"the direct pool: {over}."]
+    out += ["", END]
 
     doc = DOC.read_text()
     block = "\n".join(out)
