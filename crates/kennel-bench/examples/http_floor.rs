@@ -116,31 +116,44 @@ async fn child_route(worker: String) -> std::io::Result<Router> {
         .with_state(child))
 }
 
+/// How the route does the job (see the module's documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// On one child behind a mutex: the floor.
+    Child,
+    /// Through a kennel pool: the floor with the pool (`--pool`).
+    Pool,
+    /// Not at all: the HTTP exchange alone (`--bare`).
+    Bare,
+}
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mode = match args.first().map(String::as_str) {
-        Some(m @ ("--pool" | "--bare")) => {
-            let m = m.to_owned();
-            args.remove(0);
-            m
-        }
-        _ => String::new(),
+        Some("--pool") => Mode::Pool,
+        Some("--bare") => Mode::Bare,
+        _ => Mode::Child,
     };
+    if mode != Mode::Child {
+        args.remove(0);
+    }
     let mut args = args.into_iter();
     let worker = args
         .next()
         .expect("usage: http_floor [--pool|--bare] WORKER [ADDR]");
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:0".to_owned());
-    let router = if mode == "--bare" {
-        Router::new().route("/pools/echo/jobs", post(async |body: Bytes| answer(&body)))
-    } else if mode == "--pool" {
-        let pool = kennel_bench::echo_pool(CoprocessSpec::new([worker])).await;
-        Router::new()
-            .route("/pools/echo/jobs", post(pool_job))
-            .with_state(Arc::new(pool))
-    } else {
-        child_route(worker).await?
+    let router = match mode {
+        Mode::Child => child_route(worker).await?,
+        Mode::Pool => {
+            let pool = kennel_bench::echo_pool(CoprocessSpec::new([worker])).await;
+            Router::new()
+                .route("/pools/echo/jobs", post(pool_job))
+                .with_state(Arc::new(pool))
+        }
+        Mode::Bare => {
+            Router::new().route("/pools/echo/jobs", post(async |body: Bytes| answer(&body)))
+        }
     };
     let listener = TcpListener::bind(addr).await?;
     println!("floor listening on http://{}", listener.local_addr()?);

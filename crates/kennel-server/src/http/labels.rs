@@ -7,11 +7,13 @@
 //!   (`/pools/{name}/jobs`), or `unmatched` for every path no route took;
 //! - `status`: the status code, which the service itself chooses.
 
-use std::collections::HashSet;
-use std::sync::{LazyLock, PoisonError, RwLock};
+use std::collections::HashMap;
+use std::sync::{LazyLock, RwLock};
 
 use axum::extract::MatchedPath;
 use axum::http::{Method, Request, StatusCode};
+
+use super::read_mostly::with_entry;
 
 /// The `route` label of a request no route matched.
 pub const UNMATCHED: &str = "unmatched";
@@ -49,25 +51,21 @@ pub fn route_label<B>(request: &Request<B>) -> String {
 /// pattern is kept once for the process (there are as many as the
 /// router has routes, a closed set), and found again under a read lock.
 pub fn route_label_static<B>(request: &Request<B>) -> &'static str {
-    static SEEN: LazyLock<RwLock<HashSet<&'static str>>> = LazyLock::new(RwLock::default);
+    static SEEN: LazyLock<RwLock<HashMap<&'static str, &'static str>>> =
+        LazyLock::new(RwLock::default);
     let Some(path) = request.extensions().get::<MatchedPath>() else {
         return UNMATCHED;
     };
     let path = path.as_str();
-    if let Some(known) = SEEN
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(path)
-    {
-        return known;
-    }
-    let mut seen = SEEN.write().unwrap_or_else(PoisonError::into_inner);
-    if let Some(known) = seen.get(path) {
-        return known;
-    }
-    let known: &'static str = Box::leak(path.to_owned().into_boxed_str());
-    seen.insert(known);
-    known
+    with_entry(
+        &SEEN,
+        path,
+        || {
+            let known: &'static str = Box::leak(path.to_owned().into_boxed_str());
+            (known, known)
+        },
+        |known| *known,
+    )
 }
 
 /// The `status` label of `status`: its three digits, without an

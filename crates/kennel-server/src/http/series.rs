@@ -10,9 +10,11 @@
 //! installed then.
 
 use std::collections::HashMap;
-use std::sync::{PoisonError, RwLock};
+use std::sync::RwLock;
 
 use metrics::{Counter, Histogram};
+
+use super::read_mostly::with_entry;
 
 /// `kennel_http_requests_total` by method, route and status.
 type RequestKey = (&'static str, &'static str, &'static str);
@@ -36,53 +38,34 @@ impl HttpSeries {
         status: &'static str,
         seconds: f64,
     ) {
-        let key = (method, route, status);
-        with(
+        with_entry(
             &self.requests,
-            key,
-            |c| c.increment(1),
+            &(method, route, status),
             || {
-                metrics::counter!(
+                let counter = metrics::counter!(
                     "kennel_http_requests_total",
                     "method" => method,
                     "route" => route,
                     "status" => status
-                )
+                );
+                ((method, route, status), counter)
             },
+            |c| c.increment(1),
         );
-        let key = (method, route);
-        with(
+        with_entry(
             &self.durations,
-            key,
-            |h| h.record(seconds),
+            &(method, route),
             || {
-                metrics::histogram!(
+                let histogram = metrics::histogram!(
                     "kennel_http_request_duration_seconds",
                     "method" => method,
                     "route" => route
-                )
+                );
+                ((method, route), histogram)
             },
+            |h| h.record(seconds),
         );
     }
-}
-
-/// Runs `f` on the handle of `key`, registered by `register` the first
-/// time.
-fn with<K: Eq + std::hash::Hash, H>(
-    handles: &RwLock<HashMap<K, H>>,
-    key: K,
-    f: impl FnOnce(&H),
-    register: impl FnOnce() -> H,
-) {
-    if let Some(h) = handles
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&key)
-    {
-        return f(h);
-    }
-    let mut handles = handles.write().unwrap_or_else(PoisonError::into_inner);
-    f(handles.entry(key).or_insert_with(register));
 }
 
 #[cfg(test)]
