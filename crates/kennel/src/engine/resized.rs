@@ -5,7 +5,7 @@
 use super::effects::Effects;
 use super::state::State;
 use crate::event::RetireReason;
-use crate::slot::{Held, Replacement, SlotState};
+use crate::slot::{Held, SlotState};
 use crate::worker::Worker;
 
 /// What a running slot's ready worker needs, by the size it started at.
@@ -48,9 +48,7 @@ impl<W: Worker> State<W> {
             Fit::Fits => false,
             Fit::NotWanted => {
                 self.cancel_surge(fx, i);
-                // Called off whole: the next replacement tries a surge
-                // afresh, even if this one could not have one.
-                self.with_record(i, |r| r.replacement = Replacement::None);
+                self.with_record(i, |r| r.replacement.forget());
                 false
             }
             Fit::Stale { idle } => {
@@ -61,7 +59,7 @@ impl<W: Worker> State<W> {
                     self.retire_idle(fx, i, reason);
                 } else {
                     // No surge: retired when its job returns.
-                    self.with_record(i, |r| r.replacement = Replacement::WhenFree(reason));
+                    self.with_record(i, |r| r.replacement.retire_when_free(reason));
                 }
                 true
             }

@@ -24,7 +24,7 @@ use super::effects::{Effects, Wake, Warmup};
 use super::state::State;
 use crate::event::{Event, RetireReason};
 use crate::slot::Held;
-use crate::slot::{Now, Record, Replacement, Side, SlotState};
+use crate::slot::{Now, Record, Side, SlotState};
 use crate::timer::Timer;
 use crate::worker::Worker;
 
@@ -110,7 +110,7 @@ impl<W: Worker> State<W> {
         // Memory for it is checked as for any start.
         if !self.sizing.may_start(&self.view()) {
             fx.emit(Event::SurgeSkipped { slot: i, reason });
-            self.with_record(i, |r| r.replacement = Replacement::SurgeGivenUp);
+            self.with_record(i, |r| r.replacement.skip_surge());
             return Surge::Refused;
         }
         let generation = self.slots.issue(i);
@@ -124,7 +124,8 @@ impl<W: Worker> State<W> {
             };
             (Some(Box::new(side)), ())
         });
-        self.with_record(i, |r| r.replacement = Replacement::WarmFirst(reason));
+        // Not refused (looked at above), so it is marked.
+        self.with_record(i, |r| r.replacement.warm_first_for(reason));
         fx.add().warmups.push(Warmup {
             slot: i,
             size: self.slots.size(),
