@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
 use futures_util::task::AtomicWaker;
+use pin_project_lite::pin_project;
 
 /// How many times one poll of [`Rewake`] polls its future again after a
 /// wake that came during the poll, before it yields to the scheduler.
@@ -60,14 +61,18 @@ impl Wake for Shared {
     }
 }
 
-/// `fut`, polled again in the same turn when it wakes itself (see the
-/// module's documentation).
-pub(super) struct Rewake<F> {
-    fut: Pin<Box<F>>,
-    shared: Arc<Shared>,
-    /// The inner future's waker, made once: the same waker on every poll
-    /// lets hyper and tokio keep the one they hold (`will_wake`).
-    waker: Waker,
+pin_project! {
+    /// `fut`, polled again in the same turn when it wakes itself (see the
+    /// module's documentation). Pinned in place: the task it is spawned
+    /// as holds it, with no box of its own.
+    pub(super) struct Rewake<F> {
+        #[pin]
+        fut: F,
+        shared: Arc<Shared>,
+        // The inner future's waker, made once: the same waker on every
+        // poll lets hyper and tokio keep the one they hold (`will_wake`).
+        waker: Waker,
+    }
 }
 
 impl<F: Future> Rewake<F> {
@@ -78,7 +83,7 @@ impl<F: Future> Rewake<F> {
             task: AtomicWaker::new(),
         });
         Self {
-            fut: Box::pin(fut),
+            fut,
             waker: Waker::from(Arc::clone(&shared)),
             shared,
         }
@@ -89,9 +94,9 @@ impl<F: Future> Future for Rewake<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.get_mut();
+        let mut this = self.project();
         this.shared.task.register(cx.waker());
-        let mut inner = Context::from_waker(&this.waker);
+        let mut inner = Context::from_waker(this.waker);
         for _ in 0..=MAX_REPOLLS {
             this.shared.state.store(POLLING, Ordering::SeqCst);
             if let Poll::Ready(out) = this.fut.as_mut().poll(&mut inner) {
@@ -184,17 +189,17 @@ mod tests {
     fn a_wake_between_polls_reaches_the_task() {
         let polls = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let mut fut = Rewake::new(async move {
+        let mut fut = std::pin::pin!(Rewake::new(async move {
             polls.fetch_add(1, Ordering::SeqCst);
             rx.await.ok();
-        });
+        }));
         let task = Arc::new(Count(AtomicUsize::new(0)));
         let waker = Waker::from(task.clone());
         let mut cx = Context::from_waker(&waker);
-        assert!(Pin::new(&mut fut).poll(&mut cx).is_pending());
+        assert!(fut.as_mut().poll(&mut cx).is_pending());
         assert_eq!(task.0.load(Ordering::SeqCst), 0);
         tx.send(()).expect("the receiver waits");
         assert_eq!(task.0.load(Ordering::SeqCst), 1);
-        assert!(Pin::new(&mut fut).poll(&mut cx).is_ready());
+        assert!(fut.as_mut().poll(&mut cx).is_ready());
     }
 }
