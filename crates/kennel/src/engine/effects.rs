@@ -15,9 +15,14 @@ use crate::worker::{Exited, Killer};
 
 /// The side effects of one lock session, in the order they were decided.
 /// Nothing is allocated until the first effect: the common lend and return
-/// has none, and an empty `Effects` is one null pointer.
+/// has none but the time a timed job held its worker, which is kept beside
+/// the box, so that a timed pool's return allocates nothing either.
 #[derive(Debug)]
-pub(crate) struct Effects<W>(Option<Box<Pending<W>>>);
+pub(crate) struct Effects<W> {
+    more: Option<Box<Pending<W>>>,
+    /// A returned job held its worker this long (for the metrics).
+    job_done: Option<Duration>,
+}
 
 /// The effects recorded so far.
 #[derive(Debug)]
@@ -40,13 +45,14 @@ pub(crate) struct Pending<W> {
     pub(crate) probes: Vec<super::probe::ProbeRun<W>>,
     /// Something that `close` waits for may have ended.
     pub(crate) ended: bool,
-    /// A returned job held its worker this long (for the metrics).
-    pub(crate) job_done: Option<Duration>,
 }
 
 impl<W> Default for Effects<W> {
     fn default() -> Self {
-        Self(None)
+        Self {
+            more: None,
+            job_done: None,
+        }
     }
 }
 
@@ -64,7 +70,6 @@ impl<W> Default for Pending<W> {
             meters: Vec::new(),
             probes: Vec::new(),
             ended: false,
-            job_done: None,
         }
     }
 }
@@ -72,18 +77,24 @@ impl<W> Default for Pending<W> {
 impl<W> Effects<W> {
     /// The effects, to add one.
     pub(crate) fn add(&mut self) -> &mut Pending<W> {
-        self.0.get_or_insert_with(Box::default)
+        self.more.get_or_insert_with(Box::default)
     }
 
-    /// What was recorded, if anything.
-    pub(crate) fn take(self) -> Option<Box<Pending<W>>> {
-        self.0
+    /// Records that a returned job held its worker for `held`.
+    pub(crate) fn job_done(&mut self, held: Duration) {
+        self.job_done = Some(held);
+    }
+
+    /// What was recorded: the time a job held its worker, then the rest,
+    /// if anything.
+    pub(crate) fn take(self) -> (Option<Duration>, Option<Box<Pending<W>>>) {
+        (self.job_done, self.more)
     }
 
     /// What was recorded (tests read it).
     #[cfg(test)]
     pub(crate) fn recorded(&self) -> &Pending<W> {
-        self.0.as_deref().expect("an effect was recorded")
+        self.more.as_deref().expect("an effect was recorded")
     }
 
     pub(crate) fn emit(&mut self, event: Event) {
@@ -108,7 +119,7 @@ impl<W> Effects<W> {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_none()
+        self.more.is_none() && self.job_done.is_none()
     }
 }
 

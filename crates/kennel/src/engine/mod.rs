@@ -191,7 +191,11 @@ impl<W: Worker> Engine<W> {
     }
 
     fn carry_out(&self, fx: Effects<W>) {
-        let Some(pending) = fx.take() else {
+        let (job_done, pending) = fx.take();
+        if let Some(held) = job_done {
+            self.metrics.job_done(held);
+        }
+        let Some(pending) = pending else {
             return;
         };
         let Pending {
@@ -206,11 +210,7 @@ impl<W: Worker> Engine<W> {
             meters,
             probes,
             ended,
-            job_done,
         } = *pending;
-        if let Some(held) = job_done {
-            self.metrics.job_done(held);
-        }
         for event in events {
             self.emit(event);
         }

@@ -77,7 +77,7 @@ impl<W: Worker> State<W> {
             return;
         };
         if let (Outcome::Returned, Some(held), false) = (outcome, held, cell.is_dead()) {
-            fx.add().job_done = Some(held);
+            fx.job_done(held);
             self.observe_job(held.as_secs_f64());
             if self.sizing_jobs {
                 let view = self.view_at(now.get());

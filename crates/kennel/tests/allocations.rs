@@ -1,0 +1,79 @@
+//! What a lend and return allocate once the pool is warm: nothing, timed
+//! or not. Counted by dhat's heap profiler in its testing mode, in a test
+//! binary of its own (one profiler per process).
+
+use std::time::Duration;
+
+use kennel::{BoxError, ExitSignal, Exited, Fixed, Killer, Parallel, Pool, Worker};
+
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+/// A worker that does nothing.
+#[derive(Debug)]
+struct Noop {
+    signal: ExitSignal,
+    exited: Option<Exited>,
+}
+
+impl Worker for Noop {
+    fn exited(&mut self) -> Exited {
+        self.exited.take().unwrap_or_else(Exited::never)
+    }
+    fn killer(&self) -> Killer {
+        self.signal.killer()
+    }
+}
+
+fn noop() -> Result<Noop, BoxError> {
+    let (signal, exited) = ExitSignal::new();
+    Ok(Noop {
+        signal,
+        exited: Some(exited),
+    })
+}
+
+/// Blocks allocated by `cycles` lends and returns of a warm pool of two.
+async fn blocks_per_cycles(pool: &Pool<Noop>, cycles: usize) -> u64 {
+    while pool.stats().idle < 2 {
+        tokio::task::yield_now().await;
+    }
+    // The first cycles may grow what is kept for later (the runtime's
+    // queues, the pool's own vectors).
+    for _ in 0..16 {
+        drop(pool.lend().await.expect("a worker is idle"));
+    }
+    let before = dhat::HeapStats::get().total_blocks;
+    for _ in 0..cycles {
+        let lease = pool.lend().await.expect("a worker is idle");
+        drop(lease);
+    }
+    dhat::HeapStats::get().total_blocks - before
+}
+
+#[test]
+fn a_warm_pools_lend_and_return_allocate_nothing_timed_or_not() {
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let untimed = Pool::builder(|_| async { noop() })
+            .startup(Parallel)
+            .sizing(Fixed(2))
+            .build()
+            .expect("valid options");
+        // `max_queue_wait` makes the pool time every job.
+        let timed = Pool::builder(|_| async { noop() })
+            .startup(Parallel)
+            .sizing(Fixed(2))
+            .max_queue_wait(Duration::from_secs(3600))
+            .build()
+            .expect("valid options");
+        assert_eq!(blocks_per_cycles(&untimed, 1000).await, 0, "untimed");
+        assert_eq!(blocks_per_cycles(&timed, 1000).await, 0, "timed");
+        untimed.close().await;
+        timed.close().await;
+    });
+}
