@@ -29,7 +29,7 @@ use std::sync::{Arc, PoisonError};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::middleware;
@@ -56,7 +56,6 @@ use crate::watch::{Watch, last_words};
 /// costly worker is not killed for it (the pool's `job_timeout` still
 /// bounds it).
 pub fn app(state: AppState) -> Router {
-    let limit = state.body_limit();
     Router::new()
         .route("/pools", get(crate::ops::pools::list_pools))
         .route("/pools/{name}/jobs", post(pool_job))
@@ -75,10 +74,11 @@ pub fn app(state: AppState) -> Router {
         .merge(crate::ops::routes())
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        // The limit of the extractors that read a whole body; every
-        // request passes `front` first (the logs, the metrics, the guard
-        // and the token).
-        .layer(DefaultBodyLimit::max(limit))
+        // Every request passes `front` first (the logs, the metrics, the
+        // guard and the token). No handler reads its body through an axum
+        // extractor (they read it through the `BodyGate`, which holds
+        // `body_limit`), so no `DefaultBodyLimit` layer: each layer costs
+        // every request a boxed service and a boxed future.
         .layer(middleware::from_fn_with_state(
             state.clone(),
             crate::http::front::front,
