@@ -32,7 +32,6 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
-use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use kennel::Pool;
@@ -79,10 +78,7 @@ pub fn app(state: AppState) -> Router {
         // extractor (they read it through the `BodyGate`, which holds
         // `body_limit`), so no `DefaultBodyLimit` layer: each layer costs
         // every request a boxed service and a boxed future.
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            crate::http::front::front,
-        ))
+        .layer(crate::http::front::FrontLayer(state.clone()))
         .with_state(state)
 }
 

@@ -3,15 +3,23 @@
 //! guard may refuse it (403), then the bearer token (401), and only then
 //! does its route run.
 //!
-//! One middleware, not four: axum wraps every route in each layer, so
-//! each layer costs every request a boxed service and a boxed future.
+//! One middleware, not four, and a tower service written out rather than
+//! axum's `from_fn`: axum wraps every route in each layer, so each layer
+//! costs every request a boxed service and a boxed future, and `from_fn`
+//! boxes its own future and the rest of the stack again (`Next`).
 
+use std::convert::Infallible;
+use std::future::{Future, Ready, ready};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::header;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures_util::future::Either;
+use pin_project_lite::pin_project;
+use tower::{Layer, Service};
 
 use crate::error::ApiError;
 use crate::logs::AccessLine;
@@ -21,21 +29,100 @@ use crate::state::AppState;
 /// The routes that never ask for the bearer token: the probes.
 const PROBES: [&str; 3] = ["/livez", "/readyz", "/healthz"];
 
-/// Runs `request` through the checks, then its route; logs and counts the
-/// answer whoever gave it.
-pub(crate) async fn front(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let line = AccessLine::start(&state, &request, started);
-    let tracked = Tracked::start(&request, started);
-    let response = match refusal(&state, &request) {
-        Some(refused) => refused,
-        None => next.run(request).await,
-    };
-    tracked.finish(&response, state.http_series());
-    if let Some(line) = line {
-        line.finish(&response);
+/// The layer that puts [`Front`] before every route.
+#[derive(Clone)]
+pub(crate) struct FrontLayer(pub(crate) AppState);
+
+impl<S> Layer<S> for FrontLayer {
+    type Service = Front<S>;
+
+    fn layer(&self, inner: S) -> Front<S> {
+        Front {
+            state: self.0.clone(),
+            inner,
+        }
     }
-    response
+}
+
+/// Runs a request through the checks, then its route (`inner`); logs and
+/// counts the answer whoever gave it.
+#[derive(Clone)]
+pub(crate) struct Front<S> {
+    state: AppState,
+    inner: S,
+}
+
+impl<S> Service<Request> for Front<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = FrontFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let started = Instant::now();
+        let line = AccessLine::start(&self.state, &request, started);
+        let tracked = Tracked::start(&request, started);
+        let answer = match refusal(&self.state, &request) {
+            Some(refused) => Either::Left(ready(Ok(refused))),
+            None => Either::Right(self.inner.call(request)),
+        };
+        FrontFuture {
+            answer,
+            done: Some(Done {
+                state: self.state.clone(),
+                line,
+                tracked,
+            }),
+        }
+    }
+}
+
+/// What logs and counts the answer once it is there.
+struct Done {
+    state: AppState,
+    line: Option<AccessLine>,
+    tracked: Tracked,
+}
+
+pin_project! {
+    /// The future of [`Front`]: the refusal or the route's answer, then
+    /// the log line and the count. Dropped before the answer (the client
+    /// hung up), it logs and counts nothing.
+    pub(crate) struct FrontFuture<F> {
+        #[pin]
+        answer: Either<Ready<Result<Response, Infallible>>, F>,
+        done: Option<Done>,
+    }
+}
+
+impl<F> Future for FrontFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Ok(response) = std::task::ready!(this.answer.poll(cx));
+        if let Some(Done {
+            state,
+            line,
+            tracked,
+        }) = this.done.take()
+        {
+            tracked.finish(&response, state.http_series());
+            if let Some(line) = line {
+                line.finish(&response);
+            }
+        }
+        Poll::Ready(Ok(response))
+    }
 }
 
 /// The answer to a request the Host and Origin guard or the token
