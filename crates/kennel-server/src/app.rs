@@ -138,7 +138,7 @@ enum Target {
 async fn run_job(
     target: Target,
     request: JsonBytes<Bytes>,
-    watch: Option<Watch>,
+    watch: impl FnOnce() -> Option<Watch>,
     progress: Option<mpsc::Sender<Progress>>,
 ) -> Result<JsonBytes, ApiError> {
     let seen = Arc::new(Seen::default());
@@ -187,11 +187,11 @@ async fn run_job(
             Err(with_last_words(e, last_words(tail.as_ref()).await))
         }
         Err(e @ kennel::Error::WarmupFailed { slot, .. }) => {
-            let tail = watch.and_then(|w| w.tail_of(slot));
+            let tail = watch().and_then(|w| w.tail_of(slot));
             Err(with_last_words(e, last_words(tail.as_ref()).await))
         }
         Err(e @ kennel::Error::Unavailable { .. }) => {
-            let words = watch.map(|w| w.last_failed_words()).unwrap_or_default();
+            let words = watch().map(|w| w.last_failed_words()).unwrap_or_default();
             Err(with_last_words(e, words))
         }
         Err(e) => Err(e.into()),
@@ -271,7 +271,7 @@ pub(crate) async fn pool_job(
         Ok(pool) => pool,
         Err(e) => return e.into_response(),
     };
-    let upload = state.upload_limit(&name);
+    let upload = || state.upload_limit(&name);
     let request = match state.bodies().job(&headers, body, upload).await {
         Ok(request) => request,
         Err(e) => return e.into_response(),
@@ -282,7 +282,8 @@ pub(crate) async fn pool_job(
             .await
             .unwrap_or_else(IntoResponse::into_response);
     }
-    let watch = state.watch(&name);
+    // Its last words are looked up only for an error that needs them.
+    let watch = move || state.watch(&name);
     crate::stream::respond(Answer::of(&headers), move |progress| async move {
         run_job(Target::Pool(pool.clone()), request, watch, progress)
             .await
@@ -332,7 +333,7 @@ pub(crate) async fn group_job(
         Err(e) => return e.into_response(),
     };
     crate::stream::respond(Answer::of(&headers), move |progress| {
-        run_job(Target::Group(group), request, None, progress)
+        run_job(Target::Group(group), request, || None, progress)
     })
     .await
 }

@@ -17,6 +17,7 @@ use kennel_process::JsonBytes;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use super::lazy_timeout::lazy_timeout;
 use crate::error::ApiError;
 
 /// How long a request body may take to arrive when no limit is given.
@@ -84,9 +85,10 @@ impl BodyGate {
     }
 
     /// Reads a job's body of any kind (JSON; bytes or multipart, within
-    /// `upload` bytes, see [`crate::payload`]) within the gate's timeout,
-    /// as JSON bytes: a JSON body as [`json_bytes`](Self::json_bytes)
-    /// does, the others as the JSON they stand for.
+    /// the bytes `upload` gives, asked only for those; see
+    /// [`crate::payload`]) within the gate's timeout, as JSON bytes: a
+    /// JSON body as [`json_bytes`](Self::json_bytes) does, the others as
+    /// the JSON they stand for.
     ///
     /// # Errors
     ///
@@ -99,7 +101,7 @@ impl BodyGate {
         &self,
         headers: &axum::http::HeaderMap,
         body: Body,
-        upload: usize,
+        upload: impl FnOnce() -> usize,
     ) -> Result<JsonBytes<Bytes>, ApiError> {
         let essence = headers
             .get(axum::http::header::CONTENT_TYPE)
@@ -114,7 +116,7 @@ impl BodyGate {
         }
         let limits = crate::payload::Limits {
             json: self.limit,
-            upload,
+            upload: upload(),
         };
         let _permit = self.permits.acquire().await.map_err(|_| ApiError::Closed)?;
         let job = tokio::time::timeout(self.timeout, crate::payload::job_of(headers, body, limits))
@@ -151,15 +153,16 @@ impl BodyGate {
 
     async fn read(&self, body: Body) -> Result<Bytes, ApiError> {
         let collect = Limited::new(body, self.limit).collect();
-        match tokio::time::timeout(self.timeout, collect).await {
-            Err(_) => Err(ApiError::BodyTimeout {
+        // A body that came with its head arms no timer (lazy_timeout.rs).
+        match lazy_timeout(self.timeout, collect).await {
+            None => Err(ApiError::BodyTimeout {
                 after: self.timeout,
             }),
-            Ok(Ok(collected)) => Ok(collected.to_bytes()),
-            Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            Some(Ok(collected)) => Ok(collected.to_bytes()),
+            Some(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
                 Err(ApiError::TooLarge { limit: self.limit })
             }
-            Ok(Err(e)) => Err(ApiError::BadRequest {
+            Some(Err(e)) => Err(ApiError::BadRequest {
                 message: format!("the body could not be read: {e}"),
             }),
         }

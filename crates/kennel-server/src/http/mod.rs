@@ -10,6 +10,7 @@ pub mod limits;
 pub mod listen;
 pub(crate) mod series;
 
+mod lazy_timeout;
 mod read_mostly;
 mod rewake;
 mod stall;
