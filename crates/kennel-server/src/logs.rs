@@ -18,7 +18,6 @@ use tracing_appender::non_blocking::{ErrorCounter, NonBlockingBuilder, WorkerGua
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
-use crate::http::labels::route_label;
 use crate::state::AppState;
 
 /// How many log lines may wait for stderr before new ones are dropped.
@@ -76,14 +75,19 @@ pub(crate) struct AccessLine {
     started: Instant,
     method: String,
     path: String,
-    route: String,
+    route: &'static str,
 }
 
 impl AccessLine {
     /// With the state's access log on, the line of `request`, which came
-    /// in at `started`; `None` with it off (the default), which costs
-    /// nothing more.
-    pub(crate) fn start(state: &AppState, request: &Request, started: Instant) -> Option<Self> {
+    /// in at `started` and took `route` (its metrics' label); `None` with
+    /// it off (the default), which costs nothing more.
+    pub(crate) fn start(
+        state: &AppState,
+        request: &Request,
+        route: &'static str,
+        started: Instant,
+    ) -> Option<Self> {
         if !state.access_log() {
             return None;
         }
@@ -96,7 +100,7 @@ impl AccessLine {
                 .chars()
                 .take(ACCESS_PATH_CHARS)
                 .collect(),
-            route: route_label(request),
+            route,
         })
     }
 

@@ -16,7 +16,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-use crate::http::labels::{method_label, route_label_static, status_label};
+use crate::http::labels::{method_label, route_label, status_label};
 use crate::http::series::HttpSeries;
 use crate::state::AppState;
 
@@ -116,8 +116,13 @@ impl Tracked {
         Self {
             started,
             method: method_label(request.method()),
-            route: route_label_static(request),
+            route: route_label(request),
         }
+    }
+
+    /// The request's `route` label.
+    pub(crate) fn route_label(&self) -> &'static str {
+        self.route
     }
 
     /// Counts the request with its answer's status, and records its time,

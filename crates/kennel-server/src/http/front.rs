@@ -66,8 +66,8 @@ where
 
     fn call(&mut self, request: Request) -> Self::Future {
         let started = Instant::now();
-        let line = AccessLine::start(&self.state, &request, started);
         let tracked = Tracked::start(&request, started);
+        let line = AccessLine::start(&self.state, &request, tracked.route_label(), started);
         let answer = match refusal(&self.state, &request) {
             Some(refused) => Either::Left(ready(Ok(refused))),
             None => Either::Right(self.inner.call(request)),

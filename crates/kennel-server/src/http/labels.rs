@@ -39,18 +39,11 @@ pub fn method_label(method: &Method) -> &'static str {
 }
 
 /// The `route` label of `request`: the pattern of the route that matched
-/// (one per route of the router), else [`UNMATCHED`].
-pub fn route_label<B>(request: &Request<B>) -> String {
-    request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| UNMATCHED.to_owned(), |p| p.as_str().to_owned())
-}
-
-/// As [`route_label`], without an allocation per request: each route's
-/// pattern is kept once for the process (there are as many as the
-/// router has routes, a closed set), and found again under a read lock.
-pub fn route_label_static<B>(request: &Request<B>) -> &'static str {
+/// (one per route of the router), else [`UNMATCHED`]. Without an
+/// allocation per request: each pattern is kept once for the process
+/// (there are as many as the router has routes, a closed set), and found
+/// again under a read lock.
+pub fn route_label<B>(request: &Request<B>) -> &'static str {
     static SEEN: LazyLock<RwLock<HashMap<&'static str, &'static str>>> =
         LazyLock::new(RwLock::default);
     let Some(path) = request.extensions().get::<MatchedPath>() else {
@@ -95,7 +88,6 @@ mod tests {
     fn a_path_no_route_took_is_unmatched() {
         let request = Request::builder().uri("/x/y/z").body(()).unwrap();
         assert_eq!(route_label(&request), UNMATCHED);
-        assert_eq!(route_label_static(&request), UNMATCHED);
     }
 
     #[tokio::test]
@@ -106,8 +98,8 @@ mod tests {
         let app = axum::Router::new().route(
             "/pools/{name}/jobs",
             axum::routing::post(async |request: Request<Body>| {
-                let first = route_label_static(&request);
-                let again = route_label_static(&request);
+                let first = route_label(&request);
+                let again = route_label(&request);
                 assert!(std::ptr::eq(first, again), "one copy of the pattern");
                 first.to_owned()
             }),
