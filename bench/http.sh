@@ -7,16 +7,21 @@
 # with the same wrk command, the floor with the pool (the same example with
 # --pool: the floor's route running the job through a kennel pool, as the
 # direct pool does), the HTTP exchange alone (the same example with
-# --bare: the route answers the body, no job), and the direct pool
-# (examples/pool_echo.rs: the same job through a kennel pool, no HTTP).
-# KENNEL_HTTP_ROUNDS rounds of the five, interleaved. Bounded: a fixed
+# --bare: the route answers the body, no job), the raw floor and the raw
+# HTTP exchange alone (crates/kennel-bench/examples/http_raw.rs, without
+# and with --bare: blocking std sockets and pipes, a thread per connection,
+# no async runtime), and the direct pool (examples/pool_echo.rs: the same
+# job through a kennel pool, no HTTP).
+# KENNEL_HTTP_ROUNDS rounds of the seven, interleaved. Bounded: a fixed
 # number of seconds per run, the servers killed at the end.
 #
 # Prints one line per run, for bench/run.sh:
-#   http/c1: rps=... p50_us=... p99_us=... non2xx=...
-#   http/floor-c1: rps=... p50_us=... p99_us=... non2xx=...
-#   http/floor-pool-c1: rps=... p50_us=... p99_us=... non2xx=...
-#   http/bare-c1: rps=... p50_us=... p99_us=... non2xx=...
+#   http/c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
+#   http/floor-c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
+#   http/floor-pool-c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
+#   http/bare-c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
+#   http/raw-c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
+#   http/raw-bare-c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
 #   http/pool-direct: p50_us=... p99_us=... mean_us=...
 # and, with more than one round, the medians over the rounds last.
 #
@@ -37,10 +42,11 @@ say "== building target/release/kennel and the echo worker"
 # KENNEL_BIN: another build of kennel to measure (e.g. an earlier commit's).
 [ -n "${KENNEL_BIN:-}" ] || cargo build --release --quiet -p kennel-server --bin kennel
 cargo build --release --quiet -p kennel-process --example echo_worker
-cargo build --release --quiet -p kennel-bench --example http_floor --example pool_echo
+cargo build --release --quiet -p kennel-bench --example http_floor --example http_raw --example pool_echo
 BIN=${KENNEL_BIN:-target/release/kennel}
 WORKER=$(pwd)/target/release/examples/echo_worker
 FLOOR=target/release/examples/http_floor
+RAW=target/release/examples/http_raw
 POOL_ECHO=target/release/examples/pool_echo
 
 dir=$(mktemp -d)
@@ -70,9 +76,13 @@ floor=$!
 floor_pool=$!
 "$FLOOR" --bare "$WORKER" > "$dir/bare.stdout" 2> "$dir/bare.stderr" &
 bare=$!
+"$RAW" "$WORKER" > "$dir/raw.stdout" 2> "$dir/raw.stderr" &
+raw=$!
+"$RAW" --bare "$WORKER" > "$dir/raw-bare.stdout" 2> "$dir/raw-bare.stderr" &
+raw_bare=$!
 cleanup() {
-    kill -TERM "$server" "$floor" "$floor_pool" "$bare" 2>/dev/null || true
-    wait "$server" "$floor" "$floor_pool" "$bare" 2>/dev/null || true
+    kill -TERM "$server" "$floor" "$floor_pool" "$bare" "$raw" "$raw_bare" 2>/dev/null || true
+    wait "$server" "$floor" "$floor_pool" "$bare" "$raw" "$raw_bare" 2>/dev/null || true
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -117,31 +127,46 @@ floor_address() { # name pid
 floor_url=$(floor_address floor "$floor")
 floor_pool_url=$(floor_address floor-pool "$floor_pool")
 bare_url=$(floor_address bare "$bare")
+raw_url=$(floor_address raw "$raw")
+raw_bare_url=$(floor_address raw-bare "$raw_bare")
 
-# One wrk run: the line for bench/run.sh.
-run_wrk() { # name connections url
-    local name=$1 c=$2 url=$3 threads out rps p50 p99 non2xx
+# The server's CPU time so far, user and system, in clock ticks: all its
+# threads, those that ended included.
+cpu_ticks() { # pid
+    awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
+# One wrk run: the line for bench/run.sh, with the server's CPU time a
+# request (the echo worker's, a process of its own, not counted).
+run_wrk() { # name connections url server-pid
+    local name=$1 c=$2 url=$3 pid=$4 threads out rps p50 p99 non2xx before after requests cpu
     threads=$(( c < 2 ? 1 : 2 ))
+    before=$(cpu_ticks "$pid")
     out=$(wrk -t"$threads" -c"$c" -d"${SECONDS_PER_RUN}s" --latency -s "$dir/post.lua" "$url/pools/echo/jobs")
+    after=$(cpu_ticks "$pid")
     rps=$(printf '%s\n' "$out" | awk '/^Requests\/sec:/ {print $2}')
     p50=$(printf '%s\n' "$out" | awk '$1 == "50%" {print $2}')
     p99=$(printf '%s\n' "$out" | awk '$1 == "99%" {print $2}')
     non2xx=$(printf '%s\n' "$out" | awk '/Non-2xx/ {print $NF}')
-    [ -n "$rps" ] && [ -n "$p99" ] || { printf '%s\n' "$out" >&2; die "could not read wrk's output"; }
-    echo "$name: rps=$rps p50_us=$(to_us "$p50") p99_us=$(to_us "$p99") non2xx=${non2xx:-0}"
+    requests=$(printf '%s\n' "$out" | awk '/requests in/ {print $1}')
+    [ -n "$rps" ] && [ -n "$p99" ] && [ -n "$requests" ] || { printf '%s\n' "$out" >&2; die "could not read wrk's output"; }
+    cpu=$(python3 -c "import os, sys; print(round((int(sys.argv[2]) - int(sys.argv[1])) / os.sysconf('SC_CLK_TCK') / int(sys.argv[3]) * 1e6, 1))" "$before" "$after" "$requests")
+    echo "$name: rps=$rps p50_us=$(to_us "$p50") p99_us=$(to_us "$p99") non2xx=${non2xx:-0} cpu_us=$cpu"
 }
 
 results=$dir/results
 : > "$results"
 for round in $(seq "$ROUNDS"); do
     say "== round $round/$ROUNDS ($(cut -d' ' -f1-3 /proc/loadavg))"
-    run_wrk http/c1 1 "$url" | tee -a "$results"
-    run_wrk http/floor-c1 1 "$floor_url" | tee -a "$results"
-    run_wrk http/floor-pool-c1 1 "$floor_pool_url" | tee -a "$results"
-    run_wrk http/bare-c1 1 "$bare_url" | tee -a "$results"
+    run_wrk http/c1 1 "$url" "$server" | tee -a "$results"
+    run_wrk http/floor-c1 1 "$floor_url" "$floor" | tee -a "$results"
+    run_wrk http/floor-pool-c1 1 "$floor_pool_url" "$floor_pool" | tee -a "$results"
+    run_wrk http/bare-c1 1 "$bare_url" "$bare" | tee -a "$results"
+    run_wrk http/raw-c1 1 "$raw_url" "$raw" | tee -a "$results"
+    run_wrk http/raw-bare-c1 1 "$raw_bare_url" "$raw_bare" | tee -a "$results"
     # As many jobs as wrk sends in its seconds, about.
     "$POOL_ECHO" "$WORKER" $(( SECONDS_PER_RUN * 5000 )) | sed 's|^pool/direct:|http/pool-direct:|' | tee -a "$results"
-    run_wrk http/c32 32 "$url" | tee -a "$results"
+    run_wrk http/c32 32 "$url" "$server" | tee -a "$results"
 done
 if [ "$ROUNDS" -gt 1 ]; then
     python3 - "$results" <<'PY'
@@ -153,15 +178,25 @@ for line in open(sys.argv[1]):
 med = {n: {k: statistics.median(float(r[k]) for r in rs) for k in rs[0]} for n, rs in runs.items()}
 k, f, d = med["http/c1"]["p50_us"], med["http/floor-c1"]["p50_us"], med["http/pool-direct"]["p50_us"]
 fp, b = med["http/floor-pool-c1"]["p50_us"], med["http/bare-c1"]["p50_us"]
+r, rb = med["http/raw-c1"]["p50_us"], med["http/raw-bare-c1"]["p50_us"]
 def over(a, b):
     return statistics.median(float(x["p50_us"]) - float(y["p50_us"]) for x, y in zip(runs[a], runs[b]))
 ratios = [float(a["p50_us"]) / float(b["p50_us"]) for a, b in zip(runs["http/c1"], runs["http/floor-c1"])]
 print(f"medians over {len(runs['http/c1'])} rounds: p50 kennel {k:.0f} us, floor {f:.0f} us, "
-      f"floor with the pool {fp:.0f} us, HTTP alone {b:.0f} us, direct pool {d:.1f} us; "
+      f"floor with the pool {fp:.0f} us, HTTP alone {b:.0f} us, raw floor {r:.0f} us, "
+      f"raw HTTP alone {rb:.0f} us, direct pool {d:.1f} us; "
       f"kennel / floor {statistics.median(ratios):.2f}; over the direct pool: "
       f"kennel {over('http/c1', 'http/pool-direct'):.0f} us, "
       f"floor {over('http/floor-c1', 'http/pool-direct'):.0f} us, "
       f"floor with the pool {over('http/floor-pool-c1', 'http/pool-direct'):.0f} us, "
-      f"HTTP alone {over('http/bare-c1', 'http/pool-direct'):.0f} us", file=sys.stderr)
+      f"HTTP alone {over('http/bare-c1', 'http/pool-direct'):.0f} us, "
+      f"raw floor {over('http/raw-c1', 'http/pool-direct'):.0f} us, "
+      f"raw HTTP alone {over('http/raw-bare-c1', 'http/pool-direct'):.0f} us; "
+      f"the server's CPU a request at one connection: " + ", ".join(
+          f"{label} {med[name]['cpu_us']:.1f} us" for name, label in (
+              ("http/c1", "kennel"), ("http/floor-c1", "floor"),
+              ("http/floor-pool-c1", "floor with the pool"), ("http/bare-c1", "HTTP alone"),
+              ("http/raw-c1", "raw floor"), ("http/raw-bare-c1", "raw HTTP alone"))),
+      file=sys.stderr)
 PY
 fi
