@@ -6,19 +6,22 @@
 # same HTTP stack and the same echo worker behind a mutex, no pool, no JSON)
 # with the same wrk command, the floor with the pool (the same example with
 # --pool: the floor's route running the job through a kennel pool, as the
-# direct pool does), the HTTP exchange alone (the same example with
+# direct pool does; again with --current-thread, on a runtime with no idle
+# thread for hyper to wake, as kennel serve avoids waking it), the HTTP
+# exchange alone (the same example with
 # --bare: the route answers the body, no job), the raw floor and the raw
 # HTTP exchange alone (crates/kennel-bench/examples/http_raw.rs, without
 # and with --bare: blocking std sockets and pipes, a thread per connection,
 # no async runtime), and the direct pool (examples/pool_echo.rs: the same
 # job through a kennel pool, no HTTP).
-# KENNEL_HTTP_ROUNDS rounds of the seven, interleaved. Bounded: a fixed
+# KENNEL_HTTP_ROUNDS rounds of the eight, interleaved. Bounded: a fixed
 # number of seconds per run, the servers killed at the end.
 #
 # Prints one line per run, for bench/run.sh:
 #   http/c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
 #   http/floor-c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
 #   http/floor-pool-c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
+#   http/floor-pool-ct-c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
 #   http/bare-c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
 #   http/raw-c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
 #   http/raw-bare-c1: rps=... p50_us=... p99_us=... non2xx=... cpu_us=...
@@ -74,6 +77,8 @@ server=$!
 floor=$!
 "$FLOOR" --pool "$WORKER" > "$dir/floor-pool.stdout" 2> "$dir/floor-pool.stderr" &
 floor_pool=$!
+"$FLOOR" --current-thread --pool "$WORKER" > "$dir/floor-pool-ct.stdout" 2> "$dir/floor-pool-ct.stderr" &
+floor_pool_ct=$!
 "$FLOOR" --bare "$WORKER" > "$dir/bare.stdout" 2> "$dir/bare.stderr" &
 bare=$!
 "$RAW" "$WORKER" > "$dir/raw.stdout" 2> "$dir/raw.stderr" &
@@ -81,8 +86,8 @@ raw=$!
 "$RAW" --bare "$WORKER" > "$dir/raw-bare.stdout" 2> "$dir/raw-bare.stderr" &
 raw_bare=$!
 cleanup() {
-    kill -TERM "$server" "$floor" "$floor_pool" "$bare" "$raw" "$raw_bare" 2>/dev/null || true
-    wait "$server" "$floor" "$floor_pool" "$bare" "$raw" "$raw_bare" 2>/dev/null || true
+    kill -TERM "$server" "$floor" "$floor_pool" "$floor_pool_ct" "$bare" "$raw" "$raw_bare" 2>/dev/null || true
+    wait "$server" "$floor" "$floor_pool" "$floor_pool_ct" "$bare" "$raw" "$raw_bare" 2>/dev/null || true
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -126,6 +131,7 @@ floor_address() { # name pid
 }
 floor_url=$(floor_address floor "$floor")
 floor_pool_url=$(floor_address floor-pool "$floor_pool")
+floor_pool_ct_url=$(floor_address floor-pool-ct "$floor_pool_ct")
 bare_url=$(floor_address bare "$bare")
 raw_url=$(floor_address raw "$raw")
 raw_bare_url=$(floor_address raw-bare "$raw_bare")
@@ -161,6 +167,7 @@ for round in $(seq "$ROUNDS"); do
     run_wrk http/c1 1 "$url" "$server" | tee -a "$results"
     run_wrk http/floor-c1 1 "$floor_url" "$floor" | tee -a "$results"
     run_wrk http/floor-pool-c1 1 "$floor_pool_url" "$floor_pool" | tee -a "$results"
+    run_wrk http/floor-pool-ct-c1 1 "$floor_pool_ct_url" "$floor_pool_ct" | tee -a "$results"
     run_wrk http/bare-c1 1 "$bare_url" "$bare" | tee -a "$results"
     run_wrk http/raw-c1 1 "$raw_url" "$raw" | tee -a "$results"
     run_wrk http/raw-bare-c1 1 "$raw_bare_url" "$raw_bare" | tee -a "$results"
@@ -179,23 +186,26 @@ med = {n: {k: statistics.median(float(r[k]) for r in rs) for k in rs[0]} for n, 
 k, f, d = med["http/c1"]["p50_us"], med["http/floor-c1"]["p50_us"], med["http/pool-direct"]["p50_us"]
 fp, b = med["http/floor-pool-c1"]["p50_us"], med["http/bare-c1"]["p50_us"]
 r, rb = med["http/raw-c1"]["p50_us"], med["http/raw-bare-c1"]["p50_us"]
+fpc = med["http/floor-pool-ct-c1"]["p50_us"]
 def over(a, b):
     return statistics.median(float(x["p50_us"]) - float(y["p50_us"]) for x, y in zip(runs[a], runs[b]))
 ratios = [float(a["p50_us"]) / float(b["p50_us"]) for a, b in zip(runs["http/c1"], runs["http/floor-c1"])]
 print(f"medians over {len(runs['http/c1'])} rounds: p50 kennel {k:.0f} us, floor {f:.0f} us, "
-      f"floor with the pool {fp:.0f} us, HTTP alone {b:.0f} us, raw floor {r:.0f} us, "
+      f"floor with the pool {fp:.0f} us (on one thread {fpc:.0f} us), HTTP alone {b:.0f} us, raw floor {r:.0f} us, "
       f"raw HTTP alone {rb:.0f} us, direct pool {d:.1f} us; "
       f"kennel / floor {statistics.median(ratios):.2f}; over the direct pool: "
       f"kennel {over('http/c1', 'http/pool-direct'):.0f} us, "
       f"floor {over('http/floor-c1', 'http/pool-direct'):.0f} us, "
-      f"floor with the pool {over('http/floor-pool-c1', 'http/pool-direct'):.0f} us, "
+      f"floor with the pool {over('http/floor-pool-c1', 'http/pool-direct'):.0f} us "
+      f"(on one thread {over('http/floor-pool-ct-c1', 'http/pool-direct'):.0f} us), "
       f"HTTP alone {over('http/bare-c1', 'http/pool-direct'):.0f} us, "
       f"raw floor {over('http/raw-c1', 'http/pool-direct'):.0f} us, "
       f"raw HTTP alone {over('http/raw-bare-c1', 'http/pool-direct'):.0f} us; "
       f"the server's CPU a request at one connection: " + ", ".join(
           f"{label} {med[name]['cpu_us']:.1f} us" for name, label in (
               ("http/c1", "kennel"), ("http/floor-c1", "floor"),
-              ("http/floor-pool-c1", "floor with the pool"), ("http/bare-c1", "HTTP alone"),
+              ("http/floor-pool-c1", "floor with the pool"),
+              ("http/floor-pool-ct-c1", "floor with the pool on one thread"), ("http/bare-c1", "HTTP alone"),
               ("http/raw-c1", "raw floor"), ("http/raw-bare-c1", "raw HTTP alone"))),
       file=sys.stderr)
 PY

@@ -191,6 +191,7 @@ def main():
     others = [(name, label) for name, label in (
         ("http/floor-c1", "the floor"),
         ("http/floor-pool-c1", "the floor with the pool (`http_floor --pool`)"),
+        ("http/floor-pool-ct-c1", "the floor with the pool on a current-thread runtime (`http_floor --current-thread --pool`)"),
         ("http/bare-c1", "the HTTP exchange alone, no job (`http_floor --bare`)"),
         ("http/raw-c1", "the raw floor, blocking sockets and pipes, no async runtime (`http_raw`)"),
         ("http/raw-bare-c1", "the raw HTTP exchange alone (`http_raw --bare`)"))

@@ -17,8 +17,16 @@
 //!   (**the HTTP exchange alone**), what an HTTP request costs on this
 //!   host before any job, the client's part included.
 //!
+//! It runs on tokio's two-thread runtime, as `kennel serve` does. With
+//! `--current-thread` first, it runs on a current-thread runtime instead:
+//! hyper's connection task wakes itself while it takes a request's body,
+//! which on the two-thread runtime wakes the idle thread (two `futex`
+//! calls a request) and on one thread wakes nothing. `kennel serve` avoids
+//! that wake-up on its own (its connections poll themselves again in the
+//! same turn).
+//!
 //! ```text
-//! cargo run --release -p kennel-bench --example http_floor -- [--pool|--bare] WORKER [ADDR]
+//! cargo run --release -p kennel-bench --example http_floor -- [--current-thread] [--pool|--bare] WORKER [ADDR]
 //! ```
 //!
 //! It prints `floor listening on http://ADDR` once the worker is ready
@@ -127,9 +135,22 @@ enum Mode {
     Bare,
 }
 
-#[tokio::main]
-async fn main() -> std::io::Result<()> {
+fn main() -> std::io::Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let runtime = if args.first().is_some_and(|a| a == "--current-thread") {
+        args.remove(0);
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+    };
+    runtime.block_on(serve(args))
+}
+
+async fn serve(mut args: Vec<String>) -> std::io::Result<()> {
     let mode = match args.first().map(String::as_str) {
         Some("--pool") => Mode::Pool,
         Some("--bare") => Mode::Bare,
@@ -141,7 +162,7 @@ async fn main() -> std::io::Result<()> {
     let mut args = args.into_iter();
     let worker = args
         .next()
-        .expect("usage: http_floor [--pool|--bare] WORKER [ADDR]");
+        .expect("usage: http_floor [--current-thread] [--pool|--bare] WORKER [ADDR]");
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:0".to_owned());
     let router = match mode {
         Mode::Child => child_route(worker).await?,
