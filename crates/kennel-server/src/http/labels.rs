@@ -7,13 +7,12 @@
 //!   (`/pools/{name}/jobs`), or `unmatched` for every path no route took;
 //! - `status`: the status code, which the service itself chooses.
 
-use std::collections::HashMap;
-use std::sync::{LazyLock, RwLock};
+use std::sync::LazyLock;
 
 use axum::extract::MatchedPath;
 use axum::http::{Method, Request, StatusCode};
 
-use super::read_mostly::with_entry;
+use super::read_mostly::{ReadMostly, with_entry};
 
 /// The `route` label of a request no route matched.
 pub const UNMATCHED: &str = "unmatched";
@@ -44,8 +43,8 @@ pub fn method_label(method: &Method) -> &'static str {
 /// (there are as many as the router has routes, a closed set), and found
 /// again under a read lock.
 pub fn route_label<B>(request: &Request<B>) -> &'static str {
-    static SEEN: LazyLock<RwLock<HashMap<&'static str, &'static str>>> =
-        LazyLock::new(RwLock::default);
+    static SEEN: LazyLock<ReadMostly<&'static str, &'static str>> =
+        LazyLock::new(ReadMostly::default);
     let Some(path) = request.extensions().get::<MatchedPath>() else {
         return UNMATCHED;
     };

@@ -9,12 +9,9 @@
 //! series is registered at its first request, with the `metrics` recorder
 //! installed then.
 
-use std::collections::HashMap;
-use std::sync::RwLock;
-
 use metrics::{Counter, Histogram};
 
-use super::read_mostly::with_entry;
+use super::read_mostly::{ReadMostly, with_entry};
 
 /// `kennel_http_requests_total` by method, route and status.
 type RequestKey = (&'static str, &'static str, &'static str);
@@ -25,8 +22,8 @@ type DurationKey = (&'static str, &'static str);
 /// The HTTP series of one service, by their labels.
 #[derive(Debug, Default)]
 pub(crate) struct HttpSeries {
-    requests: RwLock<HashMap<RequestKey, Counter>>,
-    durations: RwLock<HashMap<DurationKey, Histogram>>,
+    requests: ReadMostly<RequestKey, Counter>,
+    durations: ReadMostly<DurationKey, Histogram>,
 }
 
 impl HttpSeries {
@@ -70,6 +67,8 @@ impl HttpSeries {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
     use super::*;
