@@ -163,8 +163,12 @@ fn main() -> std::io::Result<()> {
     let listener = TcpListener::bind(addr)?;
     println!("floor listening on http://{}", listener.local_addr()?);
     for stream in listener.incoming() {
-        let stream = stream?;
-        stream.set_nodelay(true)?;
+        // A connection that failed to arrive (or to take TCP_NODELAY) is
+        // dropped; the server goes on.
+        let Ok(stream) = stream else { continue };
+        if stream.set_nodelay(true).is_err() {
+            continue;
+        }
         let child = child.clone();
         std::thread::spawn(move || serve(stream, child.as_deref()));
     }
