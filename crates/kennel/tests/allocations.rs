@@ -2,39 +2,18 @@
 //! or not. Counted by dhat's heap profiler in its testing mode, in a test
 //! binary of its own (one profiler per process).
 
+mod support;
+
 use std::time::Duration;
 
-use kennel::{BoxError, ExitSignal, Exited, Fixed, Killer, Parallel, Pool, Worker};
+use kennel::{Parallel, Pool};
+use support::{Fake, Farm, fixed};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
 
-/// A worker that does nothing.
-#[derive(Debug)]
-struct Noop {
-    signal: ExitSignal,
-    exited: Option<Exited>,
-}
-
-impl Worker for Noop {
-    fn exited(&mut self) -> Exited {
-        self.exited.take().unwrap_or_else(Exited::never)
-    }
-    fn killer(&self) -> Killer {
-        self.signal.killer()
-    }
-}
-
-fn noop() -> Result<Noop, BoxError> {
-    let (signal, exited) = ExitSignal::new();
-    Ok(Noop {
-        signal,
-        exited: Some(exited),
-    })
-}
-
 /// Blocks allocated by `cycles` lends and returns of a warm pool of two.
-async fn blocks_per_cycles(pool: &Pool<Noop>, cycles: usize) -> u64 {
+async fn blocks_per_cycles(pool: &Pool<Fake>, cycles: usize) -> u64 {
     while pool.stats().idle < 2 {
         tokio::task::yield_now().await;
     }
@@ -59,15 +38,10 @@ fn a_warm_pools_lend_and_return_allocate_nothing_timed_or_not() {
         .build()
         .expect("a runtime");
     rt.block_on(async {
-        let untimed = Pool::builder(|_| async { noop() })
-            .startup(Parallel)
-            .sizing(Fixed(2))
-            .build()
-            .expect("valid options");
+        let farm = Farm::new();
+        let untimed = fixed(&farm, Parallel, 2).build().expect("valid options");
         // `max_queue_wait` makes the pool time every job.
-        let timed = Pool::builder(|_| async { noop() })
-            .startup(Parallel)
-            .sizing(Fixed(2))
+        let timed = fixed(&farm, Parallel, 2)
             .max_queue_wait(Duration::from_secs(3600))
             .build()
             .expect("valid options");
