@@ -308,7 +308,9 @@ impl Coprocess {
     ) -> Result<JsonBytes, ProcessError> {
         let rpc = self.talk.framing.is_rpc();
         match self.phase {
-            Phase::Warming => self.ready().await?,
+            // Boxed: once in a worker's life, and inline its state would
+            // grow every request's future (see `break_stream`).
+            Phase::Warming => Box::pin(self.ready()).await?,
             Phase::Idle if !rpc => {
                 if let Some(head) = self.stdout.lines().unsolicited() {
                     let err = ProcessError::Protocol {

@@ -2,6 +2,8 @@
 //! a message over the limit and broken framing turned into the errors of
 //! the protocol (the worker is killed for each).
 
+use futures_core::future::BoxFuture;
+
 use super::Coprocess;
 use crate::error::ProcessError;
 use crate::frames::Frame;
@@ -53,7 +55,12 @@ impl Coprocess {
         }
     }
 
-    async fn ended(&mut self, reading: Reading, what: &str) -> ProcessError {
+    /// Boxed, as [`break_stream`](Self::break_stream).
+    fn ended<'a>(&'a mut self, reading: Reading, what: &'a str) -> BoxFuture<'a, ProcessError> {
+        Box::pin(self.ended_inline(reading, what))
+    }
+
+    async fn ended_inline(&mut self, reading: Reading, what: &str) -> ProcessError {
         let status = self.break_after_eof(what).await;
         let stderr = self.last_words().await;
         match reading {

@@ -74,7 +74,9 @@ impl Coprocess {
                     self.heartbeat.beat();
                     on_progress(progress);
                 }
-                other => self.skip(other, &bytes).await,
+                // Boxed: its state would grow every request's future (see
+                // `break_stream`), and a skipped message is parsed JSON already.
+                other => Box::pin(self.skip(other, &bytes)).await,
             }
         }
     }
