@@ -1,6 +1,8 @@
 //! The kennel service: named pools of worker processes behind HTTP, read
 //! from a TOML file. The `kennel` binary is built on this
-//! library; tests and users call [`app`] to get the router.
+//! library; tests and users call [`app`] to get the router, or
+//! [`http::Routes`] to get what `kennel serve` answers with (the same
+//! routes, the job route taken without the router).
 //!
 //! - [`config`]: the TOML configuration (`[server]`, `[[pool]]`), with
 //!   humane durations and sizes and errors that name the key.
@@ -13,13 +15,14 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use kennel_server::{AppState, Config, app, metrics};
+//! use kennel_server::http::Routes;
+//! use kennel_server::{AppState, Config, metrics};
 //!
 //! let config = Config::load("kennel.toml".as_ref())?;
 //! let state = AppState::builder().metrics(metrics::install()).build();
 //! state.start_pools(&config, &std::env::current_exe()?).await?;
 //! let listener = tokio::net::TcpListener::bind(config.listen()).await?;
-//! kennel_server::http::serve(listener, app(state.clone()), Default::default(), std::future::pending()).await?;
+//! kennel_server::http::serve(listener, Routes::new(state.clone()), Default::default(), std::future::pending()).await?;
 //! state.close().await;
 //! # Ok(()) }
 //! ```

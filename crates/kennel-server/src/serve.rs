@@ -12,7 +12,7 @@ use kennel_server::config::Config;
 use kennel_server::http::{ConnOptions, ConnectionBudget, HostPolicy};
 use kennel_server::reaper::Reaper;
 use kennel_server::rundir::{Reaped, RunDir, default_run_dir};
-use kennel_server::{AppState, app, metrics};
+use kennel_server::{AppState, metrics};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::cli::ServeArgs;
@@ -131,7 +131,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The server task ends when dropped, if it has not by itself.
     let mut server = AbortOnDropHandle::new(tokio::spawn(kennel_server::http::serve(
         listener,
-        app(state.clone()),
+        kennel_server::http::Routes::new(state.clone()),
         options,
         state.shutdown_signal(),
     )));

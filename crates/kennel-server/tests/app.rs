@@ -1,5 +1,6 @@
-//! Router tests: every endpoint and every error mapping of docs/SERVICE.md,
-//! through `tower::ServiceExt::oneshot`, with real worker processes (the
+//! Routing tests: every endpoint and every error mapping of docs/SERVICE.md,
+//! through `Routes` (what `kennel serve` answers with) and
+//! `tower::ServiceExt::oneshot`, with real worker processes (the
 //! `kennel` binary's built-in demo worker, and small shell workers for protocol
 //! errors).
 
@@ -7,12 +8,12 @@ mod routed;
 
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
+use kennel_server::AppState;
 use kennel_server::config::{PoolConfig, SizingConfig};
-use kennel_server::{AppState, app};
+use kennel_server::http::Routes;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -37,7 +38,7 @@ fn get(uri: &str) -> Request<Body> {
     request(Method::GET, uri, Body::empty())
 }
 
-async fn call(router: &Router, req: Request<Body>) -> (StatusCode, HeaderMap, Value) {
+async fn call(router: &Routes, req: Request<Body>) -> (StatusCode, HeaderMap, Value) {
     let response = tokio::time::timeout(LIMIT, router.clone().oneshot(req))
         .await
         .expect("the request took too long")
@@ -80,7 +81,7 @@ async fn wait_lent(state: &AppState, pool: &str, lent: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_answers_the_workers_reply() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let (status, headers, body) =
         call(&router, post("/pools/demo/jobs", &json!({"iterations": 5}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -99,7 +100,7 @@ async fn a_job_answers_the_workers_reply() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_any_pool_jobs_answer_501() {
     let state = AppState::empty();
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     for req in [
         post("/pools/demo/jobs", &json!({})),
         post("/groups/demo/jobs", &json!({})),
@@ -120,7 +121,7 @@ async fn without_any_pool_jobs_answer_501() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_pools_groups_and_routes_answer_404() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let answer = call(&router, post("/pools/nope/jobs", &json!({}))).await;
     assert_error(&answer, StatusCode::NOT_FOUND, "no-such-pool");
     assert!(answer.2["message"].as_str().unwrap().contains("nope"));
@@ -148,7 +149,7 @@ async fn bad_json_answers_400() {
     let mut pool = demo("demo", 1);
     pool.group = Some("demo".into());
     let state = state_with(vec![pool]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     for body in ["{bad", "", "   ", "[1,"] {
         let answer = call(&router, request(Method::POST, "/pools/demo/jobs", body)).await;
         assert_error(&answer, StatusCode::BAD_REQUEST, "bad-json");
@@ -164,7 +165,7 @@ async fn bad_json_answers_400() {
 async fn a_body_over_the_limit_answers_413() {
     let state = AppState::builder().body_limit(64).build();
     start(&state, vec![demo("demo", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let big = json!({ "text": "x".repeat(200) });
     let answer = call(&router, post("/pools/demo/jobs", &big)).await;
     assert_error(&answer, StatusCode::PAYLOAD_TOO_LARGE, "too-large");
@@ -196,7 +197,7 @@ async fn a_rejected_job_answers_503_with_retry_after() {
     let mut pool = demo("one", 1);
     pool.options.max_waiting = Some(0);
     let state = state_with(vec![pool]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let busy = tokio::spawn({
         let router = router.clone();
         async move { call(&router, post("/pools/one/jobs", &json!({"sleep_ms": 1500}))).await }
@@ -215,7 +216,7 @@ async fn a_rejected_jobs_retry_after_is_the_pools_projected_wait() {
     let mut pool = demo("one", 1);
     pool.options.max_waiting = Some(0);
     let state = state_with(vec![pool]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     // One job of 2.2 s teaches the pool its job time.
     let (status, _, _) = call(&router, post("/pools/one/jobs", &json!({"sleep_ms": 2200}))).await;
     assert_eq!(status, StatusCode::OK);
@@ -267,7 +268,7 @@ async fn a_job_past_its_timeout_answers_504() {
     let mut pool = demo("slow", 1);
     pool.options.job_timeout = Some(Duration::from_millis(300));
     let state = state_with(vec![pool]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let answer = call(
         &router,
         post("/pools/slow/jobs", &json!({"sleep_ms": 10_000})),
@@ -284,7 +285,7 @@ async fn a_job_past_its_timeout_answers_504() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_worker_answers_502() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let answer = call(&router, post("/pools/demo/jobs", &json!({"crash": true}))).await;
     assert_error(&answer, StatusCode::BAD_GATEWAY, "crashed");
     assert!(
@@ -303,7 +304,7 @@ async fn a_crashed_worker_answers_502() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_error_answers_500_with_its_message() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let answer = call(
         &router,
         post("/pools/demo/jobs", &json!({"fail": "no such model"})),
@@ -321,7 +322,7 @@ async fn a_worker_error_answers_500_with_its_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_pool_answers_503() {
     let state = state_with(vec![demo("demo", 1), demo("other", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     state.registry().get("demo").unwrap().close().await;
     let answer = call(&router, post("/pools/demo/jobs", &json!({}))).await;
     assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "closed");
@@ -336,7 +337,7 @@ async fn a_worker_that_cannot_start_answers_502() {
     let mut early_exit = PoolConfig::new("early", ["sh", "-c", "exit 3"]);
     early_exit.sizing = Some(SizingConfig::Fixed { workers: 1 });
     let state = state_with(vec![pool, early_exit]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let answer = call(&router, post("/pools/broken/jobs", &json!({}))).await;
     assert_error(&answer, StatusCode::BAD_GATEWAY, "warmup-failed");
     let answer = call(&router, post("/pools/early/jobs", &json!({}))).await;
@@ -356,7 +357,7 @@ async fn a_worker_that_breaks_the_protocol_answers_502() {
     );
     pool.sizing = Some(SizingConfig::Fixed { workers: 1 });
     let state = state_with(vec![pool]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let answer = call(&router, post("/pools/garbled/jobs", &json!({}))).await;
     assert_error(&answer, StatusCode::BAD_GATEWAY, "protocol");
     assert!(
@@ -372,7 +373,7 @@ async fn pools_and_stats_show_every_pool() {
     let mut grouped = demo("a", 2);
     grouped.group = Some("g".into());
     let state = state_with(vec![grouped, demo("b", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let (status, _, body) = call(&router, get("/pools")).await;
     assert_eq!(status, StatusCode::OK);
     let pools = body["pools"].as_array().unwrap();
@@ -398,7 +399,7 @@ async fn pools_and_stats_show_every_pool() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_and_its_alias_healthz_report_every_pool_and_livez_answers() {
     let state = state_with(vec![demo("a", 1), demo("b", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     for probe in ["/readyz", "/healthz"] {
         let (status, _, body) = call(&router, get(probe)).await;
         assert_eq!(status, StatusCode::OK, "{probe}");
@@ -428,7 +429,7 @@ async fn group_jobs_go_to_a_pool_of_the_group() {
     let mut b = demo("b", 1);
     b.group = Some("g".into());
     let state = state_with(vec![a, b, demo("c", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let (status, _, body) = call(&router, post("/groups/g/jobs", &json!({"iterations": 3}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["iterations"], 3);
@@ -460,7 +461,7 @@ async fn group_jobs_go_to_a_pool_of_the_group() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_config_changes_a_live_pool() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let body = json!({
         "sizing": {"kind": "fixed", "workers": 2},
         "job_timeout": "5s",
@@ -536,7 +537,7 @@ async fn put_config_changes_a_live_pool() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_config_sets_max_surge_and_refuses_one_out_of_range() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let (_, _, config) = call(&router, get("/pools/demo/config")).await;
     assert_eq!(config["max_surge"], 0);
     let (status, _, answer) = call(
@@ -568,7 +569,7 @@ async fn put_config_sets_max_surge_and_refuses_one_out_of_range() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_config_is_a_merge_patch_of_the_live_options() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let put = async |body: &str| {
         let (status, _, answer) = call(
             &router,
@@ -595,7 +596,7 @@ async fn put_config_is_a_merge_patch_of_the_live_options() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_are_prometheus_text() {
     let state = state_with(vec![demo("metered", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let (status, _, _) = call(&router, post("/pools/metered/jobs", &json!({}))).await;
     assert_eq!(status, StatusCode::OK);
     let response = router.clone().oneshot(get("/metrics")).await.unwrap();
@@ -645,7 +646,7 @@ async fn metrics_are_prometheus_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_stream_pool_events() {
     let state = state_with(vec![demo("watched", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let response = router
         .clone()
         .oneshot(get("/events?pool=watched"))
@@ -717,7 +718,7 @@ async fn events_stream_pool_events() {
 async fn a_bearer_token_guards_every_route_but_the_probes() {
     let state = AppState::builder().token("s3cret").build();
     start(&state, vec![demo("demo", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     for uri in ["/pools", "/pools/demo/stats", "/metrics", "/events"] {
         let answer = call(&router, get(uri)).await;
         assert_error(&answer, StatusCode::UNAUTHORIZED, "unauthorized");
@@ -747,7 +748,7 @@ async fn a_bearer_token_guards_every_route_but_the_probes() {
 
 /// The sum of the `kennel_http_requests_total` samples of this route and
 /// status in the text of `/metrics`, read with the token.
-async fn requests_counted(router: &Router, route: &str, status: u16) -> f64 {
+async fn requests_counted(router: &Routes, route: &str, status: u16) -> f64 {
     let mut scrape = get("/metrics");
     scrape
         .headers_mut()
@@ -773,7 +774,7 @@ async fn a_request_refused_by_the_token_or_the_host_guard_is_still_counted() {
         .metrics(kennel_server::metrics::install())
         .build();
     start(&state, vec![demo("demo", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let route = "/pools/{name}/jobs";
     let (unauthorized, forbidden) = (
         requests_counted(&router, route, 401).await,
@@ -795,7 +796,7 @@ async fn a_request_refused_by_the_token_or_the_host_guard_is_still_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_hangs_up_lets_its_running_job_finish() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let (_, _, first) = call(&router, post("/pools/demo/jobs", &json!({}))).await;
     let client = tokio::spawn({
         let router = router.clone();
@@ -814,7 +815,7 @@ async fn a_client_that_hangs_up_lets_its_running_job_finish() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_hangs_up_while_queued_leaves_the_queue() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = app(state.clone());
+    let router = Routes::new(state.clone());
     let busy = tokio::spawn({
         let router = router.clone();
         async move { call(&router, post("/pools/demo/jobs", &json!({"sleep_ms": 500}))).await }

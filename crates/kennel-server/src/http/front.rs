@@ -65,8 +65,29 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
+        let route = crate::http::labels::route_label(&request);
+        self.call_on(request, route)
+    }
+}
+
+impl<S> Front<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    /// Wraps `inner` (a route already chosen) in the checks, with the
+    /// state of the service.
+    pub(crate) fn new(state: AppState, inner: S) -> Self {
+        Self { state, inner }
+    }
+
+    /// [`call`](Service::call) for a request whose route is `route`.
+    pub(crate) fn call_on(
+        &mut self,
+        request: Request,
+        route: &'static str,
+    ) -> FrontFuture<S::Future> {
         let started = Instant::now();
-        let tracked = Tracked::start(&request, started);
+        let tracked = Tracked::start(&request, route, started);
         let line = AccessLine::start(&self.state, &request, tracked.route_label(), started);
         let answer = match refusal(&self.state, &request) {
             Some(refused) => Either::Left(ready(Ok(refused))),

@@ -9,7 +9,11 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
+use std::convert::Infallible;
+
+use axum::response::Response;
+use hyper::Request;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
@@ -17,6 +21,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
+use tower::Service;
 
 use super::rewake::Rewake;
 use super::stall::StallTimeout;
@@ -81,7 +86,9 @@ impl Default for ConnOptions {
     }
 }
 
-/// Serves `router` on `listener` until `stop` resolves, then stops
+/// Serves `service` ([`Routes`](super::Routes) in `kennel serve`, or an
+/// axum [`Router`](axum::Router) such as [`app`](crate::app)'s) on
+/// `listener` until `stop` resolves, then stops
 /// accepting, lets each connection finish the request it is on (an idle
 /// one closes at once; one still sending its head has until its header
 /// timeout) and resolves when every connection has ended.
@@ -94,12 +101,16 @@ impl Default for ConnOptions {
 ///
 /// Dropping the future closes the listener and drops every connection at
 /// once (their tasks are aborted): this is how the shutdown grace ends.
-pub async fn serve(
+pub async fn serve<S>(
     listener: TcpListener,
-    router: Router,
+    service: S,
     options: ConnOptions,
     stop: impl Future<Output = ()>,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    S: Service<Request<Incoming>, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
     let permits = Arc::new(Semaphore::new(options.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     let mut conns = JoinSet::new();
@@ -132,7 +143,7 @@ pub async fn serve(
             .timer(ConnTimer::new(options.header_timeout, options.idle_timeout))
             .header_read_timeout(options.header_timeout)
             .keep_alive(true);
-        let conn = builder.serve_connection(io, TowerToHyperService::new(router.clone()));
+        let conn = builder.serve_connection(io, TowerToHyperService::new(service.clone()));
         let watched = graceful.watch(conn);
         // Polled again at once when a request's body wakes it (rewake.rs).
         let watched = Rewake::new(watched);
