@@ -5,11 +5,10 @@
 //! Each connection's task polls it again at once when the connection wakes
 //! itself ([`Rewake`]).
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-
-use std::convert::Infallible;
 
 use axum::response::Response;
 use hyper::Request;
