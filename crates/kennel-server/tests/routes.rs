@@ -48,13 +48,7 @@ where
         .await
         .expect("the request took too long")
         .unwrap();
-    let status = response.status();
-    let kind = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let (status, kind, body) = routed::read_answer(response, LIMIT).await;
     (status, kind, without_counters(&body))
 }
 
@@ -85,95 +79,54 @@ async fn alike(state: &AppState, cases: &[(Case, StatusCode)]) {
     }
 }
 
+/// A `POST` of `body` to `path` with `headers`.
+fn post(
+    path: &'static str,
+    headers: &'static [(&'static str, &'static str)],
+    body: &'static str,
+) -> Case {
+    (Method::POST, path, headers, body)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_job_route_answers_as_through_the_router() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let json = &[][..];
+    let jobs = "/pools/demo/jobs";
     alike(
         &state,
         &[
-            (
-                (
-                    Method::POST,
-                    "/pools/demo/jobs",
-                    json,
-                    r#"{"iterations": 5}"#,
-                ),
-                StatusCode::OK,
-            ),
+            (post(jobs, &[], r#"{"iterations": 5}"#), StatusCode::OK),
             // A name that needs decoding goes through the router.
+            (post("/pools/d%65mo/jobs", &[], "{}"), StatusCode::OK),
+            (post("/pools/nope/jobs", &[], "{}"), StatusCode::NOT_FOUND),
+            (post(jobs, &[], "{not json"), StatusCode::BAD_REQUEST),
             (
-                (
-                    Method::POST,
-                    "/pools/d%65mo/jobs",
-                    json,
-                    r#"{"iterations": 2}"#,
-                ),
-                StatusCode::OK,
-            ),
-            (
-                (Method::POST, "/pools/nope/jobs", json, "{}"),
-                StatusCode::NOT_FOUND,
-            ),
-            (
-                (Method::POST, "/pools/demo/jobs", json, "{not json"),
-                StatusCode::BAD_REQUEST,
-            ),
-            (
-                (Method::POST, "/pools/demo/jobs", json, r#"{"crash": true}"#),
+                post(jobs, &[], r#"{"crash": true}"#),
                 StatusCode::BAD_GATEWAY,
             ),
-            (
-                (Method::POST, "/pools/demo/jobs/", json, "{}"),
-                StatusCode::NOT_FOUND,
-            ),
-            (
-                (Method::POST, "/pools//jobs", json, "{}"),
-                StatusCode::NOT_FOUND,
-            ),
-            (
-                (Method::POST, "/pools/demo/x/jobs", json, "{}"),
-                StatusCode::NOT_FOUND,
-            ),
-            (
-                (Method::GET, "/pools/demo/jobs", json, ""),
-                StatusCode::METHOD_NOT_ALLOWED,
-            ),
+            (post("/pools/demo/jobs/", &[], "{}"), StatusCode::NOT_FOUND),
+            (post("/pools//jobs", &[], "{}"), StatusCode::NOT_FOUND),
+            (post("/pools/demo/x/jobs", &[], "{}"), StatusCode::NOT_FOUND),
+            ((Method::GET, jobs, &[], ""), StatusCode::METHOD_NOT_ALLOWED),
             // A binary body, and a form without its boundary.
             (
-                (
-                    Method::POST,
-                    "/pools/demo/jobs",
+                post(
+                    jobs,
                     &[("content-type", "application/octet-stream")],
                     "\u{1}\u{2}",
                 ),
                 StatusCode::OK,
             ),
             (
-                (
-                    Method::POST,
-                    "/pools/demo/jobs",
-                    &[("content-type", "multipart/form-data")],
-                    "x",
-                ),
+                post(jobs, &[("content-type", "multipart/form-data")], "x"),
                 StatusCode::BAD_REQUEST,
             ),
             (
-                (
-                    Method::POST,
-                    "/pools/demo/jobs",
-                    &[("host", "evil.example")],
-                    "{}",
-                ),
+                post(jobs, &[("host", "evil.example")], "{}"),
                 StatusCode::FORBIDDEN,
             ),
             (
-                (
-                    Method::POST,
-                    "/pools/demo/jobs",
-                    &[("origin", "https://evil.example")],
-                    "{}",
-                ),
+                post(jobs, &[("origin", "https://evil.example")], "{}"),
                 StatusCode::FORBIDDEN,
             ),
         ],
@@ -186,29 +139,17 @@ async fn the_job_route_answers_as_through_the_router() {
 async fn the_job_route_asks_for_the_token_as_through_the_router() {
     let state = AppState::builder().token("s3cret").build();
     start(&state, vec![demo("demo", 1)]).await;
+    let jobs = "/pools/demo/jobs";
     alike(
         &state,
         &[
+            (post(jobs, &[], "{}"), StatusCode::UNAUTHORIZED),
             (
-                (Method::POST, "/pools/demo/jobs", &[], "{}"),
+                post(jobs, &[("authorization", "Bearer s3cres")], "{}"),
                 StatusCode::UNAUTHORIZED,
             ),
             (
-                (
-                    Method::POST,
-                    "/pools/demo/jobs",
-                    &[("authorization", "Bearer s3cres")],
-                    "{}",
-                ),
-                StatusCode::UNAUTHORIZED,
-            ),
-            (
-                (
-                    Method::POST,
-                    "/pools/demo/jobs",
-                    &[("authorization", "Bearer s3cret")],
-                    "{}",
-                ),
+                post(jobs, &[("authorization", "Bearer s3cret")], "{}"),
                 StatusCode::OK,
             ),
         ],

@@ -3,13 +3,14 @@
 //! the reply's bytes as the worker wrote them, JSON-RPC pools, and binary
 //! bodies as base64. Real worker processes: the Python SDK's test worker.
 
+mod routed;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
-use http_body_util::BodyExt;
 use kennel_server::config::HumanSize;
 use kennel_server::config::{
     InitializeConfig, PoolConfig, ProtocolKind, SizingConfig, StartupKind,
@@ -54,17 +55,7 @@ async fn send(app: &Router, req: Request<Body>) -> (StatusCode, String, String) 
         .await
         .expect("answered in time")
         .unwrap();
-    let status = response.status();
-    let kind = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let body = tokio::time::timeout(LIMIT, response.into_body().collect())
-        .await
-        .unwrap()
-        .unwrap()
-        .to_bytes();
+    let (status, kind, body) = routed::read_answer(response, LIMIT).await;
     (status, kind, String::from_utf8(body.to_vec()).unwrap())
 }
 

@@ -4,7 +4,12 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::Path;
+use std::time::Duration;
 
+use axum::body::Bytes;
+use axum::http::{StatusCode, header};
+use axum::response::Response;
+use http_body_util::BodyExt;
 use kennel_server::config::{PoolConfig, SizingConfig, StartupKind};
 use kennel_server::{AppState, Config, metrics};
 
@@ -32,4 +37,21 @@ pub async fn start(state: &AppState, pools: Vec<PoolConfig>) {
     let mut config = Config::default();
     config.pools = pools;
     state.start_pools(&config, kennel_bin()).await.unwrap();
+}
+
+/// A response's status, content type (empty without one) and body, the
+/// body read within `limit`.
+pub async fn read_answer(response: Response, limit: Duration) -> (StatusCode, String, Bytes) {
+    let status = response.status();
+    let kind = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = tokio::time::timeout(limit, response.into_body().collect())
+        .await
+        .expect("the body took too long")
+        .unwrap()
+        .to_bytes();
+    (status, kind, body)
 }
