@@ -206,16 +206,19 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
     let elapsed = started.elapsed();
     let failures: u64 = failed.values().sum();
-    eprintln!(
-        "{}",
-        summary(ok, &failed, elapsed, bar.measured(ok + failures))
-    );
+    // One write, so that a worker's log line (a warm-up that fails as the
+    // pool closes, say) cannot land between the summary's lines.
+    let mut text = summary(ok, &failed, elapsed, bar.measured(ok + failures));
+    text.push('\n');
     if let Some((line, kind, stderr)) = last_words {
-        eprintln!("last words of the worker that failed line {line} ({kind}):");
+        text.push_str(&format!(
+            "last words of the worker that failed line {line} ({kind}):\n"
+        ));
         for l in stderr {
-            eprintln!("  {l}");
+            text.push_str(&format!("  {l}\n"));
         }
     }
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
     Ok(if failures == 0 {
         ExitCode::SUCCESS
     } else {
