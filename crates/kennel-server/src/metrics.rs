@@ -120,11 +120,6 @@ impl Tracked {
         }
     }
 
-    /// The request's `route` label.
-    pub(crate) fn route_label(&self) -> &'static str {
-        self.route
-    }
-
     /// Counts the request with its answer's status, and records its time,
     /// on `series`.
     pub(crate) fn finish(self, response: &Response, series: &HttpSeries) {

@@ -37,10 +37,7 @@ impl<S> Layer<S> for FrontLayer {
     type Service = Front<S>;
 
     fn layer(&self, inner: S) -> Front<S> {
-        Front {
-            state: self.0.clone(),
-            inner,
-        }
+        Front::new(self.0.clone(), inner)
     }
 }
 
@@ -70,16 +67,18 @@ where
     }
 }
 
-impl<S> Front<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible>,
-{
-    /// Wraps `inner` (a route already chosen) in the checks, with the
+impl<S> Front<S> {
+    /// Wraps `inner` (a route, or every route) in the checks, with the
     /// state of the service.
     pub(crate) fn new(state: AppState, inner: S) -> Self {
         Self { state, inner }
     }
+}
 
+impl<S> Front<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
     /// [`call`](Service::call) for a request whose route is `route`.
     pub(crate) fn call_on(
         &mut self,
@@ -88,7 +87,7 @@ where
     ) -> FrontFuture<S::Future> {
         let started = Instant::now();
         let tracked = Tracked::start(&request, route, started);
-        let line = AccessLine::start(&self.state, &request, tracked.route_label(), started);
+        let line = AccessLine::start(&self.state, &request, route, started);
         let answer = match refusal(&self.state, &request) {
             Some(refused) => Either::Left(ready(Ok(refused))),
             None => Either::Right(self.inner.call(request)),

@@ -66,6 +66,8 @@ where
     type Error = Infallible;
     type Future = RoutesFuture;
 
+    /// Always ready, as both of its services are: the job route holds no
+    /// resource, and axum's `Router` is always ready.
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
     }
@@ -126,6 +128,9 @@ impl Service<Request> for JobRoute {
         Poll::Ready(Ok(()))
     }
 
+    /// The pool's name is found again in the path (two comparisons) rather
+    /// than carried from [`Routes`]: an owned copy is needed either way, as
+    /// a streamed answer outlives the request.
     fn call(&mut self, request: Request) -> Self::Future {
         let name = job_pool(request.uri().path())
             .unwrap_or_default()
