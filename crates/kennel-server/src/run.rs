@@ -14,6 +14,7 @@
 //! through `Pool::run_idempotent`.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -211,11 +212,12 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut text = summary(ok, &failed, elapsed, bar.measured(ok + failures));
     text.push('\n');
     if let Some((line, kind, stderr)) = last_words {
-        text.push_str(&format!(
-            "last words of the worker that failed line {line} ({kind}):\n"
-        ));
+        let _ = writeln!(
+            text,
+            "last words of the worker that failed line {line} ({kind}):"
+        );
         for l in stderr {
-            text.push_str(&format!("  {l}\n"));
+            let _ = writeln!(text, "  {l}");
         }
     }
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
