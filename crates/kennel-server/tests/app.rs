@@ -17,7 +17,7 @@ use kennel_server::http::Routes;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use routed::{demo, start, state_with};
+use routed::{demo, requests_counted, start, state_with};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -746,27 +746,6 @@ async fn a_bearer_token_guards_every_route_but_the_probes() {
     state.close().await;
 }
 
-/// The sum of the `kennel_http_requests_total` samples of this route and
-/// status in the text of `/metrics`, read with the token.
-async fn requests_counted(router: &Routes, route: &str, status: u16) -> f64 {
-    let mut scrape = get("/metrics");
-    scrape
-        .headers_mut()
-        .insert(header::AUTHORIZATION, "Bearer s3cret".parse().unwrap());
-    let response = router.clone().oneshot(scrape).await.unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    let route = format!("route=\"{route}\"");
-    let status = format!("status=\"{status}\"");
-    String::from_utf8(body.to_vec())
-        .unwrap()
-        .lines()
-        .filter(|l| l.starts_with("kennel_http_requests_total{"))
-        .filter(|l| l.contains(&route) && l.contains(&status))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_refused_by_the_token_or_the_host_guard_is_still_counted() {
     let state = AppState::builder()
@@ -777,8 +756,8 @@ async fn a_request_refused_by_the_token_or_the_host_guard_is_still_counted() {
     let router = Routes::new(state.clone());
     let route = "/pools/{name}/jobs";
     let (unauthorized, forbidden) = (
-        requests_counted(&router, route, 401).await,
-        requests_counted(&router, route, 403).await,
+        requests_counted(&router, route, 401, Some("s3cret")).await,
+        requests_counted(&router, route, 403, Some("s3cret")).await,
     );
     let answer = call(&router, post("/pools/demo/jobs", &json!({}))).await;
     assert_error(&answer, StatusCode::UNAUTHORIZED, "unauthorized");
@@ -788,8 +767,8 @@ async fn a_request_refused_by_the_token_or_the_host_guard_is_still_counted() {
         .insert(header::HOST, "evil.example".parse().unwrap());
     assert_eq!(call(&router, foreign).await.0, StatusCode::FORBIDDEN);
     // Counters only grow; other tests of this process may add to them.
-    assert!(requests_counted(&router, route, 401).await >= unauthorized + 1.0);
-    assert!(requests_counted(&router, route, 403).await >= forbidden + 1.0);
+    assert!(requests_counted(&router, route, 401, Some("s3cret")).await >= unauthorized + 1.0);
+    assert!(requests_counted(&router, route, 403, Some("s3cret")).await >= forbidden + 1.0);
     state.close().await;
 }
 

@@ -8,22 +8,40 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
-use http_body_util::BodyExt;
 use kennel_server::http::Routes;
 use kennel_server::{AppState, app};
 use tower::{Service, ServiceExt};
 
-use routed::{demo, start, state_with};
+use routed::{demo, requests_counted, start, state_with};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-/// One request: method, path, extra headers, body.
+/// One request: method, path, a header besides `Content-Type:
+/// application/json` (or instead of it), body.
 type Case = (
     Method,
     &'static str,
-    &'static [(&'static str, &'static str)],
+    Option<(&'static str, &'static str)>,
     &'static str,
 );
+
+/// The path of the job route to the pool the tests start.
+const JOBS: &str = "/pools/demo/jobs";
+
+/// A job with `body`.
+fn job(body: &'static str) -> Case {
+    (Method::POST, JOBS, None, body)
+}
+
+/// A job with `body` and the header `name: value`.
+fn job_with(name: &'static str, value: &'static str, body: &'static str) -> Case {
+    (Method::POST, JOBS, Some((name, value)), body)
+}
+
+/// A `POST` of `body` to `path`.
+fn post_to(path: &'static str, body: &'static str) -> Case {
+    (Method::POST, path, None, body)
+}
 
 /// What is compared of an answer: status, content type, body (as
 /// [`without_counters`]).
@@ -35,12 +53,12 @@ where
             Error = std::convert::Infallible,
         >,
 {
-    let (method, uri, headers, body) = case;
+    let (method, uri, extra, body) = case;
     let mut request = Request::builder().method(method.clone()).uri(*uri);
-    if !headers.iter().any(|(name, _)| *name == "content-type") {
+    if !extra.is_some_and(|(name, _)| name == "content-type") {
         request = request.header(header::CONTENT_TYPE, "application/json");
     }
-    for (name, value) in *headers {
+    if let Some((name, value)) = extra {
         request = request.header(*name, *value);
     }
     let request = request.body(Body::from(*body)).unwrap();
@@ -69,66 +87,38 @@ fn without_counters(body: &[u8]) -> String {
 
 /// Asserts that `Routes` and the router answer every case alike, and that
 /// each case's status is `want`.
-async fn alike(state: &AppState, cases: &[(Case, StatusCode)]) {
+async fn alike(state: &AppState, cases: &[(Case, u16)]) {
     let (routes, router) = (Routes::new(state.clone()), app(state.clone()));
     for (case, want) in cases {
         let by_routes = answer(routes.clone(), case).await;
         let by_router = answer(router.clone(), case).await;
         assert_eq!(by_routes, by_router, "{case:?}");
-        assert_eq!(by_routes.0, *want, "{case:?}: {}", by_routes.2);
+        assert_eq!(by_routes.0.as_u16(), *want, "{case:?}: {}", by_routes.2);
     }
-}
-
-/// A `POST` of `body` to `path` with `headers`.
-fn post(
-    path: &'static str,
-    headers: &'static [(&'static str, &'static str)],
-    body: &'static str,
-) -> Case {
-    (Method::POST, path, headers, body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_job_route_answers_as_through_the_router() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let jobs = "/pools/demo/jobs";
+    let (binary, form) = ("application/octet-stream", "multipart/form-data");
     alike(
         &state,
         &[
-            (post(jobs, &[], r#"{"iterations": 5}"#), StatusCode::OK),
+            (job(r#"{"iterations": 5}"#), 200),
             // A name that needs decoding goes through the router.
-            (post("/pools/d%65mo/jobs", &[], "{}"), StatusCode::OK),
-            (post("/pools/nope/jobs", &[], "{}"), StatusCode::NOT_FOUND),
-            (post(jobs, &[], "{not json"), StatusCode::BAD_REQUEST),
-            (
-                post(jobs, &[], r#"{"crash": true}"#),
-                StatusCode::BAD_GATEWAY,
-            ),
-            (post("/pools/demo/jobs/", &[], "{}"), StatusCode::NOT_FOUND),
-            (post("/pools//jobs", &[], "{}"), StatusCode::NOT_FOUND),
-            (post("/pools/demo/x/jobs", &[], "{}"), StatusCode::NOT_FOUND),
-            ((Method::GET, jobs, &[], ""), StatusCode::METHOD_NOT_ALLOWED),
+            (post_to("/pools/d%65mo/jobs", "{}"), 200),
+            (post_to("/pools/nope/jobs", "{}"), 404),
+            (job("{not json"), 400),
+            (job(r#"{"crash": true}"#), 502),
+            (post_to("/pools/demo/jobs/", "{}"), 404),
+            (post_to("/pools//jobs", "{}"), 404),
+            (post_to("/pools/demo/x/jobs", "{}"), 404),
+            ((Method::GET, JOBS, None, ""), 405),
             // A binary body, and a form without its boundary.
-            (
-                post(
-                    jobs,
-                    &[("content-type", "application/octet-stream")],
-                    "\u{1}\u{2}",
-                ),
-                StatusCode::OK,
-            ),
-            (
-                post(jobs, &[("content-type", "multipart/form-data")], "x"),
-                StatusCode::BAD_REQUEST,
-            ),
-            (
-                post(jobs, &[("host", "evil.example")], "{}"),
-                StatusCode::FORBIDDEN,
-            ),
-            (
-                post(jobs, &[("origin", "https://evil.example")], "{}"),
-                StatusCode::FORBIDDEN,
-            ),
+            (job_with("content-type", binary, "\u{1}\u{2}"), 200),
+            (job_with("content-type", form, "x"), 400),
+            (job_with("host", "evil.example", "{}"), 403),
+            (job_with("origin", "https://evil.example", "{}"), 403),
         ],
     )
     .await;
@@ -139,45 +129,24 @@ async fn the_job_route_answers_as_through_the_router() {
 async fn the_job_route_asks_for_the_token_as_through_the_router() {
     let state = AppState::builder().token("s3cret").build();
     start(&state, vec![demo("demo", 1)]).await;
-    let jobs = "/pools/demo/jobs";
+    let (wrong, right) = ("Bearer s3cres", "Bearer s3cret");
     alike(
         &state,
         &[
-            (post(jobs, &[], "{}"), StatusCode::UNAUTHORIZED),
-            (
-                post(jobs, &[("authorization", "Bearer s3cres")], "{}"),
-                StatusCode::UNAUTHORIZED,
-            ),
-            (
-                post(jobs, &[("authorization", "Bearer s3cret")], "{}"),
-                StatusCode::OK,
-            ),
+            (job("{}"), 401),
+            (job_with("authorization", wrong, "{}"), 401),
+            (job_with("authorization", right, "{}"), 200),
         ],
     )
     .await;
     state.close().await;
 }
 
-/// The `kennel_http_requests_total` samples of the job route with `status`.
-async fn jobs_counted(routes: &Routes, status: u16) -> f64 {
-    let scrape = Request::get("/metrics").body(Body::empty()).unwrap();
-    let response = routes.clone().oneshot(scrape).await.unwrap();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    let status = format!("status=\"{status}\"");
-    String::from_utf8(body.to_vec())
-        .unwrap()
-        .lines()
-        .filter(|l| l.starts_with("kennel_http_requests_total{"))
-        .filter(|l| l.contains("route=\"/pools/{name}/jobs\"") && l.contains(&status))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_taken_without_the_router_is_counted_under_its_route() {
     let state = state_with(vec![demo("counted", 1)]).await;
     let routes = Routes::new(state.clone());
-    let before = jobs_counted(&routes, 200).await;
+    let before = requests_counted(&routes, "/pools/{name}/jobs", 200, None).await;
     let job = Request::post("/pools/counted/jobs")
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from("{}"))
@@ -187,6 +156,6 @@ async fn a_job_taken_without_the_router_is_counted_under_its_route() {
         StatusCode::OK
     );
     // Counters only grow; other tests of this process may add to them.
-    assert!(jobs_counted(&routes, 200).await >= before + 1.0);
+    assert!(requests_counted(&routes, "/pools/{name}/jobs", 200, None).await >= before + 1.0);
     state.close().await;
 }

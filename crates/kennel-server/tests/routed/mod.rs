@@ -6,12 +6,16 @@
 use std::path::Path;
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::body::Bytes;
+use axum::http::Request;
 use axum::http::{StatusCode, header};
 use axum::response::Response;
 use http_body_util::BodyExt;
 use kennel_server::config::{PoolConfig, SizingConfig, StartupKind};
+use kennel_server::http::Routes;
 use kennel_server::{AppState, Config, metrics};
+use tower::ServiceExt;
 
 pub fn kennel_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kennel"))
@@ -41,6 +45,10 @@ pub async fn start(state: &AppState, pools: Vec<PoolConfig>) {
 
 /// A response's status, content type (empty without one) and body, the
 /// body read within `limit`.
+///
+/// # Cancel safety
+///
+/// Dropping the future drops the response and what is left of its body.
 pub async fn read_answer(response: Response, limit: Duration) -> (StatusCode, String, Bytes) {
     let status = response.status();
     let kind = response
@@ -54,4 +62,38 @@ pub async fn read_answer(response: Response, limit: Duration) -> (StatusCode, St
         .unwrap()
         .to_bytes();
     (status, kind, body)
+}
+
+/// The sum of the `kennel_http_requests_total` samples of `route` and
+/// `status` in the text of `/metrics`, read with `token` if one is given.
+///
+/// # Cancel safety
+///
+/// Cancel safe: it only reads.
+pub async fn requests_counted(
+    routes: &Routes,
+    route: &str,
+    status: u16,
+    token: Option<&str>,
+) -> f64 {
+    let mut scrape = Request::get("/metrics");
+    if let Some(token) = token {
+        scrape = scrape.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let response = routes
+        .clone()
+        .oneshot(scrape.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let route = format!("route=\"{route}\"");
+    let status = format!("status=\"{status}\"");
+    String::from_utf8(body.to_vec())
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("kennel_http_requests_total{"))
+        .filter(|l| l.contains(&route) && l.contains(&status))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
