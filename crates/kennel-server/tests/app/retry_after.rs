@@ -1,0 +1,82 @@
+//! A job turned away by a full queue: 503 with a `Retry-After` of the pool's
+//! projected wait, in whole seconds from 1 to 60.
+
+use std::time::Duration;
+
+use axum::http::{StatusCode, header};
+use kennel_server::http::Routes;
+use serde_json::json;
+
+use crate::routed::{demo, state_with};
+use crate::{assert_error, call, post, wait_lent};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_job_answers_503_with_retry_after() {
+    let mut pool = demo("one", 1);
+    pool.options.max_waiting = Some(0);
+    let state = state_with(vec![pool]).await;
+    let router = Routes::new(state.clone());
+    let busy = tokio::spawn({
+        let router = router.clone();
+        async move { call(&router, post("/pools/one/jobs", &json!({"sleep_ms": 1500}))).await }
+    });
+    wait_lent(&state, "one", 1).await;
+    let answer = call(&router, post("/pools/one/jobs", &json!({}))).await;
+    assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "rejected");
+    assert_eq!(answer.2["reason"], "queue-depth");
+    assert_eq!(answer.1[header::RETRY_AFTER], "1");
+    assert_eq!(busy.await.unwrap().0, StatusCode::OK);
+    state.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_jobs_retry_after_is_the_pools_projected_wait() {
+    let mut pool = demo("one", 1);
+    pool.options.max_waiting = Some(0);
+    let state = state_with(vec![pool]).await;
+    let router = Routes::new(state.clone());
+    // One job of 2.2 s teaches the pool its job time.
+    let (status, _, _) = call(&router, post("/pools/one/jobs", &json!({"sleep_ms": 2200}))).await;
+    assert_eq!(status, StatusCode::OK);
+    let busy = tokio::spawn({
+        let router = router.clone();
+        async move { call(&router, post("/pools/one/jobs", &json!({"sleep_ms": 1500}))).await }
+    });
+    wait_lent(&state, "one", 1).await;
+    let answer = call(&router, post("/pools/one/jobs", &json!({}))).await;
+    assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "rejected");
+    assert_eq!(
+        answer.1[header::RETRY_AFTER],
+        "3",
+        "(0 waiting + 1) / 1 worker × 2.2 s, rounded up"
+    );
+    assert_eq!(busy.await.unwrap().0, StatusCode::OK);
+    state.close().await;
+}
+
+#[test]
+fn retry_after_is_the_projected_wait_in_whole_seconds_within_1_and_60() {
+    use kennel::RejectReason;
+    use kennel_server::{ApiError, MAX_RETRY_AFTER_SECS};
+    let header_of = |wait: Option<Duration>| {
+        let e = ApiError::Rejected {
+            reason: RejectReason::QueueFull,
+            retry_after: kennel_server::RETRY_AFTER_SECS,
+        }
+        .retry_after_projected(wait);
+        let response = axum::response::IntoResponse::into_response(e);
+        response.headers()[header::RETRY_AFTER]
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(header_of(None), "1");
+    assert_eq!(header_of(Some(Duration::ZERO)), "1");
+    assert_eq!(header_of(Some(Duration::from_millis(1))), "1");
+    assert_eq!(header_of(Some(Duration::from_millis(2001))), "3");
+    assert_eq!(header_of(Some(Duration::from_secs(2))), "2");
+    assert_eq!(
+        header_of(Some(Duration::from_secs(3600))),
+        MAX_RETRY_AFTER_SECS.to_string()
+    );
+}
