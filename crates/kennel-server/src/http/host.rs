@@ -106,7 +106,7 @@ impl HostPolicy {
         if self.any_host {
             return true;
         }
-        let name = normal_host(split_port(host).0);
+        let name = normal_host(host_of(host));
         if self.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
             return true;
         }
@@ -170,15 +170,26 @@ fn normal_host(host: &str) -> &str {
 /// `localhost:7878`, `localhost`, `::1` (an IPv6 literal without brackets
 /// has no port).
 fn split_port(authority: &str) -> (&str, Option<u16>) {
+    let (host, port) = host_and_port(authority);
+    (host, port.and_then(|p| p.parse().ok()))
+}
+
+/// The host of `authority`, as [`split_port`] finds it, with no port
+/// parsed: what every request's `Host` check needs.
+fn host_of(authority: &str) -> &str {
+    host_and_port(authority).0
+}
+
+fn host_and_port(authority: &str) -> (&str, Option<&str>) {
     let authority = authority.trim();
     if let Some(rest) = authority.strip_prefix('[') {
         return match rest.split_once(']') {
-            Some((host, tail)) => (host, tail.strip_prefix(':').and_then(|p| p.parse().ok())),
+            Some((host, tail)) => (host, tail.strip_prefix(':')),
             None => (authority, None),
         };
     }
     match authority.rsplit_once(':') {
-        Some((host, port)) if !host.contains(':') => (host, port.parse().ok()),
+        Some((host, port)) if !host.contains(':') => (host, Some(port)),
         _ => (authority, None),
     }
 }
