@@ -106,7 +106,7 @@ impl HostPolicy {
         if self.any_host {
             return true;
         }
-        let name = normal_host(host_of(host));
+        let name = normal_host(host_and_port(host).0);
         if self.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
             return true;
         }
@@ -174,12 +174,8 @@ fn split_port(authority: &str) -> (&str, Option<u16>) {
     (host, port.and_then(|p| p.parse().ok()))
 }
 
-/// The host of `authority`, as [`split_port`] finds it, with no port
-/// parsed: what every request's `Host` check needs.
-fn host_of(authority: &str) -> &str {
-    host_and_port(authority).0
-}
-
+/// [`split_port`] with the port left as text: what every request's `Host`
+/// check needs, as it does not look at the port.
 fn host_and_port(authority: &str) -> (&str, Option<&str>) {
     let authority = authority.trim();
     if let Some(rest) = authority.strip_prefix('[') {
