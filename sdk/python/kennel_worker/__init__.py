@@ -19,7 +19,6 @@ import base64
 import os
 import sys
 
-from . import _job
 from ._job import Cancelled, Job, WorkerError, cancelled, current_job, raise_if_cancelled, report
 from ._server import _Server
 
@@ -31,10 +30,6 @@ from ._server import (  # noqa: F401
     RPC_PARSE_ERROR,
     RPC_SERVER_ERROR,
 )
-
-# Private names that lived here before _job and _server: still importable from here.
-from ._job import _current_lock, _note  # noqa: F401
-from ._server import _BAD, _EOF, _REQUEST, _dumps, _id_key, _takes_two  # noqa: F401
 
 __all__ = [
     "FRAMINGS",
@@ -57,13 +52,6 @@ FRAMINGS = ("json-lines", "json-rpc", "content-length")
 
 # Named as before they moved to _job: tracebacks and reprs say kennel_worker.WorkerError.
 WorkerError.__module__ = Cancelled.__module__ = Job.__module__ = __name__
-
-
-def __getattr__(name):
-    # `kennel_worker._current`, the running job, lives in _job now (set by _server).
-    if name == "_current":
-        return _job._current
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class File:
