@@ -3,12 +3,30 @@
 
 use std::time::Duration;
 
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
+use kennel_server::AppState;
 use kennel_server::http::Routes;
-use serde_json::json;
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
 
 use crate::routed::{demo, state_with};
 use crate::{assert_error, call, post, wait_lent};
+
+type Answer = (StatusCode, HeaderMap, Value);
+
+/// A job sent while the pool's one worker runs another (of 1.5 s) and no
+/// job may wait: its answer, asserted to be a 503 `rejected`, and the busy
+/// job's task.
+async fn rejected_while_busy(state: &AppState, router: &Routes) -> (Answer, JoinHandle<Answer>) {
+    let busy = tokio::spawn({
+        let router = router.clone();
+        async move { call(&router, post("/pools/one/jobs", &json!({"sleep_ms": 1500}))).await }
+    });
+    wait_lent(state, "one", 1).await;
+    let answer = call(router, post("/pools/one/jobs", &json!({}))).await;
+    assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "rejected");
+    (answer, busy)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_job_answers_503_with_retry_after() {
@@ -16,13 +34,7 @@ async fn a_rejected_job_answers_503_with_retry_after() {
     pool.options.max_waiting = Some(0);
     let state = state_with(vec![pool]).await;
     let router = Routes::new(state.clone());
-    let busy = tokio::spawn({
-        let router = router.clone();
-        async move { call(&router, post("/pools/one/jobs", &json!({"sleep_ms": 1500}))).await }
-    });
-    wait_lent(&state, "one", 1).await;
-    let answer = call(&router, post("/pools/one/jobs", &json!({}))).await;
-    assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "rejected");
+    let (answer, busy) = rejected_while_busy(&state, &router).await;
     assert_eq!(answer.2["reason"], "queue-depth");
     assert_eq!(answer.1[header::RETRY_AFTER], "1");
     assert_eq!(busy.await.unwrap().0, StatusCode::OK);
@@ -38,13 +50,7 @@ async fn a_rejected_jobs_retry_after_is_the_pools_projected_wait() {
     // One job of 2.2 s teaches the pool its job time.
     let (status, _, _) = call(&router, post("/pools/one/jobs", &json!({"sleep_ms": 2200}))).await;
     assert_eq!(status, StatusCode::OK);
-    let busy = tokio::spawn({
-        let router = router.clone();
-        async move { call(&router, post("/pools/one/jobs", &json!({"sleep_ms": 1500}))).await }
-    });
-    wait_lent(&state, "one", 1).await;
-    let answer = call(&router, post("/pools/one/jobs", &json!({}))).await;
-    assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "rejected");
+    let (answer, busy) = rejected_while_busy(&state, &router).await;
     assert_eq!(
         answer.1[header::RETRY_AFTER],
         "3",
