@@ -1,132 +1,13 @@
-// kennel-worker tests: each starts fixtures/worker.mjs as a real child process and
-// talks to it over its pipes, once per framing. Every wait has a deadline.
+// kennel-worker tests: each starts fixtures/worker.mjs as a real child process
+// (fixtures/child.mjs) and talks to it over its pipes, once per framing. Every
+// wait has a deadline.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
+import { DEADLINE, Worker } from '../fixtures/child.mjs';
 import { FRAMINGS, resolveFraming } from '../index.js';
 
-// Outside test/: `node --test test/` runs every JavaScript file it finds there.
-const WORKER = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'worker.mjs');
-const DEADLINE = 10_000; // ms: a bound, never a sleep
 const CANCEL_BOUND = 2_000; // a cancelled job is answered within this
-
-/** A running fixtures/worker.mjs, with its stdout parsed into messages. */
-class Worker {
-  constructor(framing, env = {}) {
-    this.framing = framing;
-    this.proc = spawn(process.execPath, [WORKER], {
-      env: { ...process.env, KENNEL_FRAMING: framing, ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    this.messages = [];
-    this.waiters = [];
-    this.stderr = '';
-    this.buffer = Buffer.alloc(0);
-    this.exited = new Promise((resolve) => this.proc.on('exit', (code, signal) => resolve({ code, signal })));
-    this.proc.stdout.on('data', (chunk) => this.onData(chunk));
-    this.proc.stdout.on('end', () => this.push({ kind: 'eof' }));
-    this.proc.stderr.on('data', (chunk) => {
-      this.stderr += chunk.toString('utf8');
-    });
-  }
-
-  onData(chunk) {
-    this.buffer = Buffer.concat([this.buffer, chunk]);
-    for (;;) {
-      if (this.framing === 'content-length') {
-        const end = this.buffer.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const length = Number(/content-length:\s*(\d+)/i.exec(this.buffer.subarray(0, end).toString())[1]);
-        if (this.buffer.length < end + 4 + length) return;
-        const body = this.buffer.subarray(end + 4, end + 4 + length);
-        this.buffer = this.buffer.subarray(end + 4 + length);
-        this.push({ kind: 'json', value: JSON.parse(body) });
-      } else {
-        const end = this.buffer.indexOf(10);
-        if (end < 0) return;
-        const line = this.buffer.subarray(0, end).toString('utf8');
-        this.buffer = this.buffer.subarray(end + 1);
-        try {
-          this.push({ kind: 'json', value: JSON.parse(line) });
-        } catch {
-          this.push({ kind: 'text', value: line });
-        }
-      }
-    }
-  }
-
-  push(item) {
-    const waiter = this.waiters.shift();
-    if (waiter) waiter(item);
-    else this.messages.push(item);
-  }
-
-  next(timeout) {
-    if (this.messages.length > 0) return Promise.resolve(this.messages.shift());
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve({ kind: 'timeout' });
-      }, timeout);
-      const waiter = (item) => {
-        clearTimeout(timer);
-        resolve(item);
-      };
-      this.waiters.push(waiter);
-    });
-  }
-
-  async read(timeout = DEADLINE) {
-    const item = await this.next(timeout);
-    if (item.kind !== 'json') {
-      assert.fail(`expected a JSON message within ${timeout} ms, got ${item.kind} ${JSON.stringify(item.value)}; stderr: ${this.stderr}`);
-    }
-    return item.value;
-  }
-
-  /** No message arrives within `timeout` (after a line that needs no answer). */
-  async assertQuiet(timeout = 200) {
-    const item = await this.next(timeout);
-    assert.equal(item.kind, 'timeout', `unexpected output: ${JSON.stringify(item)}`);
-  }
-
-  writeRaw(data) {
-    this.proc.stdin.write(data);
-  }
-
-  send(message) {
-    const body = Buffer.from(JSON.stringify(message));
-    if (this.framing === 'content-length') this.writeRaw(Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`), body]));
-    else this.writeRaw(Buffer.concat([body, Buffer.from('\n')]));
-  }
-
-  async exit(timeout = DEADLINE) {
-    let timer;
-    const timedOut = new Promise((resolve) => {
-      timer = setTimeout(() => resolve({ code: 'timeout' }), timeout);
-    });
-    const result = await Promise.race([this.exited, timedOut]);
-    clearTimeout(timer);
-    return result;
-  }
-
-  async stderrText(expect, timeout = DEADLINE) {
-    const deadline = Date.now() + timeout;
-    while (Date.now() < deadline) {
-      if (this.stderr.includes(expect)) return this.stderr;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    assert.fail(`${JSON.stringify(expect)} never appeared on stderr: ${JSON.stringify(this.stderr)}`);
-  }
-
-  async close() {
-    if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill('SIGKILL');
-    await this.exit();
-  }
-}
 
 /** What differs from one framing to the next. */
 const SHAPES = {
