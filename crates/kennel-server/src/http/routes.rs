@@ -5,7 +5,7 @@
 //! A job is what the service exists for, and the router costs every request
 //! it routes a few boxed services and futures, a path match and two request
 //! extensions; the job route, found by a prefix and a suffix, costs none of
-//! them. The request passes the same checks ([`Front`]), with the same
+//! them. The request passes the same checks (`Front`), with the same
 //! route label, and runs the same handler as through the router; a path
 //! that would need percent-decoding goes through the router.
 

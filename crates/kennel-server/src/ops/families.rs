@@ -2,11 +2,11 @@
 //! with its `# HELP` and `# TYPE`.
 //!
 //! The exporter writes the families in the order of its hash maps, which
-//! changes from one scrape to the next; [`stable`] sorts them by name, and
+//! changes from one scrape to the next; `stable` sorts them by name, and
 //! the series of each family by their labels (a histogram's series kept
 //! whole: its buckets, `_sum` and `_count` stay together, in their order).
 //! The help of every family is handed to the recorder once, when it is
-//! installed ([`describe`]).
+//! installed (`describe`).
 
 use kennel::{METRIC_FAMILIES, MetricFamily, MetricKind, describe_metrics};
 

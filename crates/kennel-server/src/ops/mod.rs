@@ -7,8 +7,8 @@
 //! | `GET /` | the status page: every pool's counts, its workers, its size over time and the live events ([`page`]) |
 //! | `GET /pools/{name}/config` | the live config of a pool, in the shape `PUT` takes ([`config_get`]) |
 //! | `GET /pools/{name}/workers` | one row per slot of the pool ([`workers`]) |
-//! | `GET /pools`, `GET /pools/{name}/stats`, `PUT /pools/{name}/config` | every pool's counts, one pool's, and a change to a live pool ([`pools`]) |
-//! | `GET /readyz`, `/healthz`, `/livez` | the probes ([`probes`]) |
+//! | `GET /pools`, `GET /pools/{name}/stats`, `PUT /pools/{name}/config` | every pool's counts, one pool's, and a change to a live pool (`pools`) |
+//! | `GET /readyz`, `/healthz`, `/livez` | the probes (`probes`) |
 //! | `GET /openapi.json` | the OpenAPI 3.1 description of every route ([`openapi`]) |
 
 use axum::Router;
