@@ -1,9 +1,11 @@
 //! The accept loop: each connection served by hyper's HTTP/1 with a
 //! header timeout for the first request, an idle timeout between the next
 //! ones (`ConnTimer`), a write stall timeout (`StallTimeout`), and at
-//! most [`ConnectionBudget::connections`](super::ConnectionBudget::connections) at once; then a graceful stop.
+//! most [`ConnectionBudget::connections`] at once; then a graceful stop.
 //! Each connection's task polls it again at once when the connection wakes
 //! itself (`Rewake`).
+//!
+//! [`ConnectionBudget::connections`]: super::ConnectionBudget::connections
 
 use std::convert::Infallible;
 use std::future::Future;
