@@ -102,6 +102,12 @@ fn describe_server(config: &Config, out: &mut String, warnings: &mut Vec<String>
     );
     let _ = writeln!(out, "  max_connections {}", s.max_connections);
     let _ = writeln!(out, "  max_bodies      {}", s.max_bodies);
+    let threads = s.runtime_threads.here();
+    let _ = writeln!(
+        out,
+        "  runtime_threads {}",
+        s.runtime_threads.describe(threads)
+    );
     let _ = writeln!(
         out,
         "  logs            {}, access log {}",

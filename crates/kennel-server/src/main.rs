@@ -57,10 +57,23 @@ fn main() -> ExitCode {
     // warnings.
     let _log = (!matches!(command, Command::Serve(_)))
         .then(|| kennel_server::logs::init(kennel_server::config::LogFormat::Text, "warn"));
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // `serve` reads its config before its runtime starts: the config sizes
+    // the runtime (`server.runtime_threads`).
+    let config = match &command {
+        Command::Serve(args) => match load_config(args.config.as_ref()) {
+            Ok(config) => Some(config),
+            Err(e) => {
+                eprintln!("kennel: {e:#}");
+                return ExitCode::from(2);
+            }
+        },
+        _ => None,
+    };
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(config) = &config {
+        builder.worker_threads(config.server.runtime_threads.here());
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("kennel: cannot start the runtime: {e}");
@@ -69,7 +82,10 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match command {
-            Command::Serve(args) => serve::serve(args).await,
+            Command::Serve(args) => {
+                let config = config.expect("read above for serve");
+                serve::serve(args, config).await
+            }
             Command::Run(args) => run::run(args).await,
             Command::Check(args) => check::check(args).await,
             Command::Status(args) => status::status(args).await,

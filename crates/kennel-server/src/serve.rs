@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use kennel_server::config::Config;
+use kennel_server::config::{Config, RuntimeThreads};
 use kennel_server::http::{ConnOptions, ConnectionBudget, HostPolicy};
 use kennel_server::reaper::Reaper;
 use kennel_server::rundir::{Reaped, RunDir, default_run_dir};
@@ -32,8 +32,9 @@ const SERVE_FILTER: &str = "warn,kennel=info,kennel_server=info,kennel_process=i
 /// take to see them end.
 const AFTER_KILL: Duration = Duration::from_secs(5);
 
-pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let config = crate::load_config(args.config.as_ref())?;
+/// `kennel serve` with `config`, read before the runtime started (it sizes
+/// the runtime).
+pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<ExitCode> {
     let format = args.log_format.unwrap_or(config.server.log_format);
     let _log = kennel_server::logs::init(format, SERVE_FILTER);
     let addr = args.listen.unwrap_or_else(|| config.listen());
@@ -119,7 +120,14 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         state.reload_from(path.clone(), self_exe, config.clone());
     }
 
-    announce(&state, local, args.config.is_none(), &run_dir, &reaped);
+    announce(
+        &state,
+        local,
+        args.config.is_none(),
+        &run_dir,
+        &reaped,
+        config.server.runtime_threads,
+    );
 
     let grace = config.server.shutdown_grace.0;
     let options = ConnOptions {
@@ -263,10 +271,14 @@ fn announce(
     demo: bool,
     run_dir: &RunDir,
     reaped: &Reaped,
+    threads: RuntimeThreads,
 ) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "kennel listening on http://{addr}");
     let _ = writeln!(out, "  run directory {}", run_dir.path().display());
+    // The runtime's own count, not the setting's.
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    let _ = writeln!(out, "  runtime threads {}", threads.describe(workers));
     if !reaped.groups.is_empty() {
         let _ = writeln!(
             out,

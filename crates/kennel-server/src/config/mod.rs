@@ -47,6 +47,7 @@ mod policy;
 mod pool;
 pub(crate) mod protocol;
 mod reconfig;
+mod runtime;
 mod server;
 mod server_http;
 mod table;
@@ -62,6 +63,7 @@ pub use self::pool::{
 };
 pub use self::protocol::{ClientInfo, InitializeConfig, ProtocolKind};
 pub use self::reconfig::ReconfigBody;
+pub use self::runtime::{MAX_RUNTIME_THREADS, RuntimeThreads, cpus_here};
 pub use self::server::{
     Buckets, DEFAULT_BODY_LIMIT, DEFAULT_PORT, DEFAULT_SHUTDOWN_GRACE, LogFormat, MAX_BODY_LIMIT,
     ServerConfig, parse_listen,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::Refusal;
 use super::human::{HumanDuration, HumanSize};
+use super::runtime::RuntimeThreads;
 pub use super::server_http::{Buckets, LogFormat};
 
 /// The port the service listens on when none is given.
@@ -79,6 +80,9 @@ pub struct ServerConfig {
     /// `$XDG_RUNTIME_DIR/kennel/<port>`, else `/tmp/kennel-<uid>/<port>`).
     /// A relative path is taken from the server's working directory.
     pub run_dir: Option<PathBuf>,
+    /// `runtime_threads`: the threads of the service's own runtime,
+    /// `"auto"` (half the CPUs, at least 1) by default.
+    pub runtime_threads: RuntimeThreads,
 }
 
 impl Default for ServerConfig {
@@ -100,6 +104,7 @@ impl Default for ServerConfig {
             log_format: LogFormat::Text,
             histogram_buckets: None,
             run_dir: None,
+            runtime_threads: RuntimeThreads::Auto,
         }
     }
 }

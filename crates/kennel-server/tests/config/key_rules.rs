@@ -223,6 +223,16 @@ fn the_http_keys_are_checked_naming_their_range() {
             "server.log_format",
             "unknown variant",
         ),
+        (
+            "runtime_threads = 0",
+            "server.runtime_threads",
+            "0 is out of range (allowed: \"auto\" or a number of threads from 1 to 1024)",
+        ),
+        (
+            "runtime_threads = \"many\"",
+            "server.runtime_threads",
+            "allowed: \"auto\" or a number of threads from 1 to 1024",
+        ),
     ] {
         let e = refused(&format!("[server]\n{line}\n"));
         assert_eq!(e.key, key, "{e}");

@@ -63,6 +63,8 @@ pub struct Server {
     pub addr: SocketAddr,
     pub config: PathBuf,
     log: Arc<Mutex<String>>,
+    /// What it printed on stdout after its first line.
+    printed: Arc<Mutex<Vec<String>>>,
     /// Held, never read, for [`Stderr::NeverRead`].
     _stalled: Option<ChildStderr>,
     pub dir: TempDir,
@@ -100,12 +102,16 @@ impl Server {
         let mut child = command.spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
+        let printed = Arc::new(Mutex::new(Vec::new()));
+        let keep = printed.clone();
         std::thread::spawn(move || {
             let mut lines = BufReader::new(stdout).lines();
             if let Some(Ok(first)) = lines.next() {
                 let _ = tx.send(first);
             }
-            for _ in lines {}
+            for line in lines.map_while(Result::ok) {
+                keep.lock().unwrap().push(line);
+            }
         });
         let log = Arc::new(Mutex::new(String::new()));
         let stalled = match stderr {
@@ -138,6 +144,7 @@ impl Server {
             addr,
             config,
             log,
+            printed,
             _stalled: stalled,
             dir,
         }
@@ -146,6 +153,30 @@ impl Server {
     /// What the server wrote on stderr so far (with [`Stderr::Collected`]).
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
+    }
+
+    /// The first line it printed on stdout after the first that starts
+    /// with `prefix`, waiting for it at most [`LIMIT`].
+    pub fn printed_line(&self, prefix: &str) -> String {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let found = self
+                .printed
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|l| l.starts_with(prefix))
+                .cloned();
+            if let Some(line) = found {
+                return line;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kennel serve printed no line starting with {prefix:?}: {:?}",
+                self.printed.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     pub fn pid(&self) -> Pid {

@@ -1,0 +1,111 @@
+//! `runtime_threads`: the threads of the service's own async runtime.
+
+use std::fmt;
+use std::num::NonZeroUsize;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The most threads `runtime_threads` may ask for.
+pub const MAX_RUNTIME_THREADS: usize = 1024;
+
+/// `runtime_threads`: `"auto"` (the default: half the CPUs kennel may use,
+/// at least 1) or a number of threads. The service only moves bytes between
+/// sockets and its workers' pipes; the workers do the work, and get the
+/// other half. Set at start; a reload does not change it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RuntimeThreads {
+    /// `"auto"`: `cpus / 2`, at least 1.
+    #[default]
+    Auto,
+    /// `n`: this many.
+    Fixed(NonZeroUsize),
+}
+
+impl RuntimeThreads {
+    /// The runtime's threads on a host where kennel may use `cpus` CPUs.
+    pub fn resolve(self, cpus: usize) -> usize {
+        match self {
+            Self::Auto => (cpus / 2).max(1),
+            Self::Fixed(n) => n.get(),
+        }
+    }
+
+    /// The runtime's threads on this host: [`resolve`](Self::resolve) with
+    /// the CPUs [`std::thread::available_parallelism`] counts (the CPU
+    /// affinity mask and a cgroup's CPU quota included).
+    pub fn here(self) -> usize {
+        self.resolve(cpus_here())
+    }
+
+    /// `threads`, with where the number came from: `"1 (auto: half of 2
+    /// CPUs)"`, or `"4"` when set.
+    pub fn describe(self, threads: usize) -> String {
+        match self {
+            Self::Auto => format!("{threads} (auto: half of {} CPUs)", cpus_here()),
+            Self::Fixed(_) => threads.to_string(),
+        }
+    }
+}
+
+/// The CPUs kennel may use here, at least 1.
+pub fn cpus_here() -> usize {
+    std::thread::available_parallelism().map_or(1, NonZeroUsize::get)
+}
+
+impl fmt::Display for RuntimeThreads {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Auto => f.write_str("auto"),
+            Self::Fixed(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl Serialize for RuntimeThreads {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Auto => s.serialize_str("auto"),
+            Self::Fixed(n) => s.serialize_u64(n.get() as u64),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RuntimeThreads {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(i64),
+            Text(String),
+        }
+        const ALLOWED: &str = "allowed: \"auto\" or a number of threads from 1 to 1024";
+        match Raw::deserialize(d)? {
+            Raw::Text(t) if t == "auto" => Ok(Self::Auto),
+            Raw::Number(n) => usize::try_from(n)
+                .ok()
+                .filter(|n| *n <= MAX_RUNTIME_THREADS)
+                .and_then(NonZeroUsize::new)
+                .map(Self::Fixed)
+                .ok_or_else(|| {
+                    serde::de::Error::custom(format!("{n} is out of range ({ALLOWED})"))
+                }),
+            Raw::Text(t) => Err(serde::de::Error::custom(format!(
+                "invalid value {t:?} ({ALLOWED})"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_takes_half_the_cpus_and_at_least_one() {
+        for (cpus, threads) in [(1, 1), (2, 1), (3, 1), (4, 2), (16, 8)] {
+            assert_eq!(RuntimeThreads::Auto.resolve(cpus), threads, "{cpus} CPUs");
+        }
+        let four = RuntimeThreads::Fixed(NonZeroUsize::new(4).unwrap());
+        assert_eq!(four.resolve(2), 4);
+    }
+}
