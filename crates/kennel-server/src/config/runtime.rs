@@ -5,8 +5,10 @@ use std::num::NonZeroUsize;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::threads::{CountOrWord, MAX_THREADS, count_or_word};
+
 /// The most threads `runtime_threads` may ask for.
-pub const MAX_RUNTIME_THREADS: usize = 1024;
+pub const MAX_RUNTIME_THREADS: usize = MAX_THREADS;
 
 /// `runtime_threads`: `"auto"` (the default: half the CPUs kennel may use,
 /// at least 1) or a number of threads. The service only moves bytes between
@@ -72,24 +74,11 @@ impl Serialize for RuntimeThreads {
 
 impl<'de> Deserialize<'de> for RuntimeThreads {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Number(i64),
-            Text(String),
-        }
         const ALLOWED: &str = "allowed: \"auto\" or a number of threads from 1 to 1024";
-        match Raw::deserialize(d)? {
-            Raw::Text(t) if t == "auto" => Ok(Self::Auto),
-            Raw::Number(n) => usize::try_from(n)
-                .ok()
-                .filter(|n| *n <= MAX_RUNTIME_THREADS)
-                .and_then(NonZeroUsize::new)
-                .map(Self::Fixed)
-                .ok_or_else(|| {
-                    serde::de::Error::custom(format!("{n} is out of range ({ALLOWED})"))
-                }),
-            Raw::Text(t) => Err(serde::de::Error::custom(format!(
+        match count_or_word(d, ALLOWED)? {
+            CountOrWord::Count(n) => Ok(Self::Fixed(n)),
+            CountOrWord::Word(t) if t == "auto" => Ok(Self::Auto),
+            CountOrWord::Word(t) => Err(serde::de::Error::custom(format!(
                 "invalid value {t:?} ({ALLOWED})"
             ))),
         }

@@ -53,29 +53,48 @@ impl Serialize for ThreadsConfig {
 
 impl<'de> Deserialize<'de> for ThreadsConfig {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Number(i64),
-            Text(String),
-        }
         const ALLOWED: &str = "allowed: \"auto\", \"off\" or a number of threads from 1 to 1024";
-        match Raw::deserialize(d)? {
-            Raw::Text(t) if t == "auto" => Ok(Self::Auto),
-            Raw::Text(t) if t == "off" => Ok(Self::Off),
-            Raw::Number(n) if (1..=1024).contains(&n) => usize::try_from(n)
-                .ok()
-                .and_then(NonZeroUsize::new)
-                .map(Self::PerWorker)
-                .ok_or_else(|| {
-                    serde::de::Error::custom(format!("{n} is out of range ({ALLOWED})"))
-                }),
-            Raw::Number(n) => Err(serde::de::Error::custom(format!(
-                "{n} is out of range ({ALLOWED})"
-            ))),
-            Raw::Text(t) => Err(serde::de::Error::custom(format!(
+        match count_or_word(d, ALLOWED)? {
+            CountOrWord::Count(n) => Ok(Self::PerWorker(n)),
+            CountOrWord::Word(t) if t == "auto" => Ok(Self::Auto),
+            CountOrWord::Word(t) if t == "off" => Ok(Self::Off),
+            CountOrWord::Word(t) => Err(serde::de::Error::custom(format!(
                 "invalid value {t:?} ({ALLOWED})"
             ))),
         }
+    }
+}
+
+/// A number of threads (1 to [`MAX_THREADS`]) or a word, as written.
+pub(super) enum CountOrWord {
+    /// A number in range.
+    Count(NonZeroUsize),
+    /// A word, for the caller to match.
+    Word(String),
+}
+
+/// The most threads a count of threads may say.
+pub(super) const MAX_THREADS: usize = 1024;
+
+/// Reads a number of threads or a word; a number out of range is refused
+/// with `allowed`.
+pub(super) fn count_or_word<'de, D: Deserializer<'de>>(
+    d: D,
+    allowed: &str,
+) -> Result<CountOrWord, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Number(i64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Text(t) => Ok(CountOrWord::Word(t)),
+        Raw::Number(n) => usize::try_from(n)
+            .ok()
+            .filter(|n| *n <= MAX_THREADS)
+            .and_then(NonZeroUsize::new)
+            .map(CountOrWord::Count)
+            .ok_or_else(|| serde::de::Error::custom(format!("{n} is out of range ({allowed})"))),
     }
 }

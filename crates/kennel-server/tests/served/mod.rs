@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
@@ -63,8 +63,9 @@ pub struct Server {
     pub addr: SocketAddr,
     pub config: PathBuf,
     log: Arc<Mutex<String>>,
-    /// What it printed on stdout after its first line.
-    printed: Arc<Mutex<Vec<String>>>,
+    /// What it printed on stdout after its first line, and a wake-up for
+    /// each line.
+    printed: Arc<(Mutex<Vec<String>>, Condvar)>,
     /// Held, never read, for [`Stderr::NeverRead`].
     _stalled: Option<ChildStderr>,
     pub dir: TempDir,
@@ -102,7 +103,7 @@ impl Server {
         let mut child = command.spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        let printed = Arc::new(Mutex::new(Vec::new()));
+        let printed = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
         let keep = printed.clone();
         std::thread::spawn(move || {
             let mut lines = BufReader::new(stdout).lines();
@@ -110,7 +111,8 @@ impl Server {
                 let _ = tx.send(first);
             }
             for line in lines.map_while(Result::ok) {
-                keep.lock().unwrap().push(line);
+                keep.0.lock().unwrap().push(line);
+                keep.1.notify_all();
             }
         });
         let log = Arc::new(Mutex::new(String::new()));
@@ -158,25 +160,14 @@ impl Server {
     /// The first line it printed on stdout after the first that starts
     /// with `prefix`, waiting for it at most [`LIMIT`].
     pub fn printed_line(&self, prefix: &str) -> String {
-        let deadline = Instant::now() + LIMIT;
-        loop {
-            let found = self
-                .printed
-                .lock()
-                .unwrap()
-                .iter()
-                .find(|l| l.starts_with(prefix))
-                .cloned();
-            if let Some(line) = found {
-                return line;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "kennel serve printed no line starting with {prefix:?}: {:?}",
-                self.printed.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let (lines, printed) = &*self.printed;
+        let found = |lines: &Vec<String>| lines.iter().find(|l| l.starts_with(prefix)).cloned();
+        let (lines, _) = printed
+            .wait_timeout_while(lines.lock().unwrap(), LIMIT, |lines| found(lines).is_none())
+            .unwrap();
+        found(&lines).unwrap_or_else(|| {
+            panic!("kennel serve printed no line starting with {prefix:?}: {lines:?}")
+        })
     }
 
     pub fn pid(&self) -> Pid {
