@@ -134,15 +134,19 @@ def main():
     out += ["", "### A small CPU job off the runtime", "",
             "Sum of the square roots of 0..1000 (about 1 µs of work), sent from 1 or 8 tasks at "
             "once; microseconds per job (median of 20,000 jobs). kennel: a pool of as many "
-            "`ThreadWorker`s as tasks; rayon: a pool of 2 threads and a oneshot. Lower is better.", "",
-            "| tasks | kennel ThreadWorker | spawn_blocking | rayon | kennel / spawn_blocking (target ≤ 1.0) | kennel / rayon |",
-            "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+            "`ThreadWorker`s as tasks; rayon: a pool of 2 threads and a oneshot; floor: a thread "
+            "per state, as many plain threads as tasks, each task sending to its own over a "
+            "channel, no pool. Lower is better.", "",
+            "| tasks | kennel ThreadWorker | spawn_blocking | rayon | floor: a thread per state | kennel / spawn_blocking (target ≤ 1.0) | kennel / rayon | kennel / floor | floor / spawn_blocking |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for tasks in ("1", "8"):
-        c = {p: us_per("cpu", p, tasks) for p in ("kennel", "spawn_blocking", "rayon")}
+        c = {p: us_per("cpu", p, tasks) for p in ("kennel", "spawn_blocking", "rayon", "threads")}
         r = ratio(("cpu", "kennel", tasks), ("cpu", "spawn_blocking", tasks))
         rr = ratio(("cpu", "kennel", tasks), ("cpu", "rayon", tasks))
+        rf = ratio(("cpu", "kennel", tasks), ("cpu", "threads", tasks))
+        fs = ratio(("cpu", "threads", tasks), ("cpu", "spawn_blocking", tasks))
         out.append(f"| {tasks} | {c['kennel']:.1f} | {c['spawn_blocking']:.1f} | {c['rayon']:.1f} "
-                   f"| {r:.2f} ({mark(r <= 1.0)}) | {rr:.2f} |")
+                   f"| {c['threads']:.1f} | {r:.2f} ({mark(r <= 1.0)}) | {rr:.2f} | {rf:.2f} | {fs:.2f} |")
 
     bytes_of = {}
     for key in ("memory/future", "memory/task"):

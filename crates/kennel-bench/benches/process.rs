@@ -9,8 +9,11 @@
 //! - `cpu/{peer}/{tasks}`: a small CPU job (sum of square roots of 0..1000)
 //!   from `tasks` tasks at once: through a kennel pool of `tasks`
 //!   [`ThreadWorker`]s (`kennel`; as many threads as `spawn_blocking` then
-//!   uses), `tokio::task::spawn_blocking`, and a rayon pool of two threads
-//!   (one per core) with a oneshot for the answer.
+//!   uses), `tokio::task::spawn_blocking`, a rayon pool of two threads
+//!   (one per core) with a oneshot for the answer, and the floor of a thread
+//!   per state (`threads`): as many plain threads as tasks, each task
+//!   sending its jobs to its own thread over a channel, answered by a
+//!   oneshot, no pool.
 //!
 //! The child program is the Rust echo worker of `examples/workers`
 //! (`cargo build --release -p kennel-process --example echo_worker`; built
@@ -20,6 +23,9 @@
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -71,6 +77,57 @@ fn echo_worker() -> PathBuf {
 /// The small CPU job.
 fn cpu_job() -> f64 {
     (0..1000u32).map(|i| f64::from(black_box(i)).sqrt()).sum()
+}
+
+/// The floor of a thread per state: plain threads, each fed by its own
+/// channel. Each clone (one per task in [`drive`]) sends to the next
+/// thread, so the tasks of one run use distinct threads, as a pool of
+/// `ThreadWorker`s lends each task the worker it just gave back.
+struct Threads {
+    senders: Arc<Vec<mpsc::Sender<tokio::sync::oneshot::Sender<f64>>>>,
+    next: Arc<AtomicUsize>,
+    mine: usize,
+}
+
+impl Threads {
+    fn new(n: usize) -> Self {
+        let senders = (0..n)
+            .map(|_| {
+                let (tx, rx) = mpsc::channel::<tokio::sync::oneshot::Sender<f64>>();
+                std::thread::spawn(move || {
+                    while let Ok(answer) = rx.recv() {
+                        let _ = answer.send(cpu_job());
+                    }
+                });
+                tx
+            })
+            .collect();
+        Self {
+            senders: Arc::new(senders),
+            next: Arc::new(AtomicUsize::new(0)),
+            mine: 0,
+        }
+    }
+
+    /// Sends one job to this clone's thread and awaits the answer.
+    fn run(&self) -> impl Future<Output = f64> + Send + use<> {
+        let to = self.senders[self.mine].clone();
+        async move {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            to.send(tx).unwrap();
+            rx.await.unwrap()
+        }
+    }
+}
+
+impl Clone for Threads {
+    fn clone(&self) -> Self {
+        Self {
+            senders: self.senders.clone(),
+            next: self.next.clone(),
+            mine: self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len(),
+        }
+    }
 }
 
 fn echo(c: &mut Criterion) {
@@ -249,6 +306,20 @@ fn cpu(c: &mut Criterion) {
                             }
                         })
                         .await;
+                    }
+                    total
+                }
+            });
+        });
+        let threads = Threads::new(tasks);
+        group.bench_function(BenchmarkId::new("threads", tasks), |b| {
+            b.to_async(&rt).iter_custom(|iters| {
+                let threads = threads.clone();
+                async move {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let threads = threads.clone();
+                        total += drive(tasks, move || threads.run()).await;
                     }
                     total
                 }
