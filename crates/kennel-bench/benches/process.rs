@@ -215,6 +215,35 @@ fn echo(c: &mut Criterion) {
     group.finish();
 }
 
+/// Times `JOBS` jobs from `tasks` tasks at once, each job made by `job`
+/// from the task's own clone of `state`.
+fn measure<S, J, Fut>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &Runtime,
+    id: BenchmarkId,
+    tasks: usize,
+    state: &S,
+    job: J,
+) where
+    S: Clone + Send + 'static,
+    J: Fn(&S) -> Fut + Copy + Send + 'static,
+    Fut: Future<Output = f64> + Send + 'static,
+{
+    group.bench_function(id, |b| {
+        b.to_async(rt).iter_custom(|iters| {
+            let state = state.clone();
+            async move {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let state = state.clone();
+                    total += drive(tasks, move || job(&state)).await;
+                }
+                total
+            }
+        });
+    });
+}
+
 /// Runs `JOBS` jobs from `tasks` tasks at once; returns the time taken.
 async fn drive<F, Fut>(tasks: usize, one: F) -> Duration
 where
@@ -243,7 +272,7 @@ fn cpu(c: &mut Criterion) {
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(5));
     group.throughput(criterion::Throughput::Elements(JOBS as u64));
-    let rayon = std::sync::Arc::new(
+    let rayon = Arc::new(
         rayon::ThreadPoolBuilder::new()
             .num_threads(2)
             .build()
@@ -252,79 +281,43 @@ fn cpu(c: &mut Criterion) {
     for tasks in [1, 8] {
         // As many worker threads as jobs at once, as spawn_blocking has.
         let pool = rt.block_on(thread_pool(tasks));
-        group.bench_function(BenchmarkId::new("kennel", tasks), |b| {
-            b.to_async(&rt).iter_custom(|iters| {
-                let pool = pool.clone();
-                async move {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let pool = pool.clone();
-                        total += drive(tasks, move || {
-                            let pool = pool.clone();
-                            async move {
-                                pool.run(async |w: &mut ThreadWorker<()>| {
-                                    w.run(|_| cpu_job()).await
-                                })
-                                .await
-                                .unwrap()
-                                .unwrap()
-                            }
-                        })
-                        .await;
-                    }
-                    total
-                }
-            });
+        let id = |peer| BenchmarkId::new(peer, tasks);
+        measure(&mut group, &rt, id("kennel"), tasks, &pool, |pool| {
+            let pool = pool.clone();
+            async move {
+                pool.run(async |w: &mut ThreadWorker<()>| w.run(|_| cpu_job()).await)
+                    .await
+                    .unwrap()
+                    .unwrap()
+            }
         });
-        group.bench_function(BenchmarkId::new("spawn_blocking", tasks), |b| {
-            b.to_async(&rt).iter_custom(|iters| async move {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    total += drive(tasks, || async {
-                        tokio::task::spawn_blocking(cpu_job).await.unwrap()
-                    })
-                    .await;
-                }
-                total
-            });
-        });
-        group.bench_function(BenchmarkId::new("rayon", tasks), |b| {
-            b.to_async(&rt).iter_custom(|iters| {
-                let rayon = rayon.clone();
-                async move {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let rayon = rayon.clone();
-                        total += drive(tasks, move || {
-                            let rayon = rayon.clone();
-                            async move {
-                                let (tx, rx) = tokio::sync::oneshot::channel();
-                                rayon.spawn(move || {
-                                    let _ = tx.send(cpu_job());
-                                });
-                                rx.await.unwrap()
-                            }
-                        })
-                        .await;
-                    }
-                    total
-                }
-            });
+        measure(
+            &mut group,
+            &rt,
+            id("spawn_blocking"),
+            tasks,
+            &(),
+            |()| async { tokio::task::spawn_blocking(cpu_job).await.unwrap() },
+        );
+        measure(&mut group, &rt, id("rayon"), tasks, &rayon, |rayon| {
+            let rayon = rayon.clone();
+            async move {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                rayon.spawn(move || {
+                    let _ = tx.send(cpu_job());
+                });
+                rx.await.unwrap()
+            }
         });
         let threads = Threads::new(tasks);
-        group.bench_function(BenchmarkId::new("threads", tasks), |b| {
-            b.to_async(&rt).iter_custom(|iters| {
-                let threads = threads.clone();
-                async move {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let threads = threads.clone();
-                        total += drive(tasks, move || threads.run()).await;
-                    }
-                    total
-                }
-            });
-        });
+        measure(
+            &mut group,
+            &rt,
+            id("threads"),
+            tasks,
+            &threads,
+            Threads::run,
+        );
         rt.block_on(pool.close());
     }
     group.finish();
