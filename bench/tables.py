@@ -147,6 +147,11 @@ def main():
         fs = ratio(("cpu", "threads", tasks), ("cpu", "spawn_blocking", tasks))
         out.append(f"| {tasks} | {c['kennel']:.1f} | {c['spawn_blocking']:.1f} | {c['rayon']:.1f} "
                    f"| {c['threads']:.1f} | {r:.2f} ({mark(r <= 1.0)}) | {rr:.2f} | {rf:.2f} | {fs:.2f} |")
+    kc = us_per("cpu", "kennel-cores", "8")
+    kcr = ratio(("cpu", "kennel-cores", "8"), ("cpu", "spawn_blocking", "8"))
+    out += ["", f"From eight tasks, a pool of as many `ThreadWorker`s as cores (2): {kc:.1f} µs a job, "
+            f"{kcr:.2f} × `spawn_blocking` (no target): each job waits for a worker, which reaches "
+            "it through the async runtime."]
 
     bytes_of = {}
     for key in ("memory/future", "memory/task"):

@@ -9,7 +9,8 @@
 //! - `cpu/{peer}/{tasks}`: a small CPU job (sum of square roots of 0..1000)
 //!   from `tasks` tasks at once: through a kennel pool of `tasks`
 //!   [`ThreadWorker`]s (`kennel`; as many threads as `spawn_blocking` then
-//!   uses), `tokio::task::spawn_blocking`, a rayon pool of two threads
+//!   uses), a pool of as many as the cores (`kennel-cores`, from more tasks
+//!   than cores: jobs then wait for a worker), `tokio::task::spawn_blocking`, a rayon pool of two threads
 //!   (one per core) with a oneshot for the answer, and the floor of a thread
 //!   per state (`threads`): as many plain threads as tasks, each task
 //!   sending its jobs to its own thread over a channel, answered by a
@@ -41,9 +42,13 @@ const ECHOES: usize = 2_000;
 /// CPU jobs per measurement.
 const JOBS: usize = 20_000;
 
+/// The cores of the machine the figures are for: the runtime's threads,
+/// rayon's, and the pool sized to the cores (`kennel-cores`).
+const CORES: usize = 2;
+
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(CORES)
         .enable_all()
         .build()
         .unwrap()
@@ -274,7 +279,7 @@ fn cpu(c: &mut Criterion) {
     group.throughput(criterion::Throughput::Elements(JOBS as u64));
     let rayon = Arc::new(
         rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
+            .num_threads(CORES)
             .build()
             .unwrap(),
     );
@@ -282,15 +287,13 @@ fn cpu(c: &mut Criterion) {
         // As many worker threads as jobs at once, as spawn_blocking has.
         let pool = rt.block_on(thread_pool(tasks));
         let id = |peer| BenchmarkId::new(peer, tasks);
-        measure(&mut group, &rt, id("kennel"), tasks, &pool, |pool| {
-            let pool = pool.clone();
-            async move {
-                pool.run(async |w: &mut ThreadWorker<()>| w.run(|_| cpu_job()).await)
-                    .await
-                    .unwrap()
-                    .unwrap()
-            }
-        });
+        measure(&mut group, &rt, id("kennel"), tasks, &pool, pool_job);
+        if tasks > CORES {
+            // What a user sizing the pool to the cores gets: jobs wait.
+            let cores = rt.block_on(thread_pool(CORES));
+            measure(&mut group, &rt, id("kennel-cores"), tasks, &cores, pool_job);
+            rt.block_on(cores.close());
+        }
         measure(
             &mut group,
             &rt,
@@ -321,6 +324,17 @@ fn cpu(c: &mut Criterion) {
         rt.block_on(pool.close());
     }
     group.finish();
+}
+
+/// One CPU job through a pool of `ThreadWorker`s.
+fn pool_job(pool: &Pool<ThreadWorker<()>>) -> impl Future<Output = f64> + Send + use<> {
+    let pool = pool.clone();
+    async move {
+        pool.run(async |w: &mut ThreadWorker<()>| w.run(|_| cpu_job()).await)
+            .await
+            .unwrap()
+            .unwrap()
+    }
 }
 
 async fn thread_pool(size: usize) -> Pool<ThreadWorker<()>> {
