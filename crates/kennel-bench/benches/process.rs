@@ -9,12 +9,13 @@
 //! - `cpu/{peer}/{tasks}`: a small CPU job (sum of square roots of 0..1000)
 //!   from `tasks` tasks at once: through a kennel pool of `tasks`
 //!   [`ThreadWorker`]s (`kennel`; as many threads as `spawn_blocking` then
-//!   uses), a pool of as many as the cores (`kennel-cores`, from more tasks
-//!   than cores: jobs then wait for a worker), `tokio::task::spawn_blocking`, a rayon pool of two threads
-//!   (one per core) with a oneshot for the answer, and the floor of a thread
-//!   per state (`threads`): as many plain threads as tasks, each task
-//!   sending its jobs to its own thread over a channel, answered by a
-//!   oneshot, no pool.
+//!   uses), a pool of as many as the cores (`kennel-cores`, from more
+//!   tasks than cores: jobs then wait for a worker),
+//!   `tokio::task::spawn_blocking`, a rayon pool of two threads (one per
+//!   core) with a oneshot for the answer, and the floor of a thread per
+//!   state (`threads`): as many plain threads as tasks, each task sending
+//!   its jobs to its own thread over a channel, answered by a oneshot, no
+//!   pool.
 //!
 //! The child program is the Rust echo worker of `examples/workers`
 //! (`cargo build --release -p kennel-process --example echo_worker`; built
