@@ -26,7 +26,6 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -86,14 +85,10 @@ fn cpu_job() -> f64 {
 }
 
 /// The floor of a thread per state: plain threads, each fed by its own
-/// channel. Each clone (one per task in [`drive`]) sends to the next
-/// thread, so the tasks of one run use distinct threads, as a pool of
+/// channel. Task `i` sends its jobs to thread `i`, as a pool of
 /// `ThreadWorker`s lends each task the worker it just gave back.
-struct Threads {
-    senders: Arc<Vec<mpsc::Sender<tokio::sync::oneshot::Sender<f64>>>>,
-    next: Arc<AtomicUsize>,
-    mine: usize,
-}
+#[derive(Clone)]
+struct Threads(Arc<Vec<mpsc::Sender<tokio::sync::oneshot::Sender<f64>>>>);
 
 impl Threads {
     fn new(n: usize) -> Self {
@@ -108,30 +103,16 @@ impl Threads {
                 tx
             })
             .collect();
-        Self {
-            senders: Arc::new(senders),
-            next: Arc::new(AtomicUsize::new(0)),
-            mine: 0,
-        }
+        Self(Arc::new(senders))
     }
 
-    /// Sends one job to this clone's thread and awaits the answer.
-    fn run(&self) -> impl Future<Output = f64> + Send + use<> {
-        let to = self.senders[self.mine].clone();
+    /// Sends one job to task `task`'s thread and awaits the answer.
+    fn run(&self, task: usize) -> impl Future<Output = f64> + Send + use<> {
+        let to = self.0[task].clone();
         async move {
             let (tx, rx) = tokio::sync::oneshot::channel();
             to.send(tx).unwrap();
             rx.await.unwrap()
-        }
-    }
-}
-
-impl Clone for Threads {
-    fn clone(&self) -> Self {
-        Self {
-            senders: self.senders.clone(),
-            next: self.next.clone(),
-            mine: self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len(),
         }
     }
 }
@@ -222,7 +203,7 @@ fn echo(c: &mut Criterion) {
 }
 
 /// Times `JOBS` jobs from `tasks` tasks at once, each job made by `job`
-/// from the task's own clone of `state`.
+/// from `state` and the task's number.
 fn measure<S, J, Fut>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     rt: &Runtime,
@@ -232,7 +213,7 @@ fn measure<S, J, Fut>(
     job: J,
 ) where
     S: Clone + Send + 'static,
-    J: Fn(&S) -> Fut + Copy + Send + 'static,
+    J: Fn(&S, usize) -> Fut + Copy + Send + 'static,
     Fut: Future<Output = f64> + Send + 'static,
 {
     group.bench_function(id, |b| {
@@ -241,8 +222,7 @@ fn measure<S, J, Fut>(
             async move {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    let state = state.clone();
-                    total += drive(tasks, move || job(&state)).await;
+                    total += drive(tasks, &state, job).await;
                 }
                 total
             }
@@ -251,18 +231,19 @@ fn measure<S, J, Fut>(
 }
 
 /// Runs `JOBS` jobs from `tasks` tasks at once; returns the time taken.
-async fn drive<F, Fut>(tasks: usize, one: F) -> Duration
+async fn drive<S, J, Fut>(tasks: usize, state: &S, job: J) -> Duration
 where
-    F: Fn() -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = f64> + Send,
+    S: Clone + Send + 'static,
+    J: Fn(&S, usize) -> Fut + Copy + Send + 'static,
+    Fut: Future<Output = f64> + Send + 'static,
 {
     let start = Instant::now();
     let mut handles = Vec::with_capacity(tasks);
-    for _ in 0..tasks {
-        let one = one.clone();
+    for task in 0..tasks {
+        let state = state.clone();
         handles.push(tokio::spawn(async move {
             for _ in 0..JOBS / tasks {
-                black_box(one().await);
+                black_box(job(&state, task).await);
             }
         }));
     }
@@ -301,9 +282,9 @@ fn cpu(c: &mut Criterion) {
             id("spawn_blocking"),
             tasks,
             &(),
-            |()| async { tokio::task::spawn_blocking(cpu_job).await.unwrap() },
+            |(), _| async { tokio::task::spawn_blocking(cpu_job).await.unwrap() },
         );
-        measure(&mut group, &rt, id("rayon"), tasks, &rayon, |rayon| {
+        measure(&mut group, &rt, id("rayon"), tasks, &rayon, |rayon, _| {
             let rayon = rayon.clone();
             async move {
                 let (tx, rx) = tokio::sync::oneshot::channel();
@@ -328,7 +309,10 @@ fn cpu(c: &mut Criterion) {
 }
 
 /// One CPU job through a pool of `ThreadWorker`s.
-fn pool_job(pool: &Pool<ThreadWorker<()>>) -> impl Future<Output = f64> + Send + use<> {
+fn pool_job(
+    pool: &Pool<ThreadWorker<()>>,
+    _task: usize,
+) -> impl Future<Output = f64> + Send + use<> {
     let pool = pool.clone();
     async move {
         pool.run(async |w: &mut ThreadWorker<()>| w.run(|_| cpu_job()).await)
