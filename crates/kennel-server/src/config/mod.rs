@@ -1,5 +1,4 @@
-//! The TOML configuration: `[server]` and `[[pool]]` entries (pooler's config
-//! file, in Rust form).
+//! The TOML configuration: `[server]` and `[[pool]]` entries.
 //!
 //! A `[[pool]]` entry takes kennel's own [`kennel::Options`] at its keys
 //! (`job_timeout`, `max_waiting`, …) beside its own; the options are not
