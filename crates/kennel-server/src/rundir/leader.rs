@@ -1,9 +1,9 @@
-//! What `/proc` says of a process group's leader: its start time and its
-//! executable, which tell a worker from a process that was given the same
-//! pid since, and whether a group still has a live member.
+//! What `/proc` says of a process group's leader: its start time and
+//! whether it still leads its group, which tell a worker from a process
+//! that was given the same pid since, and whether a group still has a live
+//! member.
 
 use std::fs;
-use std::path::PathBuf;
 
 /// The fields of `/proc/<pid>/stat` after the command (which may hold
 /// spaces and parentheses): field 3 (the state) first.
@@ -27,9 +27,11 @@ pub(super) fn start_time(pid: u32) -> Option<u64> {
     fields.get(19)?.parse().ok()
 }
 
-/// The executable a process runs (`/proc/<pid>/exe`).
-pub(super) fn executable(pid: u32) -> Option<PathBuf> {
-    fs::read_link(format!("/proc/{pid}/exe")).ok()
+/// Whether `pid` is a live process that leads its own process group (as
+/// every worker does; field 5 of `/proc/<pid>/stat`).
+pub(super) fn leads_group(pid: u32) -> bool {
+    stat_fields(pid)
+        .is_some_and(|f| live(&f) && f.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pid))
 }
 
 /// Whether a live process is in group `pgid`.

@@ -7,16 +7,18 @@
 //! group, which the file names. A server reaps at start the groups a
 //! previous run left in the same run directory.
 //!
-//! A file `group-<pgid>` holds `<pgid> <start time> <executable>`: the
-//! start time of the group's leader in clock ticks since boot (field 22 of
-//! `/proc/<pid>/stat`) and the program it runs (`/proc/<pid>/exe`). A group
-//! whose leader still runs is signalled only when both match, so that a
-//! pid the system gave to another process since is told from the worker's.
-//! A group whose leader has ended is signalled while it has a live member:
-//! while a group has a member its id is given to no new process, so the
-//! members are what the worker left. Only the groups the files name are
-//! ever signalled. The directory is locked (`flock`) while a server uses
-//! it: two servers never share one.
+//! A file `group-<pgid>` holds `<pgid> <start time>`, the start time of
+//! the group's leader in clock ticks since boot (field 22 of
+//! `/proc/<pid>/stat`). A group whose leader still runs is signalled only
+//! when the leader has the recorded start time and still leads its own
+//! group, so that a pid the system gave to another process since is told
+//! from the worker's. (Its program is no test: a worker started as a
+//! wrapper that `exec`s its program changes it.) A group whose leader has
+//! ended is signalled while it has a live member: while a group has a
+//! member its id is given to no new process, so the members are what the
+//! worker left. Only the groups the files name are ever signalled. The
+//! directory is locked (`flock`) while a server uses it: two servers never
+//! share one.
 //!
 //! The directory must be this user's alone (see `trust.rs`): created 0700,
 //! refused when another user owns it or may write it or a directory above
@@ -36,7 +38,7 @@ use nix::fcntl::{Flock, FlockArg};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use self::leader::{executable, group_has_members, start_time};
+use self::leader::{group_has_members, leads_group, start_time};
 
 /// The run directory of a server: locked, and the groups of a previous run
 /// reaped (see the module's documentation).
@@ -109,9 +111,8 @@ impl RunDir {
     /// be written; then only the death signal covers it.
     pub fn record(&self, pid: u32) -> Option<Record> {
         let started = start_time(pid)?;
-        let exe = executable(pid)?;
         let file = self.path.join(format!("group-{pid}"));
-        let line = format!("{pid} {started} {}\n", exe.display());
+        let line = format!("{pid} {started}\n");
         match trust::open_write(&file, true).and_then(|mut f| f.write_all(line.as_bytes())) {
             Ok(()) => Some(Record { file }),
             Err(err) => {
@@ -143,15 +144,12 @@ impl RunDir {
             file,
             pgid,
             started,
-            exe,
         } in self.records()
         {
             let live = match start_time(pgid) {
                 // The leader still runs: the group is the worker's if it is
-                // the same process running the same program.
-                Some(t) if t == started => {
-                    executable(pgid).is_some_and(|e| e.display().to_string() == exe)
-                }
+                // the same process, still leading its group.
+                Some(t) if t == started => leads_group(pgid),
                 // The pid is another process's now. While a group has a
                 // member its id is not given to a new process, so the old
                 // group has ended.
@@ -189,11 +187,10 @@ impl RunDir {
             let Some(text) = trust::read(&entry.path()) else {
                 continue;
             };
-            let mut words = text.trim_end_matches('\n').splitn(3, ' ');
-            let (Some(pgid), Some(started), Some(exe)) = (
+            let mut words = text.split_whitespace();
+            let (Some(pgid), Some(started)) = (
                 words.next().and_then(|w| w.parse::<u32>().ok()),
                 words.next().and_then(|w| w.parse::<u64>().ok()),
-                words.next().filter(|e| !e.is_empty()),
             ) else {
                 continue;
             };
@@ -206,7 +203,6 @@ impl RunDir {
                 file: entry.path(),
                 pgid,
                 started,
-                exe: exe.to_owned(),
             });
         }
         found
@@ -219,8 +215,6 @@ struct Recorded {
     pgid: u32,
     /// The leader's start time.
     started: u64,
-    /// The leader's executable, as written.
-    exe: String,
 }
 
 /// The file of one live worker group; removed on drop.
@@ -278,24 +272,16 @@ mod tests {
         // pid reused since the file was written.
         let me = std::process::id();
         let real = start_time(me).expect("own start time");
-        let exe = executable(me).expect("own executable");
-        let exe = exe.display();
         fs::write(
             dir.join(format!("group-{me}")),
-            format!("{me} {} {exe}\n", real + 1),
+            format!("{me} {}\n", real + 1),
         )
         .unwrap();
-        // A file naming another group than its name, one naming pid 1, and
-        // one without the executable.
-        fs::write(dir.join("group-1"), format!("1 0 {exe}\n")).unwrap();
+        // A file naming another group than its name, and one naming pid 1.
+        fs::write(dir.join("group-1"), "1 0\n").unwrap();
         fs::write(
             dir.join(format!("group-{}", me + 1)),
-            format!("{me} {real} {exe}\n"),
-        )
-        .unwrap();
-        fs::write(
-            dir.join(format!("group-{}", me + 2)),
-            format!("{} {real}\n", me + 2),
+            format!("{me} {real}\n"),
         )
         .unwrap();
         let (_dir, reaped) = RunDir::open(&dir).expect("open");
@@ -304,18 +290,19 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
-    /// A real process in a group of its own, killed and waited for on drop.
+    /// A real process, in a group of its own if `leads`; killed and
+    /// waited for on drop.
     struct Leader(std::process::Child);
 
     impl Leader {
-        fn spawn() -> Self {
+        fn spawn(leads: bool) -> Self {
             use std::os::unix::process::CommandExt;
-            let child = std::process::Command::new("sleep")
-                .arg("1000")
-                .process_group(0)
-                .spawn()
-                .expect("sleep");
-            Self(child)
+            let mut command = std::process::Command::new("sleep");
+            command.arg("1000");
+            if leads {
+                command.process_group(0);
+            }
+            Self(command.spawn().expect("sleep"))
         }
 
         fn pid(&self) -> u32 {
@@ -325,6 +312,18 @@ mod tests {
         /// Whether it still runs (`try_wait` reaps it once killed).
         fn runs(&mut self) -> bool {
             self.0.try_wait().expect("try_wait").is_none()
+        }
+
+        /// A `group-*` file for it, as a server writes one, `late` ticks
+        /// off its start time.
+        fn record(&self, dir: &Path, late: u64) {
+            let pid = self.pid();
+            let started = start_time(pid).expect("start time") + late;
+            fs::write(
+                dir.join(format!("group-{pid}")),
+                format!("{pid} {started}\n"),
+            )
+            .unwrap();
         }
     }
 
@@ -336,29 +335,16 @@ mod tests {
     }
 
     #[test]
-    fn a_group_is_killed_only_when_its_leaders_start_time_and_executable_match() {
+    fn a_group_is_killed_only_when_its_leader_has_the_recorded_start_time_and_leads_it() {
         let dir = temp("leader");
         mkdir(&dir);
-        let mut later = Leader::spawn();
-        let mut other_program = Leader::spawn();
-        let mut worker = Leader::spawn();
-        let file = |leader: &Leader, started: u64, exe: &str| {
-            let pid = leader.pid();
-            fs::write(
-                dir.join(format!("group-{pid}")),
-                format!("{pid} {started} {exe}\n"),
-            )
-            .unwrap();
-        };
-        let exe = executable(worker.pid()).expect("exe").display().to_string();
-        let started = |l: &Leader| start_time(l.pid()).expect("start time");
-        file(&later, started(&later) + 1, &exe);
-        file(
-            &other_program,
-            started(&other_program),
-            "/usr/bin/not-sleep",
-        );
-        file(&worker, started(&worker), &exe);
+        let mut later = Leader::spawn(true);
+        later.record(&dir, 1);
+        // A process of this test's own group, named as if it led one.
+        let mut member = Leader::spawn(false);
+        member.record(&dir, 0);
+        let mut worker = Leader::spawn(true);
+        worker.record(&dir, 0);
         let (_dir, reaped) = RunDir::open(&dir).expect("open");
         assert_eq!(reaped.groups, [worker.pid()], "{reaped:?}");
         assert_eq!(reaped.stale, 2);
@@ -367,8 +353,8 @@ mod tests {
             "a leader with another start time is not signalled"
         );
         assert!(
-            other_program.runs(),
-            "a leader running another program is not signalled"
+            member.runs(),
+            "a process that leads no group is not signalled"
         );
         // The kill is sent: the process ends within the bound.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
