@@ -111,8 +111,8 @@ pub fn json_body(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Va
 /// The pool named `name`: 501 when there is no pool at all, 404 when this
 /// one is not there.
 pub(crate) fn pool_named(state: &AppState, name: &str) -> Result<Pool<Coprocess>, ApiError> {
-    state.registry().get(name).map_err(|e| {
-        if state.registry().list().is_empty() {
+    state.pools().get(name).map_err(|e| {
+        if state.pools().is_empty() {
             ApiError::NotSupported
         } else {
             e.into()
@@ -122,7 +122,7 @@ pub(crate) fn pool_named(state: &AppState, name: &str) -> Result<Pool<Coprocess>
 
 enum Target {
     Pool(Pool<Coprocess>),
-    Group(kennel::Group<Coprocess>),
+    Group(crate::state::Group),
 }
 
 /// Runs one job and answers the worker's reply.
@@ -276,7 +276,7 @@ pub(crate) async fn pool_job(
         Ok(request) => request,
         Err(e) => return e.into_response(),
     };
-    if let Some(queue) = state.queues().get(&name) {
+    if let Some(queue) = state.queue(&name) {
         return queue
             .submit(request)
             .await
@@ -317,11 +317,10 @@ pub(crate) async fn group_job(
     request: Request,
 ) -> Response {
     let (Parts { headers, .. }, body) = request.into_parts();
-    let registry = state.registry();
-    if registry.list().is_empty() {
+    if state.pools().is_empty() {
         return ApiError::NotSupported.into_response();
     }
-    let group = registry.group(&group);
+    let group = state.pools().group(&group);
     if group.pools().is_empty() {
         return ApiError::NoSuchGroup {
             group: group.name().to_owned(),

@@ -53,4 +53,4 @@ mod state;
 pub use crate::app::{app, json_body};
 pub use crate::config::{Config, ConfigError, PoolConfig, ServerConfig};
 pub use crate::error::{ApiError, MAX_RETRY_AFTER_SECS, RETRY_AFTER_SECS, with_last_words};
-pub use crate::state::{AppState, AppStateBuilder, StartError};
+pub use crate::state::{AppState, AppStateBuilder, Group, Listed, Pools, StartError};

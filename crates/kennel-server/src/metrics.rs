@@ -79,7 +79,10 @@ pub(crate) async fn render(State(state): State<AppState>) -> Response {
     let body = match state.metrics() {
         Some(handle) => {
             handle.run_upkeep();
-            crate::ops::families::stable(&handle.render())
+            let live = state.pools().list();
+            only_live_pools(&crate::ops::families::stable(&handle.render()), |name| {
+                live.iter().any(|p| p.name == name)
+            })
         }
         None => String::new(),
     };
@@ -91,11 +94,34 @@ pub(crate) async fn render(State(state): State<AppState>) -> Response {
     response
 }
 
+/// `text` less the series of pools no longer served (the recorder keeps
+/// every series it saw): a line labelled `pool="<name>"` stays only when
+/// `live(name)`.
+fn only_live_pools(text: &str, live: impl Fn(&str) -> bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let pool = line
+            .split_once('{')
+            .and_then(|(_, labels)| labels.split_once("pool=\""))
+            .and_then(|(before, rest)| {
+                // The label itself, not one whose name ends in `pool`.
+                (before.is_empty() || before.ends_with(',')).then_some(rest)
+            })
+            .and_then(|rest| rest.split_once('"'))
+            .map(|(name, _)| name);
+        if pool.is_none_or(&live) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// Sets each pool's health gauge from a fresh snapshot (the pools keep
 /// their own count gauges), and the count of log lines dropped.
 fn record_stats(state: &AppState) {
     metrics::counter!("kennel_log_dropped_lines_total").absolute(crate::logs::dropped_lines());
-    for entry in state.registry().list() {
+    for entry in state.pools().list() {
         metrics::gauge!("kennel_pool_healthy", "pool" => entry.name)
             .set(if entry.stats.is_healthy() { 1.0 } else { 0.0 });
     }
@@ -133,6 +159,20 @@ impl Tracked {
             route,
             status_label(response.status()),
             started.elapsed().as_secs_f64(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::only_live_pools;
+
+    #[test]
+    fn the_series_of_a_pool_no_longer_served_are_left_out() {
+        let text = "# TYPE kennel_jobs_total counter\nkennel_jobs_total{pool=\"a\"} 1\nkennel_jobs_total{pool=\"gone\"} 2\nkennel_x{route=\"/\",pool=\"gone\"} 3\nkennel_y{subpool=\"gone\"} 4\nkennel_log_dropped_lines_total 0\n";
+        assert_eq!(
+            only_live_pools(text, |p| p == "a"),
+            "# TYPE kennel_jobs_total counter\nkennel_jobs_total{pool=\"a\"} 1\nkennel_y{subpool=\"gone\"} 4\nkennel_log_dropped_lines_total 0\n"
         );
     }
 }

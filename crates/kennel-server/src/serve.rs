@@ -117,7 +117,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
         return Err(anyhow::Error::new(e).context(format!("{source}: cannot start a queue")));
     }
     if let Some(path) = &args.config {
-        state.reload_from(path.clone(), self_exe, config.clone());
+        state.reload_from(path.clone(), self_exe, &config).await;
     }
 
     announce(
@@ -153,7 +153,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
                 anyhow::bail!("the server stopped by itself");
             }
             asked = signals.next() => match asked {
-                Asked::Reload => reload(&state, &source),
+                Asked::Reload => reload(&state, &source).await,
                 Asked::Stop(name) => {
                     tracing::info!(target: "kennel_server", signal = name, "shutting down");
                     break;
@@ -214,23 +214,10 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
 
 /// SIGHUP: reads the config file again; a bad one is logged with the
 /// error a start would print, and the running config stays.
-fn reload(state: &AppState, source: &str) {
-    match state.reload() {
+async fn reload(state: &AppState, source: &str) {
+    match state.reload().await {
         Ok(done) => {
-            tracing::info!(
-                target: "kennel_server",
-                added = ?done.added,
-                removed = ?done.removed,
-                replaced = ?done.replaced,
-                reconfigured = ?done.reconfigured,
-                "SIGHUP: config reloaded from {source}"
-            );
-            if !done.server_keys_not_applied.is_empty() {
-                tracing::warn!(target: "kennel_server", keys = ?done.server_keys_not_applied, "SIGHUP: [server] keys changed; they take effect at the next start");
-            }
-            for (pool, why) in &done.failed {
-                tracing::error!(target: "kennel_server", pool, error = %why, "SIGHUP: a pool could not be changed");
-            }
+            tracing::info!(target: "kennel_server", "SIGHUP: config reloaded from {source}: {done}");
         }
         Err(e) => {
             tracing::error!(target: "kennel_server", error = %e, "SIGHUP: reload refused; the running config is kept");
@@ -289,7 +276,7 @@ fn announce(
         );
         tracing::warn!(target: "kennel_server", groups = ?reaped.groups, "killed process groups left by a previous run");
     }
-    for entry in state.registry().list() {
+    for entry in state.pools().list() {
         let group = entry
             .group
             .map(|g| format!(" (group {g})"))

@@ -72,7 +72,7 @@ pub(crate) async fn events(
         message: e.body_text(),
     })?;
     if let Some(name) = &query.pool {
-        state.registry().get(name)?;
+        state.pools().get(name)?;
     }
     let last_id = match headers.get("last-event-id") {
         None => None,
@@ -86,7 +86,7 @@ pub(crate) async fn events(
         ),
     };
     let since = last_id.or(query.since);
-    let sub = state.events().subscribe(since, query.pool.as_deref());
+    let sub = state.subscribe_events(since, query.pool.as_deref());
     let filter = query.pool;
     let shutdown = Box::pin(state.shutdown_signal());
     let replay = sub.replay.into_iter().map(|f| f.sse.clone());

@@ -181,11 +181,12 @@ async fn a_subscriber_that_stops_reading_is_let_go_with_a_last_lagged_event() {
     .unwrap();
     // Far more than the subscriber's buffer and the socket's, unread.
     let pool: Arc<str> = "p".into();
+    let ring = kennel_server::events::Ring::default();
     let big = "x".repeat(4096);
     for i in 0..(kennel_server::events::EVENT_BUFFER * 8) {
         state
             .events()
-            .publish(&pool, "pool:warning", json!({ "i": i, "pad": big }));
+            .publish(&ring, &pool, "pool:warning", json!({ "i": i, "pad": big }));
         if i % 256 == 0 {
             tokio::task::yield_now().await;
         }

@@ -56,7 +56,7 @@ async fn call(router: &Router, req: Request<Body>) -> (StatusCode, Value) {
 
 /// Waits until every worker of `pool` is ready.
 async fn wait_idle(state: &AppState, pool: &str, n: usize) {
-    let pool = state.registry().get(pool).unwrap();
+    let pool = state.pools().get(pool).unwrap();
     tokio::time::timeout(LIMIT, async {
         while pool.stats().idle != n {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -172,7 +172,7 @@ async fn a_pool_built_without_a_sizing_shows_the_fixed_size_it_runs() {
     let state = state_with(vec![pool]).await;
     let router = app(state.clone());
     let (_, config) = call(&router, get("/pools/plain/config")).await;
-    let capacity = state.registry().get("plain").unwrap().stats().capacity;
+    let capacity = state.pools().get("plain").unwrap().stats().capacity;
     assert_eq!(
         config["sizing"],
         json!({"kind": "fixed", "workers": capacity})
@@ -240,7 +240,7 @@ async fn workers_answers_one_row_per_slot_with_its_process_and_jobs() {
     assert_eq!(pids.len(), 2, "two workers, two processes: {body}");
     assert_eq!(rows.workers.iter().map(|w| w.jobs).sum::<u64>(), 1);
     // The rows are the library's.
-    let lib = state.registry().get("demo").unwrap().workers();
+    let lib = state.pools().get("demo").unwrap().workers();
     assert_eq!(
         lib.iter().map(|r| r.pid).collect::<Vec<_>>(),
         rows.workers.iter().map(|w| w.pid).collect::<Vec<_>>()

@@ -138,7 +138,10 @@ fn sighup_applies_an_edited_file_and_refuses_a_broken_one() {
     let a = server.http("POST", "/reload", &[], "");
     assert_eq!(a.status, 200, "{}", a.body);
     let done = a.json();
-    assert_eq!(done["replaced"], serde_json::json!(["added"]), "{done}");
-    assert_eq!(done["added"], serde_json::json!([]), "{done}");
+    assert_eq!(
+        done["pools"],
+        serde_json::json!({"added": {"done": "replaced", "keys": ["argv"]}}),
+        "{done}"
+    );
     eprintln!("POST /reload: {done}");
 }

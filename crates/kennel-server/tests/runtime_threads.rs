@@ -29,14 +29,19 @@ fn the_runtime_runs_on_half_the_cpus_by_default() {
 
 #[test]
 fn the_runtime_runs_on_the_threads_set_and_a_reload_does_not_change_them() {
-    let toml = format!("{SERVER}runtime_threads = 3\n");
+    // No pool: the file allows it, or a reload would refuse it.
+    let toml = format!("{SERVER}allow_no_pools = true\nruntime_threads = 3\n");
     let server = Server::start("runtime-set", &toml, &[], &[], Stderr::Collected);
     assert_eq!(
         server.printed_line("  runtime threads"),
         "  runtime threads 3"
     );
 
-    std::fs::write(&server.config, format!("{SERVER}runtime_threads = 5\n")).unwrap();
+    std::fs::write(
+        &server.config,
+        format!("{SERVER}allow_no_pools = true\nruntime_threads = 5\n"),
+    )
+    .unwrap();
     let a = server.http("POST", "/reload", &[], "");
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(

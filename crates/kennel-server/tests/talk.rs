@@ -119,7 +119,7 @@ async fn an_event_stream_client_gets_the_progress_then_the_result() {
         (status, kind.as_str(), body.as_str()),
         (StatusCode::OK, "application/json", r#"{"done":true}"#)
     );
-    state.registry().close_all().await;
+    state.pools().close_all().await;
 }
 
 #[tokio::test]
@@ -143,7 +143,7 @@ async fn an_ndjson_client_gets_one_line_per_progress_item_then_the_result() {
     assert_eq!(lines[0]["progress"], 1);
     assert_eq!(lines[1]["progress"], 2);
     assert_eq!(lines[2], json!({"result": {"done": true}}));
-    state.registry().close_all().await;
+    state.pools().close_all().await;
 }
 
 #[tokio::test]
@@ -185,7 +185,7 @@ async fn a_worker_error_with_status_422_answers_422_with_its_fields() {
             StatusCode::UNPROCESSABLE_ENTITY,
             "an error before any progress keeps its status: {text}"
         );
-        state.registry().close_all().await;
+        state.pools().close_all().await;
     }
 }
 
@@ -201,7 +201,7 @@ async fn a_worker_error_status_outside_4xx_and_5xx_answers_500() {
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["status"], 302, "the field is kept as written");
     assert_eq!(body["error_code"], 7);
-    state.registry().close_all().await;
+    state.pools().close_all().await;
 }
 
 #[tokio::test]
@@ -230,7 +230,7 @@ async fn a_reply_comes_back_with_the_bytes_the_worker_wrote() {
             body, r#"{"zeta": 1,  "alpha": [1.50, 2E3, "\u00e9"], "mid": {"b": null, "a": true}}"#,
             "{framing}"
         );
-        state.registry().close_all().await;
+        state.pools().close_all().await;
     }
 }
 
@@ -271,7 +271,7 @@ async fn a_json_rpc_pool_with_a_handshake_and_a_method_serves_plain_bodies_and_a
         last["result"]["_meta"]["progressToken"], 2,
         "kennel asked for progress with the id: {body}"
     );
-    state.registry().close_all().await;
+    state.pools().close_all().await;
 }
 
 #[tokio::test]
@@ -322,5 +322,5 @@ async fn bytes_reach_the_worker_as_base64_within_the_pools_upload_limit() {
         echoed["files"],
         json!([{"name": "photo", "filename": "a.png", "content_type": "image/png", "size": 3, "base64": "AQID"}])
     );
-    state.registry().close_all().await;
+    state.pools().close_all().await;
 }

@@ -123,6 +123,25 @@ pub(crate) fn run_seen<W: Worker, R>(
     }
 }
 
+impl<W: Worker> Lease<W> {
+    /// Runs `job` on this lent worker as [`Pool::run`] runs it once lent:
+    /// with the pool's `job_timeout`, the worker's end failing the job as
+    /// crashed. For a caller that chose its worker itself (say, the first
+    /// of several pools that could lend at once).
+    ///
+    /// # Errors
+    ///
+    /// As [`Pool::run`] once the job runs.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Pool::run`]: dropping the future mid-job cancels or kills the
+    /// worker.
+    pub async fn run<R>(self, job: impl AsyncFnOnce(&mut W) -> R) -> Result<R, Error> {
+        run_seen(self, None, job).await.0
+    }
+}
+
 /// The ways to run a job that returns a `Result` or may run twice.
 impl<W: Worker> Pool<W> {
     /// As [`run`](Pool::run), for a job that may run more than once: when

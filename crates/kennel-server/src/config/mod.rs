@@ -61,7 +61,7 @@ pub use self::pool::{
     check_name,
 };
 pub use self::protocol::{ClientInfo, InitializeConfig, ProtocolKind};
-pub use self::reconfig::ReconfigBody;
+pub use self::reconfig::{LIVE_POLICIES, ReconfigBody};
 pub use self::runtime::{MAX_RUNTIME_THREADS, RuntimeThreads, cpus_here};
 pub use self::server::{
     Buckets, DEFAULT_BODY_LIMIT, DEFAULT_PORT, DEFAULT_SHUTDOWN_GRACE, LogFormat, MAX_BODY_LIMIT,

@@ -91,7 +91,7 @@ pub struct PoolConfig {
     pub worker_close_grace: HumanDuration,
     /// Variables the workers never inherit: the server's `token_env`, set
     /// when the config is read.
-    #[serde(skip)]
+    #[serde(skip_deserializing, skip_serializing_if = "Vec::is_empty")]
     pub env_remove: Vec<String>,
     /// `cwd`: the workers' directory; relative to the config file's
     /// directory (default: that directory).

@@ -14,6 +14,11 @@ use super::pool::check_name;
 /// The keys of the body that are the service's, not kennel's options.
 const OWN_KEYS: [&str; 3] = ["sizing", "eviction", "group"];
 
+/// The `[[pool]]` keys beside kennel's options that a live change applies
+/// (the fields of [`ReconfigBody`] but its options); a reload changes a
+/// pool in place when only these and options changed.
+pub const LIVE_POLICIES: [&str; 3] = ["sizing", "eviction", "group"];
+
 /// A change of a live pool, read from the body of `PUT /pools/{name}/config`.
 ///
 /// The body is a JSON object, keys and values written as in a `[[pool]]`

@@ -85,6 +85,10 @@ pub struct ServerConfig {
     /// `runtime_threads`: the threads of the service's own runtime,
     /// `"auto"` (half the CPUs, at least 1) by default.
     pub runtime_threads: RuntimeThreads,
+    /// `allow_no_pools`: a reload may apply a file with no `[[pool]]`,
+    /// taking every pool out (default off: such a file is refused, as an
+    /// empty or half-written one would be).
+    pub allow_no_pools: bool,
 }
 
 impl Default for ServerConfig {
@@ -107,6 +111,7 @@ impl Default for ServerConfig {
             histogram_buckets: None,
             run_dir: None,
             runtime_threads: RuntimeThreads::Auto,
+            allow_no_pools: false,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The event hub behind `/events` (ADR 0022): each pool's events are
 //! serialised once into a [`Frame`] and shared by every subscriber, a
 //! bounded ring per pool keeps the recent ones for late subscribers
-//! (`Last-Event-ID`, `?since=`), rejections come as counts, and a
+//! (`Last-Event-ID`, `?since=`; the ring is kept in the pool's record of
+//! the state, so it goes with the pool), rejections come as counts, and a
 //! subscriber that falls [`EVENT_BUFFER`] frames behind gets a last
 //! `lagged` event and is let go.
 
@@ -9,7 +10,7 @@ mod frame;
 mod json;
 mod rejections;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use kennel::Event;
@@ -37,15 +38,21 @@ pub struct EventHub {
 #[derive(Debug)]
 struct Inner {
     tx: broadcast::Sender<Arc<Frame>>,
-    /// Taken to publish and to subscribe, so that a subscriber's replay
-    /// and its live frames neither overlap nor leave a gap.
-    rings: Mutex<Rings>,
+    /// The next frame's id. Taken to publish and to subscribe, so that a
+    /// subscriber's replay and its live frames neither overlap nor leave a
+    /// gap.
+    next_id: Mutex<u64>,
 }
 
-#[derive(Debug, Default)]
-struct Rings {
-    next_id: u64,
-    by_pool: HashMap<Arc<str>, VecDeque<Arc<Frame>>>,
+/// The recent frames of one pool, oldest first (at most
+/// [`REPLAY_PER_POOL`]). Cheap to clone: clones share the ring.
+#[derive(Debug, Clone, Default)]
+pub struct Ring(Arc<Mutex<VecDeque<Arc<Frame>>>>);
+
+impl Ring {
+    fn frames(&self) -> MutexGuard<'_, VecDeque<Arc<Frame>>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl Default for EventHub {
@@ -70,63 +77,63 @@ impl EventHub {
         Self {
             inner: Arc::new(Inner {
                 tx,
-                rings: Mutex::new(Rings {
-                    next_id: 1,
-                    ..Rings::default()
-                }),
+                next_id: Mutex::new(1),
             }),
         }
     }
 
-    fn rings(&self) -> MutexGuard<'_, Rings> {
+    fn next_id(&self) -> MutexGuard<'_, u64> {
         self.inner
-            .rings
+            .next_id
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Publishes one frame of `pool`: kept in its ring, sent to every
+    /// Publishes one frame of `pool`: kept in its `ring`, sent to every
     /// subscriber.
-    pub fn publish(&self, pool: &Arc<str>, name: &'static str, data: Value) {
-        let mut rings = self.rings();
-        let id = rings.next_id;
-        rings.next_id += 1;
+    pub fn publish(&self, ring: &Ring, pool: &Arc<str>, name: &'static str, data: Value) {
+        let mut next_id = self.next_id();
+        let id = *next_id;
+        *next_id += 1;
         let frame = Arc::new(Frame::new(id, pool.clone(), name, data));
-        let ring = rings.by_pool.entry(pool.clone()).or_default();
-        if ring.len() == REPLAY_PER_POOL {
-            ring.pop_front();
+        {
+            let mut frames = ring.frames();
+            if frames.len() == REPLAY_PER_POOL {
+                frames.pop_front();
+            }
+            frames.push_back(frame.clone());
         }
-        ring.push_back(frame.clone());
         // A send only queues the frame (no subscriber is fine); it is done
         // under the lock so that frames leave in the order of their ids.
         let _ = self.inner.tx.send(frame);
     }
 
-    /// Subscribes: with `since`, the kept frames after that id (of `pool`
-    /// only, when given) come first.
-    pub fn subscribe(&self, since: Option<u64>, pool: Option<&str>) -> Subscription {
-        let rings = self.rings();
+    /// Subscribes: with `since`, the kept frames after that id in the
+    /// `rings` (asked for once the hub is held) come first.
+    pub fn subscribe(&self, since: Option<u64>, rings: impl FnOnce() -> Vec<Ring>) -> Subscription {
+        let held = self.next_id();
         let live = self.inner.tx.subscribe();
         let mut replay: Vec<Arc<Frame>> = match since {
             None => Vec::new(),
-            Some(since) => rings
-                .by_pool
+            Some(since) => rings()
                 .iter()
-                .filter(|(name, _)| pool.is_none_or(|p| p == &***name))
-                .flat_map(|(_, ring)| ring.iter().filter(|f| f.id > since).cloned())
+                .flat_map(|ring| {
+                    let frames = ring.frames();
+                    frames
+                        .iter()
+                        .filter(|f| f.id > since)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                })
                 .collect(),
         };
-        drop(rings);
+        drop(held);
         replay.sort_by_key(|f| f.id);
         Subscription { replay, live }
     }
 
-    /// Forgets the kept frames of a pool that is gone.
-    pub fn forget(&self, pool: &str) {
-        self.rings().by_pool.remove(pool);
-    }
-
-    /// Forwards the events of one pool to the hub until the pool closes:
+    /// Forwards the events of one pool to the hub, kept in `ring`, until
+    /// the pool closes:
     /// each event is serialised once; rejections are counted and sent as
     /// one `jobs:rejected` frame a second, and logged every 10 s.
     ///
@@ -137,7 +144,7 @@ impl EventHub {
     /// # Cancel safety
     ///
     /// Dropping it loses the rejections counted since the last report.
-    pub async fn forward(self, pool: Arc<str>, mut rx: broadcast::Receiver<Event>) {
+    pub async fn forward(self, ring: Ring, pool: Arc<str>, mut rx: broadcast::Receiver<Event>) {
         let mut rejections = Rejections::new();
         let mut tick = tokio::time::interval(REJECTIONS_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -145,7 +152,7 @@ impl EventHub {
             let next = tokio::select! {
                 r = rx.recv() => r,
                 _ = tick.tick() => {
-                    self.report(&pool, &mut rejections, false);
+                    self.report(&ring, &pool, &mut rejections, false);
                     continue;
                 }
             };
@@ -154,9 +161,9 @@ impl EventHub {
                 Ok(event) => {
                     let closed = matches!(event, Event::Closed);
                     if closed {
-                        self.report(&pool, &mut rejections, true);
+                        self.report(&ring, &pool, &mut rejections, true);
                     }
-                    self.publish(&pool, event.name(), event_json(&pool, &event));
+                    self.publish(&ring, &pool, event.name(), event_json(&pool, &event));
                     if closed {
                         break;
                     }
@@ -169,9 +176,9 @@ impl EventHub {
         }
     }
 
-    fn report(&self, pool: &Arc<str>, rejections: &mut Rejections, now: bool) {
+    fn report(&self, ring: &Ring, pool: &Arc<str>, rejections: &mut Rejections, now: bool) {
         if let Some(data) = rejections.take_event(pool) {
-            self.publish(pool, "jobs:rejected", data);
+            self.publish(ring, pool, "jobs:rejected", data);
         }
         rejections.log(pool, now);
     }
@@ -185,29 +192,30 @@ mod tests {
     #[test]
     fn a_late_subscriber_replays_what_came_after_its_id_and_nothing_twice() {
         let hub = EventHub::new();
-        let a: Arc<str> = "a".into();
-        let b: Arc<str> = "b".into();
+        let (a, ring_a): (Arc<str>, _) = ("a".into(), Ring::default());
+        let (b, ring_b): (Arc<str>, _) = ("b".into(), Ring::default());
         for i in 0..3 {
-            hub.publish(&a, "worker:ready", json!({ "i": i }));
-            hub.publish(&b, "worker:ready", json!({ "i": i }));
+            hub.publish(&ring_a, &a, "worker:ready", json!({ "i": i }));
+            hub.publish(&ring_b, &b, "worker:ready", json!({ "i": i }));
         }
-        let mut sub = hub.subscribe(Some(2), None);
+        let both = || vec![ring_a.clone(), ring_b.clone()];
+        let mut sub = hub.subscribe(Some(2), both);
         let ids: Vec<u64> = sub.replay.iter().map(|f| f.id).collect();
         assert_eq!(ids, [3, 4, 5, 6]);
-        let only_a = hub.subscribe(Some(0), Some("a"));
+        let only_a = hub.subscribe(Some(0), || vec![ring_a.clone()]);
         assert!(only_a.replay.iter().all(|f| &*f.pool == "a"));
-        hub.publish(&a, "worker:exited", json!({}));
+        hub.publish(&ring_a, &a, "worker:exited", json!({}));
         assert_eq!(sub.live.try_recv().unwrap().id, 7);
     }
 
     #[test]
     fn each_pool_keeps_a_bounded_ring() {
         let hub = EventHub::new();
-        let a: Arc<str> = "a".into();
+        let (a, ring): (Arc<str>, _) = ("a".into(), Ring::default());
         for i in 0..(REPLAY_PER_POOL + 10) {
-            hub.publish(&a, "worker:ready", json!({ "i": i }));
+            hub.publish(&ring, &a, "worker:ready", json!({ "i": i }));
         }
-        let sub = hub.subscribe(Some(0), None);
+        let sub = hub.subscribe(Some(0), || vec![ring.clone()]);
         assert_eq!(sub.replay.len(), REPLAY_PER_POOL);
         assert_eq!(sub.replay[0].id, 11);
     }
@@ -215,9 +223,14 @@ mod tests {
     #[test]
     fn a_frame_is_serialised_once_and_shared() {
         let hub = EventHub::new();
-        let mut one = hub.subscribe(None, None);
-        let mut two = hub.subscribe(None, None);
-        hub.publish(&"p".into(), "worker:ready", json!({"slot": 0}));
+        let mut one = hub.subscribe(None, Vec::new);
+        let mut two = hub.subscribe(None, Vec::new);
+        hub.publish(
+            &Ring::default(),
+            &"p".into(),
+            "worker:ready",
+            json!({"slot": 0}),
+        );
         let (f1, f2) = (one.live.try_recv().unwrap(), two.live.try_recv().unwrap());
         assert!(Arc::ptr_eq(&f1, &f2));
         assert_eq!(

@@ -36,13 +36,8 @@ pub fn live_config(state: &AppState, name: &str) -> Result<Value, ApiError> {
     let pool = crate::app::pool_named(state, name)?;
     // One snapshot: no change may land between the options and the policies.
     let _one_at_a_time = state.reconfig_lock();
-    let group = state
-        .registry()
-        .list()
-        .into_iter()
-        .find(|e| e.name == name)
-        .and_then(|e| e.group);
-    let policies = state.live().get(name);
+    let group = state.pools().with(name, |e| e.group.clone()).flatten();
+    let policies = state.policies(name);
     let mut body = Map::new();
     body.insert("group".into(), group.map_or(Value::Null, Value::from));
     body.insert(

@@ -18,7 +18,6 @@ use crate::state::AppState;
 
 pub mod config_get;
 pub mod families;
-pub(crate) mod live;
 pub mod openapi;
 pub mod page;
 pub(crate) mod pools;

@@ -37,7 +37,7 @@ fn stats_json(stats: &Stats) -> Value {
 )]
 pub(crate) async fn list_pools(State(state): State<AppState>) -> Json<Value> {
     let pools: Vec<Value> = state
-        .registry()
+        .pools()
         .list()
         .into_iter()
         .map(|e| {

@@ -25,17 +25,17 @@ use crate::state::AppState;
     )
 )]
 pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
-    let registry = state.registry();
-    let detail: serde_json::Map<String, Value> = registry
+    let pools = state.pools();
+    let detail: serde_json::Map<String, Value> = pools
         .list()
         .iter()
         .map(|e| {
-            let closed = registry.get(&e.name).map_or(true, |p| p.is_closed());
+            let closed = pools.get(&e.name).map_or(true, |p| p.is_closed());
             let word = if closed {
                 "closed"
             } else if e.stats.broken {
                 "broken"
-            } else if state.queues().is_disconnected(&e.name) {
+            } else if state.queue(&e.name).is_some_and(|q| q.is_disconnected()) {
                 "queue-down"
             } else if !e.stats.is_healthy() {
                 "starved"
@@ -45,7 +45,8 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
             (e.name.clone(), Value::from(word))
         })
         .collect();
-    let ready = detail.values().all(|w| w == "ready");
+    // With no pool there is nothing to serve.
+    let ready = !detail.is_empty() && detail.values().all(|w| w == "ready");
     let status = if ready {
         StatusCode::OK
     } else {

@@ -23,7 +23,6 @@
 //! stream and the consumer), `pull.rs` (the fetching), `job.rs` (one
 //! message), `publish.rs` (HTTP into the queue), `metrics.rs`.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -106,34 +105,6 @@ impl fmt::Display for QueueStartError {
 
 impl std::error::Error for QueueStartError {}
 
-/// The queue sources of a service, by pool name. Cheap to clone.
-#[derive(Debug, Clone, Default)]
-pub struct Queues {
-    sources: Arc<Mutex<HashMap<String, Arc<Source>>>>,
-}
-
-impl Queues {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Source>>> {
-        self.sources.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The source of pool `name`, if it has a queue.
-    pub(crate) fn get(&self, name: &str) -> Option<Arc<Source>> {
-        self.lock().get(name).cloned()
-    }
-
-    /// Whether pool `name` has a queue whose connection is down.
-    pub fn is_disconnected(&self, name: &str) -> bool {
-        self.get(name).is_some_and(|s| {
-            s.client.connection_state() != async_nats::connection::State::Connected
-        })
-    }
-
-    fn all(&self) -> Vec<Arc<Source>> {
-        self.lock().values().cloned().collect()
-    }
-}
-
 /// Counts of one source, under one lock.
 #[derive(Debug, Default)]
 struct Counts {
@@ -177,6 +148,11 @@ impl fmt::Debug for Source {
 }
 
 impl Source {
+    /// Whether its connection is down.
+    pub(crate) fn is_disconnected(&self) -> bool {
+        self.client.connection_state() != async_nats::connection::State::Connected
+    }
+
     fn counts(&self) -> MutexGuard<'_, Counts> {
         self.counts.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -187,7 +163,7 @@ impl Source {
 
     /// Stops fetching, lets every job started end and be acked (a message
     /// that arrives meanwhile is handed back at once), and flushes the acks.
-    async fn drain(&self) {
+    pub(crate) async fn drain(&self) {
         self.draining.store(true, Ordering::SeqCst);
         self.wake.notify_one();
         self.tasks.close();
@@ -251,45 +227,77 @@ impl AppState {
     /// Not cancel safe: a queue connected before the drop keeps fetching
     /// until [`drain_queues`](Self::drain_queues).
     pub async fn start_queues(&self, config: &Config) -> Result<(), QueueStartError> {
-        let instance: Arc<str> = instance_name().into();
         for (i, pool) in config.pools.iter().enumerate() {
-            let Some(queue) = &pool.queue else { continue };
-            let fail = |key: &str, message: String| QueueStartError {
-                pool: pool.name.clone(),
-                key: format!("pool[{i}].queue.{key}"),
-                message,
-            };
-            let Ok(built) = self.registry().get(&pool.name) else {
-                return Err(fail("", "the pool is not started".into()));
-            };
-            let (client, js, consumer) = connect::connect(&pool.name, queue, &instance)
-                .await
-                .map_err(|(key, message)| fail(key, message))?;
-            let source = Arc::new(Source {
-                name: pool.name.clone(),
-                pool: built,
-                config: queue.clone(),
-                client,
-                js,
-                consumer,
-                watch: self.watch(&pool.name),
-                body_limit: self.body_limit(),
-                instance: instance.clone(),
-                metrics: QueueMetrics::new(&pool.name),
-                counts: Mutex::default(),
-                wake: Notify::new(),
-                draining: AtomicBool::new(false),
-                tasks: TaskTracker::new(),
-                mean_job: Mutex::default(),
-            });
-            if pool.options.job_timeout.is_none() {
-                tracing::warn!(target: "kennel_server", pool = %pool.name, "a queued pool without job_timeout: a job that hangs keeps its message by in-progress acks until it ends");
+            if pool.queue.is_none() {
+                continue;
             }
-            let fetching = source.clone();
-            source.tasks.spawn(pull::fetch(fetching));
-            self.queues().lock().insert(pool.name.clone(), source);
+            let Ok(built) = self.pools().get(&pool.name) else {
+                return Err(QueueStartError {
+                    pool: pool.name.clone(),
+                    key: format!("pool[{i}].queue"),
+                    message: "the pool is not started".into(),
+                });
+            };
+            let watch = self.watch(&pool.name);
+            let source =
+                self.connect_queue(pool, built, watch)
+                    .await
+                    .map_err(|(key, message)| QueueStartError {
+                        pool: pool.name.clone(),
+                        key: format!("pool[{i}].queue{key}"),
+                        message,
+                    })?;
+            self.pools().with(&pool.name, |e| e.queue = source);
         }
         Ok(())
+    }
+
+    /// Connects the queue of `config` (none without a `[pool.queue]`) for
+    /// `pool`, and starts fetching.
+    ///
+    /// # Errors
+    ///
+    /// The key under `queue` (`""`, `".nats"`, …) and what went wrong.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: once connected, the queue fetches until drained.
+    pub(crate) async fn connect_queue(
+        &self,
+        config: &crate::config::PoolConfig,
+        pool: Pool<Coprocess>,
+        watch: Option<Watch>,
+    ) -> Result<Option<Arc<Source>>, (String, String)> {
+        let Some(queue) = &config.queue else {
+            return Ok(None);
+        };
+        let instance: Arc<str> = instance_name().into();
+        let (client, js, consumer) = connect::connect(&config.name, queue, &instance)
+            .await
+            .map_err(|(key, message)| (dotted(key), message))?;
+        let source = Arc::new(Source {
+            name: config.name.clone(),
+            pool,
+            config: queue.clone(),
+            client,
+            js,
+            consumer,
+            watch,
+            body_limit: self.body_limit(),
+            instance,
+            metrics: QueueMetrics::new(&config.name),
+            counts: Mutex::default(),
+            wake: Notify::new(),
+            draining: AtomicBool::new(false),
+            tasks: TaskTracker::new(),
+            mean_job: Mutex::default(),
+        });
+        if config.options.job_timeout.is_none() {
+            tracing::warn!(target: "kennel_server", pool = %config.name, "a queued pool without job_timeout: a job that hangs keeps its message by in-progress acks until it ends");
+        }
+        let fetching = source.clone();
+        source.tasks.spawn(pull::fetch(fetching));
+        Ok(Some(source))
     }
 
     /// Drains every queue: stops fetching, hands back at once what arrives,
@@ -302,7 +310,22 @@ impl AppState {
     /// Fetching stops as soon as the call starts; dropping the future only
     /// stops the waiting.
     pub async fn drain_queues(&self) {
-        let sources = self.queues().all();
+        let sources: Vec<Arc<Source>> = self
+            .pools()
+            .lock()
+            .values()
+            .filter_map(|e| e.queue.clone())
+            .collect();
         futures_util::future::join_all(sources.iter().map(|s| s.drain())).await;
+    }
+}
+
+/// A key under `queue` as an error names it: `""` for the queue itself,
+/// `".nats"` for `nats`.
+fn dotted(key: &str) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!(".{key}")
     }
 }

@@ -28,8 +28,18 @@ async fn without_any_pool_jobs_answer_501() {
     let (status, _, body) = call(&router, get("/pools")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body, json!({"pools": []}));
-    let (status, _, _) = call(&router, get("/healthz")).await;
+    let (status, _, _) = call(&router, get("/livez")).await;
     assert_eq!(status, StatusCode::OK);
+    // With no pool there is nothing to serve: not ready.
+    for probe in ["/readyz", "/healthz"] {
+        let (status, _, body) = call(&router, get(probe)).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{probe}");
+        assert_eq!(
+            body,
+            json!({"status": "unavailable", "pools": {}}),
+            "{probe}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,7 +120,7 @@ async fn a_body_over_the_limit_answers_413() {
 async fn a_closed_pool_answers_503() {
     let state = state_with(vec![demo("demo", 1), demo("other", 1)]).await;
     let router = Routes::new(state.clone());
-    state.registry().get("demo").unwrap().close().await;
+    state.pools().get("demo").unwrap().close().await;
     let answer = call(&router, post("/pools/demo/jobs", &json!({}))).await;
     assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "closed");
     assert!(answer.1.get(header::RETRY_AFTER).is_none());

@@ -52,7 +52,7 @@ async fn readyz_and_its_alias_healthz_report_every_pool_and_livez_answers() {
             "{probe}"
         );
     }
-    state.registry().get("b").unwrap().close().await;
+    state.pools().get("b").unwrap().close().await;
     let (status, _, body) = call(&router, get("/readyz")).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(

@@ -118,7 +118,7 @@ async fn a_body_over_the_limit_is_413_and_the_server_goes_on() {
 async fn slow_and_stalled_bodies_hold_no_worker_and_block_no_one() {
     let served = serve(AppState::builder()).await;
     let addr = served.addr;
-    let pool = served.state.registry().get("echo").unwrap();
+    let pool = served.state.pools().get("echo").unwrap();
 
     // Twenty clients drip a 40-byte body, a byte every 10 ms.
     let body = "{\"slow\":\"abcdefghijklmnopqrstuvwxyz0\"}";

@@ -116,7 +116,7 @@ proptest! {
                     }
                 }
             }
-            let stats = state.registry().get("echo").unwrap().stats();
+            let stats = state.pools().get("echo").unwrap().stats();
             assert_eq!((stats.lent, stats.waiting), (0, 0));
             state.close().await;
         });

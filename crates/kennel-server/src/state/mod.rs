@@ -1,29 +1,46 @@
-//! `AppState`: the pools the service lends from, and what its routes share.
+//! `AppState`: the pools the service lends from (one record per pool, in
+//! [`Pools`]), and what its routes share.
 
-use std::collections::HashMap;
+mod pools;
+
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use std::time::Duration;
 
-use kennel::{Pool, Registry};
+use kennel::{Action, Pool};
 use kennel_process::Coprocess;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::watch;
 
-use crate::config::{Config, DEFAULT_BODY_LIMIT, PoolConfig};
-use crate::events::EventHub;
+use crate::config::{
+    Config, DEFAULT_BODY_LIMIT, PoolConfig, ReconfigBody, ServerConfig, SizingConfig,
+};
+use crate::events::{EventHub, Ring, Subscription};
 use crate::http::body::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODIES};
 use crate::http::series::HttpSeries;
 use crate::http::{BodyGate, HostPolicy};
-use crate::ops::live::LivePolicies;
 use crate::pools::build_watched_pool;
-use crate::reload::ReloadSource;
+use crate::queue::Source;
 use crate::rundir::RunDir;
 use crate::watch::Watch;
 
-/// What the routes of [`app`](crate::app) share: the registry of pools, the
+pub use self::pools::{Group, Listed, Pools};
+pub(crate) use self::pools::{Policies, PoolEntry};
+
+/// The file a running server reloads, and the `[server]` part read last.
+#[derive(Debug, Clone)]
+pub(crate) struct ReloadSource {
+    /// The config file.
+    pub(crate) path: PathBuf,
+    /// What `@kennel` stands for.
+    pub(crate) self_exe: PathBuf,
+    /// The `[server]` read at start or at the last reload.
+    pub(crate) server: ServerConfig,
+}
+
+/// What the routes of [`app`](crate::app) share: the pools, the
 /// bearer token, the host policy, the body gate, the metrics handle, the
 /// event hub and the config to reload. Cheap to clone.
 #[derive(Clone)]
@@ -32,7 +49,7 @@ pub struct AppState {
 }
 
 struct Inner {
-    registry: Registry<Coprocess>,
+    pools: Pools,
     token: Option<String>,
     bodies: BodyGate,
     host: HostPolicy,
@@ -42,8 +59,8 @@ struct Inner {
     http_series: HttpSeries,
     events: EventHub,
     /// The file `SIGHUP` and `POST /reload` read again, and what was read
-    /// last.
-    reload: Mutex<Option<ReloadSource>>,
+    /// last; held for a whole reload, one at a time.
+    reload: tokio::sync::Mutex<Option<ReloadSource>>,
     shutdown: watch::Sender<bool>,
     /// Taken by `PUT /pools/{name}/config` from reading a pool's options to
     /// handing it the patched ones, so that two changes do not undo each
@@ -51,20 +68,12 @@ struct Inner {
     reconfig: Mutex<()>,
     /// Where each worker's process group is recorded, if anywhere.
     run_dir: Option<Arc<RunDir>>,
-    /// What is kept of each pool's workers (pools built by `start_pools`).
-    watches: Mutex<HashMap<String, Watch>>,
-    /// The sizing and eviction each pool was last given.
-    live: LivePolicies,
-    /// Each pool's `upload_limit`, where it has one.
-    uploads: Mutex<HashMap<String, usize>>,
-    /// The pools fed by a JetStream work queue.
-    queues: crate::queue::Queues,
 }
 
 impl fmt::Debug for AppState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AppState")
-            .field("registry", &self.inner.registry)
+            .field("pools", &self.inner.pools)
             .field("token", &self.inner.token.as_ref().map(|_| "<set>"))
             .field("body_limit", &self.inner.bodies.limit())
             .field("host", &self.inner.host)
@@ -148,7 +157,7 @@ impl AppStateBuilder {
             .unwrap_or(usize::try_from(DEFAULT_BODY_LIMIT).unwrap_or(usize::MAX));
         AppState {
             inner: Arc::new(Inner {
-                registry: Registry::new(),
+                pools: Pools::default(),
                 token: self.token,
                 bodies: BodyGate::new(
                     body_limit,
@@ -160,14 +169,10 @@ impl AppStateBuilder {
                 metrics: self.metrics,
                 http_series: HttpSeries::default(),
                 events: EventHub::new(),
-                reload: Mutex::new(None),
+                reload: tokio::sync::Mutex::new(None),
                 shutdown,
                 reconfig: Mutex::new(()),
                 run_dir: self.run_dir,
-                watches: Mutex::new(HashMap::new()),
-                live: LivePolicies::default(),
-                uploads: Mutex::new(HashMap::new()),
-                queues: crate::queue::Queues::default(),
             }),
         }
     }
@@ -219,16 +224,20 @@ impl AppState {
     ///
     /// Building and adding a pool does not wait, so the only await is the
     /// closing after an error, and every pool is closing as soon as that
-    /// starts ([`Registry::close_all`](kennel::Registry::close_all)):
-    /// dropping the future then only stops waiting for their workers to end.
+    /// starts: dropping the future then only stops waiting for their
+    /// workers to end.
     ///
     /// # Panics
     ///
     /// When called outside a tokio runtime.
     pub async fn start_pools(&self, config: &Config, self_exe: &Path) -> Result<(), StartError> {
         for (i, pool) in config.pools.iter().enumerate() {
-            if let Err(error) = self.start_pool(pool, self_exe) {
-                self.registry().close_all().await;
+            let added = self
+                .build_entry(pool, self_exe)
+                .and_then(|entry| self.insert(entry));
+            if let Err(error) = added {
+                let all = std::mem::take(&mut *self.pools().lock());
+                futures_util::future::join_all(all.into_values().map(PoolEntry::close)).await;
                 return Err(StartError {
                     pool: pool.name.clone(),
                     key: format!("pool[{i}]"),
@@ -239,39 +248,74 @@ impl AppState {
         Ok(())
     }
 
-    /// Builds one pool of a config, with its watch, and adds it.
+    /// Builds the record of one pool of a config, with its watch, its
+    /// events forwarded to `/events` from its first worker on. It is not
+    /// added yet.
     ///
     /// # Errors
     ///
-    /// The pool's build error, or [`kennel::Error::DuplicatePool`].
-    pub(crate) fn start_pool(
+    /// The pool's build error.
+    ///
+    /// # Panics
+    ///
+    /// When called outside a tokio runtime.
+    pub(crate) fn build_entry(
         &self,
-        pool: &PoolConfig,
+        config: &PoolConfig,
         self_exe: &Path,
-    ) -> Result<(), kennel::Error> {
+    ) -> Result<PoolEntry, kennel::Error> {
         let watch = Watch::new(self.inner.run_dir.clone());
-        let built = build_watched_pool(pool, self_exe, &watch)?;
-        let capacity = built.stats().capacity;
-        self.add_pool(built, pool.group.as_deref())?;
-        self.watches().insert(pool.name.clone(), watch);
-        self.live()
-            .built(&pool.name, pool.sizing, pool.eviction, capacity);
-        if let Some(limit) = pool.upload_limit {
-            self.set_upload_limit(&pool.name, usize::try_from(limit.0).unwrap_or(usize::MAX));
-        }
-        Ok(())
+        let pool = build_watched_pool(config, self_exe, &watch)?;
+        let capacity = pool.stats().capacity;
+        let mut entry = self.entry(pool, config.group.clone());
+        entry.policies = Some(Policies {
+            // A pool built without a sizing runs the default,
+            // `Fixed(capacity)`: it is recorded as such.
+            sizing: config
+                .sizing
+                .unwrap_or(SizingConfig::Fixed { workers: capacity }),
+            eviction: config.eviction,
+        });
+        entry.upload_limit = config
+            .upload_limit
+            .map(|l| usize::try_from(l.0).unwrap_or(usize::MAX));
+        entry.watch = Some(watch);
+        entry.config = Some(config.clone());
+        Ok(entry)
     }
 
-    /// Forgets what is kept of a pool taken out: its watch, its events.
-    pub(crate) fn forget_pool(&self, name: &str) {
-        self.watches().remove(name);
-        self.inner.events.forget(name);
+    /// The record of `pool`, its events forwarded to `/events`.
+    fn entry(&self, pool: Pool<Coprocess>, group: Option<String>) -> PoolEntry {
+        let entry = PoolEntry::new(pool, group);
+        let rx = entry.pool.events();
+        let name: Arc<str> = entry.pool.name().into();
+        let forward = self
+            .inner
+            .events
+            .clone()
+            .forward(entry.events.clone(), name, rx);
+        tokio::spawn(forward);
+        entry
+    }
+
+    /// Adds a record.
+    ///
+    /// # Errors
+    ///
+    /// [`kennel::Error::DuplicatePool`] when the name is taken.
+    pub(crate) fn insert(&self, entry: PoolEntry) -> Result<(), kennel::Error> {
+        self.inner.pools.insert(entry)
     }
 
     /// Kills every worker of every pool at once, without waiting (a second
     /// stop signal).
     pub fn kill_workers(&self) {
-        let watches: Vec<Watch> = self.watches().values().cloned().collect();
+        let watches: Vec<Watch> = self
+            .pools()
+            .lock()
+            .values()
+            .filter_map(|e| e.watch.clone())
+            .collect();
         for w in watches {
             w.kill_all();
         }
@@ -293,19 +337,50 @@ impl AppState {
         pool: Pool<Coprocess>,
         group: Option<&str>,
     ) -> Result<(), kennel::Error> {
-        let rx = pool.events();
-        let name: Arc<str> = pool.name().into();
-        match group {
-            Some(g) => self.inner.registry.add_to_group(pool, g)?,
-            None => self.inner.registry.add(pool)?,
-        }
-        tokio::spawn(self.inner.events.clone().forward(name, rx));
-        Ok(())
+        self.insert(self.entry(pool, group.map(str::to_owned)))
     }
 
     /// The pools.
-    pub fn registry(&self) -> &Registry<Coprocess> {
-        &self.inner.registry
+    pub fn pools(&self) -> &Pools {
+        &self.inner.pools
+    }
+
+    /// Changes the live pool `name` as `body` says (its group too) and
+    /// records its new sizing and eviction for `GET /pools/{name}/config`.
+    ///
+    /// # Errors
+    ///
+    /// [`kennel::Error::Config`] for an eviction kennel refuses,
+    /// [`kennel::Error::NoSuchPool`], or the pool's own refusal; nothing
+    /// changes on error.
+    pub fn reconfigure_pool(
+        &self,
+        name: &str,
+        body: &ReconfigBody,
+    ) -> Result<Vec<Action>, kennel::Error> {
+        // A pool alone has no group: the group is the record's.
+        let change = ReconfigBody {
+            group: None,
+            ..body.clone()
+        }
+        .reconfig()?;
+        let mut actions = self.pools().get(name)?.reconfigure(change)?;
+        self.pools().with(name, |e| {
+            if let Some(p) = &mut e.policies {
+                p.sizing = body.sizing.unwrap_or(p.sizing);
+                p.eviction = body.eviction.unwrap_or(p.eviction);
+            }
+            if let Some(to) = &body.group {
+                if e.group != *to {
+                    let from = std::mem::replace(&mut e.group, to.clone());
+                    actions.push(Action::GroupChanged {
+                        from,
+                        to: to.clone(),
+                    });
+                }
+            }
+        });
+        Ok(actions)
     }
 
     /// One reconfiguration at a time: a change is a patch of the live
@@ -320,25 +395,18 @@ impl AppState {
     /// What is kept of the workers of the pool `name`, for a pool built by
     /// [`start_pools`](Self::start_pools).
     pub fn watch(&self, name: &str) -> Option<Watch> {
-        self.watches().get(name).cloned()
+        self.pools().with(name, |e| e.watch.clone()).flatten()
     }
 
-    fn watches(&self) -> MutexGuard<'_, HashMap<String, Watch>> {
-        self.inner
-            .watches
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// The queue of pool `name`, if it has one.
+    pub(crate) fn queue(&self, name: &str) -> Option<Arc<Source>> {
+        self.pools().with(name, |e| e.queue.clone()).flatten()
     }
 
-    /// The pools fed by a JetStream work queue
-    /// ([`start_queues`](Self::start_queues)).
-    pub fn queues(&self) -> &crate::queue::Queues {
-        &self.inner.queues
-    }
-
-    /// The sizing and eviction each pool was last given.
-    pub(crate) fn live(&self) -> &LivePolicies {
-        &self.inner.live
+    /// The sizing and eviction pool `name` was last given (none for a pool
+    /// added by hand).
+    pub(crate) fn policies(&self, name: &str) -> Option<Policies> {
+        self.pools().with(name, |e| e.policies).flatten()
     }
 
     /// The run directory, if the state has one.
@@ -376,34 +444,24 @@ impl AppState {
         &self.inner.http_series
     }
 
-    pub(crate) fn reload_source(&self) -> MutexGuard<'_, Option<ReloadSource>> {
-        self.inner
-            .reload
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// The file reloads read, held for a whole reload.
+    pub(crate) async fn reload_source(&self) -> tokio::sync::MutexGuard<'_, Option<ReloadSource>> {
+        self.inner.reload.lock().await
     }
 
     /// The largest binary job body of pool `name` (its `upload_limit`, or
     /// the `body_limit`).
     pub fn upload_limit(&self, name: &str) -> usize {
-        let uploads = self
-            .inner
-            .uploads
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        uploads
-            .get(name)
-            .copied()
+        self.pools()
+            .with(name, |e| e.upload_limit)
+            .flatten()
             .unwrap_or(self.inner.bodies.limit())
     }
 
-    /// Sets the `upload_limit` of pool `name`.
+    /// Sets the `upload_limit` of pool `name` (nothing without such a
+    /// pool).
     pub fn set_upload_limit(&self, name: &str, bytes: usize) {
-        self.inner
-            .uploads
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(name.to_owned(), bytes);
+        self.pools().with(name, |e| e.upload_limit = Some(bytes));
     }
 
     pub(crate) fn metrics(&self) -> Option<&PrometheusHandle> {
@@ -413,6 +471,19 @@ impl AppState {
     /// The event hub of every pool's events.
     pub fn events(&self) -> &EventHub {
         &self.inner.events
+    }
+
+    /// Subscribes to `/events`: with `since`, the kept frames after that id
+    /// (of `pool` only, when given) come first.
+    pub(crate) fn subscribe_events(&self, since: Option<u64>, pool: Option<&str>) -> Subscription {
+        self.events().subscribe(since, || {
+            self.pools()
+                .lock()
+                .iter()
+                .filter(|(name, _)| pool.is_none_or(|p| p == name.as_str()))
+                .map(|(_, e)| e.events.clone())
+                .collect::<Vec<Ring>>()
+        })
     }
 
     /// Resolves once [`begin_shutdown`](Self::begin_shutdown) was called.
@@ -439,6 +510,6 @@ impl AppState {
     /// only stops the waiting.
     pub async fn close(&self) {
         self.begin_shutdown();
-        self.inner.registry.close_all().await;
+        self.pools().close_all().await;
     }
 }

@@ -1,0 +1,202 @@
+//! Which keys of a `[[pool]]` changed in a way a live reconfiguration does
+//! not apply, and what a reload did, pool by pool.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::config::{LIVE_POLICIES, PoolConfig};
+
+/// The keys of `[[pool]]` a live reconfiguration applies: the policies of
+/// `PUT /pools/{name}/config` and every option of [`kennel::Options`].
+fn live_keys() -> BTreeSet<String> {
+    let mut keys: BTreeSet<String> = LIVE_POLICIES.iter().map(|k| (*k).to_owned()).collect();
+    if let Ok(Value::Object(options)) = serde_json::to_value(kennel::Options::default()) {
+        keys.extend(options.into_iter().map(|(k, _)| k));
+    }
+    keys
+}
+
+/// A pool's entry as JSON, less the keys a live reconfiguration applies.
+fn restart_part(pool: &PoolConfig, live: &BTreeSet<String>) -> Option<Map<String, Value>> {
+    match serde_json::to_value(pool) {
+        Ok(Value::Object(mut keys)) => {
+            keys.retain(|k, _| !live.contains(k));
+            Some(keys)
+        }
+        _ => None,
+    }
+}
+
+/// The keys whose change a live reconfiguration does not apply, sorted:
+/// every key but the live ones, so that a key added later replaces the
+/// pool until it is made live. Empty when only live keys changed.
+pub(crate) fn replace_keys(old: &PoolConfig, new: &PoolConfig) -> Vec<String> {
+    let live = live_keys();
+    let (Some(a), Some(b)) = (restart_part(old, &live), restart_part(new, &live)) else {
+        // Not written as JSON: nothing can be said to be the same.
+        return vec!["(every key)".to_owned()];
+    };
+    let names: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    names
+        .into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .cloned()
+        .collect()
+}
+
+/// What a reload did to one pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "done", rename_all = "kebab-case")]
+pub enum PoolChange {
+    /// A new `[[pool]]`: started.
+    Added,
+    /// No longer in the file: taken out and closed (its jobs get its
+    /// `job_grace`).
+    Removed,
+    /// A key that a live change does not apply changed: a new pool under
+    /// the name, the old one closed.
+    Replaced {
+        /// The keys that changed.
+        keys: Vec<String>,
+    },
+    /// Only live keys changed: changed in place, as
+    /// `PUT /pools/{name}/config` does.
+    Reconfigured {
+        /// What was done.
+        actions: Vec<String>,
+    },
+    /// Could not be changed: it runs as before.
+    Refused {
+        /// Why.
+        why: String,
+    },
+}
+
+/// What a reload did, pool by pool (pools that did not change are not
+/// named).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Reloaded {
+    /// By pool name.
+    pub pools: BTreeMap<String, PoolChange>,
+    /// `[server]` keys that changed and take effect at the next start.
+    pub server_keys_not_applied: Vec<String>,
+}
+
+impl fmt::Display for Reloaded {
+    /// `added: a; replaced: b (protocol); reconfigured: c (resize 1 -> 3);
+    /// removed: d; refused: e (why); [server] keys not applied: x`, the
+    /// empty parts left out (`nothing changed` when all are).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = Vec::new();
+        let mut part = |word: &str, items: Vec<String>| {
+            if !items.is_empty() {
+                parts.push(format!("{word}: {}", items.join(", ")));
+            }
+        };
+        let named = |pick: fn(&PoolChange) -> Option<String>| -> Vec<String> {
+            self.pools
+                .iter()
+                .filter_map(|(name, c)| {
+                    pick(c).map(|d| {
+                        if d.is_empty() {
+                            name.clone()
+                        } else {
+                            format!("{name} ({d})")
+                        }
+                    })
+                })
+                .collect()
+        };
+        part(
+            "added",
+            named(|c| matches!(c, PoolChange::Added).then(String::new)),
+        );
+        part(
+            "replaced",
+            named(|c| match c {
+                PoolChange::Replaced { keys } => Some(keys.join(", ")),
+                _ => None,
+            }),
+        );
+        part(
+            "reconfigured",
+            named(|c| match c {
+                PoolChange::Reconfigured { actions } => Some(actions.join(", ")),
+                _ => None,
+            }),
+        );
+        part(
+            "removed",
+            named(|c| matches!(c, PoolChange::Removed).then(String::new)),
+        );
+        part(
+            "refused",
+            named(|c| match c {
+                PoolChange::Refused { why } => Some(why.clone()),
+                _ => None,
+            }),
+        );
+        part(
+            "[server] keys not applied (next start)",
+            self.server_keys_not_applied.clone(),
+        );
+        if parts.is_empty() {
+            f.write_str("nothing changed")
+        } else {
+            f.write_str(&parts.join("; "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::SizingConfig;
+
+    #[test]
+    fn only_live_keys_changed_means_nothing_to_replace() {
+        let old = PoolConfig::new("p", ["a"]);
+        let mut new = old.clone();
+        new.sizing = Some(SizingConfig::Fixed { workers: 3 });
+        new.group = Some("g".into());
+        new.options.job_timeout = Some(Duration::from_secs(1));
+        new.options.max_waiting = Some(7);
+        assert_eq!(replace_keys(&old, &new), Vec::<String>::new());
+    }
+
+    #[test]
+    fn any_other_key_replaces_and_is_named() {
+        let old = PoolConfig::new("p", ["a"]);
+        let mut new = old.clone();
+        new.argv = vec!["b".into()];
+        new.pin = true;
+        new.options.job_timeout = Some(Duration::from_secs(1));
+        assert_eq!(replace_keys(&old, &new), ["argv", "pin"]);
+    }
+
+    #[test]
+    fn the_answer_reads_pool_by_pool() {
+        let mut done = Reloaded::default();
+        done.pools.insert("a".into(), PoolChange::Added);
+        done.pools.insert(
+            "b".into(),
+            PoolChange::Replaced {
+                keys: vec!["protocol".into()],
+            },
+        );
+        assert_eq!(done.to_string(), "added: a; replaced: b (protocol)");
+        assert_eq!(
+            serde_json::to_value(&done).unwrap(),
+            serde_json::json!({
+                "pools": {"a": {"done": "added"}, "b": {"done": "replaced", "keys": ["protocol"]}},
+                "server_keys_not_applied": []
+            })
+        );
+        assert_eq!(Reloaded::default().to_string(), "nothing changed");
+    }
+}
