@@ -15,7 +15,6 @@ use tokio::sync::watch;
 use crate::config::{Config, DEFAULT_BODY_LIMIT, PoolConfig};
 use crate::events::EventHub;
 use crate::http::body::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODIES};
-use crate::http::series::HttpSeries;
 use crate::http::{BodyGate, HostPolicy};
 use crate::ops::live::LivePolicies;
 use crate::pools::build_watched_pool;
@@ -38,8 +37,6 @@ struct Inner {
     host: HostPolicy,
     access_log: bool,
     metrics: Option<PrometheusHandle>,
-    /// The handles of the HTTP metrics' series.
-    http_series: HttpSeries,
     events: EventHub,
     /// The file `SIGHUP` and `POST /reload` read again, and what was read
     /// last.
@@ -158,7 +155,6 @@ impl AppStateBuilder {
                 host: self.host.unwrap_or_default(),
                 access_log: self.access_log,
                 metrics: self.metrics,
-                http_series: HttpSeries::default(),
                 events: EventHub::new(),
                 reload: Mutex::new(None),
                 shutdown,
@@ -369,11 +365,6 @@ impl AppState {
     /// Whether each request is logged.
     pub fn access_log(&self) -> bool {
         self.inner.access_log
-    }
-
-    /// The handles of the HTTP metrics' series.
-    pub(crate) fn http_series(&self) -> &HttpSeries {
-        &self.inner.http_series
     }
 
     pub(crate) fn reload_source(&self) -> MutexGuard<'_, Option<ReloadSource>> {

@@ -2,8 +2,6 @@
 //! header timeout for the first request, an idle timeout between the next
 //! ones (`ConnTimer`), a write stall timeout (`StallTimeout`), and at
 //! most [`ConnectionBudget::connections`] at once; then a graceful stop.
-//! Each connection's task polls it again at once when the connection wakes
-//! itself (`Rewake`).
 //!
 //! [`ConnectionBudget::connections`]: super::ConnectionBudget::connections
 
@@ -24,7 +22,6 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tower::Service;
 
-use super::rewake::Rewake;
 use super::stall::StallTimeout;
 use super::timer::ConnTimer;
 
@@ -87,12 +84,11 @@ impl Default for ConnOptions {
     }
 }
 
-/// Serves `service` ([`Routes`](super::Routes) in `kennel serve`, or an
-/// axum [`Router`](axum::Router) such as [`app`](crate::app)'s) on
-/// `listener` until `stop` resolves, then stops
-/// accepting, lets each connection finish the request it is on (an idle
-/// one closes at once; one still sending its head has until its header
-/// timeout) and resolves when every connection has ended.
+/// Serves `service` (in `kennel serve`, [`app`](crate::app)'s router) on
+/// `listener` until `stop` resolves, then stops accepting, lets each
+/// connection finish the request it is on (an idle one closes at once; one
+/// still sending its head has until its header timeout) and resolves when
+/// every connection has ended.
 ///
 /// # Errors
 ///
@@ -146,8 +142,6 @@ where
             .keep_alive(true);
         let conn = builder.serve_connection(io, TowerToHyperService::new(service.clone()));
         let watched = graceful.watch(conn);
-        // Polled again at once when a request's body wakes it (rewake.rs).
-        let watched = Rewake::new(watched);
         conns.spawn(async move {
             let _open = Open::new(permit);
             if let Err(e) = watched.await {
