@@ -118,7 +118,7 @@ pub(crate) struct AccessLine {
     started: Instant,
     method: String,
     path: String,
-    route: &'static str,
+    route: String,
 }
 
 impl AccessLine {
@@ -128,7 +128,7 @@ impl AccessLine {
     pub(crate) fn start(
         state: &AppState,
         request: &Request,
-        route: &'static str,
+        route: &str,
         started: Instant,
     ) -> Option<Self> {
         if !state.access_log() {
@@ -143,7 +143,7 @@ impl AccessLine {
                 .chars()
                 .take(ACCESS_PATH_CHARS)
                 .collect(),
-            route,
+            route: route.to_owned(),
         })
     }
 

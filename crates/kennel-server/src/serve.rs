@@ -139,7 +139,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
     // The server task ends when dropped, if it has not by itself.
     let mut server = AbortOnDropHandle::new(tokio::spawn(kennel_server::http::serve(
         listener,
-        kennel_server::http::Routes::new(state.clone()),
+        kennel_server::app(state.clone()),
         options,
         state.shutdown_signal(),
     )));
