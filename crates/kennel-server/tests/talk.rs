@@ -217,7 +217,7 @@ async fn a_json_lines_job_carries_its_id_unless_the_pool_turns_ids_off() {
     .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body, r#"{"keys":["a","op"]}"#);
-    state.registry().close_all().await;
+    state.close().await;
 
     let worker = "import json,sys\nprint(json.dumps({'ready':True}),flush=True)\nfor l in sys.stdin:\n    print(json.dumps({'line':l.strip()}),flush=True)\n";
     for (job_ids, seen) in [(true, r#"{"kennel_id":1,"a":1}"#), (false, r#"{"a":1}"#)] {
@@ -230,7 +230,7 @@ async fn a_json_lines_job_carries_its_id_unless_the_pool_turns_ids_off() {
         assert_eq!(status, StatusCode::OK);
         let body: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(body["line"], seen, "job_ids = {job_ids}");
-        state.registry().close_all().await;
+        state.close().await;
     }
 }
 
