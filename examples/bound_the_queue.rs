@@ -8,37 +8,18 @@
 
 use std::time::Duration;
 
-use kennel::{
-    BoxError, Error, ExitSignal, Exited, Fixed, Killer, Parallel, Pool, PoolBuilder, RunOptions,
-    Worker,
-};
+use kennel::{BoxError, Error, Fixed, Parallel, Pool, PoolBuilder, RunOptions, Worker};
 
 /// A worker that is ready at once.
-struct Renderer {
-    signal: ExitSignal,
-    exited: Option<Exited>,
-}
+struct Renderer;
 
-impl Worker for Renderer {
-    fn exited(&mut self) -> Exited {
-        self.exited.take().unwrap_or_else(Exited::never)
-    }
-    fn killer(&self) -> Killer {
-        self.signal.killer()
-    }
-}
+impl Worker for Renderer {}
 
 /// Two workers, started when the pool is built.
 fn two_renderers() -> PoolBuilder<Renderer> {
-    Pool::builder(|_slot| async {
-        let (signal, exited) = ExitSignal::new();
-        Ok::<_, BoxError>(Renderer {
-            signal,
-            exited: Some(exited),
-        })
-    })
-    .startup(Parallel)
-    .sizing(Fixed(2))
+    Pool::builder(|_slot| async { Ok::<_, BoxError>(Renderer) })
+        .startup(Parallel)
+        .sizing(Fixed(2))
 }
 
 /// A job of 100 ms.

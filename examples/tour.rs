@@ -5,27 +5,18 @@
 
 use std::time::Duration;
 
-use kennel::{
-    BoxError, Event, ExitSignal, Exited, Fixed, IdleTimeout, Killer, LeaderFirst, Pool, Worker,
-};
+use kennel::{BoxError, Event, Fixed, IdleTimeout, LeaderFirst, Pool, Worker};
 use tokio::time::Instant;
 
 /// A worker that "loads a model" (a table of squares) for a while, then
 /// answers look-ups. Its state lives as long as the worker.
 struct Model {
     table: Vec<u64>,
-    signal: ExitSignal,
-    exited: Option<Exited>,
 }
 
 impl Model {
     fn new() -> Self {
-        let (signal, exited) = ExitSignal::new();
-        Self {
-            table: Vec::new(),
-            signal,
-            exited: Some(exited),
-        }
+        Self { table: Vec::new() }
     }
 
     fn square(&self, n: usize) -> u64 {
@@ -39,14 +30,6 @@ impl Worker for Model {
         tokio::time::sleep(Duration::from_millis(300)).await;
         self.table = (0..1_000u64).map(|n| n * n).collect();
         Ok(())
-    }
-
-    fn exited(&mut self) -> Exited {
-        self.exited.take().unwrap_or_else(Exited::never)
-    }
-
-    fn killer(&self) -> Killer {
-        self.signal.killer()
     }
 }
 
