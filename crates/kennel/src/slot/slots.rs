@@ -2,7 +2,7 @@
 
 use super::counts::{Counts, Kind, SlotSet};
 use super::transitions::Step;
-use super::{Rest, Side, Slot, SlotState};
+use super::{Side, Slot, SlotState};
 
 /// The slots of a pool. Every change of a slot's state goes through
 /// [`apply`](Slots::apply), which keeps the counts (invariant 3).
@@ -98,18 +98,7 @@ impl<W> Slots<W> {
         match f(old) {
             Step::To(new, r) => {
                 let new_kind = Kind::of(i, self.size, &new);
-                let placeholder = std::mem::replace(state, new);
-                if let SlotState::Empty {
-                    rest: Rest::Wanted, ..
-                } = placeholder
-                {
-                    // It holds nothing: no drop to run. The drop of a
-                    // slot state is a call the compiler does not inline;
-                    // skipping it for the placeholder saves 33 of the
-                    // ~1,160 instructions of a lend + return (measured with
-                    // bench/cycles.sh; an `Option` state cost 26 more).
-                    std::mem::forget(placeholder);
-                }
+                *state = new;
                 if old_kind != new_kind {
                     self.count(old_kind, i, false);
                     self.count(new_kind, i, true);
