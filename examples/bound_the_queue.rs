@@ -69,14 +69,16 @@ async fn burst(pool: &Pool<Renderer>, n: usize) -> Result<(), Box<dyn std::error
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("max_waiting(3): 8 jobs at once on 2 workers; 2 run, 3 queue, 3 are turned away");
-    let pool = two_renderers().max_waiting(3).build()?;
+    let pool = two_renderers()
+        .with_options(|o| o.max_waiting = Some(3))
+        .build()?;
     burst(&pool, 8).await?;
     pool.close().await;
 
     println!("\nmax_queue_wait(275 ms), jobs of 100 ms on 2 workers:");
     println!("  projected wait = (jobs ahead + 1) / 2 x mean job time (about 100 ms)");
     let pool = two_renderers()
-        .max_queue_wait(Duration::from_millis(275))
+        .with_options(|o| o.max_queue_wait = Some(Duration::from_millis(275)))
         .build()?;
     // Two jobs teach the pool the mean job time.
     pool.run(render).await?;
@@ -86,7 +88,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("\njob_timeout and lend_timeout:");
     let pool = two_renderers()
-        .job_timeout(Duration::from_millis(150))
+        .with_options(|o| o.job_timeout = Some(Duration::from_millis(150)))
         .build()?;
     let slow = pool
         .run(async |_r: &mut Renderer| tokio::time::sleep(Duration::from_secs(5)).await)

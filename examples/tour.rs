@@ -41,7 +41,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .startup(LeaderFirst)
         .sizing(Fixed(4))
         .eviction(IdleTimeout::new(Duration::from_secs(300))?.keep(1))
-        .job_timeout(Duration::from_secs(5))
+        .with_options(|o| o.job_timeout = Some(Duration::from_secs(5)))
         .build()?;
     let mut events = pool.events();
 

@@ -38,7 +38,7 @@
 //!     .startup(Parallel)
 //!     .sizing(Fixed(2))
 //!     .eviction(IdleTimeout::new(Duration::from_secs(300))?.keep(1))
-//!     .job_timeout(Duration::from_secs(30))
+//!     .with_options(|o| o.job_timeout = Some(Duration::from_secs(30)))
 //!     .build()?;
 //!
 //! let y = pool.run(async |m: &mut Model| m.infer(2)).await?;

@@ -42,7 +42,7 @@ fn a_warm_pools_lend_and_return_allocate_nothing_timed_or_not() {
         let untimed = fixed(&farm, Parallel, 2).build().expect("valid options");
         // `max_queue_wait` makes the pool time every job.
         let timed = fixed(&farm, Parallel, 2)
-            .max_queue_wait(Duration::from_secs(3600))
+            .with_options(|o| o.max_queue_wait = Some(Duration::from_secs(3600)))
             .build()
             .expect("valid options");
         assert_eq!(blocks_per_cycles(&untimed, 1000).await, 0, "untimed");

@@ -44,7 +44,10 @@ async fn a_worker_with_no_methods_serves_jobs_and_is_dropped_when_the_pool_close
 #[tokio::test(start_paused = true)]
 async fn a_worker_killed_by_being_dropped_is_dropped_and_replaced() {
     let dropped = Arc::new(AtomicUsize::new(0));
-    let pool = plain_pool(&dropped).job_timeout(secs(1)).build().unwrap();
+    let pool = plain_pool(&dropped)
+        .with_options(|o| o.job_timeout = Some(secs(1)))
+        .build()
+        .unwrap();
     let mut events = pool.events();
     let late = pool
         .run(async |_w: &mut Plain| tokio::time::sleep(secs(60)).await)
