@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::effects::{Effects, Wake};
 use super::release::{Outcome, Returned};
 use super::state::State;
-use crate::dispatch::{Choice, Grant, Granted, Waiters, Waiting, startable};
+use crate::dispatch::{Choice, Grant, Granted, JobLimits, Waiters, Waiting, startable};
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
 use crate::slot::Held;
@@ -65,10 +65,8 @@ impl<W: Worker> State<W> {
                 if self.opts.min_idle.is_some() {
                     self.keep_spares(fx);
                 }
-                // Built last, in the place it is returned in: a grant built
-                // before the calls above was copied after them, a copy that
-                // costs more than its instructions (ADR 0049).
-                Ok(Acquired::Now(Granted::new(i, worker, cell)))
+                let limits = JobLimits::of(&self.opts);
+                Ok(Acquired::Now(Granted::new(i, worker, cell, limits)))
             }
             Choice::Starting(i) => {
                 let waiting = self.waiters.push(Some(i));
@@ -128,7 +126,7 @@ impl<W: Worker> State<W> {
             return None;
         }
         let (worker, cell) = self.slots.change(i, t::lend_idle)?;
-        Some(Granted::new(i, worker, cell))
+        Some(Granted::new(i, worker, cell, JobLimits::of(&self.opts)))
     }
 
     /// The idle slots now (running and kept).
@@ -272,7 +270,8 @@ impl<W: Worker> State<W> {
                 Choice::Idle(i) if self.opts.probe_on_lend => self.probe_slot(fx, i, None),
                 Choice::Idle(i) => {
                     let (worker, cell) = self.lend_idle(i);
-                    self.grant_oldest(fx, Granted::new(i, worker, cell), now);
+                    let g = Granted::new(i, worker, cell, JobLimits::of(&self.opts));
+                    self.grant_oldest(fx, g, now);
                 }
                 Choice::Starting(i) => {
                     let id = oldest_unbound(&self.waiters);

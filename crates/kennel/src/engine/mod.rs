@@ -297,21 +297,6 @@ impl<W: Worker> Engine<W> {
         self.lock().closed
     }
 
-    /// A job's `job_timeout` (the call's own when it gives one),
-    /// `job_kill_after` and `progress_extends_timeout`, under one lock.
-    pub(crate) fn job_limits(
-        &self,
-        call: Option<Option<Duration>>,
-    ) -> (Option<Duration>, Option<Duration>, bool) {
-        let st = self.lock();
-        let soft = call.unwrap_or(st.opts.job_timeout);
-        (
-            soft,
-            st.opts.job_kill_after,
-            st.opts.progress_extends_timeout,
-        )
-    }
-
     pub(crate) fn options(&self) -> crate::Options {
         self.lock().opts.clone()
     }

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::effects::{Effects, Wake, When};
 use super::state::State;
-use crate::dispatch::Granted;
+use crate::dispatch::{Granted, JobLimits};
 use crate::event::{Event, RetireReason};
 use crate::eviction::IdleWorker;
 use crate::sizing::SizingInput;
@@ -183,7 +183,7 @@ impl<W: Worker> State<W> {
         }
         if !self.waiters.is_empty() && i < self.slots.size() {
             // It stays lent, now to the oldest job.
-            let g = Granted::new(i, worker, live.cell.clone());
+            let g = Granted::new(i, worker, live.cell.clone(), JobLimits::of(&self.opts));
             self.grant_oldest(fx, g, now.read());
             return;
         }
