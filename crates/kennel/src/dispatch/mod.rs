@@ -109,7 +109,6 @@ impl Order {
     /// The lending order for a job. With `new_worker` false only an idle
     /// worker counts (the job is already bound to a starting one);
     /// `may_start` asks the sizing whether a new worker may start now.
-    #[inline]
     pub(crate) fn choose<W>(
         &mut self,
         slots: &Slots<W>,

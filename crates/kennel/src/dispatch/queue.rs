@@ -156,7 +156,6 @@ impl<W> Waiters<W> {
     }
 
     /// Whether something granted waits to be sent.
-    #[inline]
     pub(crate) fn has_granted(&self) -> bool {
         self.granted_one.is_some()
     }

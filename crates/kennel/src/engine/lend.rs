@@ -34,7 +34,6 @@ impl<W: Worker> State<W> {
     /// The lending order for a new job. With `queue` false, a job that would
     /// have to queue gets [`Acquired::WouldQueue`] (a group tries another
     /// pool).
-    #[inline]
     pub(crate) fn acquire(
         &mut self,
         fx: &mut Effects<W>,
@@ -104,10 +103,11 @@ impl<W: Worker> State<W> {
 
     /// The lending order; `new_worker` false looks only for an idle worker.
     fn choose(&mut self, new_worker: bool) -> Choice {
-        let (slots, waiters, sizing) = (&self.slots, &self.waiters, &mut self.sizing);
+        let (slots, waiters, sizing, now) =
+            (&self.slots, &self.waiters, &mut self.sizing, self.now);
         self.order
             .choose(slots, self.opts.dispatch, new_worker, || {
-                sizing.may_start(&super::state::view_of(slots, waiters, Instant::now()))
+                sizing.may_start(&super::state::view_of(slots, waiters, now))
             })
     }
 
@@ -186,7 +186,7 @@ impl<W: Worker> State<W> {
             slot: i,
             generation: self.slots.generation(i),
         };
-        let timer = fx.wake_at(Instant::now() + after, wake);
+        let timer = fx.wake_at(self.now + after, wake);
         self.slots.edit(i, |s| {
             if let SlotState::Ready {
                 live,
@@ -245,13 +245,12 @@ impl<W: Worker> State<W> {
             job: false,
             memory: None,
         };
-        self.release(fx, back, &mut Now::unread());
+        self.release(fx, back, &mut Now::at(self.now));
         self.pump(fx, None);
     }
 
     /// Gives waiting jobs what the pool has: idle workers, unawaited starting
     /// workers, empty running slots. `now` is the time if the caller read it.
-    #[inline]
     pub(crate) fn pump(&mut self, fx: &mut Effects<W>, now: Option<Instant>) {
         // Looked at after every return: no call when no job waits.
         if !self.waiters.is_empty() && !self.closed {
@@ -304,7 +303,7 @@ impl<W: Worker> State<W> {
         if startable(&self.slots).is_none() {
             return;
         }
-        self.start_retry = Some(fx.wake_at(Instant::now() + START_RETRY, Wake::StartRetry));
+        self.start_retry = Some(fx.wake_at(self.now + START_RETRY, Wake::StartRetry));
     }
 
     /// A job waits and the only free room is a running slot whose worker the

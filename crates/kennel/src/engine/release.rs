@@ -46,7 +46,6 @@ pub(crate) struct Returned<'a, W> {
 
 impl<W: Worker> State<W> {
     /// A lease comes back.
-    #[inline]
     pub(crate) fn release(&mut self, fx: &mut Effects<W>, back: Returned<'_, W>, now: &mut Now) {
         let Returned {
             slot: i,

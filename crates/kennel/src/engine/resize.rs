@@ -78,7 +78,7 @@ impl<W: Worker> State<W> {
             for i in old..size {
                 // Through Lent, as `place` wants it.
                 if let Some((worker, _)) = self.slots.change(i, t::lend_idle) {
-                    self.place(fx, i, worker, &mut Now::unread(), None);
+                    self.place(fx, i, worker, &mut Now::at(self.now), None);
                 }
             }
         }

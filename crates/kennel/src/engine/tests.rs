@@ -176,7 +176,7 @@ fn a_failed_lease_kills_its_worker_after_the_lock_and_says_why() {
         job: true,
         memory: None,
     };
-    st.release(&mut fx, back, &mut Now::unread());
+    st.release(&mut fx, back, &mut Now::at(st.now));
     assert_eq!(fx.recorded().kills.len(), 1);
     assert_eq!(fx.recorded().drops.len(), 1);
     assert!(matches!(
@@ -211,7 +211,7 @@ fn a_returned_worker_is_idle_again_with_no_effect() {
         job: true,
         memory: None,
     };
-    st.release(&mut fx, back, &mut Now::unread());
+    st.release(&mut fx, back, &mut Now::at(st.now));
     assert!(fx.is_empty());
     assert_eq!(st.stats().idle, 1);
 }

@@ -189,7 +189,6 @@ pub(crate) struct Live {
 
 impl Live {
     /// Whether the worker has served the jobs it may serve.
-    #[inline]
     pub(crate) fn served_all(&self) -> bool {
         let r = &self.record;
         r.max_jobs.is_some_and(|n| r.jobs >= n)
@@ -197,7 +196,6 @@ impl Live {
 
     /// Whether the worker has outlived its lifetime now; reads the clock
     /// only for a worker that has a lifetime.
-    #[inline]
     pub(crate) fn expired_by(&self, now: &mut Now) -> bool {
         self.life.as_ref().is_some_and(|l| now.get() >= l.deadline)
     }

@@ -86,7 +86,6 @@ impl<W> Slots<W> {
     /// Changes slot `i` by the transition `f`, which takes the state by value
     /// and gives back the next one and what it moved out, or the same state
     /// when it does not apply (`None` then). The only way a state changes.
-    #[inline]
     pub(crate) fn apply<R>(
         &mut self,
         i: usize,
@@ -115,7 +114,6 @@ impl<W> Slots<W> {
     /// Changes slot `i` in place by the transition `f` (a lend or a return,
     /// which move only the worker), keeping the counts as
     /// [`apply`](Slots::apply) does.
-    #[inline]
     pub(crate) fn change<R>(&mut self, i: usize, f: impl FnOnce(&mut SlotState<W>) -> R) -> R {
         let old_kind = Kind::of(i, self.size, &self.slots[i].state);
         let r = f(&mut self.slots[i].state);
@@ -136,7 +134,6 @@ impl<W> Slots<W> {
         r
     }
 
-    #[inline]
     fn count(&mut self, kind: Kind, i: usize, add: bool) {
         if kind == Kind::Idle {
             if add {
