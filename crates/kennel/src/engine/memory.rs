@@ -1,7 +1,6 @@
 //! `max_memory`: the workers' memory, sampled off the lock, and the
 //! retirement of a worker that grew past the limit.
 
-
 use super::effects::{Effects, Wake};
 use super::state::State;
 use crate::event::RetireReason;

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-
 use super::effects::{Effects, Wake};
 use super::state::State;
 use crate::backoff;

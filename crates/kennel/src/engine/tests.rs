@@ -1,6 +1,6 @@
 //! The handlers tested as plain functions: no runtime, no task, no clock
-//! but the one they read; only the state they leave and the effects they
-//! return.
+//! but the session's time the state holds (`State::now`); only the state
+//! they leave and the effects they return.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -229,4 +229,19 @@ fn closing_fails_waiting_jobs_and_closes_idle_workers_after_the_lock() {
     assert!(matches!(fx.recorded().events[..], [Event::Closed]));
     assert_eq!(st.stats().waiting, 0);
     assert!(!st.all_ended(), "the lent worker has not ended");
+}
+
+#[test]
+fn a_handler_counts_time_from_its_lock_sessions_now_not_the_clock() {
+    let mut st = state(OnDemand, 1);
+    st.opts.probe_every = Some(Duration::from_secs(2));
+    // An hour from the clock: only the session's time can give this.
+    st.now += Duration::from_secs(3600);
+    let mut fx = Effects::default();
+    st.arm_probe(&mut fx);
+    let armed = &fx.recorded().wakes[0];
+    assert!(matches!(
+        armed.when,
+        When::At(at) if at == st.now + Duration::from_secs(2)
+    ));
 }
