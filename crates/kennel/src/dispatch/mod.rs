@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 pub(crate) use lending::Lending;
-pub(crate) use queue::{Handed, Waiters, Waiting};
+pub(crate) use queue::{Handing, Waiters, Waiting};
 
 use crate::error::Error;
 use crate::slot::{SlotState, Slots, WorkerCell};

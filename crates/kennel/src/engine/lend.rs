@@ -115,7 +115,7 @@ impl<W: Worker> State<W> {
     /// slot keeps the cell, to kill the worker or see it end while lent.
     fn lend_idle(&mut self, i: usize) -> (W, Arc<WorkerCell>) {
         self.slots
-            .change(i, t::lend_idle)
+            .apply(i, t::lend_idle)
             .expect("the lending order chose an idle slot")
     }
 
@@ -125,7 +125,7 @@ impl<W: Worker> State<W> {
         if self.closed || i >= self.slots.len() {
             return None;
         }
-        let (worker, cell) = self.slots.change(i, t::lend_idle)?;
+        let (worker, cell) = self.slots.apply(i, t::lend_idle)?;
         Some(Granted::new(i, worker, cell, JobLimits::of(&self.opts)))
     }
 

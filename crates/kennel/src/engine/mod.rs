@@ -44,7 +44,7 @@ pub(crate) use lend::Acquired;
 pub(crate) use release::{Outcome, Returned};
 pub(crate) use state::{Parts, State};
 
-use crate::dispatch::{Grant, Handed};
+use crate::dispatch::{Grant, Handing};
 use crate::error::Error;
 use crate::event::Event;
 use crate::metrics::PoolMetrics;
@@ -141,13 +141,9 @@ impl<W: Worker> Engine<W> {
         let mut fx = Effects::default();
         let mut st = self.lock();
         let r = handler(&mut st, &mut fx);
-        if st.waiters.has_granted() {
-            let handed = st.waiters.take_granted();
-            drop(st);
-            self.hand_over(handed);
-        } else {
-            drop(st);
-        }
+        let handed = st.waiters.take_granted();
+        drop(st);
+        self.hand_over(handed);
         if !fx.is_empty() {
             self.carry_out(fx);
         }
@@ -157,11 +153,8 @@ impl<W: Worker> Engine<W> {
     /// Sends waiting jobs what they were granted (each send wakes its job);
     /// a worker refused by a job that gave up meanwhile comes back to the
     /// pool (ADR 0041).
-    fn hand_over(&self, handed: Option<Handed<W>>) {
-        let Some((one, more)) = handed else {
-            return;
-        };
-        for (to, grant) in std::iter::once(one).chain(more) {
+    fn hand_over(&self, handed: Vec<Handing<W>>) {
+        for (to, grant) in handed {
             if let Err(Ok(g)) = to.send(grant) {
                 self.act(|st, fx| st.take_back(fx, g));
             }

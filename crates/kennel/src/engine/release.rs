@@ -204,10 +204,7 @@ impl<W: Worker> State<W> {
             Some(since) if i < self.slots.size() => self.arm_eviction(fx, i, since, started),
             _ => None,
         };
-        if let Err(worker) = self
-            .slots
-            .change(i, |s| t::to_idle(s, worker, since, evict))
-        {
+        if let Some(Err(worker)) = self.slots.apply(i, |s| t::to_idle(s, worker, since, evict)) {
             fx.add().drops.push(worker);
         }
     }

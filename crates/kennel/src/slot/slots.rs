@@ -111,20 +111,6 @@ impl<W> Slots<W> {
         }
     }
 
-    /// Changes slot `i` in place by the transition `f` (a lend or a return,
-    /// which move only the worker), keeping the counts as
-    /// [`apply`](Slots::apply) does.
-    pub(crate) fn change<R>(&mut self, i: usize, f: impl FnOnce(&mut SlotState<W>) -> R) -> R {
-        let old_kind = Kind::of(i, self.size, &self.slots[i].state);
-        let r = f(&mut self.slots[i].state);
-        let new_kind = Kind::of(i, self.size, &self.slots[i].state);
-        if old_kind != new_kind {
-            self.count(old_kind, i, false);
-            self.count(new_kind, i, true);
-        }
-        r
-    }
-
     /// Changes the data of slot `i`'s state in place where the kind stays
     /// (an idle worker's eviction timer, a live worker's lifetime).
     pub(crate) fn edit<R>(&mut self, i: usize, f: impl FnOnce(&mut SlotState<W>) -> R) -> R {
