@@ -86,7 +86,7 @@ async fn a_job_timeout_kills_the_worker_process_and_a_new_one_is_started() {
     let pool = pool_of(fixture(&[]), &started)
         .startup(Parallel)
         .sizing(Fixed(1))
-        .job_timeout(Duration::from_millis(300))
+        .with_options(|o| o.job_timeout = Some(Duration::from_millis(300)))
         .build()
         .expect("pool");
     let mut events = pool.events();
@@ -342,7 +342,7 @@ async fn a_job_timeout_abandons_a_thread_worker_and_a_new_one_is_built() {
     .name("threads")
     .startup(OnDemand)
     .sizing(Fixed(1))
-    .job_timeout(Duration::from_millis(200))
+    .with_options(|o| o.job_timeout = Some(Duration::from_millis(200)))
     .build()
     .expect("pool");
 

@@ -36,9 +36,6 @@ use serve::serve;
 ///   In a pool the job fails with the pool's `kennel::Error::Crashed`
 ///   (its exit has the panic's message) and the pool replaces the worker;
 ///   on its own the run fails with [`ThreadError::Crashed`].
-/// - After each job the thread looks for the next one for up to 50 µs,
-///   yielding its core between looks, before it sleeps: a caller that keeps
-///   it busy does not pay a thread wake-up per job.
 /// - In a pool, a freed worker reaches the next waiting job through the
 ///   async runtime, which costs a few thread wake-ups: for jobs of a few
 ///   microseconds sent by many tasks at once, give the pool as many workers
