@@ -132,7 +132,7 @@ impl<W: Worker> PoolBuilder<W> {
     }
 
     /// Rejects at once, with `QueueWait`, a job whose projected wait is
-    /// above `d`.
+    /// above `d`; rejects nothing until a first job has been timed.
     pub fn max_queue_wait(mut self, d: Duration) -> Self {
         self.options.max_queue_wait = Some(d);
         self

@@ -92,7 +92,8 @@ pub struct Options {
     /// `QueueFull`. 0 means no queue. `None`: 8 × the capacity.
     pub max_waiting: Option<usize>,
     /// Rejects at once, with `QueueWait`, a job whose projected wait is
-    /// above this. `None`: off.
+    /// above this; rejects nothing until a first job has been timed.
+    /// `None`: off.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub max_queue_wait: Option<Duration>,
     /// The job grace: how long `close` lets lent jobs finish before it
