@@ -297,6 +297,10 @@ impl<W: Worker> Engine<W> {
         self.lock().closed
     }
 
+    pub(crate) fn is_warming(&self) -> bool {
+        self.lock().is_warming()
+    }
+
     /// A job's `job_timeout` (the call's own when it gives one),
     /// `job_kill_after` and `progress_extends_timeout`, under one lock.
     pub(crate) fn job_limits(
