@@ -143,7 +143,8 @@ options! {
         /// `QueueFull`. 0 means no queue. `None`: 8 × the capacity.
         max_waiting: Option<usize> = None, waiting;
         /// Rejects at once, with `QueueWait`, a job whose projected wait is
-        /// above this. `None`: off.
+        /// above this; rejects nothing until a first job has been timed.
+        /// `None`: off.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
         max_queue_wait: Option<Duration> = None, limit;
         /// The job grace: how long `close` lets lent jobs finish before it

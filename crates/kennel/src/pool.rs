@@ -106,6 +106,14 @@ impl<W: Worker> Pool<W> {
         self.engine().stats()
     }
 
+    /// Whether the pool still warms its first worker: it starts workers by
+    /// itself (an eager startup, or `min_idle` above 0) and none of them
+    /// has been ready yet. False for a pool that starts workers only for
+    /// jobs, and for good once a first worker was ready.
+    pub fn is_warming(&self) -> bool {
+        self.engine().is_warming()
+    }
+
     /// How long a job that joined the queue now would wait for a worker, as
     /// `max_queue_wait` projects it: (jobs waiting + 1) / running slots ×
     /// the mean time of the jobs seen so far. `None` while no job time is

@@ -174,16 +174,14 @@ async fn lend_timeout_gives_up_after_its_wait_and_leaves_the_queue() {
 #[tokio::test(start_paused = true)]
 async fn a_job_whose_projected_wait_is_too_long_is_rejected_as_queue_wait() {
     let farm = Farm::new();
-    // Before any job is timed, the job time is taken as job_timeout (10 s):
-    // one job ahead → 2 × 10 s = 20 s > 15 s.
+    // A first job of 10 s sets the mean: one job ahead → 2 × 10 s = 20 s > 15 s.
     let pool = fixed(&farm, Parallel, 1)
-        .with_options(|o| {
-            o.job_timeout = Some(secs(10));
-            o.max_queue_wait = Some(secs(15));
-        })
+        .with_options(|o| o.max_queue_wait = Some(secs(15)))
         .build()
         .unwrap();
-    settle().await;
+    pool.run(async |w: &mut Fake| w.work(secs(10)).await)
+        .await
+        .unwrap();
     let held = pool.lend().await.unwrap();
     let first = spawn_lend_slot(&pool);
     settle().await;
@@ -197,6 +195,37 @@ async fn a_job_whose_projected_wait_is_too_long_is_rejected_as_queue_wait() {
     assert_eq!(RejectReason::QueueWait.as_str(), "queue-wait");
     drop(held);
     first.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cold_pool_makes_no_projected_wait_rejection_before_a_job_returns() {
+    // No job time is known yet: the job timeout (20 s) is no guess of it.
+    // 20 jobs of 2 s on 3 workers really wait at most 6 × 2 s = 12 s.
+    let farm = Farm::new();
+    let pool = fixed(&farm, Parallel, 3)
+        .with_options(|o| {
+            o.job_timeout = Some(secs(20));
+            o.max_waiting = Some(20);
+            o.max_queue_wait = Some(secs(30));
+        })
+        .build()
+        .unwrap();
+    let burst: Vec<_> = (0..20)
+        .map(|_| {
+            let p = pool.clone();
+            tokio::spawn(async move { p.run(async |w: &mut Fake| w.work(secs(2)).await).await })
+        })
+        .collect();
+    let mut rejected = 0;
+    for job in burst {
+        match job.await.unwrap() {
+            Ok(_) => {}
+            Err(Error::Rejected { .. }) => rejected += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(rejected, 0);
+    assert!(pool.projected_wait().is_some(), "the mean is known now");
 }
 
 #[tokio::test(start_paused = true)]

@@ -38,10 +38,68 @@ async fn pools_and_stats_show_every_pool() {
     state.close().await;
 }
 
+/// Waits until pool `name` of `state` had its first ready worker (its
+/// `worker:ready` event), within `LIMIT`.
+async fn first_ready(state: &kennel_server::AppState, name: &str) {
+    let pool = state.pools().get(name).unwrap();
+    let mut events = pool.events();
+    let ready = async {
+        while pool.is_warming() {
+            match events.recv().await {
+                Ok(kennel::Event::Ready { .. }) => break,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("{name}: {e}"),
+            }
+        }
+    };
+    tokio::time::timeout(LIMIT, ready)
+        .await
+        .unwrap_or_else(|_| panic!("{name} had no ready worker"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_is_503_until_each_eager_pool_has_its_first_ready_worker() {
+    // Workers that take a second to warm up: an eager startup and an
+    // on-demand pool with `min_idle` start theirs at once; a plain
+    // on-demand pool starts none and is ready with none.
+    let slow = |name: &str| {
+        let mut p = demo(name, 1);
+        p.argv = ["@kennel", "worker", "demo", "--warmup", "1s"]
+            .map(String::from)
+            .to_vec();
+        p
+    };
+    let eager = slow("eager");
+    let mut spare = slow("spare");
+    spare.startup = kennel_server::config::StartupKind::OnDemand;
+    spare.options.min_idle = Some(1);
+    let mut lazy = slow("lazy");
+    lazy.startup = kennel_server::config::StartupKind::OnDemand;
+    let state = state_with(vec![eager, spare, lazy]).await;
+    let router = kennel_server::app(state.clone());
+    let (status, _, body) = call(&router, get("/readyz")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(
+        body,
+        json!({"status": "unavailable", "pools": {"eager": "warming", "spare": "warming", "lazy": "ready"}})
+    );
+    first_ready(&state, "eager").await;
+    first_ready(&state, "spare").await;
+    let (status, _, body) = call(&router, get("/readyz")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body,
+        json!({"status": "ok", "pools": {"eager": "ready", "spare": "ready", "lazy": "ready"}})
+    );
+    state.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_and_its_alias_healthz_report_every_pool_and_livez_answers() {
     let state = state_with(vec![demo("a", 1), demo("b", 1)]).await;
     let router = kennel_server::app(state.clone());
+    first_ready(&state, "a").await;
+    first_ready(&state, "b").await;
     for probe in ["/readyz", "/healthz"] {
         let (status, _, body) = call(&router, get(probe)).await;
         assert_eq!(status, StatusCode::OK, "{probe}");

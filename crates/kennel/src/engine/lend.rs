@@ -84,12 +84,10 @@ impl<W: Worker> State<W> {
                 if self.waiters.unbound() >= self.opts.waiting_bound(self.slots.capacity()) {
                     return Err(reject(fx, RejectReason::QueueFull));
                 }
-                if let Some(limit) = self.opts.max_queue_wait {
-                    // Before any job time is known, the job timeout stands in.
-                    let mean = self
-                        .ewma
-                        .or_else(|| self.opts.job_timeout.map(|d| d.as_secs_f64()));
-                    if mean.is_some_and(|mean| self.projected(mean) > limit.as_secs_f64()) {
+                // Only a measured mean job time rejects: before a first job
+                // comes back, a cold pool accepts what `max_waiting` admits.
+                if let (Some(limit), Some(mean)) = (self.opts.max_queue_wait, self.ewma) {
+                    if self.projected(mean) > limit.as_secs_f64() {
                         return Err(reject(fx, RejectReason::QueueWait));
                     }
                 }

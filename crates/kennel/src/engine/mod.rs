@@ -268,6 +268,10 @@ impl<W: Worker> Engine<W> {
         self.lock().closed
     }
 
+    pub(crate) fn is_warming(&self) -> bool {
+        self.lock().is_warming()
+    }
+
     pub(crate) fn options(&self) -> crate::Options {
         self.lock().opts.clone()
     }

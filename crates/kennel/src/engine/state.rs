@@ -158,6 +158,12 @@ impl<W> State<W> {
         (self.waiters.len() as f64 + 1.0) / running * mean
     }
 
+    /// As [`Pool::is_warming`](crate::Pool::is_warming).
+    pub(crate) fn is_warming(&self) -> bool {
+        let starts_itself = self.startup.is_eager() || self.opts.min_idle.is_some_and(|n| n > 0);
+        starts_itself && !self.ever_ready
+    }
+
     /// As [`Pool::projected_wait`](crate::Pool::projected_wait).
     pub(crate) fn projected_wait(&self) -> Option<Duration> {
         Duration::try_from_secs_f64(self.projected(self.ewma?)).ok()
