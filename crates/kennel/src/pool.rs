@@ -25,18 +25,12 @@ use crate::worker::{BoxError, SlotInfo, Worker};
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use kennel::{ExitSignal, Exited, Fixed, Killer, Parallel, Pool, Worker};
+/// use kennel::{Fixed, Parallel, Pool, Worker};
 ///
-/// struct Adder { signal: ExitSignal, exited: Option<Exited> }
-/// impl Worker for Adder {
-///     fn exited(&mut self) -> Exited { self.exited.take().unwrap_or_else(Exited::never) }
-///     fn killer(&self) -> Killer { self.signal.killer() }
-/// }
+/// struct Adder;
+/// impl Worker for Adder {}
 ///
-/// let pool = Pool::builder(|_slot| async {
-///     let (signal, exited) = ExitSignal::new();
-///     Ok::<_, kennel::BoxError>(Adder { signal, exited: Some(exited) })
-/// })
+/// let pool = Pool::builder(|_slot| async { Ok::<_, kennel::BoxError>(Adder) })
 /// .startup(Parallel)
 /// .sizing(Fixed(2))
 /// .build()?;

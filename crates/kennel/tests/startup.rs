@@ -127,7 +127,7 @@ async fn a_pool_that_starts_workers_itself_warms_until_its_first_is_ready() {
     let eager = pool_of(&farm, Parallel, 2);
     let lazy = pool_of(&Farm::with_warmup(secs(2)), OnDemand, 2);
     let spares = support::fixed(&Farm::with_warmup(secs(2)), OnDemand, 2)
-        .min_idle(1)
+        .with_options(|o| o.min_idle = Some(1))
         .build()
         .unwrap();
     settle().await;

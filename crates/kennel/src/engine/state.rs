@@ -23,6 +23,9 @@ use crate::timer::Timer;
 /// [`Effects`](super::effects::Effects).
 #[derive(Debug)]
 pub(crate) struct State<W> {
+    /// The time of this lock session, read once when the lock was taken:
+    /// handlers read the clock only through it.
+    pub(crate) now: Instant,
     pub(crate) slots: Slots<W>,
     pub(crate) waiters: Waiters<W>,
     pub(crate) opts: Options,
@@ -82,6 +85,7 @@ const EWMA_ALPHA: f64 = 0.2;
 impl<W> State<W> {
     pub(crate) fn new(p: Parts) -> Self {
         let mut st = Self {
+            now: Instant::now(),
             slots: Slots::new(p.capacity, p.size),
             waiters: Waiters::new(),
             opts: p.opts,
@@ -134,7 +138,7 @@ impl<W> State<W> {
     }
 
     pub(crate) fn view(&self) -> SizingView {
-        self.view_at(Instant::now())
+        self.view_at(self.now)
     }
 
     pub(crate) fn view_at(&self, now: Instant) -> SizingView {
@@ -194,7 +198,7 @@ impl<W> State<W> {
         use crate::slot::{Now, Rest, SlotState};
         use crate::status::{RetireDue, WorkerRow, WorkerState};
         let size = self.slots.size();
-        let mut now = Now::unread();
+        let mut now = Now::at(self.now);
         (0..self.slots.len())
             .map(|i| {
                 let state = self.slots.state(i);
