@@ -53,6 +53,9 @@ mod server_http;
 mod table;
 mod threads;
 
+#[cfg(test)]
+mod tests;
+
 pub use self::error::ConfigError;
 pub use self::human::{HumanDuration, HumanSize};
 pub use self::learning::LearningConfig;

@@ -404,4 +404,21 @@ mod tests {
                 .contains("set `durable`")
         );
     }
+
+    #[test]
+    fn a_queue_with_its_three_required_keys_takes_every_default() {
+        let text = "[[pool]]\nname = \"echo\"\nargv = [\"cat\"]\n\n[pool.queue]\nnats = \"nats://127.0.0.1:4222\"\nstream = \"JOBS\"\nsubject = \"jobs.echo\"\n";
+        let config =
+            crate::config::Config::parse(text, &crate::config::Source::inline("test.toml"))
+                .unwrap();
+        let queue = config.pools[0].queue.clone().unwrap();
+        assert_eq!(
+            queue,
+            QueueConfig::new("nats://127.0.0.1:4222", "JOBS", "jobs.echo")
+        );
+        assert_eq!(queue.durable_name("echo"), "echo");
+        assert_eq!(queue.ack_wait.0, Duration::from_secs(30));
+        assert_eq!(queue.max_deliver, 5);
+        assert!(queue.create && queue.job_meta);
+    }
 }

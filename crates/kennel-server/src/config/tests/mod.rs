@@ -9,7 +9,7 @@ mod refusals;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kennel_server::config::{Config, ConfigError, HumanDuration, Source};
+use crate::config::{Config, ConfigError, HumanDuration, Source};
 
 fn source() -> Source {
     Source {
