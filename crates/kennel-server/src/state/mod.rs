@@ -2,6 +2,7 @@
 //! [`Pools`]), and what its routes share.
 
 mod pools;
+mod queues;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
