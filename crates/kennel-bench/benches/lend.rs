@@ -3,7 +3,7 @@
 //!
 //! - `lend_return/{peer}/{size}/{tasks}`: `tasks` tasks lend and return at
 //!   once, over and over, from a pool of `size` workers. `kennel` is a pool
-//!   as built by default; `kennel-timed` times its jobs (ADR 0011).
+//!   as built by default; `kennel-timed` times its jobs.
 //! - `lend_cancel/{peer}/{size}/{tasks}`: each job holds its worker across
 //!   one yield, so jobs wait for workers, and every fourth lend is dropped
 //!   while it waits (when it has not got a worker by its second poll).
@@ -121,7 +121,7 @@ fn runtime() -> Runtime {
         .unwrap()
 }
 
-/// A kennel pool as built by default: it times no job (ADR 0011). With
+/// A kennel pool as built by default: it times no job. With
 /// `timed`, a `max_queue_wait` makes it time every job (two clock reads per
 /// cycle), as a metrics recorder or a learning sizing would.
 fn kennel_pool(size: usize, timed: bool) -> Pool<Noop> {

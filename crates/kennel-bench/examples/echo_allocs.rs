@@ -1,7 +1,7 @@
 //! How many allocations one echo job makes through a kennel pool of one
 //! [`Coprocess`] (dhat's counting allocator; the pool's lend and the
-//! runtime included), the way `kennel serve` ran a job before ADR 0042
-//! (the body parsed into a `Value`, written again for the worker, the
+//! runtime included), the way `kennel serve` ran a job before jobs went
+//! through as bytes (the body parsed into a `Value`, written again for the worker, the
 //! reply copied into a `RawValue`, then into the response's `String`) and
 //! the way it runs one now (the body checked as `JsonBytes`, the reply
 //! line handed on).
@@ -41,7 +41,7 @@ fn main() {
         let jobs_counted = 2_000u64;
         let before = allocs();
         for _ in 0..jobs_counted {
-            // Before ADR 0042: a tree in, the reply copied into a
+            // Before the bytes went through: a tree in, the reply copied into a
             // `RawValue`, then into the response's `String`.
             let tree: serde_json::Value = serde_json::from_slice(BODY.as_bytes()).expect("JSON");
             let reply = pool

@@ -3,7 +3,7 @@
 //! no worker outlives a server killed with `kill -9`.
 //!
 //! The same moment binds a pinned worker to its CPUs (`sched_setaffinity`,
-//! ADR 0043), so that every thread the worker starts inherits the mask.
+//! `pin.rs`), so that every thread the worker starts inherits the mask.
 //!
 //! This file holds the one `unsafe` block of the workspace (ADR 0016):
 //! [`Command::pre_exec`](tokio::process::Command::pre_exec) is an `unsafe`
@@ -32,7 +32,7 @@ use tokio::process::Command;
 /// allowed), the child keeps the CPUs it inherited.
 #[expect(
     unsafe_code,
-    reason = "pre_exec is unsafe; the closure only makes three system calls (ADR 0016, ADR 0043)"
+    reason = "pre_exec is unsafe; the closure only makes three system calls (ADR 0016)"
 )]
 pub(crate) fn die_with_parent(command: &mut Command, cpus: Option<CpuSet>) {
     let parent = nix::unistd::getpid();

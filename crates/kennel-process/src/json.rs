@@ -1,5 +1,5 @@
 //! [`JsonBytes`]: one JSON value as bytes, checked once and then forwarded
-//! as they are (ADR 0042).
+//! as they are (docs/internals.md).
 //!
 //! A job that arrives as JSON text (an HTTP body, a queue message) and a
 //! reply a worker wrote as a line need no tree of values in between: the

@@ -1,6 +1,6 @@
 //! CPU pinning: each worker of a pool bound to its share of the CPUs the
 //! server may use (`sched_setaffinity`), so that workers with a thread
-//! budget do not trade cores with one another (ADR 0043).
+//! budget do not trade cores with one another (docs/internals.md).
 //!
 //! The CPUs shared out are those of the server's own affinity mask, within
 //! its cgroup's cpuset (`cpuset.cpus.effective` in cgroup v2,

@@ -225,7 +225,7 @@ impl CoprocessSpec {
     }
 
     /// Binds each worker of a pool built from this spec to its share of the
-    /// CPUs (off by default; ADR 0043): as many CPUs as its
+    /// CPUs (off by default): as many CPUs as its
     /// [`threads`](Self::threads) budget (without one, the share `cores /
     /// size`), from the CPUs this process may use (its affinity mask, within
     /// its cgroup's cpuset), slot by slot: with 4 CPUs and 2 workers, slot 0

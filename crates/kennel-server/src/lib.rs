@@ -1,8 +1,7 @@
 //! The kennel service: named pools of worker processes behind HTTP, read
 //! from a TOML file. The `kennel` binary is built on this
-//! library; tests and users call [`app`] to get the router, or
-//! [`http::Routes`] to get what `kennel serve` answers with (the same
-//! routes, the job route taken without the router).
+//! library; tests and users call [`app`] to get the router that
+//! `kennel serve` answers with.
 //!
 //! - [`config`]: the TOML configuration (`[server]`, `[[pool]]`), with
 //!   humane durations and sizes and errors that name the key.
@@ -15,14 +14,13 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use kennel_server::http::Routes;
-//! use kennel_server::{AppState, Config, metrics};
+//! use kennel_server::{AppState, Config, app, metrics};
 //!
 //! let config = Config::load("kennel.toml".as_ref())?;
 //! let state = AppState::builder().metrics(metrics::install()).build();
 //! state.start_pools(&config, &std::env::current_exe()?).await?;
 //! let listener = tokio::net::TcpListener::bind(config.listen()).await?;
-//! kennel_server::http::serve(listener, Routes::new(state.clone()), Default::default(), std::future::pending()).await?;
+//! kennel_server::http::serve(listener, app(state.clone()), Default::default(), std::future::pending()).await?;
 //! state.close().await;
 //! # Ok(()) }
 //! ```
@@ -46,11 +44,12 @@ pub mod watch;
 
 mod app;
 mod error;
+mod jobs;
 pub mod payload;
 mod segment;
 mod state;
 
-pub use crate::app::{app, json_body};
+pub use crate::app::app;
 pub use crate::config::{Config, ConfigError, PoolConfig, ServerConfig};
 pub use crate::error::{ApiError, MAX_RETRY_AFTER_SECS, RETRY_AFTER_SECS, with_last_words};
 pub use crate::state::{AppState, AppStateBuilder, Group, Listed, Pools, StartError};

@@ -8,9 +8,16 @@
 //! Lines are text or JSON (`--log-format`, `server.log_format`), filtered
 //! by `RUST_LOG`; with the access log on, each request is one INFO line
 //! (target `kennel_server::access`).
+//!
+//! The server's other writes follow the same rule: the start-up summary on
+//! stdout is written by a thread of its own ([`print_detached`]), and a
+//! last error line on stderr waits at most [`LAST_LINE_WAIT`]
+//! ([`eprint_bounded`]). A pipe nobody reads never stalls serving or a
+//! stop.
 
+use std::io::Write;
 use std::sync::OnceLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::Request;
 use axum::response::Response;
@@ -69,13 +76,49 @@ pub fn dropped_lines() -> u64 {
         .map_or(0, |c| u64::try_from(c.dropped_lines()).unwrap_or(u64::MAX))
 }
 
+/// How long [`eprint_bounded`] waits for stderr to take its line.
+pub const LAST_LINE_WAIT: Duration = Duration::from_secs(2);
+
+/// Writes `text` to stdout from a thread of its own and returns at once:
+/// a stdout that is slow or never read holds up that thread only, which
+/// the end of the process ends.
+pub fn print_detached(text: String) {
+    let spawned = std::thread::Builder::new()
+        .name("kennel-stdout".into())
+        .spawn(move || {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+        });
+    if let Err(err) = spawned {
+        tracing::warn!(target: "kennel_server", %err, "cannot start the thread that writes to stdout");
+    }
+}
+
+/// Writes `text` to stderr, waiting for it at most [`LAST_LINE_WAIT`]: a
+/// line written on the way out (an error) does not keep the process from
+/// ending when nobody reads stderr.
+pub fn eprint_bounded(text: &str) {
+    let text = text.to_owned();
+    let (done, written) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("kennel-stderr".into())
+        .spawn(move || {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+            let _ = done.send(());
+        });
+    if spawned.is_ok() {
+        let _ = written.recv_timeout(LAST_LINE_WAIT);
+    }
+}
+
 /// One request's access log line, begun as the request comes in and
 /// written once it is answered: method, path, route, status and time.
 pub(crate) struct AccessLine {
     started: Instant,
     method: String,
     path: String,
-    route: &'static str,
+    route: String,
 }
 
 impl AccessLine {
@@ -85,7 +128,7 @@ impl AccessLine {
     pub(crate) fn start(
         state: &AppState,
         request: &Request,
-        route: &'static str,
+        route: &str,
         started: Instant,
     ) -> Option<Self> {
         if !state.access_log() {
@@ -100,7 +143,7 @@ impl AccessLine {
                 .chars()
                 .take(ACCESS_PATH_CHARS)
                 .collect(),
-            route,
+            route: route.to_owned(),
         })
     }
 

@@ -63,7 +63,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => match load_config(args.config.as_ref()) {
             Ok(config) => Some(config),
             Err(e) => {
-                eprintln!("kennel: {e:#}");
+                kennel_server::logs::eprint_bounded(&format!("kennel: {e:#}\n"));
                 return ExitCode::from(2);
             }
         },
@@ -96,8 +96,9 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(code) => code,
+        // Bounded: a stderr nobody reads does not keep a server from ending.
         Err(e) => {
-            eprintln!("kennel: {e:#}");
+            kennel_server::logs::eprint_bounded(&format!("kennel: {e:#}\n"));
             ExitCode::from(2)
         }
     }

@@ -9,15 +9,12 @@
 //! per process; no HTTP listener of the exporter is used.
 
 use std::sync::OnceLock;
-use std::time::Instant;
 
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-use crate::http::labels::{method_label, status_label};
-use crate::http::series::HttpSeries;
 use crate::state::AppState;
 
 /// Histogram buckets, in seconds: from 1 ms to 5 minutes, finer from
@@ -126,43 +123,6 @@ fn record_stats(state: &AppState) {
             .set(if entry.stats.is_healthy() { 1.0 } else { 0.0 });
     }
 }
-
-/// One request, counted and timed by method, matched route and status,
-/// each label from a closed set ([`crate::http::labels`]), all of them
-/// static strings: no allocation per request.
-pub(crate) struct Tracked {
-    started: Instant,
-    method: &'static str,
-    route: &'static str,
-}
-
-impl Tracked {
-    /// Times `request`, which came in at `started` and took `route`.
-    pub(crate) fn start(request: &Request, route: &'static str, started: Instant) -> Self {
-        Self {
-            started,
-            method: method_label(request.method()),
-            route,
-        }
-    }
-
-    /// Counts the request with its answer's status, and records its time,
-    /// on `series`.
-    pub(crate) fn finish(self, response: &Response, series: &HttpSeries) {
-        let Self {
-            started,
-            method,
-            route,
-        } = self;
-        series.record(
-            method,
-            route,
-            status_label(response.status()),
-            started.elapsed().as_secs_f64(),
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::only_live_pools;

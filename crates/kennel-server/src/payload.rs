@@ -62,7 +62,7 @@ pub async fn job_of(headers: &HeaderMap, body: Body, limits: Limits) -> Result<V
         "multipart/form-data" => multipart(content_type, body, limits.upload).await,
         _ => {
             let bytes = read(body, limits.json).await?;
-            crate::app::json_body(Ok(bytes), limits.json)
+            crate::http::body::parse_json(&bytes)
         }
     }
 }

@@ -12,7 +12,9 @@
 //! still recorded there, as the next server would. After a clean exit there
 //! are none.
 //!
-//! The reaper runs in a process group of its own, so a terminal's Ctrl-C
+//! The reaper starts with an empty environment: it needs none, and no
+//! secret of the server's (the bearer token's variable) reaches it. It
+//! runs in a process group of its own, so a terminal's Ctrl-C
 //! reaches the server (which stops its workers itself) and not the reaper.
 //! It is the server's own binary (`kennel reaper DIR`, a hidden command).
 
@@ -41,7 +43,8 @@ pub struct Reaper {
 }
 
 impl Reaper {
-    /// Starts `exe reaper <run_dir>` in a process group of its own.
+    /// Starts `exe reaper <run_dir>` in a process group of its own, with an
+    /// empty environment.
     ///
     /// # Errors
     ///
@@ -51,6 +54,7 @@ impl Reaper {
         let mut child = Command::new(exe)
             .arg("reaper")
             .arg(run_dir)
+            .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

@@ -2,7 +2,7 @@
 //! SIGINT (a graceful stop; a second one kills every worker at once);
 //! SIGHUP reloads the config file.
 
-use std::io::Write;
+use std::fmt::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,7 +66,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
     };
     let run_dir = Arc::new(run_dir);
     // Kills what the workers' children leave if this process is killed.
-    let reaper = match Reaper::spawn(&crate::self_exe()?, &run_path) {
+    let reaper = match Reaper::spawn(&crate::self_exe()?, run_dir.path()) {
         Ok(reaper) => Some(reaper),
         Err(err) => {
             tracing::warn!(target: "kennel_server", %err, "cannot start the reaper: if the server is killed, its workers' children live until the next server starts");
@@ -139,7 +139,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
     // The server task ends when dropped, if it has not by itself.
     let mut server = AbortOnDropHandle::new(tokio::spawn(kennel_server::http::serve(
         listener,
-        kennel_server::http::Routes::new(state.clone()),
+        kennel_server::app(state.clone()),
         options,
         state.shutdown_signal(),
     )));
@@ -251,7 +251,8 @@ fn connection_budget(config: &Config) -> ConnectionBudget {
 }
 
 /// Prints where the service listens (stdout, first line, so scripts and
-/// tests can read the port) and how to try it.
+/// tests can read the port) and how to try it. Written by a thread of its
+/// own: a stdout nobody reads never holds up the server.
 fn announce(
     state: &AppState,
     addr: std::net::SocketAddr,
@@ -260,7 +261,7 @@ fn announce(
     reaped: &Reaped,
     threads: RuntimeThreads,
 ) {
-    let mut out = std::io::stdout().lock();
+    let mut out = String::new();
     let _ = writeln!(out, "kennel listening on http://{addr}");
     let _ = writeln!(out, "  run directory {}", run_dir.path().display());
     // The runtime's own count, not the setting's.
@@ -292,5 +293,5 @@ fn announce(
             "try: curl -s -X POST http://{addr}/pools/demo/jobs -d '{{\"iterations\": 1000000}}'"
         );
     }
-    let _ = out.flush();
+    kennel_server::logs::print_detached(out);
 }

@@ -6,10 +6,11 @@
 //! events, and a call cancelled at its `job_timeout` after which the same
 //! server process answers the next call.
 //!
-//! Without the packages each test prints SKIPPED on stderr and passes,
-//! except under `CI=true`, where a missing package fails it.
+//! Without the packages each test fails, naming them, unless
+//! `KENNEL_ALLOW_SKIP=1` lets it pass without running (`support::outside`).
 
 mod served;
+mod support;
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -22,24 +23,17 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The program, or `None` after saying the test is skipped (a failure
-/// under CI).
-fn installed(what: &str, path: PathBuf) -> Option<PathBuf> {
-    if path.exists() {
-        return Some(path);
-    }
-    let note = format!(
-        "SKIPPED: {what} not found at {}; .ci/run installs it",
-        path.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{note}");
-    eprintln!("{note}");
-    None
+/// The program, if installed (else see `support::outside::needed`).
+fn installed(what: &str, install: &str, path: PathBuf) -> Option<PathBuf> {
+    let test = std::thread::current().name().unwrap_or("mcp").to_owned();
+    let note = format!("{install} (looked for {})", path.display());
+    support::outside::needed(&test, what, &note, Some(path).filter(|p| p.exists()))
 }
 
 fn time_server() -> Option<PathBuf> {
     installed(
         "mcp-server-time (PyPI)",
+        "pip install mcp-server-time",
         repo().join("target/mcp-venv/bin/mcp-server-time"),
     )
 }
@@ -47,6 +41,7 @@ fn time_server() -> Option<PathBuf> {
 fn everything_server() -> Option<PathBuf> {
     installed(
         "@modelcontextprotocol/server-everything (npm)",
+        "npm install @modelcontextprotocol/server-everything",
         repo().join(
             "target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
         ),

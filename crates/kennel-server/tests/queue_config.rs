@@ -26,7 +26,7 @@ fn a_bad_queue_key_is_refused_at_its_key_with_what_is_allowed() {
         ),
         (
             format!("{REQUIRED}\nackwait = \"5s\""),
-            "`pool[0].queue.ackwait`: unknown field `ackwait`, expected one of `nats`, `stream`, `subject`, `durable`, `ack_wait`",
+            "`pool[0].queue.ackwait`: unknown field `ackwait`, did you mean `ack_wait`? (expected one of `nats`, `stream`, `subject`, `durable`, `ack_wait`",
         ),
         (
             format!("{REQUIRED}\nmax_deliver = 0"),

@@ -6,10 +6,11 @@
 //! event that arrives while it is open. A screenshot is kept in
 //! `target/` (and in `docs/img/status.png` with `KENNEL_SCREENSHOT=docs`).
 //!
-//! Without Chromium the tests say SKIPPED on stderr; with `CI=true` they
-//! fail instead.
+//! Without Chromium the tests fail, naming it, unless `KENNEL_ALLOW_SKIP=1`
+//! lets them pass without running (`support::outside`).
 
 mod served;
+mod support;
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +24,8 @@ use served::{LIMIT, LISTEN, Server, Stderr, web_and_batch};
 const BEARER: [(&str, &str); 1] = [("Authorization", "Bearer s3cret")];
 
 /// The Chromium binary: `KENNEL_CHROMIUM` (missing if that file is not
-/// there), else the first of the usual names on `PATH`. `None`: the test is skipped (and fails under CI).
+/// there), else the first of the usual names on `PATH`. Missing: see
+/// `support::outside::needed`.
 fn chromium(test: &str) -> Option<PathBuf> {
     let found = match std::env::var_os("KENNEL_CHROMIUM") {
         // Named: that one, if it is there.
@@ -40,17 +42,12 @@ fn chromium(test: &str) -> Option<PathBuf> {
             .find(|p| p.is_file())
         }),
     };
-    if found.is_none() {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-        assert!(
-            !ci,
-            "{test}: chromium not found and CI=true; .ci/run installs it (apt-get install chromium)"
-        );
-        eprintln!(
-            "SKIPPED: {test}: chromium not found; .ci/run installs it (apt-get install chromium)"
-        );
-    }
-    found
+    support::outside::needed(
+        test,
+        "chromium",
+        "install it (apt-get install chromium) or name it in KENNEL_CHROMIUM",
+        found,
+    )
 }
 
 /// A headless browser and the task that drives its connection; closed

@@ -1,5 +1,5 @@
 //! Writing a job in the worker's framing into the coprocess's reused
-//! buffer: a tree through serde, bytes as they are (ADR 0042).
+//! buffer: a tree through serde, bytes as they are (docs/internals.md).
 //!
 //! Bytes already checked to be one JSON value are copied, not parsed: the
 //! JSON-lines request is the job's bytes and a newline, the JSON-RPC call

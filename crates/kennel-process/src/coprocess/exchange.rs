@@ -226,7 +226,7 @@ impl Coprocess {
     }
 
     /// Sends a job that is already JSON text and returns the reply's bytes,
-    /// neither parsed into a tree nor written again (ADR 0042): the job's
+    /// neither parsed into a tree nor written again: the job's
     /// bytes go to the worker as they are (as the params of the call in
     /// the JSON-RPC framings), the reply is the worker's line (or the
     /// response's `result`) as it wrote it. This is what `kennel serve`

@@ -1,6 +1,6 @@
 //! The settings of the learning sizings (`hill-climbing`, `gradient`) beside
 //! `memory_per_worker` in a `sizing` table: the window, the pause bounds, the
-//! seed (ADR 0044).
+//! seed.
 
 use std::time::Duration;
 

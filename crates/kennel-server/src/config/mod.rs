@@ -1,5 +1,4 @@
-//! The TOML configuration: `[server]` and `[[pool]]` entries (pooler's config
-//! file, in Rust form).
+//! The TOML configuration: `[server]` and `[[pool]]` entries.
 //!
 //! A `[[pool]]` entry takes kennel's own [`kennel::Options`] at its keys
 //! (`job_timeout`, `max_waiting`, …) beside its own; the options are not
@@ -74,7 +73,7 @@ pub use self::server::{
 pub use self::server_http::{MAX_BODIES, MAX_BUCKETS, MAX_CONNECTIONS};
 pub use self::threads::ThreadsConfig;
 
-use self::error::{Refusal, join, line_col, path_string};
+use self::error::{Refusal, hinted, join, line_col, locate, path_string};
 
 /// The whole configuration: the server and its pools.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
@@ -149,8 +148,8 @@ impl Config {
     pub fn parse(text: &str, source: &Source) -> Result<Self, ConfigError> {
         let err = |key: String, message: String, line| ConfigError {
             file: source.name.clone(),
+            message: hinted(&key, message),
             key,
-            message,
             line,
         };
         let de = toml::Deserializer::parse(text).map_err(|e| {
@@ -164,12 +163,16 @@ impl Config {
         let mut config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = path_string(e.path());
             let inner = e.into_inner();
-            let line = inner.span().map(|s| line_col(text, s.start));
+            let line = inner
+                .span()
+                .map(|s| line_col(text, s.start))
+                .or_else(|| locate(text, &path));
             err(path, inner.message().trim().to_owned(), line)
         })?;
-        config
-            .validate(source)
-            .map_err(|(key, message)| err(key, message, None))?;
+        config.validate(source).map_err(|(key, message)| {
+            let line = locate(text, &key);
+            err(key, message, line)
+        })?;
         Ok(config)
     }
 

@@ -142,7 +142,7 @@ pub struct PoolConfig {
     #[serde(default)]
     pub threads: super::ThreadsConfig,
     /// `pin`: bind each worker to its share of the CPUs, as many as its
-    /// thread budget (default false; ADR 0043).
+    /// thread budget (default false).
     #[serde(default)]
     pub pin: bool,
     /// `[pool.queue]`: the pool also takes its jobs from a JetStream work

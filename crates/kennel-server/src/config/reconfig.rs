@@ -5,7 +5,7 @@ use kennel::{BuildError, Options, Reconfig};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::error::{ConfigError, Refusal, join, path_string, refusal, unknown_key};
+use super::error::{ConfigError, Refusal, hinted, join, path_string, refusal, unknown_key};
 use super::human::{Written, explain};
 use super::keys::{OPTION_KEYS, names};
 use super::policy::{EvictionConfig, SizingConfig};
@@ -50,8 +50,8 @@ impl ReconfigBody {
     pub fn from_json(bytes: &[u8], live: &Options) -> Result<Self, ConfigError> {
         Self::read(bytes, live).map_err(|(key, message)| ConfigError {
             file: "<request>".into(),
+            message: hinted(&key, message),
             key,
-            message,
             line: None,
         })
     }

@@ -77,8 +77,10 @@ pub struct ServerConfig {
     pub histogram_buckets: Option<Buckets>,
     /// `run_dir`: where `kennel serve` records each live worker process
     /// group, and at start kills the groups a previous run left (default:
-    /// `$XDG_RUNTIME_DIR/kennel/<port>`, else `/tmp/kennel-<uid>/<port>`).
-    /// A relative path is taken from the server's working directory.
+    /// `$XDG_RUNTIME_DIR/kennel/<port>`; for root without it
+    /// `/run/kennel/<port>`; else `/tmp/kennel-<uid>/<port>`). A relative
+    /// path is taken from the server's working directory. Created with
+    /// mode 0700; refused when another user controls it.
     pub run_dir: Option<PathBuf>,
     /// `runtime_threads`: the threads of the service's own runtime,
     /// `"auto"` (half the CPUs, at least 1) by default.

@@ -17,7 +17,6 @@ use kennel_process::JsonBytes;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use super::lazy_timeout::lazy_timeout;
 use crate::error::ApiError;
 
 /// How long a request body may take to arrive when no limit is given.
@@ -153,16 +152,15 @@ impl BodyGate {
 
     async fn read(&self, body: Body) -> Result<Bytes, ApiError> {
         let collect = Limited::new(body, self.limit).collect();
-        // A body that came with its head arms no timer (lazy_timeout.rs).
-        match lazy_timeout(self.timeout, collect).await {
-            None => Err(ApiError::BodyTimeout {
+        match tokio::time::timeout(self.timeout, collect).await {
+            Err(_) => Err(ApiError::BodyTimeout {
                 after: self.timeout,
             }),
-            Some(Ok(collected)) => Ok(collected.to_bytes()),
-            Some(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
                 Err(ApiError::TooLarge { limit: self.limit })
             }
-            Some(Err(e)) => Err(ApiError::BadRequest {
+            Ok(Err(e)) => Err(ApiError::BadRequest {
                 message: format!("the body could not be read: {e}"),
             }),
         }

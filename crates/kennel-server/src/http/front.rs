@@ -1,147 +1,66 @@
-//! The one middleware every request passes, in this order: the access log
-//! line begins, the request is counted and timed, the Host and Origin
-//! guard may refuse it (403), then the bearer token (401), and only then
-//! does its route run.
-//!
-//! One middleware, not four, and a tower service written out rather than
-//! axum's `from_fn`: axum wraps every route in each layer, so each layer
-//! costs every request a boxed service and a boxed future, and `from_fn`
-//! boxes its own future and the rest of the stack again (`Next`).
+//! What every request passes before its route, as two middlewares, in
+//! this order: [`observe`] begins the access log line and times the
+//! request; [`guard`] refuses with 403 what the Host and Origin guard
+//! refuses, then with 401 a missing or wrong bearer token; only then does
+//! the route run. `observe` counts and logs the answer whoever gave it, so
+//! a refused request is counted and logged too.
 
-use std::convert::Infallible;
-use std::future::{Future, Ready, ready};
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Instant;
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::header;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use futures_util::future::Either;
-use pin_project_lite::pin_project;
-use tower::{Layer, Service};
 
 use crate::error::ApiError;
+use crate::http::labels::{method_label, route_label};
 use crate::logs::AccessLine;
-use crate::metrics::Tracked;
 use crate::state::AppState;
 
 /// The routes that never ask for the bearer token: the probes.
 const PROBES: [&str; 3] = ["/livez", "/readyz", "/healthz"];
 
-/// The layer that puts [`Front`] before every route.
-#[derive(Clone)]
-pub(crate) struct FrontLayer(pub(crate) AppState);
-
-impl<S> Layer<S> for FrontLayer {
-    type Service = Front<S>;
-
-    fn layer(&self, inner: S) -> Front<S> {
-        Front::new(self.0.clone(), inner)
+/// Logs the request (with the access log on) and counts it in
+/// `kennel_http_requests_total` and `kennel_http_request_duration_seconds`
+/// by method, matched route and status, each label from a closed set
+/// ([`crate::http::labels`]). A request dropped before its answer (the
+/// client hung up) is neither logged nor counted.
+pub(crate) async fn observe(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let method = method_label(request.method());
+    let route = route_label(&request);
+    let line = AccessLine::start(&state, &request, &route, started);
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::histogram!(
+        "kennel_http_request_duration_seconds",
+        "method" => method,
+        "route" => route.clone()
+    )
+    .record(started.elapsed().as_secs_f64());
+    metrics::counter!(
+        "kennel_http_requests_total",
+        "method" => method,
+        "route" => route,
+        "status" => status
+    )
+    .increment(1);
+    if let Some(line) = line {
+        line.finish(&response);
     }
+    response
 }
 
-/// Runs a request through the checks, then its route (`inner`); logs and
-/// counts the answer whoever gave it.
-#[derive(Clone)]
-pub(crate) struct Front<S> {
-    state: AppState,
-    inner: S,
-}
-
-impl<S> Service<Request> for Front<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible>,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = FrontFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        let route = crate::http::labels::route_label(&request);
-        self.call_on(request, route)
-    }
-}
-
-impl<S> Front<S> {
-    /// Wraps `inner` (a route, or every route) in the checks, with the
-    /// state of the service.
-    pub(crate) fn new(state: AppState, inner: S) -> Self {
-        Self { state, inner }
-    }
-}
-
-impl<S> Front<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible>,
-{
-    /// [`call`](Service::call) for a request whose route is `route`.
-    pub(crate) fn call_on(
-        &mut self,
-        request: Request,
-        route: &'static str,
-    ) -> FrontFuture<S::Future> {
-        let started = Instant::now();
-        let tracked = Tracked::start(&request, route, started);
-        let line = AccessLine::start(&self.state, &request, route, started);
-        let answer = match refusal(&self.state, &request) {
-            Some(refused) => Either::Left(ready(Ok(refused))),
-            None => Either::Right(self.inner.call(request)),
-        };
-        FrontFuture {
-            answer,
-            done: Some(Done {
-                state: self.state.clone(),
-                line,
-                tracked,
-            }),
-        }
-    }
-}
-
-/// What logs and counts the answer once it is there.
-struct Done {
-    state: AppState,
-    line: Option<AccessLine>,
-    tracked: Tracked,
-}
-
-pin_project! {
-    /// The future of [`Front`]: the refusal or the route's answer, then
-    /// the log line and the count. Dropped before the answer (the client
-    /// hung up), it logs and counts nothing.
-    pub(crate) struct FrontFuture<F> {
-        #[pin]
-        answer: Either<Ready<Result<Response, Infallible>>, F>,
-        done: Option<Done>,
-    }
-}
-
-impl<F> Future for FrontFuture<F>
-where
-    F: Future<Output = Result<Response, Infallible>>,
-{
-    type Output = Result<Response, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let Ok(response) = std::task::ready!(this.answer.poll(cx));
-        if let Some(Done {
-            state,
-            line,
-            tracked,
-        }) = this.done.take()
-        {
-            tracked.finish(&response, state.http_series());
-            if let Some(line) = line {
-                line.finish(&response);
-            }
-        }
-        Poll::Ready(Ok(response))
+/// Refuses what the Host and Origin guard refuses (403), then a request
+/// without the token (401); else runs the route.
+pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match refusal(&state, &request) {
+        Some(refused) => refused,
+        None => next.run(request).await,
     }
 }
 

@@ -106,7 +106,7 @@ impl HostPolicy {
         if self.any_host {
             return true;
         }
-        let name = normal_host(host_and_port(host).0);
+        let name = normal_host(split_port(host).0);
         if self.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
             return true;
         }
@@ -153,8 +153,7 @@ impl HostPolicy {
     }
 }
 
-/// The header a browser sends to say whose page asks (named once, not
-/// parsed again on every request).
+/// The header a browser sends to say whose page asks.
 const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 
 /// `host` without a trailing dot and without the brackets of an IPv6
@@ -170,24 +169,19 @@ fn normal_host(host: &str) -> &str {
 /// `localhost:7878`, `localhost`, `::1` (an IPv6 literal without brackets
 /// has no port).
 fn split_port(authority: &str) -> (&str, Option<u16>) {
-    let (host, port) = host_and_port(authority);
-    (host, port.and_then(|p| p.parse().ok()))
-}
-
-/// [`split_port`] with the port left as text: what every request's `Host`
-/// check needs, as it does not look at the port.
-fn host_and_port(authority: &str) -> (&str, Option<&str>) {
     let authority = authority.trim();
-    if let Some(rest) = authority.strip_prefix('[') {
-        return match rest.split_once(']') {
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        match rest.split_once(']') {
             Some((host, tail)) => (host, tail.strip_prefix(':')),
             None => (authority, None),
-        };
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if !host.contains(':') => (host, Some(port)),
-        _ => (authority, None),
-    }
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) if !host.contains(':') => (host, Some(port)),
+            _ => (authority, None),
+        }
+    };
+    (host, port.and_then(|p| p.parse().ok()))
 }
 
 /// Whether `origin` (`scheme://host[:port]`, lower case) is the origin of

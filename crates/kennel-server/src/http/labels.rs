@@ -7,12 +7,8 @@
 //!   (`/pools/{name}/jobs`), or `unmatched` for every path no route took;
 //! - `status`: the status code, which the service itself chooses.
 
-use std::sync::LazyLock;
-
 use axum::extract::MatchedPath;
-use axum::http::{Method, Request, StatusCode};
-
-use super::read_mostly::{ReadMostly, with_entry};
+use axum::http::{Method, Request};
 
 /// The `route` label of a request no route matched.
 pub const UNMATCHED: &str = "unmatched";
@@ -38,36 +34,13 @@ pub fn method_label(method: &Method) -> &'static str {
 }
 
 /// The `route` label of `request`: the pattern of the route that matched
-/// (one per route of the router), else [`UNMATCHED`]. Without an
-/// allocation per request: each pattern is kept once for the process
-/// (there are as many as the router has routes, a closed set), and found
-/// again under a read lock.
-pub fn route_label<B>(request: &Request<B>) -> &'static str {
-    static SEEN: LazyLock<ReadMostly<&'static str, &'static str>> =
-        LazyLock::new(ReadMostly::default);
-    let Some(path) = request.extensions().get::<MatchedPath>() else {
-        return UNMATCHED;
-    };
-    let path = path.as_str();
-    with_entry(
-        &SEEN,
-        path,
-        || {
-            let known: &'static str = Box::leak(path.to_owned().into_boxed_str());
-            (known, known)
-        },
-        |known| *known,
-    )
-}
-
-/// The `status` label of `status`: its three digits, without an
-/// allocation per request.
-pub fn status_label(status: StatusCode) -> &'static str {
-    static CODES: LazyLock<Vec<String>> =
-        LazyLock::new(|| (100..1000u16).map(|c| c.to_string()).collect());
-    CODES
-        .get(usize::from(status.as_u16()).saturating_sub(100))
-        .map_or("other", String::as_str)
+/// (one per route of the router), else [`UNMATCHED`].
+pub fn route_label<B>(request: &Request<B>) -> String {
+    request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or(UNMATCHED, MatchedPath::as_str)
+        .to_owned()
 }
 
 #[cfg(test)]
@@ -90,18 +63,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_matched_route_is_labelled_by_its_pattern_kept_once() {
+    async fn a_matched_route_is_labelled_by_its_pattern() {
         use axum::body::Body;
         use tower::ServiceExt;
 
         let app = axum::Router::new().route(
             "/pools/{name}/jobs",
-            axum::routing::post(async |request: Request<Body>| {
-                let first = route_label(&request);
-                let again = route_label(&request);
-                assert!(std::ptr::eq(first, again), "one copy of the pattern");
-                first.to_owned()
-            }),
+            axum::routing::post(async |request: Request<Body>| route_label(&request)),
         );
         for name in ["a", "b"] {
             let request = Request::post(format!("/pools/{name}/jobs"))
@@ -112,14 +80,6 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!(&body[..], b"/pools/{name}/jobs");
-        }
-    }
-
-    #[test]
-    fn a_status_label_is_its_three_digits() {
-        for code in [200u16, 404, 503, 999, 100] {
-            let status = StatusCode::from_u16(code).unwrap();
-            assert_eq!(status_label(status), code.to_string());
         }
     }
 }

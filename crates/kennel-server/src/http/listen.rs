@@ -2,19 +2,14 @@
 //! header timeout for the first request, an idle timeout between the next
 //! ones (`ConnTimer`), a write stall timeout (`StallTimeout`), and at
 //! most [`ConnectionBudget::connections`] at once; then a graceful stop.
-//! Each connection's task polls it again at once when the connection wakes
-//! itself (`Rewake`).
 //!
 //! [`ConnectionBudget::connections`]: super::ConnectionBudget::connections
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::response::Response;
-use hyper::Request;
-use hyper::body::Incoming;
+use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
@@ -22,9 +17,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
-use tower::Service;
 
-use super::rewake::Rewake;
 use super::stall::StallTimeout;
 use super::timer::ConnTimer;
 
@@ -87,12 +80,11 @@ impl Default for ConnOptions {
     }
 }
 
-/// Serves `service` ([`Routes`](super::Routes) in `kennel serve`, or an
-/// axum [`Router`](axum::Router) such as [`app`](crate::app)'s) on
-/// `listener` until `stop` resolves, then stops
-/// accepting, lets each connection finish the request it is on (an idle
-/// one closes at once; one still sending its head has until its header
-/// timeout) and resolves when every connection has ended.
+/// Serves `router` (in `kennel serve`, [`app`](crate::app)'s) on
+/// `listener` until `stop` resolves, then stops accepting, lets each
+/// connection finish the request it is on (an idle one closes at once; one
+/// still sending its head has until its header timeout) and resolves when
+/// every connection has ended.
 ///
 /// # Errors
 ///
@@ -102,16 +94,12 @@ impl Default for ConnOptions {
 ///
 /// Dropping the future closes the listener and drops every connection at
 /// once (their tasks are aborted): this is how the shutdown grace ends.
-pub async fn serve<S>(
+pub async fn serve(
     listener: TcpListener,
-    service: S,
+    router: Router,
     options: ConnOptions,
     stop: impl Future<Output = ()>,
-) -> std::io::Result<()>
-where
-    S: Service<Request<Incoming>, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-{
+) -> std::io::Result<()> {
     let permits = Arc::new(Semaphore::new(options.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     let mut conns = JoinSet::new();
@@ -144,10 +132,8 @@ where
             .timer(ConnTimer::new(options.header_timeout, options.idle_timeout))
             .header_read_timeout(options.header_timeout)
             .keep_alive(true);
-        let conn = builder.serve_connection(io, TowerToHyperService::new(service.clone()));
+        let conn = builder.serve_connection(io, TowerToHyperService::new(router.clone()));
         let watched = graceful.watch(conn);
-        // Polled again at once when a request's body wakes it (rewake.rs).
-        let watched = Rewake::new(watched);
         conns.spawn(async move {
             let _open = Open::new(permit);
             if let Err(e) = watched.await {

@@ -8,12 +8,7 @@ pub mod host;
 pub mod labels;
 pub mod limits;
 pub mod listen;
-pub mod routes;
-pub(crate) mod series;
 
-mod lazy_timeout;
-mod read_mostly;
-mod rewake;
 mod stall;
 mod timer;
 
@@ -21,4 +16,3 @@ pub use self::body::{BodyGate, BodyPermit};
 pub use self::host::HostPolicy;
 pub use self::limits::ConnectionBudget;
 pub use self::listen::{ConnOptions, bind, serve};
-pub use self::routes::Routes;

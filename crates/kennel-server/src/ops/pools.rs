@@ -7,9 +7,9 @@ use axum::extract::State;
 use kennel::Stats;
 use serde_json::{Value, json};
 
-use crate::app::pool_named;
 use crate::config::ReconfigBody;
 use crate::error::ApiError;
+use crate::jobs::pool_named;
 use crate::ops::openapi::{ConfigActions, ErrorBody, PoolConfigBody, PoolList, PoolStatsBody};
 use crate::segment::Segment;
 use crate::state::AppState;

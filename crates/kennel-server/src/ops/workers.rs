@@ -133,7 +133,7 @@ pub(crate) async fn pool_workers(
     State(state): State<AppState>,
     Segment(name): Segment,
 ) -> Result<Json<WorkersBody>, ApiError> {
-    let pool = crate::app::pool_named(&state, &name)?;
+    let pool = crate::jobs::pool_named(&state, &name)?;
     let workers = pool.workers().iter().map(WorkerJson::from).collect();
     Ok(Json(WorkersBody {
         pool: name,

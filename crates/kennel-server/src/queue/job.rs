@@ -16,9 +16,10 @@ use tokio::time::Instant;
 
 use super::outcome::{Disposition, dispose};
 use super::{DELIVERY, HEADROOM, INSTANCE, JOB_ID, META_KEY, MSG_ID, REPLY_TO, STATUS, Source};
+use crate::ApiError;
 use crate::error::with_last_words;
+use crate::http::body::parse_json;
 use crate::watch::last_words;
-use crate::{ApiError, json_body};
 
 /// Releases the message's credit once: when its job gets a worker, or when
 /// it ends without one.
@@ -166,7 +167,7 @@ fn request(source: &Source, payload: &Bytes, delivery: &Delivery) -> Result<Valu
             limit: source.body_limit,
         });
     }
-    let mut job = json_body(Ok(payload.clone()), source.body_limit)?;
+    let mut job = parse_json(payload)?;
     if source.config.job_meta
         && let Value::Object(map) = &mut job
     {

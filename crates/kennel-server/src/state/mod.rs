@@ -20,7 +20,6 @@ use crate::config::{
 };
 use crate::events::{EventHub, Ring, Subscription};
 use crate::http::body::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODIES};
-use crate::http::series::HttpSeries;
 use crate::http::{BodyGate, HostPolicy};
 use crate::pools::build_watched_pool;
 use crate::queue::Source;
@@ -56,8 +55,6 @@ struct Inner {
     host: HostPolicy,
     access_log: bool,
     metrics: Option<PrometheusHandle>,
-    /// The handles of the HTTP metrics' series.
-    http_series: HttpSeries,
     events: EventHub,
     /// The file `SIGHUP` and `POST /reload` read again, and what was read
     /// last; held for a whole reload, one at a time.
@@ -168,7 +165,6 @@ impl AppStateBuilder {
                 host: self.host.unwrap_or_default(),
                 access_log: self.access_log,
                 metrics: self.metrics,
-                http_series: HttpSeries::default(),
                 events: EventHub::new(),
                 reload: tokio::sync::Mutex::new(None),
                 shutdown,
@@ -438,11 +434,6 @@ impl AppState {
     /// Whether each request is logged.
     pub fn access_log(&self) -> bool {
         self.inner.access_log
-    }
-
-    /// The handles of the HTTP metrics' series.
-    pub(crate) fn http_series(&self) -> &HttpSeries {
-        &self.inner.http_series
     }
 
     /// The file reloads read, held for a whole reload.

@@ -3,7 +3,6 @@
 
 use axum::http::{StatusCode, header};
 use kennel_server::AppState;
-use kennel_server::http::Routes;
 use serde_json::json;
 
 use crate::routed::{demo, requests_counted, start};
@@ -13,7 +12,7 @@ use crate::{assert_error, call, get, post};
 async fn a_bearer_token_guards_every_route_but_the_probes() {
     let state = AppState::builder().token("s3cret").build();
     start(&state, vec![demo("demo", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     for uri in ["/pools", "/pools/demo/stats", "/metrics", "/events"] {
         let answer = call(&router, get(uri)).await;
         assert_error(&answer, StatusCode::UNAUTHORIZED, "unauthorized");
@@ -48,7 +47,7 @@ async fn a_request_refused_by_the_token_or_the_host_guard_is_still_counted() {
         .metrics(kennel_server::metrics::install())
         .build();
     start(&state, vec![demo("demo", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let route = "/pools/{name}/jobs";
     let (unauthorized, forbidden) = (
         requests_counted(&router, route, 401, Some("s3cret")).await,

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use kennel_server::http::Routes;
 use serde_json::json;
 
 use crate::routed::{demo, state_with};
@@ -12,7 +11,7 @@ use crate::{LIMIT, call, post, wait_lent};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_hangs_up_lets_its_running_job_finish() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let (_, _, first) = call(&router, post("/pools/demo/jobs", &json!({}))).await;
     let client = tokio::spawn({
         let router = router.clone();
@@ -31,7 +30,7 @@ async fn a_client_that_hangs_up_lets_its_running_job_finish() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_hangs_up_while_queued_leaves_the_queue() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let busy = tokio::spawn({
         let router = router.clone();
         async move { call(&router, post("/pools/demo/jobs", &json!({"sleep_ms": 500}))).await }

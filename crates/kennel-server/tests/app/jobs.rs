@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use axum::http::{StatusCode, header};
 use kennel_server::config::{PoolConfig, SizingConfig};
-use kennel_server::http::Routes;
 use serde_json::json;
 
 use crate::routed::{demo, state_with};
@@ -16,7 +15,7 @@ use crate::{assert_error, call, post, wait_lent};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_answers_the_workers_reply() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let (status, headers, body) =
         call(&router, post("/pools/demo/jobs", &json!({"iterations": 5}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -33,11 +32,21 @@ async fn a_job_answers_the_workers_reply() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_name_in_the_path_is_percent_decoded() {
+    let state = state_with(vec![demo("demo", 1)]).await;
+    let router = kennel_server::app(state.clone());
+    let (status, _, body) = call(&router, post("/pools/d%65mo/jobs", &json!({}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["done"], true);
+    state.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_past_its_timeout_answers_504() {
     let mut pool = demo("slow", 1);
     pool.options.job_timeout = Some(Duration::from_millis(300));
     let state = state_with(vec![pool]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let answer = call(
         &router,
         post("/pools/slow/jobs", &json!({"sleep_ms": 10_000})),
@@ -54,7 +63,7 @@ async fn a_job_past_its_timeout_answers_504() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_worker_answers_502() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let answer = call(&router, post("/pools/demo/jobs", &json!({"crash": true}))).await;
     assert_error(&answer, StatusCode::BAD_GATEWAY, "crashed");
     assert!(
@@ -73,7 +82,7 @@ async fn a_crashed_worker_answers_502() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_error_answers_500_with_its_message() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let answer = call(
         &router,
         post("/pools/demo/jobs", &json!({"fail": "no such model"})),
@@ -95,7 +104,7 @@ async fn a_worker_that_cannot_start_answers_502() {
     let mut early_exit = PoolConfig::new("early", ["sh", "-c", "exit 3"]);
     early_exit.sizing = Some(SizingConfig::Fixed { workers: 1 });
     let state = state_with(vec![pool, early_exit]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let answer = call(&router, post("/pools/broken/jobs", &json!({}))).await;
     assert_error(&answer, StatusCode::BAD_GATEWAY, "warmup-failed");
     let answer = call(&router, post("/pools/early/jobs", &json!({}))).await;
@@ -115,7 +124,7 @@ async fn a_worker_that_breaks_the_protocol_answers_502() {
     );
     pool.sizing = Some(SizingConfig::Fixed { workers: 1 });
     let state = state_with(vec![pool]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let answer = call(&router, post("/pools/garbled/jobs", &json!({}))).await;
     assert_error(&answer, StatusCode::BAD_GATEWAY, "protocol");
     assert!(
@@ -133,7 +142,7 @@ async fn group_jobs_go_to_a_pool_of_the_group() {
     let mut b = demo("b", 1);
     b.group = Some("g".into());
     let state = state_with(vec![a, b, demo("c", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let (status, _, body) = call(&router, post("/groups/g/jobs", &json!({"iterations": 3}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["iterations"], 3);

@@ -1,5 +1,5 @@
 //! Routing tests: every endpoint and every error mapping of docs/SERVICE.md,
-//! through `Routes` (what `kennel serve` answers with) and
+//! through `app(state)` (what `kennel serve` answers with) and
 //! `tower::ServiceExt::oneshot`, with real worker processes (the
 //! `kennel` binary's built-in demo worker, and small shell workers for protocol
 //! errors).
@@ -17,11 +17,11 @@ mod views;
 
 use std::time::Duration;
 
+use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use kennel_server::AppState;
-use kennel_server::http::Routes;
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -44,7 +44,7 @@ fn get(uri: &str) -> Request<Body> {
     request(Method::GET, uri, Body::empty())
 }
 
-async fn call(router: &Routes, req: Request<Body>) -> (StatusCode, HeaderMap, Value) {
+async fn call(router: &Router, req: Request<Body>) -> (StatusCode, HeaderMap, Value) {
     let response = tokio::time::timeout(LIMIT, router.clone().oneshot(req))
         .await
         .expect("the request took too long")

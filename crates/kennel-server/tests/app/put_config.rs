@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
-use kennel_server::http::Routes;
 use serde_json::json;
 
 use crate::routed::{demo, state_with};
@@ -14,7 +13,7 @@ use crate::{assert_error, call, get, post, request};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_config_changes_a_live_pool() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let body = json!({
         "sizing": {"kind": "fixed", "workers": 2},
         "job_timeout": "5s",
@@ -90,7 +89,7 @@ async fn put_config_changes_a_live_pool() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_config_sets_max_surge_and_refuses_one_out_of_range() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let (_, _, config) = call(&router, get("/pools/demo/config")).await;
     assert_eq!(config["max_surge"], 0);
     let (status, _, answer) = call(
@@ -122,7 +121,7 @@ async fn put_config_sets_max_surge_and_refuses_one_out_of_range() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_config_is_a_merge_patch_of_the_live_options() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let put = async |body: &str| {
         let (status, _, answer) = call(
             &router,

@@ -5,7 +5,6 @@
 use axum::body::Body;
 use axum::http::{Method, StatusCode, header};
 use kennel_server::AppState;
-use kennel_server::http::Routes;
 use serde_json::json;
 
 use crate::routed::{demo, start, state_with};
@@ -14,7 +13,7 @@ use crate::{assert_error, call, get, post, request};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_any_pool_jobs_answer_501() {
     let state = AppState::empty();
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     for req in [
         post("/pools/demo/jobs", &json!({})),
         post("/groups/demo/jobs", &json!({})),
@@ -45,7 +44,7 @@ async fn without_any_pool_jobs_answer_501() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_pools_groups_and_routes_answer_404() {
     let state = state_with(vec![demo("demo", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let answer = call(&router, post("/pools/nope/jobs", &json!({}))).await;
     assert_error(&answer, StatusCode::NOT_FOUND, "no-such-pool");
     assert!(answer.2["message"].as_str().unwrap().contains("nope"));
@@ -59,6 +58,11 @@ async fn unknown_pools_groups_and_routes_answer_404() {
     assert_error(&answer, StatusCode::NOT_FOUND, "no-such-pool");
     let answer = call(&router, get("/nowhere")).await;
     assert_error(&answer, StatusCode::NOT_FOUND, "not-found");
+    // Paths next to the job route's run no job.
+    for path in ["/pools/demo/jobs/", "/pools//jobs", "/pools/demo/x/jobs"] {
+        let (status, _, body) = call(&router, post(path, &json!({}))).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+    }
     let answer = call(&router, get("/pools/demo/jobs")).await;
     assert_error(
         &answer,
@@ -73,7 +77,7 @@ async fn bad_json_answers_400() {
     let mut pool = demo("demo", 1);
     pool.group = Some("demo".into());
     let state = state_with(vec![pool]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     for body in ["{bad", "", "   ", "[1,"] {
         let answer = call(&router, request(Method::POST, "/pools/demo/jobs", body)).await;
         assert_error(&answer, StatusCode::BAD_REQUEST, "bad-json");
@@ -82,6 +86,11 @@ async fn bad_json_answers_400() {
     assert_error(&answer, StatusCode::BAD_REQUEST, "bad-json");
     let answer = call(&router, get("/events?colour=red")).await;
     assert_error(&answer, StatusCode::BAD_REQUEST, "bad-request");
+    let mut form = request(Method::POST, "/pools/demo/jobs", "x");
+    form.headers_mut()
+        .insert(header::CONTENT_TYPE, "multipart/form-data".parse().unwrap());
+    let answer = call(&router, form).await;
+    assert_error(&answer, StatusCode::BAD_REQUEST, "bad-request");
     state.close().await;
 }
 
@@ -89,7 +98,7 @@ async fn bad_json_answers_400() {
 async fn a_body_over_the_limit_answers_413() {
     let state = AppState::builder().body_limit(64).build();
     start(&state, vec![demo("demo", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let big = json!({ "text": "x".repeat(200) });
     let answer = call(&router, post("/pools/demo/jobs", &big)).await;
     assert_error(&answer, StatusCode::PAYLOAD_TOO_LARGE, "too-large");
@@ -119,7 +128,7 @@ async fn a_body_over_the_limit_answers_413() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_pool_answers_503() {
     let state = state_with(vec![demo("demo", 1), demo("other", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     state.pools().get("demo").unwrap().close().await;
     let answer = call(&router, post("/pools/demo/jobs", &json!({}))).await;
     assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "closed");

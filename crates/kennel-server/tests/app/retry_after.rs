@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use kennel_server::AppState;
-use kennel_server::http::Routes;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
@@ -17,7 +17,7 @@ type Answer = (StatusCode, HeaderMap, Value);
 /// A job sent while the pool's one worker runs another (of 1.5 s) and no
 /// job may wait: its answer, asserted to be a 503 `rejected`, and the busy
 /// job's task.
-async fn rejected_while_busy(state: &AppState, router: &Routes) -> (Answer, JoinHandle<Answer>) {
+async fn rejected_while_busy(state: &AppState, router: &Router) -> (Answer, JoinHandle<Answer>) {
     let busy = tokio::spawn({
         let router = router.clone();
         async move { call(&router, post("/pools/one/jobs", &json!({"sleep_ms": 1500}))).await }
@@ -33,7 +33,7 @@ async fn a_rejected_job_answers_503_with_retry_after() {
     let mut pool = demo("one", 1);
     pool.options.max_waiting = Some(0);
     let state = state_with(vec![pool]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let (answer, busy) = rejected_while_busy(&state, &router).await;
     assert_eq!(answer.2["reason"], "queue-depth");
     assert_eq!(answer.1[header::RETRY_AFTER], "1");
@@ -46,7 +46,7 @@ async fn a_rejected_jobs_retry_after_is_the_pools_projected_wait() {
     let mut pool = demo("one", 1);
     pool.options.max_waiting = Some(0);
     let state = state_with(vec![pool]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     // One job of 2.2 s teaches the pool its job time.
     let (status, _, _) = call(&router, post("/pools/one/jobs", &json!({"sleep_ms": 2200}))).await;
     assert_eq!(status, StatusCode::OK);

@@ -4,7 +4,6 @@
 
 use axum::http::{StatusCode, header};
 use http_body_util::BodyExt;
-use kennel_server::http::Routes;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -16,7 +15,7 @@ async fn pools_and_stats_show_every_pool() {
     let mut grouped = demo("a", 2);
     grouped.group = Some("g".into());
     let state = state_with(vec![grouped, demo("b", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let (status, _, body) = call(&router, get("/pools")).await;
     assert_eq!(status, StatusCode::OK);
     let pools = body["pools"].as_array().unwrap();
@@ -42,7 +41,7 @@ async fn pools_and_stats_show_every_pool() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_and_its_alias_healthz_report_every_pool_and_livez_answers() {
     let state = state_with(vec![demo("a", 1), demo("b", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     for probe in ["/readyz", "/healthz"] {
         let (status, _, body) = call(&router, get(probe)).await;
         assert_eq!(status, StatusCode::OK, "{probe}");
@@ -68,7 +67,7 @@ async fn readyz_and_its_alias_healthz_report_every_pool_and_livez_answers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_are_prometheus_text() {
     let state = state_with(vec![demo("metered", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let (status, _, _) = call(&router, post("/pools/metered/jobs", &json!({}))).await;
     assert_eq!(status, StatusCode::OK);
     let response = router.clone().oneshot(get("/metrics")).await.unwrap();
@@ -118,7 +117,7 @@ async fn metrics_are_prometheus_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_stream_pool_events() {
     let state = state_with(vec![demo("watched", 1)]).await;
-    let router = Routes::new(state.clone());
+    let router = kennel_server::app(state.clone());
     let response = router
         .clone()
         .oneshot(get("/events?pool=watched"))

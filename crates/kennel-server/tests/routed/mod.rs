@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use axum::Router;
 use axum::body::Body;
 use axum::body::Bytes;
 use axum::http::Request;
@@ -13,7 +14,6 @@ use axum::http::{StatusCode, header};
 use axum::response::Response;
 use http_body_util::BodyExt;
 use kennel_server::config::{PoolConfig, SizingConfig, StartupKind};
-use kennel_server::http::Routes;
 use kennel_server::{AppState, Config, metrics};
 use tower::ServiceExt;
 
@@ -71,7 +71,7 @@ pub async fn read_answer(response: Response, limit: Duration) -> (StatusCode, St
 ///
 /// Cancel safe: it only reads.
 pub async fn requests_counted(
-    routes: &Routes,
+    router: &Router,
     route: &str,
     status: u16,
     token: Option<&str>,
@@ -80,7 +80,7 @@ pub async fn requests_counted(
     if let Some(token) = token {
         scrape = scrape.header(header::AUTHORIZATION, format!("Bearer {token}"));
     }
-    let response = routes
+    let response = router
         .clone()
         .oneshot(scrape.body(Body::empty()).unwrap())
         .await

@@ -20,7 +20,7 @@ pub use test_computer::TestComputer;
 /// after each window.
 ///
 /// Memory held by the pool's own workers must not count against the pool
-/// (ADR 0008). A sizing therefore asks
+/// (docs/internals.md). A sizing therefore asks
 /// [`free_for_pool`](Computer::free_for_pool), not
 /// [`available_memory`](Computer::available_memory):
 ///

@@ -27,7 +27,7 @@ use super::meminfo::parse_meminfo_available;
 ///
 /// It reports the machine's free memory, which already leaves out what this
 /// pool's own workers hold, so [`free_for_pool`](Computer::free_for_pool)
-/// adds that back (ADR 0008).
+/// adds that back.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemComputer;
 

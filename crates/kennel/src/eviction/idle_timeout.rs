@@ -4,17 +4,17 @@ use super::{EvictAfter, Eviction, IdleWorker};
 use crate::error::BuildError;
 
 /// The longest `after`: the pool's longest time limit,
-/// [`MAX_DURATION`](crate::MAX_DURATION) (as `@zukhruf/pool` keeps it, so
-/// configurations port).
+/// [`MAX_DURATION`](crate::MAX_DURATION), so that every time limit of a pool
+/// has one bound.
 pub const MAX_IDLE_TIMEOUT: Duration = crate::options::MAX_DURATION;
 
 /// Evicts a worker that stayed idle for `after`.
 ///
 /// A job that takes the worker first keeps it, and a new `after` starts when
-/// that job ends. [`keep`](IdleTimeout::keep) sets a floor (pooler's
-/// `init_count`): the eviction never lets the running workers drop below it.
-/// pooler's `cull_interval` and `max_age` map to `after` alone: each worker
-/// has its own timer, so no interval is needed.
+/// that job ends. [`keep`](IdleTimeout::keep) sets a floor: the eviction
+/// never lets the running workers drop below it. Each worker has its own
+/// timer, so there is no culling interval: a worker goes `after` its last
+/// job, not at the next sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IdleTimeout {
     after: Duration,

@@ -16,8 +16,8 @@ const PROBE_EVERY: u32 = 8;
 const DRIFT: f64 = 0.10;
 
 /// Runs 2 workers first, then as many as keep a job's time at most 1.5 × its
-/// time with 2 workers (as Netflix's concurrency-limits Gradient), learning
-/// for as long as the pool runs.
+/// time with 2 workers (a gradient against a low-load baseline), learning for
+/// as long as the pool runs.
 ///
 /// It steps as [`HillClimbing`](crate::HillClimbing) does — three windows of
 /// at least 20 jobs and 2 seconds, counted only while jobs wait and every
@@ -31,8 +31,8 @@ const DRIFT: f64 = 0.10;
 /// the job time with 2 workers. That multiple is measured when the sizing runs
 /// 2 workers, or tries 2, and is carried up step by step with the ratio of the
 /// trial to the windows around it, so a load that grows or shrinks as a whole
-/// does not move it. As Netflix's Gradient probes its no-load time now and
-/// then, a step down tries 2 workers instead of two fewer when the 2-worker
+/// does not move it. Since a baseline goes stale, it is measured again now
+/// and then: a step down tries 2 workers instead of two fewer when the 2-worker
 /// time was measured 8 steps ago or more, when the job time at the current
 /// size moved by more than 10% since, or after memory forced a change.
 ///

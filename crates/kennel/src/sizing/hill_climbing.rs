@@ -8,12 +8,12 @@ use super::{SizePlan, Sizing, SizingDecision, SizingInput, SizingView, Verdict};
 use crate::computer::Computer;
 use crate::error::BuildError;
 
-/// How much more a worker must add: 10%, as the .NET thread pool's goal.
+/// How much more a worker must add: 10%, so that a worker that adds less
+/// than noise does not stay.
 const GAIN: f64 = 0.10;
 
 /// Runs 2 workers first, then as many as each add at least 10% more jobs per
-/// second (as the .NET thread pool does), learning for as long as the pool
-/// runs.
+/// second, learning for as long as the pool runs.
 ///
 /// Capacity = `min(cpus, free memory / memory_per_worker)`, at least 1, read
 /// from the computer when the pool is built. Then it takes steps: three

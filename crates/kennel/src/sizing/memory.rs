@@ -1,4 +1,4 @@
-//! The memory rules that the sizings with a computer share (ADR 0008): capacity when the pool is built, whether a new worker may start,
+//! The memory rules that the sizings with a computer share (docs/internals.md): capacity when the pool is built, whether a new worker may start,
 //! and how many running workers fit now.
 
 use std::fmt;

@@ -10,7 +10,7 @@ use crate::error::BuildError;
 /// memory would allow none.
 ///
 /// A new worker starts only while its memory is free beside the pool's live
-/// workers, as [`Computer::free_for_pool`] counts them (ADR 0008); the first
+/// workers, as [`Computer::free_for_pool`] counts them; the first
 /// worker always starts.
 #[derive(Debug, Clone)]
 pub struct Resources {

@@ -6,7 +6,7 @@
 //! down to ±5% (two standard errors: `(2 × cv / 0.05)²` jobs, `cv` the
 //! coefficient of variation of the job times, the larger of the last two
 //! windows'), at least 5 and at most `min_jobs`: jobs of even times, slow ones
-//! above all, are measured in fewer jobs (quick windows, ADR 0044). It counts only while jobs wait and every
+//! above all, are measured in fewer jobs (quick windows). It counts only while jobs wait and every
 //! running worker is ready (`view.waiting > 0 && view.all_ready`): then every
 //! running worker is busy, so a window at size `n` whose jobs took `t` on
 //! average measured `n / t` jobs per second.

@@ -1,7 +1,7 @@
 use super::{SlotPhase, Starts, Startup};
 
 /// Starts the running slots one after the other, each once the previous one
-/// is ready, as a Kubernetes `OrderedReady` StatefulSet.
+/// is ready: at most one worker warms up at a time.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OrderedReady;
 

@@ -1,6 +1,7 @@
 //! Config tests: every key is read, every bad value is refused with the file
 //! and the key named.
 
+mod hints;
 mod key_rules;
 mod reading;
 mod reconfig;

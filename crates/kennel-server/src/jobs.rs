@@ -1,0 +1,255 @@
+//! The job routes, `POST /pools/{name}/jobs` and `POST /groups/{group}/jobs`:
+//! a job's request is the body (JSON, or bytes: see [`crate::payload`]) and
+//! its reply the worker's JSON, or its progress then the reply for a client
+//! that streams ([`crate::stream`]).
+//!
+//! A client that hangs up while its job waits for a worker leaves the
+//! queue; one that hangs up while its job runs lets the job finish, so that
+//! a costly worker is not killed for it (the pool's `job_timeout` still
+//! bounds it).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use kennel::Pool;
+use kennel_process::{Coprocess, JsonBytes, Progress, StderrTail};
+use tokio::sync::mpsc;
+
+use crate::error::{ApiError, with_last_words};
+use crate::ops::openapi::ErrorBody;
+use crate::segment::Segment;
+use crate::state::AppState;
+use crate::stream::Answer;
+use crate::watch::{Watch, last_words};
+
+/// The pool named `name`: 501 when there is no pool at all, 404 when this
+/// one is not there.
+pub(crate) fn pool_named(state: &AppState, name: &str) -> Result<Pool<Coprocess>, ApiError> {
+    state.pools().get(name).map_err(|e| {
+        if state.pools().is_empty() {
+            ApiError::NotSupported
+        } else {
+            e.into()
+        }
+    })
+}
+
+enum Target {
+    Pool(Pool<Coprocess>),
+    Group(crate::state::Group),
+}
+
+/// Runs one job and answers the worker's reply.
+///
+/// The job runs in the handler's own task. When the client hangs up, the
+/// handler is dropped: a job that still waits is dropped with it (it leaves the
+/// queue), one that runs is handed to a task of its own to finish
+/// ([`FinishOnDrop`]). A pool with `retry_on_crash` runs it through
+/// [`Pool::run_idempotent`]. An error about a worker that ended carries its
+/// last words: the worker's under the job, or (for a broken pool) the one
+/// whose start failed last, from `watch`.
+async fn run_job(
+    target: Target,
+    request: JsonBytes<Bytes>,
+    watch: Option<Watch>,
+    progress: Option<mpsc::Sender<Progress>>,
+) -> Result<JsonBytes, ApiError> {
+    let seen = Arc::new(Seen::default());
+    let mark = seen.clone();
+    let job = async move |w: &mut Coprocess| {
+        mark.started.store(true, Ordering::SeqCst);
+        *mark.tail.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
+        match &progress {
+            Some(tx) => {
+                // A client that reads too slowly misses items, never the reply.
+                let mut forward = |p| {
+                    let _ = tx.try_send(p);
+                };
+                w.request_bytes(&request, Some(&mut forward)).await
+            }
+            None => w.request_bytes(&request, None).await,
+        }
+    };
+    let run: Running = Box::pin(async move {
+        match target {
+            Target::Pool(pool) if pool.options().retry_on_crash > 0 => {
+                pool.run_idempotent(job).await
+            }
+            Target::Pool(pool) => pool.run(job).await,
+            Target::Group(group) => group.run(job).await,
+        }
+    });
+    let mut finish = FinishOnDrop {
+        run: Some(run),
+        seen: seen.clone(),
+    };
+    let result = match finish.run.as_mut() {
+        Some(run) => run.await,
+        None => unreachable!("set above"),
+    };
+    finish.run = None;
+    match result {
+        Ok(Ok(reply)) => Ok(reply),
+        Ok(Err(e)) => Err(e.into()),
+        Err(e @ kennel::Error::Crashed { .. }) => {
+            let tail = seen
+                .tail
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            Err(with_last_words(e, last_words(tail.as_ref()).await))
+        }
+        Err(e @ kennel::Error::WarmupFailed { slot, .. }) => {
+            let tail = watch.and_then(|w| w.tail_of(slot));
+            Err(with_last_words(e, last_words(tail.as_ref()).await))
+        }
+        Err(e @ kennel::Error::Unavailable { .. }) => {
+            let words = watch.map(|w| w.last_failed_words()).unwrap_or_default();
+            Err(with_last_words(e, words))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A job's run: lent, then run on the worker.
+type Running = Pin<
+    Box<
+        dyn Future<Output = Result<Result<JsonBytes, kennel_process::ProcessError>, kennel::Error>>
+            + Send,
+    >,
+>;
+
+/// What the handler learns of its job as it runs: whether a worker took
+/// it, and that worker's last words.
+#[derive(Default)]
+struct Seen {
+    started: AtomicBool,
+    tail: std::sync::Mutex<Option<StderrTail>>,
+}
+
+/// Holds a job's run while the handler awaits it; dropped before the end
+/// (the client hung up), it lets a job that a worker took finish on a task
+/// of its own, so that a costly worker is not killed for it, and drops
+/// one that still waits.
+struct FinishOnDrop {
+    run: Option<Running>,
+    seen: Arc<Seen>,
+}
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        // Outside a runtime (it is shutting down) the job goes with it, as
+        // every task does.
+        if let Some(run) = self.run.take()
+            && self.seen.started.load(Ordering::SeqCst)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _ = run.await;
+            });
+        }
+    }
+}
+
+/// `POST /pools/{name}/jobs`: the body (JSON, or bytes as base64: see
+/// [`crate::payload`]) is the job; the answer is the worker's reply as it
+/// wrote it, or the progress then the reply for a client that streams
+/// ([`crate::stream`]).
+#[utoipa::path(
+    post,
+    path = "/pools/{name}/jobs",
+    tag = "jobs",
+    params(("name" = String, Path, description = "the pool's name")),
+    request_body(content = Value, description = "the job: a JSON value handed to the worker as its request, or bytes (an upload, sent to the worker as base64; see SERVICE.md)"),
+    responses(
+        (status = 200, description = "the worker's reply as it wrote it; a client that asks for `text/event-stream` or `application/x-ndjson` gets the job's progress, then the reply", body = Value),
+        (status = 400, description = "the body is not JSON or is empty (`bad-json`)", body = ErrorBody),
+        (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
+        (status = 413, description = "the body is over `body_limit` (`too-large`)", body = ErrorBody),
+        (status = 500, description = "the worker replied with an error (`worker-error`)", body = ErrorBody),
+        (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
+        (status = 502, description = "the worker ended, failed its warm-up or broke the protocol (`crashed`, `warmup-failed`, `protocol`), with its last words", body = ErrorBody),
+        (status = 503, description = "rejected (`rejected`, with `Retry-After`), the workers keep failing to start (`unavailable`), or the pool is closed (`closed`)", body = ErrorBody),
+        (status = 504, description = "the job ran past `job_timeout` (`timeout`)", body = ErrorBody),
+    )
+)]
+pub(crate) async fn pool_job(
+    State(state): State<AppState>,
+    Segment(name): Segment,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let pool = match pool_named(&state, &name) {
+        Ok(pool) => pool,
+        Err(e) => return e.into_response(),
+    };
+    let upload = || state.upload_limit(&name);
+    let request = match state.bodies().job(&headers, body, upload).await {
+        Ok(request) => request,
+        Err(e) => return e.into_response(),
+    };
+    if let Some(queue) = state.queue(&name) {
+        return queue
+            .submit(request)
+            .await
+            .unwrap_or_else(IntoResponse::into_response);
+    }
+    let watch = state.watch(&name);
+    crate::stream::respond(Answer::of(&headers), move |progress| async move {
+        run_job(Target::Pool(pool.clone()), request, watch, progress)
+            .await
+            .map_err(|e| e.retry_after_projected(pool.projected_wait()))
+    })
+    .await
+}
+
+/// Runs the body as one job on a random pool of the group that can lend at
+/// once.
+#[utoipa::path(
+    post,
+    path = "/groups/{group}/jobs",
+    tag = "jobs",
+    params(("group" = String, Path, description = "the group's name")),
+    request_body(content = Value, description = "the job: any JSON value"),
+    responses(
+        (status = 200, description = "the worker's JSON reply", body = Value),
+        (status = 400, description = "the body is not JSON (`bad-json`)", body = ErrorBody),
+        (status = 404, description = "no pool is in this group (`no-such-group`)", body = ErrorBody),
+        (status = 500, description = "the worker replied with an error (`worker-error`)", body = ErrorBody),
+        (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
+        (status = 502, description = "the worker ended, failed its warm-up or broke the protocol", body = ErrorBody),
+        (status = 503, description = "no pool of the group can lend now (`no-members`, with `Retry-After`)", body = ErrorBody),
+        (status = 504, description = "the job ran past `job_timeout` (`timeout`)", body = ErrorBody),
+    )
+)]
+pub(crate) async fn group_job(
+    State(state): State<AppState>,
+    Segment(group): Segment,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if state.pools().is_empty() {
+        return ApiError::NotSupported.into_response();
+    }
+    let group = state.pools().group(&group);
+    if group.pools().is_empty() {
+        return ApiError::NoSuchGroup {
+            group: group.name().to_owned(),
+        }
+        .into_response();
+    }
+    let request = match state.bodies().json_bytes(body).await {
+        Ok(request) => request,
+        Err(e) => return e.into_response(),
+    };
+    crate::stream::respond(Answer::of(&headers), move |progress| {
+        run_job(Target::Group(group), request, None, progress)
+    })
+    .await
+}
