@@ -43,13 +43,22 @@ pub mod stream;
 pub mod watch;
 
 mod app;
+mod check;
+mod cli;
+mod command;
 mod error;
 mod jobs;
 pub mod payload;
+mod progress;
+mod run;
 mod segment;
+mod serve;
+mod signals;
 mod state;
+mod status;
 
 pub use crate::app::app;
+pub use crate::command::main;
 pub use crate::config::{Config, ConfigError, PoolConfig, ServerConfig};
 pub use crate::error::{ApiError, MAX_RETRY_AFTER_SECS, RETRY_AFTER_SECS, with_last_words};
 pub use crate::state::{AppState, AppStateBuilder, Group, Listed, Pools, StartError};
