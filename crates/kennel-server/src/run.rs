@@ -21,9 +21,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, PoolConfig};
+use crate::error::{ApiError, with_last_words};
 use crate::pools::build_watched_pool;
 use crate::watch::{Watch, last_words};
-use crate::{ApiError, with_last_words};
 use anyhow::Context;
 use futures_util::StreamExt;
 use kennel::Pool;

@@ -6,8 +6,7 @@ mod support;
 
 use std::process::Command;
 
-use kennel_server::Config;
-use kennel_server::config::Source;
+use kennel_server::{Config, Source};
 
 fn parse(queue: &str) -> Result<Config, String> {
     let text = format!("[[pool]]\nname = \"echo\"\nargv = [\"cat\"]\n\n[pool.queue]\n{queue}\n");

@@ -37,35 +37,35 @@ use tokio_util::task::TaskTracker;
 
 use crate::watch::Watch;
 
-pub mod config;
-pub mod credit;
-pub mod metrics;
-pub mod outcome;
+pub(crate) mod config;
+pub(crate) mod credit;
+pub(crate) mod metrics;
+pub(crate) mod outcome;
 
 mod connect;
 mod job;
 mod publish;
 mod pull;
 
-pub use self::config::QueueConfig;
-pub use self::metrics::QueueMetrics;
+pub(crate) use self::config::QueueConfig;
+pub(crate) use self::metrics::QueueMetrics;
 
 /// The header that names where a job's answer goes (a client's inbox).
-pub const REPLY_TO: &str = "Kennel-Reply-To";
+pub(crate) const REPLY_TO: &str = "Kennel-Reply-To";
 /// The header of an answer that carries its HTTP status.
-pub const STATUS: &str = "Kennel-Status";
+pub(crate) const STATUS: &str = "Kennel-Status";
 /// The header of an answer that carries the job's id.
-pub const JOB_ID: &str = "Kennel-Job-Id";
+pub(crate) const JOB_ID: &str = "Kennel-Job-Id";
 /// The header of an answer that names the delivery that ran it (1 for the
 /// first).
-pub const DELIVERY: &str = "Kennel-Delivery";
+pub(crate) const DELIVERY: &str = "Kennel-Delivery";
 /// The header of an answer that names the instance that ran it.
-pub const INSTANCE: &str = "Kennel-Instance";
+pub(crate) const INSTANCE: &str = "Kennel-Instance";
 /// JetStream's own header for a publisher's message id (deduplicated within
 /// the stream's duplicate window).
-pub const MSG_ID: &str = "Nats-Msg-Id";
+pub(crate) const MSG_ID: &str = "Nats-Msg-Id";
 /// The key a job object gets when `job_meta` is on.
-pub const META_KEY: &str = "_kennel";
+pub(crate) const META_KEY: &str = "_kennel";
 
 /// Room left in a message for its headers, under the server's
 /// `max_payload`.
@@ -73,7 +73,7 @@ pub(crate) const HEADROOM: usize = 512;
 
 /// How long one pull request waits on the server for messages. A graceful
 /// stop waits for the one outstanding to end (handing back what it brings).
-pub const PULL_EXPIRES: Duration = Duration::from_secs(2);
+pub(crate) const PULL_EXPIRES: Duration = Duration::from_secs(2);
 
 /// The value of header `name` in `headers`, if there. (A name is looked up
 /// as parsed, so that JetStream's own, such as `Nats-Msg-Id`, are found as
@@ -86,7 +86,7 @@ pub(crate) fn header(headers: Option<&async_nats::HeaderMap>, name: &str) -> Opt
 /// A failure to start a pool's queue: the key of the config it is about
 /// and what went wrong.
 #[derive(Debug)]
-pub struct QueueStartError {
+pub(crate) struct QueueStartError {
     /// The pool's name.
     pub pool: String,
     /// The key: `pool[0].queue.nats`, `pool[0].queue.stream`, …

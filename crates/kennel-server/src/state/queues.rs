@@ -27,7 +27,7 @@ impl AppState {
     ///
     /// Not cancel safe: a queue connected before the drop keeps fetching
     /// until [`drain_queues`](Self::drain_queues).
-    pub async fn start_queues(&self, config: &Config) -> Result<(), QueueStartError> {
+    pub(crate) async fn start_queues(&self, config: &Config) -> Result<(), QueueStartError> {
         for (i, pool) in config.pools.iter().enumerate() {
             if pool.queue.is_none() {
                 continue;
@@ -85,7 +85,7 @@ impl AppState {
     ///
     /// Fetching stops as soon as the call starts; dropping the future only
     /// stops the waiting.
-    pub async fn drain_queues(&self) {
+    pub(crate) async fn drain_queues(&self) {
         let sources: Vec<Arc<Source>> = self
             .pools()
             .lock()

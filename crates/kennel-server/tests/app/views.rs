@@ -7,13 +7,12 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use crate::routed::{demo, state_with};
+use crate::routed::{demo, demo_with, state_with};
 use crate::{LIMIT, call, get, post};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pools_and_stats_show_every_pool() {
-    let mut grouped = demo("a", 2);
-    grouped.group = Some("g".into());
+    let grouped = demo_with("a", 2, "group = \"g\"");
     let state = state_with(vec![grouped, demo("b", 1)]).await;
     let router = kennel_server::app(state.clone());
     let (status, _, body) = call(&router, get("/pools")).await;
@@ -51,7 +50,7 @@ async fn readyz_and_its_alias_healthz_report_every_pool_and_livez_answers() {
             "{probe}"
         );
     }
-    state.pools().get("b").unwrap().close().await;
+    state.pool("b").unwrap().close().await;
     let (status, _, body) = call(&router, get("/readyz")).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(

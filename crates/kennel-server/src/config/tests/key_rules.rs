@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use crate::config::{HumanDuration, LearningConfig, ReconfigBody, SizingConfig};
+use crate::config::learning::LearningConfig;
+use crate::config::{HumanDuration, ReconfigBody, SizingConfig};
 
 use super::{parse, pool_with, refused, secs};
 

@@ -2,6 +2,7 @@
 //! and the key named.
 
 mod hints;
+mod hostile_text;
 mod key_rules;
 mod reading;
 mod reconfig;

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::{
-    Config, EvictionConfig, HumanSize, LearningConfig, ReadyKind, SizingConfig, StartupKind,
-};
+use crate::config::human::HumanSize;
+use crate::config::learning::LearningConfig;
+use crate::config::{Config, EvictionConfig, ReadyKind, SizingConfig, StartupKind};
 use kennel::{Dispatch, Options};
 
 use super::{parse, pool_with, secs};
