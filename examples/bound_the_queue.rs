@@ -8,37 +8,18 @@
 
 use std::time::Duration;
 
-use kennel::{
-    BoxError, Error, ExitSignal, Exited, Fixed, Killer, Parallel, Pool, PoolBuilder, RunOptions,
-    Worker,
-};
+use kennel::{BoxError, Error, Fixed, Parallel, Pool, PoolBuilder, RunOptions, Worker};
 
 /// A worker that is ready at once.
-struct Renderer {
-    signal: ExitSignal,
-    exited: Option<Exited>,
-}
+struct Renderer;
 
-impl Worker for Renderer {
-    fn exited(&mut self) -> Exited {
-        self.exited.take().unwrap_or_else(Exited::never)
-    }
-    fn killer(&self) -> Killer {
-        self.signal.killer()
-    }
-}
+impl Worker for Renderer {}
 
 /// Two workers, started when the pool is built.
 fn two_renderers() -> PoolBuilder<Renderer> {
-    Pool::builder(|_slot| async {
-        let (signal, exited) = ExitSignal::new();
-        Ok::<_, BoxError>(Renderer {
-            signal,
-            exited: Some(exited),
-        })
-    })
-    .startup(Parallel)
-    .sizing(Fixed(2))
+    Pool::builder(|_slot| async { Ok::<_, BoxError>(Renderer) })
+        .startup(Parallel)
+        .sizing(Fixed(2))
 }
 
 /// A job of 100 ms.
@@ -88,14 +69,16 @@ async fn burst(pool: &Pool<Renderer>, n: usize) -> Result<(), Box<dyn std::error
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("max_waiting(3): 8 jobs at once on 2 workers; 2 run, 3 queue, 3 are turned away");
-    let pool = two_renderers().max_waiting(3).build()?;
+    let pool = two_renderers()
+        .with_options(|o| o.max_waiting = Some(3))
+        .build()?;
     burst(&pool, 8).await?;
     pool.close().await;
 
     println!("\nmax_queue_wait(275 ms), jobs of 100 ms on 2 workers:");
     println!("  projected wait = (jobs ahead + 1) / 2 x mean job time (about 100 ms)");
     let pool = two_renderers()
-        .max_queue_wait(Duration::from_millis(275))
+        .with_options(|o| o.max_queue_wait = Some(Duration::from_millis(275)))
         .build()?;
     // Two jobs teach the pool the mean job time.
     pool.run(render).await?;
@@ -105,7 +88,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("\njob_timeout and lend_timeout:");
     let pool = two_renderers()
-        .job_timeout(Duration::from_millis(150))
+        .with_options(|o| o.job_timeout = Some(Duration::from_millis(150)))
         .build()?;
     let slow = pool
         .run(async |_r: &mut Renderer| tokio::time::sleep(Duration::from_secs(5)).await)

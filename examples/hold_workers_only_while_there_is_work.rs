@@ -7,27 +7,16 @@
 
 use std::time::Duration;
 
-use kennel::{
-    BoxError, Event, ExitSignal, Exited, Fixed, IdleTimeout, Killer, OnDemand, Pool, Stats, Worker,
-};
+use kennel::{BoxError, Event, Fixed, IdleTimeout, OnDemand, Pool, Stats, Worker};
 use tokio::time::Instant;
 
 /// A worker whose warm-up takes 100 ms.
-struct Session {
-    signal: ExitSignal,
-    exited: Option<Exited>,
-}
+struct Session;
 
 impl Worker for Session {
     async fn ready(&mut self) -> Result<(), BoxError> {
         tokio::time::sleep(Duration::from_millis(100)).await;
         Ok(())
-    }
-    fn exited(&mut self) -> Exited {
-        self.exited.take().unwrap_or_else(Exited::never)
-    }
-    fn killer(&self) -> Killer {
-        self.signal.killer()
     }
 }
 
@@ -44,17 +33,11 @@ fn show(when: &str, s: Stats) {
 
 async fn burst_then_quiet(keep: usize) -> Result<(), Box<dyn std::error::Error>> {
     println!("OnDemand, Fixed(4), IdleTimeout 300 ms, keep({keep}):");
-    let pool = Pool::builder(|_slot| async {
-        let (signal, exited) = ExitSignal::new();
-        Ok::<_, BoxError>(Session {
-            signal,
-            exited: Some(exited),
-        })
-    })
-    .startup(OnDemand)
-    .sizing(Fixed(4))
-    .eviction(IdleTimeout::new(Duration::from_millis(300))?.keep(keep))
-    .build()?;
+    let pool = Pool::builder(|_slot| async { Ok::<_, BoxError>(Session) })
+        .startup(OnDemand)
+        .sizing(Fixed(4))
+        .eviction(IdleTimeout::new(Duration::from_millis(300))?.keep(keep))
+        .build()?;
     let mut events = pool.events();
     show("built, no job yet", pool.stats());
 

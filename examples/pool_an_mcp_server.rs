@@ -69,7 +69,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         .name("everything")
         .startup(Parallel)
         .sizing(Fixed(1))
-        .job_timeout(Duration::from_secs(2))
+        .with_options(|o| o.job_timeout = Some(Duration::from_secs(2)))
         .build()?;
     let long =
         json!({"name": "trigger-long-running-operation", "arguments": {"duration": 1, "steps": 4}});

@@ -173,7 +173,7 @@ fn simulate(scene: &Scene, label: &str, sizing: impl Sizing) -> Run {
         let machine = Machine::new(scene.phases[0].1);
         let pool = Pool::builder(Cpu::start)
             .sizing(sizing)
-            .max_waiting(1000)
+            .with_options(|o| o.max_waiting = Some(1000))
             .build()
             .expect("the pool builds");
         let mut events = pool.events();

@@ -5,41 +5,25 @@
 use std::time::Duration;
 
 use kennel::{
-    BoxError, Event, ExitSignal, Exited, Fixed, Killer, LeaderFirst, OnDemand, OrderedReady,
-    Parallel, Pool, Startup, Worker,
+    BoxError, Event, Fixed, LeaderFirst, OnDemand, OrderedReady, Parallel, Pool, Startup, Worker,
 };
 use tokio::time::Instant;
 
-struct Slow {
-    signal: ExitSignal,
-    exited: Option<Exited>,
-}
+struct Slow;
 
 impl Worker for Slow {
     async fn ready(&mut self) -> Result<(), BoxError> {
         tokio::time::sleep(Duration::from_millis(200)).await;
         Ok(())
     }
-    fn exited(&mut self) -> Exited {
-        self.exited.take().unwrap_or_else(Exited::never)
-    }
-    fn killer(&self) -> Killer {
-        self.signal.killer()
-    }
 }
 
 async fn show(name: &str, startup: impl Startup) -> Result<(), Box<dyn std::error::Error>> {
     let t0 = Instant::now();
-    let pool = Pool::builder(|_slot| async {
-        let (signal, exited) = ExitSignal::new();
-        Ok::<_, BoxError>(Slow {
-            signal,
-            exited: Some(exited),
-        })
-    })
-    .startup(startup)
-    .sizing(Fixed(3))
-    .build()?;
+    let pool = Pool::builder(|_slot| async { Ok::<_, BoxError>(Slow) })
+        .startup(startup)
+        .sizing(Fixed(3))
+        .build()?;
     let mut events = pool.events();
     // Note when each slot starts, as the events arrive.
     let watcher = tokio::spawn(async move {

@@ -222,7 +222,7 @@ mod tests {
         let pool = Pool::builder(farm.factory())
             .startup(Parallel)
             .sizing(Fixed(1))
-            .job_timeout(Duration::from_secs(30))
+            .with_options(|o| o.job_timeout = Some(Duration::from_secs(30)))
             .build()
             .unwrap();
         let err = pool

@@ -5,27 +5,18 @@
 
 use std::time::Duration;
 
-use kennel::{
-    BoxError, Event, ExitSignal, Exited, Fixed, IdleTimeout, Killer, LeaderFirst, Pool, Worker,
-};
+use kennel::{BoxError, Event, Fixed, IdleTimeout, LeaderFirst, Pool, Worker};
 use tokio::time::Instant;
 
 /// A worker that "loads a model" (a table of squares) for a while, then
 /// answers look-ups. Its state lives as long as the worker.
 struct Model {
     table: Vec<u64>,
-    signal: ExitSignal,
-    exited: Option<Exited>,
 }
 
 impl Model {
     fn new() -> Self {
-        let (signal, exited) = ExitSignal::new();
-        Self {
-            table: Vec::new(),
-            signal,
-            exited: Some(exited),
-        }
+        Self { table: Vec::new() }
     }
 
     fn square(&self, n: usize) -> u64 {
@@ -40,14 +31,6 @@ impl Worker for Model {
         self.table = (0..1_000u64).map(|n| n * n).collect();
         Ok(())
     }
-
-    fn exited(&mut self) -> Exited {
-        self.exited.take().unwrap_or_else(Exited::never)
-    }
-
-    fn killer(&self) -> Killer {
-        self.signal.killer()
-    }
 }
 
 #[tokio::main]
@@ -58,7 +41,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .startup(LeaderFirst)
         .sizing(Fixed(4))
         .eviction(IdleTimeout::new(Duration::from_secs(300))?.keep(1))
-        .job_timeout(Duration::from_secs(5))
+        .with_options(|o| o.job_timeout = Some(Duration::from_secs(5)))
         .build()?;
     let mut events = pool.events();
 

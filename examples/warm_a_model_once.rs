@@ -8,9 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use kennel::{
-    BoxError, Event, ExitSignal, Exited, Fixed, Killer, LeaderFirst, Pool, SlotInfo, Worker,
-};
+use kennel::{BoxError, Event, Fixed, LeaderFirst, Pool, SlotInfo, Worker};
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
@@ -48,18 +46,13 @@ impl Cache {
 struct Model {
     cache: Cache,
     compiled: Option<Arc<Compiled>>,
-    signal: ExitSignal,
-    exited: Option<Exited>,
 }
 
 impl Model {
     fn new(cache: Cache) -> Self {
-        let (signal, exited) = ExitSignal::new();
         Self {
             cache,
             compiled: None,
-            signal,
-            exited: Some(exited),
         }
     }
 
@@ -76,12 +69,6 @@ impl Worker for Model {
         tokio::time::sleep(Duration::from_millis(30)).await;
         self.compiled = Some(compiled);
         Ok(())
-    }
-    fn exited(&mut self) -> Exited {
-        self.exited.take().unwrap_or_else(Exited::never)
-    }
-    fn killer(&self) -> Killer {
-        self.signal.killer()
     }
 }
 

@@ -9,6 +9,8 @@ export declare const RPC_CANCELLED: -32800;
 export declare const RPC_PARSE_ERROR: -32700;
 export declare const RPC_INVALID_REQUEST: -32600;
 export declare const MCP_PROTOCOL_VERSION: string;
+/** json-lines: the key of the id kennel adds to a request object; echoed in its reply. */
+export declare const KENNEL_ID: string;
 
 export interface WorkerErrorOptions {
   /** Written as "status" (json-lines) or data.status (JSON-RPC). */
@@ -35,7 +37,7 @@ export declare class Job<Request = unknown> {
   readonly request: Request;
   /** The JSON-RPC method; undefined in json-lines. */
   readonly method: string | undefined;
-  /** The JSON-RPC id; undefined in json-lines. */
+  /** The JSON-RPC id; in json-lines the `kennel_id` kennel gave the request (echoed in the reply), undefined when it gave none. */
   readonly id: string | number | null | undefined;
   readonly progressToken: unknown;
   readonly cancelled: boolean;

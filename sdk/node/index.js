@@ -21,6 +21,7 @@ import { Server } from './server.js';
 
 export { Cancelled, Job, WorkerError } from './job.js';
 export {
+  KENNEL_ID,
   MCP_PROTOCOL_VERSION,
   RPC_CANCELLED,
   RPC_INVALID_REQUEST,

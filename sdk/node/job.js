@@ -39,7 +39,9 @@ export class Cancelled extends Error {
  * The job a handler is running, its second argument.
  *
  * - `request`: what the handler got (the request, or the JSON-RPC params);
- * - `method`, `id`: the JSON-RPC method and id (undefined in json-lines);
+ * - `method`, `id`: the JSON-RPC method and id (in json-lines no method, and
+ *   the `kennel_id` kennel gave the request, which the SDK echoes; undefined
+ *   when it gave none);
  * - `cancelled`, `signal` (an AbortSignal), `raiseIfCancelled()`,
  *   `checkpoint()` (yields to the event loop so that a cancel can arrive,
  *   then throws Cancelled if it did);

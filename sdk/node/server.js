@@ -14,6 +14,21 @@ export const MCP_PROTOCOL_VERSION = '2025-06-18';
 
 const idKey = (id) => JSON.stringify(id ?? null);
 
+/** json-lines: the key of the id kennel adds to a request object; echoed in its reply. */
+export const KENNEL_ID = 'kennel_id';
+
+const isPlainObject = (value) =>
+  value !== null &&
+  typeof value === 'object' &&
+  (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null);
+
+// json-lines: `message` with the job's kennel_id as its first key (a plain object only).
+function withId(kennelId, message) {
+  if (kennelId === undefined || !isPlainObject(message)) return message;
+  const { [KENNEL_ID]: _theirs, ...rest } = message;
+  return { [KENNEL_ID]: kennelId, ...rest };
+}
+
 function errorText(err) {
   if (err instanceof Error) return err.message || err.name;
   return String(err);
@@ -53,7 +68,7 @@ export class Server {
     if (total !== undefined && total !== null) payload.total = total;
     if (message !== undefined && message !== null) payload.message = message;
     if (this.framing === 'json-lines') {
-      this.send(payload);
+      this.send(withId(job.id, payload));
     } else if (this.framing === 'json-rpc') {
       this.send({
         jsonrpc: '2.0',
@@ -67,7 +82,7 @@ export class Server {
 
   sendResult(id, value) {
     const result = value === undefined ? null : value;
-    this.send(this.rpc ? { jsonrpc: '2.0', id, result } : result);
+    this.send(this.rpc ? { jsonrpc: '2.0', id, result } : withId(id, result));
   }
 
   sendError(id, message, data = {}, rpcCode) {
@@ -80,7 +95,7 @@ export class Server {
       for (const [key, value] of Object.entries(data)) {
         if (key !== 'error' && key !== 'message') reply[key] = value;
       }
-      this.send(reply);
+      this.send(withId(id ?? undefined, reply));
     }
   }
 
@@ -177,8 +192,17 @@ export class Server {
         !Array.isArray(message) &&
         message.cancel === true &&
         Object.keys(message).length === 1;
-      if (isCancel) this.current?._cancel();
-      else this.push({ kind: 'request', request: message });
+      if (isCancel) {
+        this.current?._cancel();
+        return;
+      }
+      // kennel's id is the job's, not the handler's: taken out here, echoed in the reply.
+      let id;
+      if (isPlainObject(message) && Object.hasOwn(message, KENNEL_ID)) {
+        id = message[KENNEL_ID];
+        delete message[KENNEL_ID];
+      }
+      this.push({ kind: 'request', request: message, id });
       return;
     }
     if (message === null || typeof message !== 'object' || Array.isArray(message)) {
@@ -236,8 +260,9 @@ export class Server {
         this.sendFailure(null, loadError);
         return 1;
       }
-      const { ready: _ignored, ...fields } = extra;
-      this.send({ ready: true, ...fields });
+      // It echoes kennel's id in every reply: kennel then holds each reply object to it.
+      const { ready: _ignored, [KENNEL_ID]: _ours, ...fields } = extra;
+      this.send({ ready: true, [KENNEL_ID]: true, ...fields });
     }
     while (!this.broken) {
       const item = await this.next();

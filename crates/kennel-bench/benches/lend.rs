@@ -128,9 +128,9 @@ fn kennel_pool(size: usize, timed: bool) -> Pool<Noop> {
     let builder = Pool::builder(|_| async { Noop::make() })
         .startup(Parallel)
         .sizing(Fixed(size))
-        .max_waiting(kennel::MAX_WAITING);
+        .with_options(|o| o.max_waiting = Some(kennel::MAX_WAITING));
     let builder = if timed {
-        builder.max_queue_wait(Duration::from_secs(3600))
+        builder.with_options(|o| o.max_queue_wait = Some(Duration::from_secs(3600)))
     } else {
         builder
     };

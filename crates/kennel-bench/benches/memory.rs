@@ -30,7 +30,7 @@ fn pool(size: usize) -> Pool<Noop> {
     Pool::builder(|_| async { Noop::make() })
         .startup(Parallel)
         .sizing(Fixed(size))
-        .max_waiting(2 * WAITING)
+        .with_options(|o| o.max_waiting = Some(2 * WAITING))
         .build()
         .unwrap()
 }

@@ -95,14 +95,16 @@ fn pool(mode: Mode) -> Pool<Coprocess> {
         .pool()
         .startup(Parallel)
         .sizing(Fixed(WORKERS))
-        .max_waiting(100_000);
+        .with_options(|o| o.max_waiting = Some(100_000));
     let b = match mode {
         Mode::NoRecycling => b,
         Mode::Surge(n) => b
-            .max_jobs(MAX_JOBS)
-            .max_jobs_jitter(MAX_JOBS_JITTER)
+            .with_options(|o| {
+                o.max_jobs = Some(MAX_JOBS);
+                o.max_jobs_jitter = MAX_JOBS_JITTER;
+            })
             .seed(7)
-            .max_surge(n),
+            .with_options(|o| o.max_surge = n),
     };
     b.build().expect("a valid pool")
 }

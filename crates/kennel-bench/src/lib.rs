@@ -1,14 +1,11 @@
 //! Benchmarks of kennel against its peers; see `docs/BENCHMARKS.md`. The
 //! bench targets are in this package's `benches/`; what they share is here.
 
-use kennel::{BoxError, ExitSignal, Exited, Killer, Worker};
+use kennel::{BoxError, Worker};
 
 /// A worker that does nothing: what a lend and return costs by itself.
 #[derive(Debug)]
-pub struct Noop {
-    signal: ExitSignal,
-    exited: Option<Exited>,
-}
+pub struct Noop;
 
 impl Noop {
     /// A new worker, for a pool's factory.
@@ -17,22 +14,11 @@ impl Noop {
     ///
     /// None: the `Result` is the factory's shape.
     pub fn make() -> Result<Self, BoxError> {
-        let (signal, exited) = ExitSignal::new();
-        Ok(Self {
-            signal,
-            exited: Some(exited),
-        })
+        Ok(Self)
     }
 }
 
-impl Worker for Noop {
-    fn exited(&mut self) -> Exited {
-        self.exited.take().unwrap_or_else(Exited::never)
-    }
-    fn killer(&self) -> Killer {
-        self.signal.killer()
-    }
-}
+impl Worker for Noop {}
 
 /// A pool of one `Coprocess` of `spec`, started at once, once its worker is
 /// ready: the echo benches' pool.

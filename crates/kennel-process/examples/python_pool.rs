@@ -52,7 +52,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     .name("primes")
     .startup(Parallel)
     .sizing(Fixed(2))
-    .job_timeout(Duration::from_secs(60))
+    .with_options(|o| o.job_timeout = Some(Duration::from_secs(60)))
     .build()?;
 
     let mut events = pool.events();

@@ -116,6 +116,14 @@ impl JsonBytes<Vec<u8>> {
         bytes
     }
 
+    /// Takes `range` (of [`as_bytes`](Self::as_bytes)) out of the value:
+    /// for a member of an object, with its comma, that leaves JSON.
+    pub(crate) fn cut(&mut self, range: Range<usize>) {
+        let at = self.span.start;
+        self.bytes.drain(at + range.start..at + range.end);
+        self.span.end -= range.len();
+    }
+
     /// A [`RawValue`]'s bytes (no copy, no check).
     pub(crate) fn from_raw(raw: Box<RawValue>) -> Self {
         let text: Box<str> = raw.into();

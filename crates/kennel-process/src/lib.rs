@@ -55,7 +55,11 @@
 //!
 //! A job that is dropped or runs past the pool's `job_timeout` kills its
 //! worker's whole process group; a worker whose output broke the protocol
-//! kills itself; either way the pool starts a new one.
+//! kills itself; either way the pool starts a new one. A worker that ends
+//! under a job (it exits, is killed, a thread's job panics) fails the job
+//! with the pool's error, [`kennel::Error::Crashed`], which carries its
+//! exit and last words; the worker's own error is only what the worker
+//! said (an error reply, output that broke the protocol).
 //!
 //! # A thread
 //!
@@ -75,6 +79,7 @@
 #![cfg(unix)]
 
 mod coprocess;
+mod crash;
 #[cfg(target_os = "linux")]
 mod deathsig;
 mod error;

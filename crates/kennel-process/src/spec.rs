@@ -65,6 +65,7 @@ pub struct CoprocessSpec {
     pub(crate) slot: Option<usize>,
     pub(crate) framing: Framing,
     pub(crate) cancel_lines: bool,
+    pub(crate) job_ids: bool,
     pub(crate) method: Option<Arc<str>>,
     pub(crate) handshake: Option<Arc<Handshake>>,
     /// The request a probe sends ([`Worker::check`](kennel::Worker::check)).
@@ -100,6 +101,7 @@ impl CoprocessSpec {
             slot: None,
             framing: Framing::default(),
             cancel_lines: false,
+            job_ids: true,
             method: None,
             handshake: None,
             probe: None,
@@ -128,6 +130,23 @@ impl CoprocessSpec {
     /// `$/cancelRequest`).
     pub fn cancel_lines(mut self, on: bool) -> Self {
         self.cancel_lines = on;
+        self
+    }
+
+    /// JSON lines: kennel adds its id to each request that is a JSON object,
+    /// as its first key `"kennel_id"` (the worker's job number, from 1), and
+    /// takes a reply (or error reply, or progress line) that carries
+    /// `"kennel_id"` only for the job with that id; the key is taken out of
+    /// the reply before it is handed on. The SDKs echo it. On by default.
+    ///
+    /// Turn it off only for a worker that refuses a request with a key it
+    /// does not know: without the id, a reply is matched to its job by
+    /// order alone, and a worker that writes one line too many (a reply
+    /// twice, a stray line just after its reply) can hand a job the reply
+    /// of another when the extra line comes after the next job was written
+    /// (`docs/PROTOCOL.md`, rule 3).
+    pub fn job_ids(mut self, on: bool) -> Self {
+        self.job_ids = on;
         self
     }
 

@@ -247,8 +247,10 @@ async fn a_pool_cancels_a_timed_out_job_keeps_the_worker_and_says_so() {
             .name("cancel")
             .startup(Parallel)
             .sizing(Fixed(1))
-            .job_timeout(Duration::from_secs(3))
-            .cancel_grace(Duration::from_secs(5))
+            .with_options(|o| {
+                o.job_timeout = Some(Duration::from_secs(3));
+                o.cancel_grace = Duration::from_secs(5);
+            })
             .build()
             .unwrap();
         let mut events = pool.events();
@@ -352,8 +354,10 @@ async fn a_progress_heartbeat_extends_the_deadline_and_silence_does_not() {
             .pool()
             .startup(Parallel)
             .sizing(Fixed(1))
-            .job_timeout(Duration::from_millis(1_500))
-            .progress_extends_timeout(extends)
+            .with_options(|o| {
+                o.job_timeout = Some(Duration::from_millis(1_500));
+                o.progress_extends_timeout = extends;
+            })
             .build()
             .unwrap();
         let r = pool

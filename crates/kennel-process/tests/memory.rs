@@ -64,7 +64,7 @@ async fn max_memory_retires_a_worker_whose_process_group_grew_past_it() {
         .name("grower")
         .startup(Parallel)
         .sizing(Fixed(1))
-        .max_memory(170 << 20)
+        .with_options(|o| o.max_memory = Some(170 << 20))
         .build()
         .expect("a pool");
     let mut lease = within("a worker", pool.lend()).await.expect("a worker");

@@ -35,7 +35,7 @@ async fn a_worker_that_answers_its_probe_with_an_error_is_retired_before_a_job_g
         .pool()
         .startup(Parallel)
         .sizing(Fixed(2))
-        .probe_on_lend(true)
+        .with_options(|o| o.probe_on_lend = true)
         .build()
         .expect("pool");
     let mut events = pool.events();

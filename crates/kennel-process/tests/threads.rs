@@ -75,7 +75,7 @@ async fn with_replace_on_resize_the_running_worker_is_replaced_to_carry_the_new_
         .name("rebudget")
         .startup(Parallel)
         .sizing(Fixed(2))
-        .replace_on_resize(true)
+        .with_options(|o| o.replace_on_resize = true)
         .build()
         .expect("pool");
     let reply = ask(&pool).await;

@@ -9,7 +9,7 @@
 //! | `GET /pools/{name}/config` | the live config of a pool, in the shape `PUT` takes |
 //! | `PUT /pools/{name}/config` | changes a live pool (sizing, eviction, limits, group); answers the actions taken |
 //! | `GET /pools/{name}/workers` | one row per slot of a pool: state, pid, jobs, ages, memory, retirement due |
-//! | `GET /readyz` | 200 when every pool can serve (not broken, not closed, no job waiting without a worker on its way), 503 otherwise (no token needed) |
+//! | `GET /readyz` | readiness: 200 when there is a pool and every pool is ready; 503 with no pool, and while a pool is warming its first worker (an eager startup or `min_idle`), broken, closed or its queue down (no token needed) |
 //! | `GET /healthz` | the same as `/readyz` |
 //! | `GET /livez` | 200 while the process answers (no token needed) |
 //! | `GET /metrics` | Prometheus text |

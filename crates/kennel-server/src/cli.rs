@@ -7,6 +7,9 @@ use std::path::PathBuf;
 use crate::config::LogFormat;
 use clap::{Parser, Subcommand};
 
+/// The most jobs `kennel run --concurrency` may keep in the pool at once.
+pub(crate) const MAX_CONCURRENCY: u32 = 100_000;
+
 /// kennel: lend long-lived, costly-to-start workers to jobs.
 ///
 /// With no command, `kennel` runs `serve`: with no config, one demo pool on
@@ -79,7 +82,7 @@ pub(crate) struct RunArgs {
     pub(crate) output: Option<PathBuf>,
     /// How many jobs to send to the pool at once (default: twice its
     /// capacity).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CONCURRENCY)))]
     pub(crate) concurrency: Option<u32>,
     /// Hide the progress bar.
     #[arg(long, short)]

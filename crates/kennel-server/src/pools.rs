@@ -65,7 +65,7 @@ pub(crate) fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpe
     if let Some(budget) = pool.threads.budget() {
         spec = spec.threads(budget);
     }
-    spec = spec.pin(pool.pin);
+    spec = spec.pin(pool.pin).job_ids(pool.job_ids);
     crate::config::protocol::apply(
         spec,
         pool.protocol,

@@ -12,6 +12,11 @@
 //! of the last worker that failed a job. The exit code is 0 when every job
 //! succeeded, 1 when some failed. A pool with `retry_on_crash` runs each job
 //! through `Pool::run_idempotent`.
+//!
+//! A batch applies back-pressure instead of queue limits: it reads a line
+//! only while fewer than `--concurrency` jobs are in the pool, and the pool
+//! is built without `max_queue_wait` and with a queue that holds them all,
+//! so no job is rejected that could run later.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -122,15 +127,14 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         None => Box::new(std::io::BufWriter::new(std::io::stdout())),
     };
 
+    let mut batch_config = pool_config.clone();
+    batch_config.options.max_queue_wait = None;
+    batch_config.options.max_waiting = Some(crate::cli::MAX_CONCURRENCY as usize);
     let watch = Watch::default();
-    let pool = build_watched_pool(pool_config, &crate::command::self_exe()?, &watch)
+    let pool = build_watched_pool(&batch_config, &crate::command::self_exe()?, &watch)
         .map_err(|e| anyhow::anyhow!("`pool` {:?}: {e}", pool_config.name))?;
     let capacity = pool.stats().capacity.max(1);
-    let queue = pool_config.options.waiting_bound(capacity);
-    let concurrency = args.concurrency.map_or_else(
-        || (capacity * 2).min(capacity + queue).max(1),
-        |n| n as usize,
-    );
+    let concurrency = args.concurrency.map_or(capacity * 2, |n| n as usize);
 
     let bar = Progress::new(total, args.quiet, capacity);
     let _ready = {

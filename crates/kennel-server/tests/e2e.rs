@@ -71,7 +71,9 @@ sizing = {{ kind = "fixed", workers = 1 }}
     let addr = server.addr;
     let server_pid = server.child.id();
 
-    // Health, and the pools as configured.
+    // Ready once each pool's first worker is; the pools as configured.
+    server.wait_count("demo", "idle", 2, &[]);
+    server.wait_count("echo", "idle", 1, &[]);
     let (status, _, body) = http(addr, "GET", "/healthz", None);
     assert_eq!(status, 200, "{body}");
     let (status, _, body) = http(addr, "GET", "/pools", None);

@@ -104,3 +104,63 @@ fn with_several_pools_the_pool_must_be_named() {
         "{stderr}"
     );
 }
+
+/// Runs `jobs` lines through `kennel run` with `config` (in `dir`, extra
+/// arguments `args`) and returns the result rows and stderr.
+fn run_batch(dir: &TempDir, config: &str, jobs: usize, args: &[&str]) -> (Vec<Value>, String) {
+    let config_path = dir.0.join("kennel.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let jobs_path = dir.0.join("jobs.jsonl");
+    let lines: String = (0..jobs).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+    std::fs::write(&jobs_path, lines).unwrap();
+    let out = Command::new(kennel_bin())
+        .args(["run", "--quiet", "--config"])
+        .arg(&config_path)
+        .args(args)
+        .arg(&jobs_path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let rows = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (rows, stderr)
+}
+
+#[test]
+fn a_batch_with_the_readmes_config_rejects_no_line() {
+    // README's example config, as written, its worker path resolved from
+    // the config's directory.
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .unwrap();
+    let config = readme
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.contains("[[pool]]") && b.contains("max_queue_wait"))
+        .expect("README's example config");
+    let dir = TempDir::new("run-readme");
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    std::os::unix::fs::symlink(examples, dir.0.join("examples")).unwrap();
+    let (rows, stderr) = run_batch(&dir, config, 500, &[]);
+    assert_eq!(rows.len(), 500, "{stderr}");
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row["n"], i, "{row}");
+    }
+    assert!(stderr.contains("500 jobs: 500 ok, 0 failed"), "{stderr}");
+}
+
+#[test]
+fn a_batch_wider_than_the_pools_queue_rejects_no_line() {
+    // 20 jobs at once on 2 workers with room for 1 waiting job: the batch
+    // holds the lines back instead of having them rejected.
+    let dir = TempDir::new("run-backpressure");
+    let config = format!("{ONE_POOL}max_waiting = 1\nmax_queue_wait = \"1ms\"\n");
+    let (rows, stderr) = run_batch(&dir, &config, 100, &["--concurrency", "20"]);
+    assert_eq!(rows.len(), 100, "{stderr}");
+    assert!(rows.iter().all(|r| r.get("error").is_none()), "{stderr}");
+}

@@ -35,6 +35,8 @@ fn two_thousand_slowloris_connections_are_dropped_after_the_header_timeout_while
     let toml = format!("{SERVER}header_timeout = \"3s\"\n{}", demo_pool("demo", 1));
     let server = Server::start("slowloris", &toml, &[], &[], Stderr::Collected);
     let addr = server.addr;
+    // Ready once the pool's first worker is.
+    server.wait_count("demo", "idle", 1, &[]);
     // The probe runs every PROBE_EVERY until it is told to stop.
     let (stop_probing, stop) = std::sync::mpsc::channel::<()>();
     let probe = {

@@ -202,6 +202,34 @@ async fn a_worker_error_status_outside_4xx_and_5xx_answers_500() {
     state.close().await;
 }
 
+/// A JSON-lines job that is an object reaches the worker with its
+/// `kennel_id` first, which the SDK hides from the handler and kennel from
+/// the client; `job_ids = false` sends the job as it came.
+#[tokio::test]
+async fn a_json_lines_job_carries_its_id_unless_the_pool_turns_ids_off() {
+    let (app, state) = router(vec![sdk_pool("sdk", "json-lines", "")]).await;
+    let (status, _, body) = send(
+        &app,
+        post("/pools/sdk/jobs", &json!({"op": "keys", "a": 1}), None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, r#"{"keys":["a","op"]}"#);
+    state.close().await;
+
+    let worker = "import json,sys\nprint(json.dumps({'ready':True}),flush=True)\nfor l in sys.stdin:\n    print(json.dumps({'line':l.strip()}),flush=True)\n";
+    for (job_ids, seen) in [(true, r#"{"kennel_id":1,"a":1}"#), (false, r#"{"a":1}"#)] {
+        let argv = format!("[\"python3\", \"-c\", {worker:?}]");
+        let keys = format!("job_ids = {job_ids}");
+        let (app, state) = router(vec![pool("line", &argv, &keys)]).await;
+        let (status, _, body) = send(&app, post("/pools/line/jobs", &json!({"a": 1}), None)).await;
+        assert_eq!(status, StatusCode::OK);
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["line"], seen, "job_ids = {job_ids}");
+        state.close().await;
+    }
+}
+
 #[tokio::test]
 async fn a_reply_comes_back_with_the_bytes_the_worker_wrote() {
     let verbatim = repo().join("crates/kennel-process/tests/workers/verbatim.py");

@@ -1,12 +1,10 @@
-//! `PoolBuilder`: options and their validation.
+//! `PoolBuilder`: the parts of a pool, its options, and their validation.
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rand::SeedableRng;
 
-use crate::dispatch::Dispatch;
 use crate::engine::{Engine, FactoryFn, Parts};
 use crate::error::BuildError;
 use crate::eviction::{Eviction, NoEviction};
@@ -86,70 +84,6 @@ impl<W: Worker> PoolBuilder<W> {
         self
     }
 
-    /// The longest a job may hold its worker; past it the job fails with
-    /// [`Error::Timeout`](crate::Error::Timeout) and the worker is killed,
-    /// or asked to cancel if it can (see [`Options::job_timeout`]).
-    ///
-    /// [`Options::job_timeout`]: crate::Options::job_timeout
-    pub fn job_timeout(mut self, d: Duration) -> Self {
-        self.options.job_timeout = Some(d);
-        self
-    }
-
-    /// The hard limit on a job: past it the worker is killed, cancel or not
-    /// (see [`Options::job_kill_after`](crate::Options::job_kill_after)).
-    pub fn job_kill_after(mut self, d: Duration) -> Self {
-        self.options.job_kill_after = Some(d);
-        self
-    }
-
-    /// How long a worker asked to cancel has to answer before it is killed
-    /// (default 5 s; see [`Options::cancel_grace`](crate::Options::cancel_grace)).
-    pub fn cancel_grace(mut self, d: Duration) -> Self {
-        self.options.cancel_grace = d;
-        self
-    }
-
-    /// Lets each progress item of a job move its `job_timeout` deadline (see
-    /// [`Options::progress_extends_timeout`](crate::Options::progress_extends_timeout)).
-    pub fn progress_extends_timeout(mut self, on: bool) -> Self {
-        self.options.progress_extends_timeout = on;
-        self
-    }
-
-    /// The longest a warm-up may take; past it the worker is killed and the
-    /// job waiting for it fails with `WarmupFailed`.
-    pub fn warmup_timeout(mut self, d: Duration) -> Self {
-        self.options.warmup_timeout = Some(d);
-        self
-    }
-
-    /// The most jobs queued for a worker (default 8 × capacity); one more is
-    /// rejected at once with `QueueFull`. 0 means no queue.
-    pub fn max_waiting(mut self, n: usize) -> Self {
-        self.options.max_waiting = Some(n);
-        self
-    }
-
-    /// Rejects at once, with `QueueWait`, a job whose projected wait is
-    /// above `d`.
-    pub fn max_queue_wait(mut self, d: Duration) -> Self {
-        self.options.max_queue_wait = Some(d);
-        self
-    }
-
-    /// How long `close` lets lent jobs finish before it kills their workers.
-    pub fn job_grace(mut self, d: Duration) -> Self {
-        self.options.job_grace = d;
-        self
-    }
-
-    /// Which idle worker a job takes.
-    pub fn dispatch(mut self, dispatch: Dispatch) -> Self {
-        self.options.dispatch = dispatch;
-        self
-    }
-
     /// How many events a subscriber may fall behind before it misses some
     /// (default 1024).
     pub fn event_capacity(mut self, n: usize) -> Self {
@@ -157,121 +91,36 @@ impl<W: Worker> PoolBuilder<W> {
         self
     }
 
-    /// Closes and replaces a worker older than `d` (pooler's and HikariCP's
-    /// `max_lifetime`): an idle one at once, a lent one when it comes back;
-    /// a job is never cut short.
-    pub fn max_lifetime(mut self, d: Duration) -> Self {
-        self.options.max_lifetime = Some(d);
-        self
-    }
-
-    /// Spreads lifetimes so workers do not all end together: each worker's
-    /// lifetime is moved by a random amount in `[-j, +j]`. Must be below
-    /// `max_lifetime`.
-    pub fn max_lifetime_jitter(mut self, j: Duration) -> Self {
-        self.options.max_lifetime_jitter = j;
-        self
-    }
-
-    /// When the idle workers drop to `n`, starts one more running slot ahead
-    /// of demand (pooler's `auto_grow_threshold`).
-    pub fn auto_grow_threshold(mut self, n: usize) -> Self {
-        self.options.auto_grow_threshold = Some(n);
-        self
-    }
-
-    /// The crash-loop breaker: after `n` failed starts in a row with no
-    /// worker ready between them, jobs fail at once with `Unavailable`
-    /// while trial starts find out when the workers come up again (default
-    /// 5; `None`: never). See [`Options::break_after_failed_starts`].
-    pub fn break_after_failed_starts(mut self, n: Option<u32>) -> Self {
-        self.options.break_after_failed_starts = n;
-        self
-    }
-
-    /// How many times [`Pool::run_idempotent`] runs a job again when its
-    /// worker crashed under it (default 0). See [`Options::retry_on_crash`].
-    pub fn retry_on_crash(mut self, n: u32) -> Self {
-        self.options.retry_on_crash = n;
-        self
-    }
-
-    /// Retires a worker after `n` jobs (see [`Options::max_jobs`]).
-    pub fn max_jobs(mut self, n: u64) -> Self {
-        self.options.max_jobs = Some(n);
-        self
-    }
-
-    /// Spreads `max_jobs` by a random `[-j, +j]` per worker.
-    pub fn max_jobs_jitter(mut self, j: u64) -> Self {
-        self.options.max_jobs_jitter = j;
-        self
-    }
-
-    /// Lets up to `n` replacements warm above the capacity while the
-    /// workers they replace keep serving (see [`Options::max_surge`]).
-    pub fn max_surge(mut self, n: usize) -> Self {
-        self.options.max_surge = n;
-        self
-    }
-
-    /// Replaces running workers that started at another size when the
-    /// running size changes (see [`Options::replace_on_resize`]); off by
-    /// default.
-    pub fn replace_on_resize(mut self, on: bool) -> Self {
-        self.options.replace_on_resize = on;
-        self
-    }
-
-    /// Keeps at least `n` idle or starting workers (see
-    /// [`Options::min_idle`]).
-    pub fn min_idle(mut self, n: usize) -> Self {
-        self.options.min_idle = Some(n);
-        self
-    }
-
-    /// Says `job:slow` once for a job that holds its worker longer than `d`.
-    pub fn slow_job(mut self, d: Duration) -> Self {
-        self.options.slow_job = Some(d);
-        self
-    }
-
-    /// Retires a worker whose memory passes `bytes` (see
-    /// [`Options::max_memory`]).
-    pub fn max_memory(mut self, bytes: u64) -> Self {
-        self.options.max_memory = Some(bytes);
-        self
-    }
-
-    /// How often workers' memory is sampled for `max_memory` (default 10 s).
-    pub fn memory_check_every(mut self, d: Duration) -> Self {
-        self.options.memory_check_every = d;
-        self
-    }
-
-    /// Probes each worker idle for `every` with [`Worker::check`] (see
-    /// [`Options::probe_every`]).
-    pub fn probe_every(mut self, every: Duration) -> Self {
-        self.options.probe_every = Some(every);
-        self
-    }
-
-    /// The longest a probe may take (default 5 s).
-    pub fn probe_timeout(mut self, d: Duration) -> Self {
-        self.options.probe_timeout = d;
-        self
-    }
-
-    /// Probes every worker before a job gets it (see
-    /// [`Options::probe_on_lend`]).
-    pub fn probe_on_lend(mut self, on: bool) -> Self {
-        self.options.probe_on_lend = on;
-        self
-    }
-
     /// Every option at once (what the service reads from its config).
     pub fn options(mut self, options: Options) -> Self {
         self.options = options;
+        self
+    }
+
+    /// Changes the options by `f`, which gets the builder's own (the
+    /// defaults, or what an earlier call set): one place for every limit
+    /// and timeout of the pool, each documented on its field of
+    /// [`Options`] and checked by [`build`](Self::build).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), kennel::BuildError> {
+    /// use std::time::Duration;
+    /// use kennel::{Pool, Worker};
+    ///
+    /// struct Model;
+    /// impl Worker for Model {}
+    ///
+    /// let pool = Pool::builder(|_slot| async { Ok::<_, kennel::BoxError>(Model) })
+    ///     .with_options(|o| {
+    ///         o.job_timeout = Some(Duration::from_secs(30));
+    ///         o.max_waiting = Some(100);
+    ///     })
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_options(mut self, f: impl FnOnce(&mut Options)) -> Self {
+        f(&mut self.options);
         self
     }
 

@@ -55,7 +55,9 @@ pub enum Error {
         /// The limit that ended.
         after: Duration,
     },
-    /// The job ran longer than its `job_timeout`; its worker was killed.
+    /// The job ran longer than its `job_timeout` (or `job_kill_after`); its
+    /// worker was killed, or, if it can cancel, asked to stop and kept when
+    /// it answered within `cancel_grace`.
     #[error("job exceeded its {after:?} timeout")]
     Timeout {
         /// The limit that ended.

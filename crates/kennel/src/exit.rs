@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::worker::{Exit, ExitStatus, Exited, Killer};
+use crate::worker::{Exit, ExitStatus, Exited, Killer, Worker};
 
 /// The sending half of a worker's end: every worker type of kennel and
 /// kennel-process records its end here, and workers written by hand can too.
@@ -124,6 +124,27 @@ impl ExitSignal {
     pub fn started(&self) -> Instant {
         self.inner.started
     }
+}
+
+/// The end and the kill switch the pool keeps for `worker`, asked once,
+/// right after the factory made it. A worker killed by being dropped (the
+/// default [`Worker::killer`]) gets a signal of the pool's own: its kill
+/// records [`ExitStatus::Killed`], and whichever ends first, that or the
+/// worker's own `exited()`, is the worker's end.
+pub(crate) fn watch<W: Worker>(worker: &mut W) -> (Exited, Killer) {
+    let exited = worker.exited();
+    let killer = worker.killer();
+    if !killer.is_by_drop() {
+        return (exited, killer);
+    }
+    let (signal, ours) = ExitSignal::new();
+    let either = Exited::new(async move {
+        tokio::select! {
+            exit = exited => exit,
+            exit = ours => exit,
+        }
+    });
+    (either, signal.killer())
 }
 
 impl fmt::Debug for ExitSignal {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::dispatch::Granted;
+use crate::dispatch::{Granted, JobLimits};
 use crate::engine::{Engine, Outcome};
 use crate::event::RetireReason;
 use crate::slot::WorkerCell;
@@ -28,6 +28,8 @@ pub struct Lease<W: Worker> {
     pub(crate) cell: Arc<WorkerCell>,
     /// When the job got the worker, if the pool times jobs (ADR 0011).
     since: Option<Instant>,
+    /// The pool's limits on the job, read when it got the worker.
+    pub(crate) limits: JobLimits,
     /// Whether a job holds it (it counts toward `max_jobs`), not the pool's
     /// own `for_each_idle`.
     job: bool,
@@ -41,6 +43,7 @@ impl<W: Worker> Lease<W> {
             worker: Some(granted.worker),
             cell: granted.cell,
             since,
+            limits: granted.limits,
             job: true,
         }
     }

@@ -18,33 +18,17 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use kennel::{ExitSignal, Exited, Fixed, IdleTimeout, Killer, Parallel, Pool, Worker};
+//! use kennel::{Fixed, IdleTimeout, Parallel, Pool, Worker};
 //!
-//! struct Model {
-//!     weights: Vec<u64>,
-//!     signal: ExitSignal,
-//!     exited: Option<Exited>,
-//! }
+//! struct Model { weights: Vec<u64> }
+//!
+//! impl Worker for Model {} // no method needed: it lives in this process
 //!
 //! impl Model {
 //!     async fn load() -> Result<Self, kennel::BoxError> {
-//!         let (signal, exited) = ExitSignal::new();
-//!         let weights = (1..=1_000).collect(); // the costly part
-//!         Ok(Self { weights, signal, exited: Some(exited) })
+//!         Ok(Self { weights: (1..=1_000).collect() }) // the costly part
 //!     }
-//!
-//!     fn infer(&self, x: u64) -> u64 {
-//!         self.weights.iter().map(|w| w * x).sum()
-//!     }
-//! }
-//!
-//! impl Worker for Model {
-//!     fn exited(&mut self) -> Exited {
-//!         self.exited.take().unwrap_or_else(Exited::never)
-//!     }
-//!     fn killer(&self) -> Killer {
-//!         self.signal.killer()
-//!     }
+//!     fn infer(&self, x: u64) -> u64 { self.weights.iter().map(|w| w * x).sum() }
 //! }
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -54,7 +38,7 @@
 //!     .startup(Parallel)
 //!     .sizing(Fixed(2))
 //!     .eviction(IdleTimeout::new(Duration::from_secs(300))?.keep(1))
-//!     .job_timeout(Duration::from_secs(30))
+//!     .with_options(|o| o.job_timeout = Some(Duration::from_secs(30)))
 //!     .build()?;
 //!
 //! let y = pool.run(async |m: &mut Model| m.infer(2)).await?;

@@ -1,9 +1,13 @@
 //! [`Options`]: the limits and timeouts a pool enforces, declared once.
 //!
-//! The builder holds one, a [`Reconfig`](crate::Reconfig) patches it, and the
-//! service reads it from its TOML file (with the `serde` feature: durations
-//! in humane form, `"30s"`, `"5m"`). [`Options::validate`] is the one place
-//! where their ranges are checked.
+//! Each option is one field of the declaration below: its doc, its default
+//! and the check of its range, from which the struct, its `Default`, the
+//! range checks of [`Options::validate`] and the list of changed options
+//! that a reconfiguration reports are made. The builder holds one
+//! ([`PoolBuilder::with_options`](crate::PoolBuilder::with_options)), a
+//! [`Reconfig`](crate::Reconfig) patches it, and the service reads it from
+//! its TOML file (with the `serde` feature: durations in humane form,
+//! `"30s"`, `"5m"`) and serves it at `/pools/{name}/config`.
 
 use std::time::Duration;
 
@@ -38,198 +42,215 @@ pub const MAX_SURGE: usize = 64;
 /// `max_waiting` is not set.
 pub(crate) const WAITING_PER_WORKER: usize = 8;
 
-/// The limits and timeouts of a pool; each can change on a live pool.
-///
-/// ```
-/// use std::time::Duration;
-/// use kennel::Options;
-///
-/// let mut options = Options::default();
-/// options.job_timeout = Some(Duration::from_secs(30));
-/// options.validate()?;
-/// options.job_timeout = Some(Duration::ZERO);
-/// let err = options.validate().unwrap_err();
-/// assert_eq!(err.option, "job_timeout");
-/// # Ok::<(), kennel::BuildError>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(default, deny_unknown_fields)
-)]
-#[non_exhaustive]
-pub struct Options {
-    /// The longest a job may hold its worker; past it the job fails with
-    /// `Timeout` and the worker is killed, or, if it can cancel (a
-    /// JSON-RPC coprocess, a JSON-lines one with cancel lines), asked to
-    /// stop and kept if it answers within `cancel_grace` (a soft limit,
-    /// Celery's `soft_time_limit`). `None`: no limit (the default).
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub job_timeout: Option<Duration>,
-    /// The hard limit on a job, from the moment it got its worker: past it
-    /// the worker is killed at once, cancel or not, progress or not
-    /// (Celery's `time_limit`). Above `job_timeout` when both are set.
-    /// `None`: no hard limit.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub job_kill_after: Option<Duration>,
-    /// How long a worker asked to cancel (its job aborted or past
-    /// `job_timeout`) has to answer before it is killed (default 5 s; 0
-    /// kills at once, as for a worker that cannot cancel).
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub cancel_grace: Duration,
-    /// Each progress item a job's worker sends (its
-    /// [`Heartbeat`](crate::Heartbeat)) moves the job's `job_timeout`
-    /// deadline to a full `job_timeout` from then: a long job that keeps
-    /// saying how far it got is not cut short, one that goes quiet is.
-    /// `job_kill_after` still holds. Default false.
-    pub progress_extends_timeout: bool,
-    /// The longest a warm-up may take; past it the worker is killed and the
-    /// job waiting for it fails with `WarmupFailed`. `None`: no limit.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub warmup_timeout: Option<Duration>,
-    /// The most jobs queued for a worker; one more is rejected at once with
-    /// `QueueFull`. 0 means no queue. `None`: 8 × the capacity.
-    pub max_waiting: Option<usize>,
-    /// Rejects at once, with `QueueWait`, a job whose projected wait is
-    /// above this. `None`: off.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub max_queue_wait: Option<Duration>,
-    /// The job grace: how long `close` lets lent jobs finish before it
-    /// kills their workers (default 30 s). Not the grace of one worker's
-    /// own close, which belongs to the worker (`kennel-process`'s
-    /// `CoprocessSpec::close_grace`, the service's `worker_close_grace`).
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub job_grace: Duration,
-    /// Which idle worker a job takes.
-    pub dispatch: Dispatch,
-    /// Closes and replaces a worker older than this (pooler's and HikariCP's
-    /// `max_lifetime`): an idle one at once, a lent one when it comes back.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub max_lifetime: Option<Duration>,
-    /// Moves each worker's lifetime by a random amount in `[-j, +j]`, so
-    /// workers do not all end together. Below `max_lifetime`.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub max_lifetime_jitter: Duration,
-    /// When the idle workers drop to this many, one more running slot starts
-    /// ahead of demand (pooler's `auto_grow_threshold`). `None`: off.
-    pub auto_grow_threshold: Option<usize>,
-    /// The crash-loop breaker: after this many failed starts in a row (a
-    /// failed or timed-out warm-up, an exit during it) with no worker ready
-    /// between them, the pool is *broken* while no worker is ready: jobs no
-    /// longer start workers of their own but fail at once with
-    /// `Unavailable`, and trial starts, one at a time and 1, 2, 4 … 60 s
-    /// apart, find out when the workers come up again (php-fpm's
-    /// `emergency_restart_threshold`, supervisord's `startretries`).
-    /// Default 5; `None`: never break.
-    pub break_after_failed_starts: Option<u32>,
-    /// How many times [`Pool::run_idempotent`](crate::Pool::run_idempotent)
-    /// runs a job again, on another worker, when its worker crashed under
-    /// it (not for a job's own error, nor a timeout): Celery's
-    /// `acks_late` with `reject_on_worker_lost`, Ray's `max_task_retries`.
-    /// Only for jobs that may run twice. Default 0.
-    pub retry_on_crash: u32,
-    /// Retires a worker after it served this many jobs, when the last one
-    /// returns (php-fpm's `pm.max_requests`, gunicorn's `max_requests`,
-    /// Celery's `worker_max_tasks_per_child`): workers that leak or
-    /// fragment memory start fresh. `None`: no limit.
-    pub max_jobs: Option<u64>,
-    /// Moves each worker's `max_jobs` by a random whole number in
-    /// `[-j, +j]`, so workers do not all retire together (gunicorn's
-    /// `max_requests_jitter`). Below `max_jobs`.
-    pub max_jobs_jitter: u64,
-    /// Keeps at least this many idle (or starting) workers within the
-    /// running size, starting more as jobs take them (php-fpm's
-    /// `pm.min_spare_servers`, bb8's and HikariCP's `min_idle`). `None`:
-    /// off. pooler's `auto_grow_threshold = n` grows one slot when idle
-    /// workers drop to `n`, which is `min_idle = n + 1`.
-    pub min_idle: Option<usize>,
-    /// A job that holds its worker longer than this gets one `job:slow`
-    /// event, with its slot and how long it has run (php-fpm's slowlog,
-    /// HikariCP's `leakDetectionThreshold` for a lease held past it).
-    /// `None`: off.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub slow_job: Option<Duration>,
-    /// Retires a worker whose memory passes this many bytes (Celery's
-    /// `worker_max_memory_per_child`, tinypool's
-    /// `maxMemoryLimitBeforeRecycle`): an idle one at once, a lent one when
-    /// its job returns; a job is never cut short. The memory is what the
-    /// worker's [`Meter`](crate::Meter) reads (for a `Coprocess`, the
-    /// resident memory of its whole process group, from `/proc`), sampled
-    /// every `memory_check_every` and when a job returns. With the `serde`
-    /// feature, a size such as `"2GiB"`. `None`: no limit.
-    #[cfg_attr(feature = "serde", serde(with = "crate::size_serde"))]
-    pub max_memory: Option<u64>,
-    /// How often the memory of idle and lent workers is sampled for
-    /// `max_memory` (default 10 s).
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub memory_check_every: Duration,
-    /// Probes each idle worker that has been idle this long with
-    /// [`Worker::check`](crate::Worker::check), then again as often
-    /// (HikariCP's `keepaliveTime`): a worker that fails it, or does not
-    /// answer within `probe_timeout`, is retired and replaced. A probed
-    /// worker is not lent meanwhile; a job takes another or waits at most
-    /// the probe. At least 1 s. `None`: no probes (the default).
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub probe_every: Option<Duration>,
-    /// The longest a probe may take; past it the worker counts as failed
-    /// (default 5 s).
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub probe_timeout: Duration,
-    /// Probes every worker before a job gets it (bb8's `test_on_check_out`,
-    /// HikariCP's `connectionTestQuery`): one more round trip per job; a
-    /// worker that fails is retired and the job gets another.
-    pub probe_on_lend: bool,
-    /// How many workers above the capacity the pool may run while their
-    /// replacements warm up (Kubernetes' `maxSurge`): with `n > 0`, a
-    /// worker retired by `max_lifetime`, `max_jobs`, `max_memory`, a
-    /// failed probe it survived or `replace_on_resize` keeps serving while
-    /// its replacement warms in a *surge* place, which then takes its
-    /// slot, so the pool stays at full strength through a recycle. A
-    /// replacement for a known deadline (lifetime, last job) starts ahead of
-    /// it by the warm-up time the pool has seen. At most `n` replacements warm at once; one whose memory
-    /// does not fit is not started (`worker:surge-skipped`), and the worker
-    /// is retired first, as with 0. Default 0: the capacity rule holds, and
-    /// a recycle retires first, then starts (what gunicorn and php-fpm do).
-    /// At most 64.
-    pub max_surge: usize,
-    /// Replaces each running worker started at another size when the size
-    /// changes (its thread budget was that size's share): an idle one now,
-    /// a lent one when its job returns, warm first within `max_surge` (set
-    /// it: with 0 a step down may leave no worker ready for a warm-up); a
-    /// learning sizing counts no window until all started at the size.
-    pub replace_on_resize: bool,
+/// Declares [`Options`]: each field with its doc, its default and, after
+/// a comma, the check of its range (a function of the value, or of the value
+/// inside an `Option`; none: any value).
+macro_rules! options {
+    (
+        $(#[$smeta:meta])*
+        pub struct Options {
+            $(
+                $(#[$meta:meta])*
+                $field:ident: $ty:ty = $default:expr $(, $check:ident)?;
+            )*
+        }
+    ) => {
+        $(#[$smeta])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        #[cfg_attr(
+            feature = "serde",
+            derive(serde::Serialize, serde::Deserialize),
+            serde(default, deny_unknown_fields)
+        )]
+        #[non_exhaustive]
+        pub struct Options {
+            $($(#[$meta])* pub $field: $ty,)*
+        }
+
+        impl Default for Options {
+            fn default() -> Self {
+                Self { $($field: $default,)* }
+            }
+        }
+
+        impl Options {
+            /// Checks each option against its own range, in the order declared.
+            fn check_each(&self) -> Result<(), BuildError> {
+                $($(
+                    Each::each(&self.$field, $check)
+                        .map_err(|m| BuildError::new(stringify!($field), m))?;
+                )?)*
+                Ok(())
+            }
+
+            /// The names of the options whose values differ in `other`.
+            pub(crate) fn changed(&self, other: &Self) -> Vec<&'static str> {
+                let mut names = Vec::new();
+                $(if self.$field != other.$field {
+                    names.push(stringify!($field));
+                })*
+                names
+            }
+        }
+    };
 }
 
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            job_timeout: None,
-            job_kill_after: None,
-            cancel_grace: Duration::from_secs(5),
-            progress_extends_timeout: false,
-            warmup_timeout: None,
-            max_waiting: None,
-            max_queue_wait: None,
-            job_grace: Duration::from_secs(30),
-            dispatch: Dispatch::LowestSlot,
-            max_lifetime: None,
-            max_lifetime_jitter: Duration::ZERO,
-            auto_grow_threshold: None,
-            break_after_failed_starts: Some(5),
-            retry_on_crash: 0,
-            max_jobs: None,
-            max_jobs_jitter: 0,
-            min_idle: None,
-            slow_job: None,
-            max_memory: None,
-            memory_check_every: Duration::from_secs(10),
-            probe_every: None,
-            probe_timeout: Duration::from_secs(5),
-            probe_on_lend: false,
-            max_surge: 0,
-            replace_on_resize: false,
-        }
+options! {
+    /// The limits and timeouts of a pool; each can change on a live pool.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kennel::Options;
+    ///
+    /// let mut options = Options::default();
+    /// options.job_timeout = Some(Duration::from_secs(30));
+    /// options.validate()?;
+    /// options.job_timeout = Some(Duration::ZERO);
+    /// let err = options.validate().unwrap_err();
+    /// assert_eq!(err.option, "job_timeout");
+    /// # Ok::<(), kennel::BuildError>(())
+    /// ```
+    pub struct Options {
+        /// The longest a job may hold its worker; past it the job fails with
+        /// `Timeout` and the worker is killed, or, if it can cancel (a
+        /// JSON-RPC coprocess, a JSON-lines one with cancel lines), asked to
+        /// stop and kept if it answers within `cancel_grace` (a soft limit,
+        /// Celery's `soft_time_limit`). `None`: no limit (the default).
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        job_timeout: Option<Duration> = None, limit;
+        /// The hard limit on a job, from the moment it got its worker: past it
+        /// the worker is killed at once, cancel or not, progress or not
+        /// (Celery's `time_limit`). Above `job_timeout` when both are set.
+        /// `None`: no hard limit.
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        job_kill_after: Option<Duration> = None, limit;
+        /// How long a worker asked to cancel (its job aborted or past
+        /// `job_timeout`) has to answer before it is killed (default 5 s; 0
+        /// kills at once, as for a worker that cannot cancel).
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        cancel_grace: Duration = Duration::from_secs(5), grace;
+        /// Each progress item a job's worker sends (its
+        /// [`Heartbeat`](crate::Heartbeat)) moves the job's `job_timeout`
+        /// deadline to a full `job_timeout` from then: a long job that keeps
+        /// saying how far it got is not cut short, one that goes quiet is.
+        /// `job_kill_after` still holds. Default false.
+        progress_extends_timeout: bool = false;
+        /// The longest a warm-up may take; past it the worker is killed and the
+        /// job waiting for it fails with `WarmupFailed`. `None`: no limit.
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        warmup_timeout: Option<Duration> = None, limit;
+        /// The most jobs queued for a worker; one more is rejected at once with
+        /// `QueueFull`. 0 means no queue. `None`: 8 × the capacity.
+        max_waiting: Option<usize> = None, waiting;
+        /// Rejects at once, with `QueueWait`, a job whose projected wait is
+        /// above this; rejects nothing until a first job has been timed.
+        /// `None`: off.
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        max_queue_wait: Option<Duration> = None, limit;
+        /// The job grace: how long `close` lets lent jobs finish before it
+        /// kills their workers (default 30 s). Not the grace of one worker's
+        /// own close, which belongs to the worker (`kennel-process`'s
+        /// `CoprocessSpec::close_grace`, the service's `worker_close_grace`).
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        job_grace: Duration = Duration::from_secs(30), grace;
+        /// Which idle worker a job takes.
+        dispatch: Dispatch = Dispatch::LowestSlot;
+        /// Closes and replaces a worker older than this (pooler's and HikariCP's
+        /// `max_lifetime`): an idle one at once, a lent one when it comes back.
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        max_lifetime: Option<Duration> = None, lifetime;
+        /// Moves each worker's lifetime by a random amount in `[-j, +j]`, so
+        /// workers do not all end together. Below `max_lifetime`.
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        max_lifetime_jitter: Duration = Duration::ZERO;
+        /// When the idle workers drop to this many, one more running slot starts
+        /// ahead of demand (pooler's `auto_grow_threshold`). `None`: off.
+        auto_grow_threshold: Option<usize> = None;
+        /// The crash-loop breaker: after this many failed starts in a row (a
+        /// failed or timed-out warm-up, an exit during it) with no worker ready
+        /// between them, the pool is *broken* while no worker is ready: jobs no
+        /// longer start workers of their own but fail at once with
+        /// `Unavailable`, and trial starts, one at a time and 1, 2, 4 … 60 s
+        /// apart, find out when the workers come up again (php-fpm's
+        /// `emergency_restart_threshold`, supervisord's `startretries`).
+        /// Default 5; `None`: never break.
+        break_after_failed_starts: Option<u32> = Some(5), failed_starts;
+        /// How many times [`Pool::run_idempotent`](crate::Pool::run_idempotent)
+        /// runs a job again, on another worker, when its worker crashed under
+        /// it (not for a job's own error, nor a timeout): Celery's
+        /// `acks_late` with `reject_on_worker_lost`, Ray's `max_task_retries`.
+        /// Only for jobs that may run twice. Default 0.
+        retry_on_crash: u32 = 0, retries;
+        /// Retires a worker after it served this many jobs, when the last one
+        /// returns (php-fpm's `pm.max_requests`, gunicorn's `max_requests`,
+        /// Celery's `worker_max_tasks_per_child`): workers that leak or
+        /// fragment memory start fresh. `None`: no limit.
+        max_jobs: Option<u64> = None, jobs;
+        /// Moves each worker's `max_jobs` by a random whole number in
+        /// `[-j, +j]`, so workers do not all retire together (gunicorn's
+        /// `max_requests_jitter`). Below `max_jobs`.
+        max_jobs_jitter: u64 = 0;
+        /// Keeps at least this many idle (or starting) workers within the
+        /// running size, starting more as jobs take them (php-fpm's
+        /// `pm.min_spare_servers`, bb8's and HikariCP's `min_idle`). `None`:
+        /// off. pooler's `auto_grow_threshold = n` grows one slot when idle
+        /// workers drop to `n`, which is `min_idle = n + 1`.
+        min_idle: Option<usize> = None;
+        /// A job that holds its worker longer than this gets one `job:slow`
+        /// event, with its slot and how long it has run (php-fpm's slowlog,
+        /// HikariCP's `leakDetectionThreshold` for a lease held past it).
+        /// `None`: off.
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        slow_job: Option<Duration> = None, limit;
+        /// Retires a worker whose memory passes this many bytes (Celery's
+        /// `worker_max_memory_per_child`, tinypool's
+        /// `maxMemoryLimitBeforeRecycle`): an idle one at once, a lent one when
+        /// its job returns; a job is never cut short. The memory is what the
+        /// worker's [`Meter`](crate::Meter) reads (for a `Coprocess`, the
+        /// resident memory of its whole process group, from `/proc`), sampled
+        /// every `memory_check_every` and when a job returns. With the `serde`
+        /// feature, a size such as `"2GiB"`. `None`: no limit.
+        #[cfg_attr(feature = "serde", serde(with = "crate::size_serde"))]
+        max_memory: Option<u64> = None, bytes;
+        /// How often the memory of idle and lent workers is sampled for
+        /// `max_memory` (default 10 s).
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        memory_check_every: Duration = Duration::from_secs(10), limit;
+        /// Probes each idle worker that has been idle this long with
+        /// [`Worker::check`](crate::Worker::check), then again as often
+        /// (HikariCP's `keepaliveTime`): a worker that fails it, or does not
+        /// answer within `probe_timeout`, is retired and replaced. A probed
+        /// worker is not lent meanwhile; a job takes another or waits at most
+        /// the probe. At least 1 s. `None`: no probes (the default).
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        probe_every: Option<Duration> = None, probe_every;
+        /// The longest a probe may take; past it the worker counts as failed
+        /// (default 5 s).
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        probe_timeout: Duration = Duration::from_secs(5), limit;
+        /// Probes every worker before a job gets it (bb8's `test_on_check_out`,
+        /// HikariCP's `connectionTestQuery`): one more round trip per job; a
+        /// worker that fails is retired and the job gets another.
+        probe_on_lend: bool = false;
+        /// How many workers above the capacity the pool may run while their
+        /// replacements warm up (Kubernetes' `maxSurge`): with `n > 0`, a
+        /// worker retired by `max_lifetime`, `max_jobs`, `max_memory`, a
+        /// failed probe it survived or `replace_on_resize` keeps serving while
+        /// its replacement warms in a *surge* place, which then takes its
+        /// slot, so the pool stays at full strength through a recycle. A
+        /// replacement for a known deadline (lifetime, last job) starts ahead of
+        /// it by the warm-up time the pool has seen. At most `n` replacements warm at once; one whose memory
+        /// does not fit is not started (`worker:surge-skipped`), and the worker
+        /// is retired first, as with 0. Default 0: the capacity rule holds, and
+        /// a recycle retires first, then starts (what gunicorn and php-fpm do).
+        /// At most 64.
+        max_surge: usize = 0, max_surge;
+        /// Replaces each running worker started at another size when the size
+        /// changes (its thread budget was that size's share): an idle one now,
+        /// a lent one when its job returns, warm first within `max_surge` (set
+        /// it: with 0 a step down may leave no worker ready for a warm-up); a
+        /// learning sizing counts no window until all started at the size.
+        replace_on_resize: bool = false;
     }
 }
 
@@ -241,37 +262,7 @@ impl Options {
     /// A [`BuildError`] naming the first option out of range and what is
     /// allowed.
     pub fn validate(&self) -> Result<(), BuildError> {
-        for (option, value) in [
-            ("job_timeout", self.job_timeout),
-            ("job_kill_after", self.job_kill_after),
-            ("warmup_timeout", self.warmup_timeout),
-            ("max_queue_wait", self.max_queue_wait),
-            ("max_lifetime", self.max_lifetime),
-        ] {
-            if let Some(d) = value {
-                check_limit(option, d)?;
-            }
-        }
-        if self.job_grace > MAX_DURATION {
-            return Err(BuildError::new(
-                "job_grace",
-                format!(
-                    "{:?} is out of range (allowed: at most {} ms)",
-                    self.job_grace,
-                    MAX_DURATION.as_millis()
-                ),
-            ));
-        }
-        if self.cancel_grace > MAX_DURATION {
-            return Err(BuildError::new(
-                "cancel_grace",
-                format!(
-                    "{:?} is out of range (allowed: 0 to {} ms)",
-                    self.cancel_grace,
-                    MAX_DURATION.as_millis()
-                ),
-            ));
-        }
+        self.check_each()?;
         if let (Some(hard), Some(soft)) = (self.job_kill_after, self.job_timeout)
             && hard <= soft
         {
@@ -282,53 +273,7 @@ impl Options {
                 ),
             ));
         }
-        if let Some(life) = self.max_lifetime.filter(|&l| l < MIN_LIFETIME) {
-            return Err(BuildError::new(
-                "max_lifetime",
-                format!(
-                    "{life:?} is out of range (allowed: at least {MIN_LIFETIME:?} and at most {} ms)",
-                    MAX_DURATION.as_millis()
-                ),
-            ));
-        }
-        if let Some(d) = self.slow_job {
-            check_limit("slow_job", d)?;
-        }
-        check_limit("memory_check_every", self.memory_check_every)?;
-        check_limit("probe_timeout", self.probe_timeout)?;
-        if let Some(every) = self.probe_every {
-            if every < MIN_PROBE_EVERY || every > MAX_DURATION {
-                return Err(BuildError::new(
-                    "probe_every",
-                    format!(
-                        "{every:?} is out of range (allowed: at least {MIN_PROBE_EVERY:?} and at most {} ms)",
-                        MAX_DURATION.as_millis()
-                    ),
-                ));
-            }
-        }
-        if self.max_surge > MAX_SURGE {
-            return Err(BuildError::new(
-                "max_surge",
-                format!(
-                    "{} is out of range (allowed: 0 to {MAX_SURGE})",
-                    self.max_surge
-                ),
-            ));
-        }
-        if self.max_memory == Some(0) {
-            return Err(BuildError::new(
-                "max_memory",
-                "0 is out of range (allowed: 1 byte or more, or none for no limit)",
-            ));
-        }
         match self.max_jobs {
-            Some(0) => {
-                return Err(BuildError::new(
-                    "max_jobs",
-                    "0 is out of range (allowed: 1 or more, or none for no limit)",
-                ));
-            }
             Some(n) if self.max_jobs_jitter >= n => {
                 return Err(BuildError::new(
                     "max_jobs_jitter",
@@ -348,27 +293,6 @@ impl Options {
                 ));
             }
             _ => {}
-        }
-        if self.retry_on_crash > MAX_RETRIES {
-            return Err(BuildError::new(
-                "retry_on_crash",
-                format!(
-                    "{} is out of range (allowed: 0 to {MAX_RETRIES})",
-                    self.retry_on_crash
-                ),
-            ));
-        }
-        if self.break_after_failed_starts == Some(0) {
-            return Err(BuildError::new(
-                "break_after_failed_starts",
-                "0 is out of range (allowed: 1 or more, or none to never break)",
-            ));
-        }
-        if let Some(n) = self.max_waiting.filter(|&n| n > MAX_WAITING) {
-            return Err(BuildError::new(
-                "max_waiting",
-                format!("{n} is out of range (allowed: 0 to {MAX_WAITING})"),
-            ));
         }
         let jitter = self.max_lifetime_jitter;
         match self.max_lifetime {
@@ -392,58 +316,111 @@ impl Options {
         self.max_waiting
             .unwrap_or_else(|| capacity.saturating_mul(WAITING_PER_WORKER))
     }
+}
 
-    /// The names of the options whose values differ in `other`.
-    pub(crate) fn changed(&self, other: &Self) -> Vec<&'static str> {
-        macro_rules! differing {
-            ($($field:ident),* $(,)?) => {{
-                let mut names = Vec::new();
-                $(if self.$field != other.$field {
-                    names.push(stringify!($field));
-                })*
-                names
-            }};
-        }
-        differing!(
-            job_timeout,
-            job_kill_after,
-            cancel_grace,
-            progress_extends_timeout,
-            warmup_timeout,
-            max_waiting,
-            max_queue_wait,
-            job_grace,
-            dispatch,
-            max_lifetime,
-            max_lifetime_jitter,
-            auto_grow_threshold,
-            break_after_failed_starts,
-            retry_on_crash,
-            max_jobs,
-            max_jobs_jitter,
-            min_idle,
-            slow_job,
-            max_memory,
-            memory_check_every,
-            probe_every,
-            probe_timeout,
-            probe_on_lend,
-            max_surge,
-            replace_on_resize,
-        )
+/// A check of one option's value, applied to an option's value or to the
+/// value inside its `Option` (none is always allowed).
+trait Each<T> {
+    fn each(&self, check: fn(&T) -> Result<(), String>) -> Result<(), String>;
+}
+
+impl<T> Each<T> for Option<T> {
+    fn each(&self, check: fn(&T) -> Result<(), String>) -> Result<(), String> {
+        self.as_ref().map_or(Ok(()), check)
     }
 }
 
-/// A time limit in `(0, MAX_DURATION]`.
-pub(crate) fn check_limit(option: &'static str, d: Duration) -> Result<(), BuildError> {
-    if d.is_zero() || d > MAX_DURATION {
-        return Err(BuildError::new(
-            option,
-            format!(
-                "{d:?} is out of range (allowed: above 0 and at most {} ms)",
-                MAX_DURATION.as_millis()
-            ),
+macro_rules! each_of_itself {
+    ($($t:ty),*) => {$(
+        impl Each<$t> for $t {
+            fn each(&self, check: fn(&$t) -> Result<(), String>) -> Result<(), String> {
+                check(self)
+            }
+        }
+    )*};
+}
+each_of_itself!(Duration, usize, u32, u64);
+
+/// A time limit: above 0 and at most [`MAX_DURATION`].
+fn limit(d: &Duration) -> Result<(), String> {
+    if d.is_zero() || *d > MAX_DURATION {
+        return Err(format!(
+            "{d:?} is out of range (allowed: above 0 and at most {} ms)",
+            MAX_DURATION.as_millis()
         ));
+    }
+    Ok(())
+}
+
+/// A grace: 0 (none) to [`MAX_DURATION`].
+fn grace(d: &Duration) -> Result<(), String> {
+    if *d > MAX_DURATION {
+        return Err(format!(
+            "{d:?} is out of range (allowed: 0 to {} ms)",
+            MAX_DURATION.as_millis()
+        ));
+    }
+    Ok(())
+}
+
+/// A limit of at least `floor`.
+fn at_least(d: &Duration, floor: Duration) -> Result<(), String> {
+    if *d < floor || *d > MAX_DURATION {
+        return Err(format!(
+            "{d:?} is out of range (allowed: at least {floor:?} and at most {} ms)",
+            MAX_DURATION.as_millis()
+        ));
+    }
+    Ok(())
+}
+
+fn lifetime(d: &Duration) -> Result<(), String> {
+    limit(d)?;
+    at_least(d, MIN_LIFETIME)
+}
+
+fn probe_every(d: &Duration) -> Result<(), String> {
+    at_least(d, MIN_PROBE_EVERY)
+}
+
+fn max_surge(n: &usize) -> Result<(), String> {
+    if *n > MAX_SURGE {
+        return Err(format!("{n} is out of range (allowed: 0 to {MAX_SURGE})"));
+    }
+    Ok(())
+}
+
+fn waiting(n: &usize) -> Result<(), String> {
+    if *n > MAX_WAITING {
+        return Err(format!("{n} is out of range (allowed: 0 to {MAX_WAITING})"));
+    }
+    Ok(())
+}
+
+fn retries(n: &u32) -> Result<(), String> {
+    if *n > MAX_RETRIES {
+        return Err(format!("{n} is out of range (allowed: 0 to {MAX_RETRIES})"));
+    }
+    Ok(())
+}
+
+fn bytes(n: &u64) -> Result<(), String> {
+    if *n == 0 {
+        return Err("0 is out of range (allowed: 1 byte or more, or none for no limit)".into());
+    }
+    Ok(())
+}
+
+fn jobs(n: &u64) -> Result<(), String> {
+    if *n == 0 {
+        return Err("0 is out of range (allowed: 1 or more, or none for no limit)".into());
+    }
+    Ok(())
+}
+
+fn failed_starts(n: &u32) -> Result<(), String> {
+    if *n == 0 {
+        return Err("0 is out of range (allowed: 1 or more, or none to never break)".into());
     }
     Ok(())
 }

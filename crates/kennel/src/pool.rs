@@ -25,18 +25,12 @@ use crate::worker::{BoxError, SlotInfo, Worker};
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use kennel::{ExitSignal, Exited, Fixed, Killer, Parallel, Pool, Worker};
+/// use kennel::{Fixed, Parallel, Pool, Worker};
 ///
-/// struct Adder { signal: ExitSignal, exited: Option<Exited> }
-/// impl Worker for Adder {
-///     fn exited(&mut self) -> Exited { self.exited.take().unwrap_or_else(Exited::never) }
-///     fn killer(&self) -> Killer { self.signal.killer() }
-/// }
+/// struct Adder;
+/// impl Worker for Adder {}
 ///
-/// let pool = Pool::builder(|_slot| async {
-///     let (signal, exited) = ExitSignal::new();
-///     Ok::<_, kennel::BoxError>(Adder { signal, exited: Some(exited) })
-/// })
+/// let pool = Pool::builder(|_slot| async { Ok::<_, kennel::BoxError>(Adder) })
 /// .startup(Parallel)
 /// .sizing(Fixed(2))
 /// .build()?;
@@ -110,6 +104,14 @@ impl<W: Worker> Pool<W> {
     /// One consistent snapshot of the pool's counts.
     pub fn stats(&self) -> Stats {
         self.engine().stats()
+    }
+
+    /// Whether the pool still warms its first worker: it starts workers by
+    /// itself (an eager startup, or `min_idle` above 0) and none of them
+    /// has been ready yet. False for a pool that starts workers only for
+    /// jobs, and for good once a first worker was ready.
+    pub fn is_warming(&self) -> bool {
+        self.engine().is_warming()
     }
 
     /// How long a job that joined the queue now would wait for a worker, as

@@ -2,9 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
-use crate::dispatch::Dispatch;
 use crate::eviction::Eviction;
 use crate::options::Options;
 use crate::sizing::Sizing;
@@ -20,14 +18,14 @@ use crate::sizing::Sizing;
 ///
 /// let change = Reconfig::new()
 ///     .sizing(Fixed(8))
-///     .job_timeout(Some(Duration::from_secs(20)));
+///     .with_options(|o| o.job_timeout = Some(Duration::from_secs(20)));
 /// ```
 #[derive(Default)]
 #[must_use]
 pub struct Reconfig {
     pub(crate) sizing: Option<Box<dyn Sizing>>,
     pub(crate) eviction: Option<Arc<dyn Eviction>>,
-    edits: Vec<(&'static str, Edit)>,
+    edits: Vec<Edit>,
     pub(crate) group: Option<Option<String>>,
 }
 
@@ -35,11 +33,10 @@ type Edit = Box<dyn FnOnce(&mut Options) + Send>;
 
 impl fmt::Debug for Reconfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let edits: Vec<&str> = self.edits.iter().map(|(name, _)| *name).collect();
         f.debug_struct("Reconfig")
             .field("sizing", &self.sizing)
             .field("eviction", &self.eviction)
-            .field("options", &edits)
+            .field("option_edits", &self.edits.len())
             .field("group", &self.group)
             .finish()
     }
@@ -51,19 +48,10 @@ impl Reconfig {
         Self::default()
     }
 
-    fn edit(
-        mut self,
-        name: &'static str,
-        edit: impl FnOnce(&mut Options) + Send + 'static,
-    ) -> Self {
-        self.edits.push((name, Box::new(edit)));
-        self
-    }
-
     /// The options with this patch applied (validated by the caller).
     pub(crate) fn patch(&mut self, options: &Options) -> Options {
         let mut patched = options.clone();
-        for (_, edit) in self.edits.drain(..) {
+        for edit in self.edits.drain(..) {
             edit(&mut patched);
         }
         patched
@@ -71,7 +59,18 @@ impl Reconfig {
 
     /// Every option at once: the pool takes `options` whole.
     pub fn options(self, options: Options) -> Self {
-        self.edit("options", move |o| *o = options)
+        self.with_options(move |o| *o = options)
+    }
+
+    /// Changes the pool's options by `f`, applied to the options the pool
+    /// has when the reconfiguration runs; what `f` leaves stays. When each
+    /// change takes effect is said on its field of [`Options`] (a new
+    /// `job_timeout` is for the jobs that start from now; a lower
+    /// `max_waiting` turns away the youngest queued jobs; a new
+    /// `max_lifetime` moves the deadlines of live workers).
+    pub fn with_options(mut self, f: impl FnOnce(&mut Options) + Send + 'static) -> Self {
+        self.edits.push(Box::new(f));
+        self
     }
 
     /// A new sizing: its plan gives the new capacity and size. Slots above a
@@ -87,129 +86,6 @@ impl Reconfig {
     pub fn eviction(mut self, eviction: impl Eviction) -> Self {
         self.eviction = Some(Arc::new(eviction));
         self
-    }
-
-    /// A new `job_timeout` (`None`: no limit), for jobs that start from now.
-    pub fn job_timeout(self, d: Option<Duration>) -> Self {
-        self.edit("job_timeout", move |o| o.job_timeout = d)
-    }
-
-    /// A new `cancel_grace`, for cancels that start from now.
-    pub fn cancel_grace(self, d: Duration) -> Self {
-        self.edit("cancel_grace", move |o| o.cancel_grace = d)
-    }
-
-    /// A new `warmup_timeout` (`None`: no limit), for warm-ups that start
-    /// from now.
-    pub fn warmup_timeout(self, d: Option<Duration>) -> Self {
-        self.edit("warmup_timeout", move |o| o.warmup_timeout = d)
-    }
-
-    /// A new `max_waiting`. When it is lower than the jobs already queued,
-    /// the youngest of them are turned away with `QueueFull`, as pooler
-    /// does.
-    pub fn max_waiting(self, n: usize) -> Self {
-        self.edit("max_waiting", move |o| o.max_waiting = Some(n))
-    }
-
-    /// A new `max_queue_wait` (`None`: no projected-wait rejection).
-    pub fn max_queue_wait(self, d: Option<Duration>) -> Self {
-        self.edit("max_queue_wait", move |o| o.max_queue_wait = d)
-    }
-
-    /// A new `max_lifetime` (`None`: no limit). The deadlines of live
-    /// workers move with it: each expires at its start plus the new
-    /// lifetime; an idle one that is past it is replaced at once, a lent one
-    /// when it comes back.
-    pub fn max_lifetime(self, d: Option<Duration>) -> Self {
-        self.edit("max_lifetime", move |o| o.max_lifetime = d)
-    }
-
-    /// A new `max_lifetime_jitter`, below the lifetime; live workers draw
-    /// their jitter again.
-    pub fn max_lifetime_jitter(self, j: Duration) -> Self {
-        self.edit("max_lifetime_jitter", move |o| o.max_lifetime_jitter = j)
-    }
-
-    /// A new `auto_grow_threshold` (`None`: off).
-    pub fn auto_grow_threshold(self, n: Option<usize>) -> Self {
-        self.edit("auto_grow_threshold", move |o| o.auto_grow_threshold = n)
-    }
-
-    /// A new crash-loop breaker threshold (`None`: never break).
-    pub fn break_after_failed_starts(self, n: Option<u32>) -> Self {
-        self.edit("break_after_failed_starts", move |o| {
-            o.break_after_failed_starts = n;
-        })
-    }
-
-    /// A new `retry_on_crash`, for jobs that start from now.
-    pub fn retry_on_crash(self, n: u32) -> Self {
-        self.edit("retry_on_crash", move |o| o.retry_on_crash = n)
-    }
-
-    /// A new `max_jobs` (`None`: no limit), for workers started from now.
-    pub fn max_jobs(self, n: Option<u64>) -> Self {
-        self.edit("max_jobs", move |o| o.max_jobs = n)
-    }
-
-    /// A new `max_jobs_jitter`, for workers started from now.
-    pub fn max_jobs_jitter(self, j: u64) -> Self {
-        self.edit("max_jobs_jitter", move |o| o.max_jobs_jitter = j)
-    }
-
-    /// A new `max_surge`: replacements that may warm above the capacity
-    /// at once. Lowered, the surges above it are called off (their workers
-    /// closed, the old ones retired first as without a surge).
-    pub fn max_surge(self, n: usize) -> Self {
-        self.edit("max_surge", move |o| o.max_surge = n)
-    }
-
-    /// A new `replace_on_resize`: on, the running workers that started at
-    /// another size are replaced now.
-    pub fn replace_on_resize(self, on: bool) -> Self {
-        self.edit("replace_on_resize", move |o| o.replace_on_resize = on)
-    }
-
-    /// A new `min_idle` (`None`: off).
-    pub fn min_idle(self, n: Option<usize>) -> Self {
-        self.edit("min_idle", move |o| o.min_idle = n)
-    }
-
-    /// A new `slow_job` (`None`: off), for jobs that start from now.
-    pub fn slow_job(self, d: Option<Duration>) -> Self {
-        self.edit("slow_job", move |o| o.slow_job = d)
-    }
-
-    /// A new `max_memory` (`None`: no limit).
-    pub fn max_memory(self, bytes: Option<u64>) -> Self {
-        self.edit("max_memory", move |o| o.max_memory = bytes)
-    }
-
-    /// A new `probe_every` (`None`: no probes); the next round is due
-    /// `every` from now.
-    pub fn probe_every(self, every: Option<Duration>) -> Self {
-        self.edit("probe_every", move |o| o.probe_every = every)
-    }
-
-    /// A new `probe_timeout`, for probes that start from now.
-    pub fn probe_timeout(self, d: Duration) -> Self {
-        self.edit("probe_timeout", move |o| o.probe_timeout = d)
-    }
-
-    /// Probes on lend, or no longer.
-    pub fn probe_on_lend(self, on: bool) -> Self {
-        self.edit("probe_on_lend", move |o| o.probe_on_lend = on)
-    }
-
-    /// A new job grace (`job_grace`).
-    pub fn job_grace(self, d: Duration) -> Self {
-        self.edit("job_grace", move |o| o.job_grace = d)
-    }
-
-    /// A new dispatch, for the jobs from now.
-    pub fn dispatch(self, dispatch: Dispatch) -> Self {
-        self.edit("dispatch", move |o| o.dispatch = dispatch)
     }
 
     /// Moves the pool to another group (`None`: no group). Only a

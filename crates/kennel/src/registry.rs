@@ -21,18 +21,12 @@ use crate::worker::Worker;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use kennel::{ExitSignal, Exited, Fixed, Killer, Pool, Registry, Worker};
+/// use kennel::{Fixed, Pool, Registry, Worker};
 ///
-/// struct Conn { signal: ExitSignal, exited: Option<Exited> }
-/// impl Worker for Conn {
-///     fn exited(&mut self) -> Exited { self.exited.take().unwrap_or_else(Exited::never) }
-///     fn killer(&self) -> Killer { self.signal.killer() }
-/// }
+/// struct Conn;
+/// impl Worker for Conn {}
 /// fn conns(name: &str) -> Pool<Conn> {
-///     Pool::builder(|_| async {
-///         let (signal, exited) = ExitSignal::new();
-///         Ok::<_, kennel::BoxError>(Conn { signal, exited: Some(exited) })
-///     })
+///     Pool::builder(|_| async { Ok::<_, kennel::BoxError>(Conn) })
 ///     .name(name)
 ///     .sizing(Fixed(2))
 ///     .build()

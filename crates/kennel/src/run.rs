@@ -73,7 +73,11 @@ pub(crate) fn run_seen<W: Worker, R>(
     job_timeout: Option<Option<Duration>>,
     job: impl AsyncFnOnce(&mut W) -> R,
 ) -> impl Future<Output = (Result<R, Error>, bool)> {
-    let (soft, hard, beats) = lease.engine.job_limits(job_timeout);
+    let (soft, hard, beats) = (
+        job_timeout.unwrap_or(lease.limits.job_timeout),
+        lease.limits.job_kill_after,
+        lease.limits.progress_extends_timeout,
+    );
     let start = Instant::now();
     let beats = match (soft, beats) {
         (Some(_), true) => lease.heartbeat().map(|h| h.subscribe()),

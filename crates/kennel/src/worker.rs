@@ -53,38 +53,20 @@ impl SlotInfo {
 /// warm-up), lends the worker to jobs, and at the end calls
 /// [`close`](Worker::close) (graceful) or the kill switch (at once).
 ///
-/// The pool learns that a worker ended only from `exited()`.
+/// No method is required: a worker that lives in the pool's process and
+/// never ends on its own needs none of them (it is killed by being dropped).
+/// A worker that can end on its own (a child process, a thread) hands out
+/// its end through `exited()` and a switch through `killer()`, usually both
+/// from an [`ExitSignal`](crate::ExitSignal).
 ///
 /// # Example: an in-memory worker
 ///
 /// ```
-/// use kennel::{ExitSignal, Exited, Killer, Worker};
-///
 /// struct Counter {
 ///     total: u64,
-///     signal: ExitSignal,
-///     exited: Option<Exited>,
 /// }
 ///
-/// impl Counter {
-///     fn new() -> Self {
-///         let (signal, exited) = ExitSignal::new();
-///         Self { total: 0, signal, exited: Some(exited) }
-///     }
-///     fn add(&mut self, n: u64) -> u64 {
-///         self.total += n;
-///         self.total
-///     }
-/// }
-///
-/// impl Worker for Counter {
-///     fn exited(&mut self) -> Exited {
-///         self.exited.take().unwrap_or_else(Exited::never)
-///     }
-///     fn killer(&self) -> Killer {
-///         self.signal.killer()
-///     }
-/// }
+/// impl kennel::Worker for Counter {}
 /// ```
 pub trait Worker: Send + 'static {
     /// Resolves when the worker is warm and can take a job.
@@ -109,15 +91,24 @@ pub trait Worker: Send + 'static {
     /// Hands out the future that resolves once, when the worker has ended.
     ///
     /// The pool calls it exactly once per worker. The future must not borrow
-    /// the worker: it is watched while a job holds the worker.
-    fn exited(&mut self) -> Exited;
+    /// the worker: it is watched while a job holds the worker. The default
+    /// never resolves: a worker that never ends on its own.
+    fn exited(&mut self) -> Exited {
+        Exited::never()
+    }
 
     /// Hands out a cheap, cloneable switch that ends the worker at once.
     ///
     /// The pool calls it once per worker and keeps the switch, so that it can
     /// kill a worker that a job holds (a timeout, an abort). After a kill the
     /// future from [`exited`](Worker::exited) must resolve.
-    fn killer(&self) -> Killer;
+    ///
+    /// The default: the worker is killed by being dropped. The pool then
+    /// records the kill itself ([`ExitStatus::Killed`]) and drops the worker
+    /// as soon as no job holds it.
+    fn killer(&self) -> Killer {
+        Killer::by_drop()
+    }
 
     /// A health probe, for a pool with `probe_every` or `probe_on_lend`:
     /// checks that the worker still serves (a cheap request, a ping). The
@@ -322,18 +313,32 @@ impl fmt::Debug for Meter {
 
 /// A cheap, cloneable switch that ends a worker at once (no grace).
 #[derive(Clone)]
-pub struct Killer(Arc<dyn Fn() + Send + Sync + 'static>);
+pub struct Killer(Option<Arc<dyn Fn() + Send + Sync + 'static>>);
 
 impl Killer {
     /// A switch that calls `f` to kill the worker. `f` may be called more
     /// than once and must not block.
     pub fn new(f: impl Fn() + Send + Sync + 'static) -> Self {
-        Self(Arc::new(f))
+        Self(Some(Arc::new(f)))
+    }
+
+    /// The switch of a worker that is killed by being dropped: the pool
+    /// records the kill and drops the worker. Its [`kill`](Self::kill) does
+    /// nothing by itself.
+    pub fn by_drop() -> Self {
+        Self(None)
     }
 
     /// Kills the worker. Calling it again does nothing more.
     pub fn kill(&self) {
-        (self.0)();
+        if let Some(f) = &self.0 {
+            f();
+        }
+    }
+
+    /// Whether this is the switch of [`by_drop`](Self::by_drop).
+    pub(crate) fn is_by_drop(&self) -> bool {
+        self.0.is_none()
     }
 }
 

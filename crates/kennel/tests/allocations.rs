@@ -1,6 +1,6 @@
-//! What a lend and return allocate once the pool is warm: nothing, timed
-//! or not. Counted by dhat's heap profiler in its testing mode, in a test
-//! binary of its own (one profiler per process).
+//! What a lend and return allocate once the pool is warm: nothing per
+//! cycle, timed or not. Counted by dhat's heap profiler in its testing mode,
+//! in a test binary of its own (one profiler per process).
 
 mod support;
 
@@ -30,8 +30,14 @@ async fn blocks_per_cycles(pool: &Pool<Fake>, cycles: usize) -> u64 {
     dhat::HeapStats::get().total_blocks - before
 }
 
+/// The most blocks 1,000 warm cycles may allocate: far below one per
+/// cycle (a lend or a return that allocated would show 1,000 or more), and
+/// above the few blocks of one-time growth that a run sometimes shows (4,
+/// in about one debug run in three, at a moment that varies with timing).
+const AT_MOST: u64 = 16;
+
 #[test]
-fn a_warm_pools_lend_and_return_allocate_nothing_timed_or_not() {
+fn a_warm_pools_lend_and_return_allocate_nothing_per_cycle_timed_or_not() {
     let _profiler = dhat::Profiler::builder().testing().build();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -39,15 +45,19 @@ fn a_warm_pools_lend_and_return_allocate_nothing_timed_or_not() {
         .expect("a runtime");
     rt.block_on(async {
         let farm = Farm::new();
+        // One pool at a time, so that no other pool's warm-up runs while
+        // one is counted.
         let untimed = fixed(&farm, Parallel, 2).build().expect("valid options");
+        let blocks = blocks_per_cycles(&untimed, 1000).await;
+        assert!(blocks <= AT_MOST, "untimed: {blocks} blocks");
+        untimed.close().await;
         // `max_queue_wait` makes the pool time every job.
         let timed = fixed(&farm, Parallel, 2)
-            .max_queue_wait(Duration::from_secs(3600))
+            .with_options(|o| o.max_queue_wait = Some(Duration::from_secs(3600)))
             .build()
             .expect("valid options");
-        assert_eq!(blocks_per_cycles(&untimed, 1000).await, 0, "untimed");
-        assert_eq!(blocks_per_cycles(&timed, 1000).await, 0, "timed");
-        untimed.close().await;
+        let blocks = blocks_per_cycles(&timed, 1000).await;
+        assert!(blocks <= AT_MOST, "timed: {blocks} blocks");
         timed.close().await;
     });
 }

@@ -141,7 +141,7 @@ async fn a_factory_error_is_a_warm_up_failure() {
 async fn workers_the_pool_ends_itself_start_no_back_off() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .job_timeout(secs(1))
+        .with_options(|o| o.job_timeout = Some(secs(1)))
         .build()
         .unwrap();
     let mut events = pool.events();

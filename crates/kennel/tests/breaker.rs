@@ -208,7 +208,7 @@ async fn a_worker_that_became_ready_and_later_exited_is_not_a_failed_start() {
 async fn the_breaker_can_be_turned_off() {
     let farm = failing(20);
     let pool = fixed(&farm, OnDemand, 1)
-        .break_after_failed_starts(None)
+        .with_options(|o| o.break_after_failed_starts = None)
         .build()
         .unwrap();
     for _ in 0..20 {

@@ -92,7 +92,7 @@ fn pool(answer_after: Option<Duration>, made: Arc<AtomicUsize>) -> kennel::PoolB
     })
     .startup(Parallel)
     .sizing(Fixed(1))
-    .cancel_grace(Duration::from_secs(2))
+    .with_options(|o| o.cancel_grace = Duration::from_secs(2))
 }
 
 fn cancelled(rx: &mut broadcast::Receiver<Event>) -> Vec<(RetireReason, CancelOutcome)> {
@@ -190,7 +190,7 @@ async fn a_worker_that_does_not_answer_within_cancel_grace_is_killed_and_replace
 async fn a_job_past_job_timeout_fails_at_once_and_its_worker_is_cancelled_and_kept() {
     let made = Arc::new(AtomicUsize::new(0));
     let pool = pool(Some(Duration::from_millis(100)), made.clone())
-        .job_timeout(Duration::from_secs(5))
+        .with_options(|o| o.job_timeout = Some(Duration::from_secs(5)))
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -219,8 +219,10 @@ async fn a_job_past_job_timeout_fails_at_once_and_its_worker_is_cancelled_and_ke
 async fn progress_beats_move_the_soft_deadline_when_the_pool_says_so() {
     let made = Arc::new(AtomicUsize::new(0));
     let pool = pool(Some(Duration::from_millis(100)), made.clone())
-        .job_timeout(Duration::from_secs(5))
-        .progress_extends_timeout(true)
+        .with_options(|o| {
+            o.job_timeout = Some(Duration::from_secs(5));
+            o.progress_extends_timeout = true;
+        })
         .build()
         .unwrap();
     // 30 s of work, a beat every 2 s: never 5 s without one.
@@ -251,7 +253,7 @@ async fn progress_beats_move_the_soft_deadline_when_the_pool_says_so() {
 async fn without_progress_extends_timeout_beats_move_nothing() {
     let made = Arc::new(AtomicUsize::new(0));
     let pool = pool(Some(Duration::from_millis(100)), made)
-        .job_timeout(Duration::from_secs(5))
+        .with_options(|o| o.job_timeout = Some(Duration::from_secs(5)))
         .build()
         .unwrap();
     let started = tokio::time::Instant::now();
@@ -271,9 +273,11 @@ async fn without_progress_extends_timeout_beats_move_nothing() {
 async fn job_kill_after_kills_a_beating_job_with_no_cancel() {
     let made = Arc::new(AtomicUsize::new(0));
     let pool = pool(Some(Duration::from_millis(100)), made.clone())
-        .job_timeout(Duration::from_secs(5))
-        .job_kill_after(Duration::from_secs(12))
-        .progress_extends_timeout(true)
+        .with_options(|o| {
+            o.job_timeout = Some(Duration::from_secs(5));
+            o.job_kill_after = Some(Duration::from_secs(12));
+            o.progress_extends_timeout = true;
+        })
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -301,7 +305,7 @@ async fn job_kill_after_kills_a_beating_job_with_no_cancel() {
 async fn a_cancel_grace_of_zero_kills_as_before() {
     let made = Arc::new(AtomicUsize::new(0));
     let pool = pool(Some(Duration::ZERO), made.clone())
-        .cancel_grace(Duration::ZERO)
+        .with_options(|o| o.cancel_grace = Duration::ZERO)
         .build()
         .unwrap();
     let _ = tokio::time::timeout(

@@ -22,7 +22,7 @@ fn watched(
     Pool::builder(farm.watched_factory(endings, close_takes))
         .startup(Parallel)
         .sizing(Fixed(n))
-        .job_grace(grace)
+        .with_options(|o| o.job_grace = grace)
         .build()
         .unwrap()
 }
@@ -190,7 +190,7 @@ async fn close_kills_lent_workers_after_the_grace_and_the_job_fails_with_closed(
 async fn a_lease_held_past_the_grace_loses_its_worker() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .job_grace(secs(2))
+        .with_options(|o| o.job_grace = secs(2))
         .build()
         .unwrap();
     let lease = pool.lend().await.unwrap();

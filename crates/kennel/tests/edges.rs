@@ -58,7 +58,7 @@ async fn a_job_does_not_wait_for_an_evicted_worker_to_finish_closing() {
 async fn the_kill_at_the_end_of_the_job_grace_is_not_a_crash() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .job_grace(secs(1))
+        .with_options(|o| o.job_grace = secs(1))
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -112,7 +112,7 @@ async fn raising_the_count_lists_the_members_it_started() {
 async fn a_member_whose_lifetime_ends_during_its_warm_up_is_replaced_once_idle() {
     let farm = Farm::with_warmup(secs(70));
     let pool = fixed(&farm, Parallel, 1)
-        .max_lifetime(secs(60))
+        .with_options(|o| o.max_lifetime = Some(secs(60)))
         .build()
         .unwrap();
     advance(secs(70)).await;
@@ -130,7 +130,7 @@ async fn a_member_whose_lifetime_ends_during_its_warm_up_is_replaced_once_idle()
 async fn a_job_waiting_for_an_expired_warm_worker_still_gets_it() {
     let farm = Farm::with_warmup(secs(70));
     let pool = fixed(&farm, Parallel, 1)
-        .max_lifetime(secs(60))
+        .with_options(|o| o.max_lifetime = Some(secs(60)))
         .build()
         .unwrap();
     let job = spawn_run_id(&pool);

@@ -150,7 +150,7 @@ async fn a_worker_that_becomes_idle_goes_to_the_oldest_waiting_job() {
 async fn round_robin_takes_the_next_idle_slot_after_the_last_one_lent() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 3)
-        .dispatch(Dispatch::RoundRobin)
+        .with_options(|o| o.dispatch = Dispatch::RoundRobin)
         .build()
         .unwrap();
     settle().await;

@@ -23,7 +23,7 @@ async fn queue_jobs(
 async fn a_job_past_its_timeout_fails_and_its_worker_is_killed_and_replaced() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .job_timeout(secs(1))
+        .with_options(|o| o.job_timeout = Some(secs(1)))
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -50,7 +50,7 @@ async fn a_job_past_its_timeout_fails_and_its_worker_is_killed_and_replaced() {
 async fn a_per_call_job_timeout_overrides_the_pools() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .job_timeout(secs(1))
+        .with_options(|o| o.job_timeout = Some(secs(1)))
         .build()
         .unwrap();
     let longer = RunOptions::new().job_timeout(Some(secs(3)));
@@ -76,7 +76,7 @@ async fn a_warm_up_past_its_limit_fails_the_waiting_job_and_kills_the_worker() {
     farm.plan([Warmup::Hangs]);
     let pool = Pool::builder(farm.factory())
         .sizing(Fixed(1))
-        .warmup_timeout(secs(5))
+        .with_options(|o| o.warmup_timeout = Some(secs(5)))
         .build()
         .unwrap();
     let started = tokio::time::Instant::now();
@@ -91,7 +91,10 @@ async fn a_warm_up_past_its_limit_fails_the_waiting_job_and_kills_the_worker() {
 #[tokio::test(start_paused = true)]
 async fn a_job_beyond_max_waiting_is_rejected_at_once_as_queue_full() {
     let farm = Farm::new();
-    let pool = fixed(&farm, Parallel, 1).max_waiting(2).build().unwrap();
+    let pool = fixed(&farm, Parallel, 1)
+        .with_options(|o| o.max_waiting = Some(2))
+        .build()
+        .unwrap();
     let mut events = pool.events();
     let held = pool.lend().await.unwrap();
     let mut queued = Vec::new();
@@ -171,14 +174,14 @@ async fn lend_timeout_gives_up_after_its_wait_and_leaves_the_queue() {
 #[tokio::test(start_paused = true)]
 async fn a_job_whose_projected_wait_is_too_long_is_rejected_as_queue_wait() {
     let farm = Farm::new();
-    // Before any job is timed, the job time is taken as job_timeout (10 s):
-    // one job ahead → 2 × 10 s = 20 s > 15 s.
+    // A first job of 10 s sets the mean: one job ahead → 2 × 10 s = 20 s > 15 s.
     let pool = fixed(&farm, Parallel, 1)
-        .job_timeout(secs(10))
-        .max_queue_wait(secs(15))
+        .with_options(|o| o.max_queue_wait = Some(secs(15)))
         .build()
         .unwrap();
-    settle().await;
+    pool.run(async |w: &mut Fake| w.work(secs(10)).await)
+        .await
+        .unwrap();
     let held = pool.lend().await.unwrap();
     let first = spawn_lend_slot(&pool);
     settle().await;
@@ -195,12 +198,45 @@ async fn a_job_whose_projected_wait_is_too_long_is_rejected_as_queue_wait() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_cold_pool_makes_no_projected_wait_rejection_before_a_job_returns() {
+    // No job time is known yet: the job timeout (20 s) is no guess of it.
+    // 20 jobs of 2 s on 3 workers really wait at most 6 × 2 s = 12 s.
+    let farm = Farm::new();
+    let pool = fixed(&farm, Parallel, 3)
+        .with_options(|o| {
+            o.job_timeout = Some(secs(20));
+            o.max_waiting = Some(20);
+            o.max_queue_wait = Some(secs(30));
+        })
+        .build()
+        .unwrap();
+    let burst: Vec<_> = (0..20)
+        .map(|_| {
+            let p = pool.clone();
+            tokio::spawn(async move { p.run(async |w: &mut Fake| w.work(secs(2)).await).await })
+        })
+        .collect();
+    let mut rejected = 0;
+    for job in burst {
+        match job.await.unwrap() {
+            Ok(_) => {}
+            Err(Error::Rejected { .. }) => rejected += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(rejected, 0);
+    assert!(pool.projected_wait().is_some(), "the mean is known now");
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_projected_wait_uses_the_mean_of_observed_job_times() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .job_timeout(secs(10))
-        .max_queue_wait(secs(15))
-        .max_waiting(100)
+        .with_options(|o| {
+            o.job_timeout = Some(secs(10));
+            o.max_queue_wait = Some(secs(15));
+            o.max_waiting = Some(100);
+        })
         .build()
         .unwrap();
     // Jobs of 1 s: the mean drops to 1 s, so 14 jobs ahead still fit.
@@ -233,9 +269,14 @@ async fn max_queue_wait_turned_on_later_learns_job_times_from_then_on() {
     // A pool that needs no job times does not read the clock for them
     // (ADR 0011); setting `max_queue_wait` by reconfiguration starts timing.
     let farm = Farm::new();
-    let pool = fixed(&farm, Parallel, 1).max_waiting(100).build().unwrap();
-    pool.reconfigure(kennel::Reconfig::new().max_queue_wait(Some(secs(3))))
+    let pool = fixed(&farm, Parallel, 1)
+        .with_options(|o| o.max_waiting = Some(100))
+        .build()
         .unwrap();
+    pool.reconfigure(
+        kennel::Reconfig::new().with_options(move |o| o.max_queue_wait = Some(secs(3))),
+    )
+    .unwrap();
     // Jobs of 1 s: with one worker, two jobs ahead still fit in 3 s.
     pool.run(async |w: &mut Fake| w.work(secs(1)).await)
         .await
@@ -266,8 +307,10 @@ async fn projected_wait_is_the_queue_over_the_running_slots_times_the_mean_job_t
     assert_eq!(untimed.projected_wait(), None, "a pool that times no job");
 
     let pool = fixed(&farm, Parallel, 1)
-        .max_queue_wait(secs(3600))
-        .max_waiting(10)
+        .with_options(|o| {
+            o.max_queue_wait = Some(secs(3600));
+            o.max_waiting = Some(10);
+        })
         .build()
         .unwrap();
     settle().await;
@@ -290,19 +333,19 @@ async fn options_out_of_range_are_refused_naming_the_option() {
     let farm = Farm::new();
     for (builder, option) in [
         (
-            fixed(&farm, Parallel, 1).job_timeout(secs(0)),
+            fixed(&farm, Parallel, 1).with_options(|o| o.job_timeout = Some(secs(0))),
             "job_timeout",
         ),
         (
-            fixed(&farm, Parallel, 1).warmup_timeout(secs(0)),
+            fixed(&farm, Parallel, 1).with_options(|o| o.warmup_timeout = Some(secs(0))),
             "warmup_timeout",
         ),
         (
-            fixed(&farm, Parallel, 1).max_queue_wait(secs(0)),
+            fixed(&farm, Parallel, 1).with_options(|o| o.max_queue_wait = Some(secs(0))),
             "max_queue_wait",
         ),
         (
-            fixed(&farm, Parallel, 1).job_timeout(secs(3_000_000)),
+            fixed(&farm, Parallel, 1).with_options(|o| o.job_timeout = Some(secs(3_000_000))),
             "job_timeout",
         ),
         (fixed(&farm, Parallel, 1).name(""), "name"),

@@ -46,7 +46,7 @@ async fn metrics_count_jobs_rejections_retirements_and_times_by_pool() {
             .name("models")
             .startup(Parallel)
             .sizing(Fixed(1))
-            .max_waiting(1)
+            .with_options(|o| o.max_waiting = Some(1))
             .metrics(true)
             .build()
             .unwrap()

@@ -25,7 +25,7 @@ fn probe_failures(events: &[Event]) -> Vec<(usize, String)> {
 async fn an_idle_worker_is_probed_every_probe_every_and_stays_while_it_passes() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .probe_every(secs(30))
+        .with_options(|o| o.probe_every = Some(secs(30)))
         .build()
         .unwrap();
     settle().await;
@@ -44,7 +44,7 @@ async fn an_idle_worker_is_probed_every_probe_every_and_stays_while_it_passes() 
 async fn an_idle_worker_that_fails_its_probe_is_retired_and_replaced() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .probe_every(secs(30))
+        .with_options(|o| o.probe_every = Some(secs(30)))
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -67,8 +67,10 @@ async fn an_idle_worker_that_fails_its_probe_is_retired_and_replaced() {
 async fn a_probe_with_no_answer_within_probe_timeout_fails_the_worker() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .probe_every(secs(30))
-        .probe_timeout(secs(5))
+        .with_options(|o| {
+            o.probe_every = Some(secs(30));
+            o.probe_timeout = secs(5);
+        })
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -91,8 +93,10 @@ async fn a_probe_with_no_answer_within_probe_timeout_fails_the_worker() {
 async fn a_probe_never_delays_a_job_beyond_its_timeout() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .probe_every(secs(30))
-        .probe_timeout(secs(5))
+        .with_options(|o| {
+            o.probe_every = Some(secs(30));
+            o.probe_timeout = secs(5);
+        })
         .build()
         .unwrap();
     settle().await;
@@ -117,8 +121,10 @@ async fn a_probe_never_delays_a_job_beyond_its_timeout() {
 async fn a_job_takes_an_idle_worker_that_is_not_being_probed() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 2)
-        .probe_every(secs(30))
-        .probe_timeout(secs(20))
+        .with_options(|o| {
+            o.probe_every = Some(secs(30));
+            o.probe_timeout = secs(20);
+        })
         .build()
         .unwrap();
     settle().await;
@@ -140,7 +146,7 @@ async fn a_probe_keeps_the_idle_time_that_eviction_counts() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
         .eviction(IdleTimeout::new(secs(100)).unwrap())
-        .probe_every(secs(30))
+        .with_options(|o| o.probe_every = Some(secs(30)))
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -165,7 +171,7 @@ async fn a_probe_keeps_the_idle_time_that_eviction_counts() {
 async fn probe_on_lend_gives_the_job_another_worker_when_one_fails() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 2)
-        .probe_on_lend(true)
+        .with_options(|o| o.probe_on_lend = true)
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -185,8 +191,10 @@ async fn probe_on_lend_gives_the_job_another_worker_when_one_fails() {
 async fn with_probe_on_lend_a_job_waits_for_the_probe_at_most_its_timeout() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .probe_on_lend(true)
-        .probe_timeout(secs(5))
+        .with_options(|o| {
+            o.probe_on_lend = true;
+            o.probe_timeout = secs(5);
+        })
         .build()
         .unwrap();
     let mut events = pool.events();

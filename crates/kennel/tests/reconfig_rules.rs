@@ -13,7 +13,7 @@ async fn a_lifetime_added_by_reconfiguration_expires_live_workers_within_it_of_t
     settle().await;
     advance(secs(30)).await;
     let actions = pool
-        .reconfigure(Reconfig::new().max_lifetime(Some(secs(60))))
+        .reconfigure(Reconfig::new().with_options(move |o| o.max_lifetime = Some(secs(60))))
         .unwrap();
     assert!(
         actions.contains(&Action::LifetimesRescheduled { count: 2 }),
@@ -36,12 +36,12 @@ async fn a_lifetime_added_by_reconfiguration_expires_live_workers_within_it_of_t
 async fn a_lifetime_removed_by_reconfiguration_expires_no_live_worker() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 2)
-        .max_lifetime(secs(60))
+        .with_options(|o| o.max_lifetime = Some(secs(60)))
         .build()
         .unwrap();
     settle().await;
     advance(secs(30)).await;
-    pool.reconfigure(Reconfig::new().max_lifetime(None))
+    pool.reconfigure(Reconfig::new().with_options(move |o| o.max_lifetime = None))
         .unwrap();
     advance(secs(600)).await;
     settle().await;
@@ -53,7 +53,7 @@ async fn a_lifetime_removed_by_reconfiguration_expires_no_live_worker() {
 async fn a_shortened_lifetime_replaces_expired_idle_workers_at_once_and_lent_ones_when_returned() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 2)
-        .max_lifetime(secs(600))
+        .with_options(|o| o.max_lifetime = Some(secs(600)))
         .build()
         .unwrap();
     settle().await;
@@ -61,7 +61,7 @@ async fn a_shortened_lifetime_replaces_expired_idle_workers_at_once_and_lent_one
     let lent = lease.slot();
     advance(secs(120)).await;
     let actions = pool
-        .reconfigure(Reconfig::new().max_lifetime(Some(secs(60))))
+        .reconfigure(Reconfig::new().with_options(move |o| o.max_lifetime = Some(secs(60))))
         .unwrap();
     let idle = 1 - lent;
     assert!(
@@ -95,7 +95,9 @@ async fn a_lowered_max_waiting_turns_the_youngest_queued_jobs_away() {
     }
     assert_eq!(pool.stats().waiting, 4);
     let mut events = pool.events();
-    let actions = pool.reconfigure(Reconfig::new().max_waiting(1)).unwrap();
+    let actions = pool
+        .reconfigure(Reconfig::new().with_options(move |o| o.max_waiting = Some(1)))
+        .unwrap();
     assert!(
         actions.contains(&Action::JobsRejected { count: 3 }),
         "{actions:?}"

@@ -9,7 +9,10 @@ use support::{Fake, Farm, advance, count, drain, fixed, hold, ms, retired, secs,
 #[tokio::test(start_paused = true)]
 async fn a_worker_is_retired_when_its_last_job_of_max_jobs_returns() {
     let farm = Farm::new();
-    let pool = fixed(&farm, Parallel, 1).max_jobs(3).build().unwrap();
+    let pool = fixed(&farm, Parallel, 1)
+        .with_options(|o| o.max_jobs = Some(3))
+        .build()
+        .unwrap();
     let mut events = pool.events();
     for _ in 0..3 {
         assert_eq!(pool.run(async |w: &mut Fake| w.id).await.unwrap(), 0);
@@ -25,7 +28,10 @@ async fn a_worker_is_retired_when_its_last_job_of_max_jobs_returns() {
 #[tokio::test(start_paused = true)]
 async fn a_worker_never_serves_more_than_max_jobs() {
     let farm = Farm::new();
-    let pool = fixed(&farm, OnDemand, 1).max_jobs(2).build().unwrap();
+    let pool = fixed(&farm, OnDemand, 1)
+        .with_options(|o| o.max_jobs = Some(2))
+        .build()
+        .unwrap();
     let mut served = std::collections::BTreeMap::<usize, u32>::new();
     for _ in 0..10 {
         let id = pool.run(async |w: &mut Fake| w.id).await.unwrap();
@@ -40,8 +46,10 @@ async fn a_worker_never_serves_more_than_max_jobs() {
 async fn max_jobs_with_jitter_stays_in_its_bounds_and_spreads() {
     let farm = Farm::new();
     let pool = fixed(&farm, OnDemand, 1)
-        .max_jobs(10)
-        .max_jobs_jitter(3)
+        .with_options(|o| {
+            o.max_jobs = Some(10);
+            o.max_jobs_jitter = 3;
+        })
         .seed(11)
         .build()
         .unwrap();
@@ -69,24 +77,32 @@ async fn max_jobs_with_jitter_stays_in_its_bounds_and_spreads() {
 async fn a_max_jobs_jitter_not_below_max_jobs_or_without_it_is_refused() {
     let farm = Farm::new();
     let err = fixed(&farm, OnDemand, 1)
-        .max_jobs(3)
-        .max_jobs_jitter(3)
+        .with_options(|o| {
+            o.max_jobs = Some(3);
+            o.max_jobs_jitter = 3;
+        })
         .build()
         .unwrap_err();
     assert_eq!(err.option, "max_jobs_jitter");
     let err = fixed(&farm, OnDemand, 1)
-        .max_jobs_jitter(1)
+        .with_options(|o| o.max_jobs_jitter = 1)
         .build()
         .unwrap_err();
     assert_eq!(err.option, "max_jobs_jitter");
-    let err = fixed(&farm, OnDemand, 1).max_jobs(0).build().unwrap_err();
+    let err = fixed(&farm, OnDemand, 1)
+        .with_options(|o| o.max_jobs = Some(0))
+        .build()
+        .unwrap_err();
     assert_eq!(err.option, "max_jobs");
 }
 
 #[tokio::test(start_paused = true)]
 async fn min_idle_keeps_spare_workers_ahead_of_demand() {
     let farm = Farm::with_warmup(secs(5));
-    let pool = fixed(&farm, OnDemand, 4).min_idle(2).build().unwrap();
+    let pool = fixed(&farm, OnDemand, 4)
+        .with_options(|o| o.min_idle = Some(2))
+        .build()
+        .unwrap();
     settle().await;
     assert_eq!(pool.stats().starting, 2, "two spares start at once");
     advance(secs(5)).await;
@@ -106,7 +122,9 @@ async fn min_idle_keeps_spare_workers_ahead_of_demand() {
         4,
         "spares are idle workers like the others"
     );
-    let actions = pool.reconfigure(Reconfig::new().min_idle(None)).unwrap();
+    let actions = pool
+        .reconfigure(Reconfig::new().with_options(move |o| o.min_idle = None))
+        .unwrap();
     assert!(!actions.is_empty());
 }
 
@@ -114,7 +132,7 @@ async fn min_idle_keeps_spare_workers_ahead_of_demand() {
 async fn a_job_held_past_slow_job_is_said_once() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .slow_job(secs(10))
+        .with_options(|o| o.slow_job = Some(secs(10)))
         .build()
         .unwrap();
     settle().await;
@@ -149,7 +167,10 @@ async fn a_job_held_past_slow_job_is_said_once() {
 async fn workers_lists_one_row_per_slot_with_its_state_jobs_and_retirement() {
     use kennel::WorkerState;
     let farm = Farm::with_warmup(secs(2));
-    let pool = fixed(&farm, OnDemand, 3).max_jobs(5).build().unwrap();
+    let pool = fixed(&farm, OnDemand, 3)
+        .with_options(|o| o.max_jobs = Some(5))
+        .build()
+        .unwrap();
     assert!(
         pool.workers().iter().all(|r| r.state == WorkerState::Empty),
         "{:?}",
@@ -189,7 +210,10 @@ async fn workers_lists_one_row_per_slot_with_its_state_jobs_and_retirement() {
 #[tokio::test(start_paused = true)]
 async fn a_worker_whose_memory_passed_max_memory_is_retired_when_its_job_returns() {
     let farm = Farm::new();
-    let pool = fixed(&farm, Parallel, 1).max_memory(1_000).build().unwrap();
+    let pool = fixed(&farm, Parallel, 1)
+        .with_options(|o| o.max_memory = Some(1_000))
+        .build()
+        .unwrap();
     settle().await;
     let mut events = pool.events();
     let lease = pool.lend().await.unwrap();
@@ -209,8 +233,10 @@ async fn a_worker_whose_memory_passed_max_memory_is_retired_when_its_job_returns
 async fn an_idle_worker_over_max_memory_is_retired_at_the_next_sample() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 2)
-        .max_memory(1_000)
-        .memory_check_every(secs(10))
+        .with_options(|o| {
+            o.max_memory = Some(1_000);
+            o.memory_check_every = secs(10);
+        })
         .build()
         .unwrap();
     settle().await;
@@ -230,7 +256,10 @@ async fn an_idle_worker_over_max_memory_is_retired_at_the_next_sample() {
 #[tokio::test(start_paused = true)]
 async fn a_slot_whose_worker_the_pools_own_limit_retired_young_rests_until_a_second_has_passed() {
     let farm = Farm::new();
-    let pool = fixed(&farm, Parallel, 1).max_jobs(1).build().unwrap();
+    let pool = fixed(&farm, Parallel, 1)
+        .with_options(|o| o.max_jobs = Some(1))
+        .build()
+        .unwrap();
     settle().await;
     pool.run(async |w: &mut Fake| w.id).await.unwrap();
     settle().await;
@@ -267,8 +296,10 @@ async fn workers_whose_last_jobs_fall_due_together_each_find_a_warm_replacement_
     // than it alone would need for the second to be warm in time too.
     let farm = Farm::with_warmup(secs(2));
     let pool = fixed(&farm, Parallel, 2)
-        .max_jobs(50)
-        .max_surge(1)
+        .with_options(|o| {
+            o.max_jobs = Some(50);
+            o.max_surge = 1;
+        })
         .build()
         .unwrap();
     let mut events = pool.events();

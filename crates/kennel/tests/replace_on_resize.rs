@@ -25,8 +25,10 @@ async fn two_ready(
     let farm = Farm::with_warmup(secs(1));
     let steer = Steer::new(2, 2);
     let pool = steered(&farm, &steer)
-        .replace_on_resize(replace_on_resize)
-        .max_surge(max_surge)
+        .with_options(|o| {
+            o.replace_on_resize = replace_on_resize;
+            o.max_surge = max_surge;
+        })
         .build()
         .unwrap();
     let events = pool.events();
@@ -179,7 +181,7 @@ async fn turning_replace_on_resize_on_replaces_the_workers_started_at_another_si
     assert!(resized(&drain(&mut events)).is_empty());
 
     let actions = pool
-        .reconfigure(Reconfig::new().replace_on_resize(true))
+        .reconfigure(Reconfig::new().with_options(move |o| o.replace_on_resize = true))
         .unwrap();
     assert!(
         actions.contains(&kennel::Action::Replaced { slot: 0 }),
@@ -196,7 +198,7 @@ async fn turning_it_off_leaves_a_lent_worker_that_waited_for_its_return() {
     let (farm, steer, pool, mut events) = two_ready(true, 0).await;
     let lease = pool.lend().await.unwrap();
     resize_to(&steer, 1).await;
-    pool.reconfigure(Reconfig::new().replace_on_resize(false))
+    pool.reconfigure(Reconfig::new().with_options(move |o| o.replace_on_resize = false))
         .unwrap();
     drop(lease);
     advance(secs(2)).await;
@@ -209,7 +211,7 @@ async fn turning_it_off_leaves_a_lent_worker_that_waited_for_its_return() {
 async fn a_new_sizing_with_a_lower_capacity_replaces_the_worker_started_for_the_old_size() {
     let farm = Farm::with_warmup(secs(1));
     let pool = support::fixed(&farm, Parallel, 2)
-        .replace_on_resize(true)
+        .with_options(|o| o.replace_on_resize = true)
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -271,7 +273,8 @@ async fn a_replacement_called_off_leaves_no_mark_so_the_next_one_warms_first() {
 
     // With room for a surge now, its next replacement warms beside it
     // instead of retiring it first.
-    pool.reconfigure(Reconfig::new().max_surge(1)).unwrap();
+    pool.reconfigure(Reconfig::new().with_options(move |o| o.max_surge = 1))
+        .unwrap();
     farm.plan([Warmup::Takes(secs(5))]);
     resize_to(&steer, 1).await;
     let seen = drain(&mut events);
@@ -289,9 +292,11 @@ async fn a_worker_replaced_for_its_lifetime_while_the_size_changes_ends_at_the_n
     let farm = Farm::with_warmup(secs(1));
     let steer = Steer::new(2, 2);
     let pool = steered(&farm, &steer)
-        .replace_on_resize(true)
-        .max_surge(1)
-        .max_lifetime(secs(60))
+        .with_options(|o| {
+            o.replace_on_resize = true;
+            o.max_surge = 1;
+            o.max_lifetime = Some(secs(60));
+        })
         .build()
         .unwrap();
     let mut events = pool.events();

@@ -11,8 +11,10 @@ use support::{Fake, Farm, count, drain, fixed, secs};
 
 fn pool(farm: &Farm, retries: u32) -> Pool<Fake> {
     fixed(farm, OnDemand, 2)
-        .retry_on_crash(retries)
-        .job_timeout(secs(5))
+        .with_options(|o| {
+            o.retry_on_crash = retries;
+            o.job_timeout = Some(secs(5));
+        })
         .build()
         .unwrap()
 }

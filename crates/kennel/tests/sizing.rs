@@ -311,7 +311,10 @@ async fn burst(farm: &Farm, pool: &Pool<Fake>, jobs: usize, capacity: usize) -> 
 #[tokio::test(start_paused = true)]
 async fn the_pool_never_runs_more_workers_than_its_capacity_under_a_burst() {
     let farm = Farm::with_warmup(ms(150));
-    let pool = fixed(&farm, OnDemand, 4).max_waiting(100).build().unwrap();
+    let pool = fixed(&farm, OnDemand, 4)
+        .with_options(|o| o.max_waiting = Some(100))
+        .build()
+        .unwrap();
     let most = burst(&farm, &pool, 100, 4).await;
     assert_eq!(most, 4, "the burst used every slot");
     assert_eq!(farm.made(), 4);
@@ -325,7 +328,7 @@ async fn the_pool_never_runs_more_than_its_resource_capacity_while_workers_come_
         .startup(Parallel)
         .sizing(resources(2 * GIB, &computer))
         .eviction(IdleTimeout::new(ms(30)).unwrap())
-        .max_waiting(100)
+        .with_options(|o| o.max_waiting = Some(100))
         .build()
         .unwrap();
     // Workers crash now and then, and are evicted between waves.

@@ -120,3 +120,26 @@ macro_rules! named {
     )*};
 }
 named!(Parallel, OrderedReady, LeaderFirst);
+
+#[tokio::test(start_paused = true)]
+async fn a_pool_that_starts_workers_itself_warms_until_its_first_is_ready() {
+    let farm = Farm::with_warmup(secs(2));
+    let eager = pool_of(&farm, Parallel, 2);
+    let lazy = pool_of(&Farm::with_warmup(secs(2)), OnDemand, 2);
+    let spares = support::fixed(&Farm::with_warmup(secs(2)), OnDemand, 2)
+        .with_options(|o| o.min_idle = Some(1))
+        .build()
+        .unwrap();
+    settle().await;
+    assert!(eager.is_warming());
+    assert!(spares.is_warming(), "min_idle starts a worker at once");
+    assert!(!lazy.is_warming(), "it starts workers only for jobs");
+    advance(secs(2)).await;
+    assert!(!eager.is_warming());
+    assert!(!spares.is_warming());
+    // For good: a worker that ends and starts again does not warm the pool.
+    farm.exit(0);
+    settle().await;
+    assert!(eager.stats().idle < 2);
+    assert!(!eager.is_warming());
+}

@@ -283,7 +283,7 @@ async fn one_read_is_consistent_in_a_busy_run() {
     let farm = Farm::with_warmup(ms(250));
     let pool = fixed(&farm, OnDemand, CAPACITY)
         .eviction(IdleTimeout::new(ms(300)).unwrap())
-        .max_waiting(10_000)
+        .with_options(|o| o.max_waiting = Some(10_000))
         .build()
         .unwrap();
     let granted = Arc::new(AtomicUsize::new(0));

@@ -54,8 +54,10 @@ async fn step_until(
 async fn with_max_surge_1_a_recycled_workers_replacement_is_ready_before_it_leaves() {
     let farm = Farm::with_warmup(secs(2));
     let pool = fixed(&farm, OnDemand, 2)
-        .max_lifetime(secs(60))
-        .max_surge(1)
+        .with_options(|o| {
+            o.max_lifetime = Some(secs(60));
+            o.max_surge = 1;
+        })
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -92,10 +94,12 @@ async fn with_max_surge_1_a_recycled_workers_replacement_is_ready_before_it_leav
 async fn the_pool_never_runs_more_than_capacity_plus_max_surge_workers() {
     let farm = Farm::with_warmup(secs(2));
     let pool = fixed(&farm, Parallel, 3)
-        .max_jobs(20)
-        .max_jobs_jitter(5)
+        .with_options(|o| {
+            o.max_jobs = Some(20);
+            o.max_jobs_jitter = 5;
+        })
         .seed(3)
-        .max_surge(1)
+        .with_options(|o| o.max_surge = 1)
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -117,8 +121,10 @@ async fn the_pool_never_runs_more_than_capacity_plus_max_surge_workers() {
 async fn a_lifetimes_replacement_starts_ahead_of_it_by_the_observed_warm_up() {
     let farm = Farm::with_warmup(secs(2));
     let pool = fixed(&farm, Parallel, 1)
-        .max_lifetime(secs(60))
-        .max_surge(1)
+        .with_options(|o| {
+            o.max_lifetime = Some(secs(60));
+            o.max_surge = 1;
+        })
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -145,8 +151,10 @@ async fn a_lifetimes_replacement_starts_ahead_of_it_by_the_observed_warm_up() {
 async fn a_max_jobs_replacement_starts_ahead_of_the_last_job() {
     let farm = Farm::with_warmup(secs(2));
     let pool = fixed(&farm, Parallel, 1)
-        .max_jobs(100)
-        .max_surge(1)
+        .with_options(|o| {
+            o.max_jobs = Some(100);
+            o.max_surge = 1;
+        })
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -183,9 +191,11 @@ async fn a_max_jobs_replacement_starts_ahead_of_the_last_job() {
 async fn over_max_memory_a_worker_serves_until_its_replacement_is_ready() {
     let farm = Farm::with_warmup(secs(2));
     let pool = fixed(&farm, Parallel, 1)
-        .max_memory(1000)
-        .memory_check_every(secs(1))
-        .max_surge(1)
+        .with_options(|o| {
+            o.max_memory = Some(1000);
+            o.memory_check_every = secs(1);
+            o.max_surge = 1;
+        })
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -218,9 +228,11 @@ async fn over_max_memory_a_worker_serves_until_its_replacement_is_ready() {
 async fn a_lent_worker_over_max_memory_leaves_when_its_job_returns_to_a_warm_replacement() {
     let farm = Farm::with_warmup(secs(2));
     let pool = fixed(&farm, Parallel, 1)
-        .max_memory(1000)
-        .memory_check_every(secs(1))
-        .max_surge(1)
+        .with_options(|o| {
+            o.max_memory = Some(1000);
+            o.memory_check_every = secs(1);
+            o.max_surge = 1;
+        })
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -246,8 +258,10 @@ async fn a_lent_worker_over_max_memory_leaves_when_its_job_returns_to_a_warm_rep
 async fn a_worker_that_answers_its_probe_wrong_serves_until_its_replacement_is_ready() {
     let farm = Farm::with_warmup(secs(2));
     let pool = fixed(&farm, Parallel, 1)
-        .probe_every(secs(1))
-        .max_surge(1)
+        .with_options(|o| {
+            o.probe_every = Some(secs(1));
+            o.max_surge = 1;
+        })
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -271,9 +285,11 @@ async fn a_worker_that_answers_its_probe_wrong_serves_until_its_replacement_is_r
 async fn a_worker_that_does_not_answer_its_probe_is_retired_at_once_even_with_a_surge() {
     let farm = Farm::with_warmup(secs(2));
     let pool = fixed(&farm, Parallel, 1)
-        .probe_every(secs(1))
-        .probe_timeout(secs(1))
-        .max_surge(1)
+        .with_options(|o| {
+            o.probe_every = Some(secs(1));
+            o.probe_timeout = secs(1);
+            o.max_surge = 1;
+        })
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -294,8 +310,10 @@ async fn a_surge_that_does_not_fit_in_memory_falls_back_to_retire_then_start_and
     let pool = Pool::builder(farm.factory())
         .startup(Parallel)
         .sizing(Resources::new(2 * GIB, computer.clone()))
-        .max_lifetime(secs(60))
-        .max_surge(1)
+        .with_options(|o| {
+            o.max_lifetime = Some(secs(60));
+            o.max_surge = 1;
+        })
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -337,7 +355,7 @@ async fn a_surge_that_does_not_fit_in_memory_falls_back_to_retire_then_start_and
 async fn with_max_surge_0_a_recycle_retires_first_then_starts() {
     let farm = Farm::with_warmup(secs(2));
     let pool = fixed(&farm, Parallel, 1)
-        .max_lifetime(secs(60))
+        .with_options(|o| o.max_lifetime = Some(secs(60)))
         .build()
         .unwrap();
     assert_eq!(pool.options().max_surge, 0);
@@ -356,21 +374,25 @@ async fn with_max_surge_0_a_recycle_retires_first_then_starts() {
 async fn max_surge_is_reconfigured_on_a_live_pool_and_a_lower_one_calls_surges_off() {
     let farm = Farm::with_warmup(secs(2));
     let pool = fixed(&farm, Parallel, 1)
-        .max_lifetime(secs(60))
+        .with_options(|o| o.max_lifetime = Some(secs(60)))
         .build()
         .unwrap();
     let mut events = pool.events();
     advance(secs(3)).await;
-    let err = pool.reconfigure(Reconfig::new().max_surge(65)).unwrap_err();
+    let err = pool
+        .reconfigure(Reconfig::new().with_options(move |o| o.max_surge = 65))
+        .unwrap_err();
     assert!(err.to_string().contains("max_surge"), "{err}");
     assert!(err.to_string().contains("0 to 64"), "{err}");
-    pool.reconfigure(Reconfig::new().max_surge(1)).unwrap();
+    pool.reconfigure(Reconfig::new().with_options(move |o| o.max_surge = 1))
+        .unwrap();
     assert_eq!(pool.options().max_surge, 1);
     advance(ms(54_600)).await;
     assert_eq!(count(&drain(&mut events), "worker:surging"), 1);
     assert_eq!(pool.stats().surging, 1);
     // Lowered to 0 while it warms: called off, its worker ends.
-    pool.reconfigure(Reconfig::new().max_surge(0)).unwrap();
+    pool.reconfigure(Reconfig::new().with_options(move |o| o.max_surge = 0))
+        .unwrap();
     settle().await;
     assert_eq!(pool.stats().surging, 0);
     assert!(farm.has_exited(1), "the called-off replacement ended");
@@ -385,8 +407,10 @@ async fn max_surge_is_reconfigured_on_a_live_pool_and_a_lower_one_calls_surges_o
 async fn closing_the_pool_ends_a_warming_replacement() {
     let farm = Farm::with_warmup(secs(2));
     let pool = fixed(&farm, Parallel, 2)
-        .max_lifetime(secs(60))
-        .max_surge(1)
+        .with_options(|o| {
+            o.max_lifetime = Some(secs(60));
+            o.max_surge = 1;
+        })
         .build()
         .unwrap();
     advance(ms(58_000)).await;
@@ -403,8 +427,10 @@ async fn a_smaller_size_calls_off_the_surge_of_a_slot_it_no_longer_runs() {
     let pool = Pool::builder(farm.factory())
         .startup(Parallel)
         .sizing(steer.clone())
-        .max_lifetime(secs(60))
-        .max_surge(2)
+        .with_options(|o| {
+            o.max_lifetime = Some(secs(60));
+            o.max_surge = 2;
+        })
         .build()
         .unwrap();
     advance(ms(58_000)).await;
@@ -422,8 +448,10 @@ async fn a_replacement_that_fails_its_warm_up_leaves_the_old_worker_serving_unti
         support::Warmup::Fails(secs(1)),
     ]);
     let pool = fixed(&farm, Parallel, 1)
-        .max_lifetime(secs(60))
-        .max_surge(1)
+        .with_options(|o| {
+            o.max_lifetime = Some(secs(60));
+            o.max_surge = 1;
+        })
         .build()
         .unwrap();
     let mut events = pool.events();

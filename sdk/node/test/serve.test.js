@@ -191,7 +191,7 @@ for (const framing of FRAMINGS) {
 
     if (!shape.rpc) {
       test('the ready line has the fields load returned', () => {
-        assert.deepEqual(t.ready, { ready: true, model: 'tiny', pid: t.worker.proc.pid });
+        assert.deepEqual(t.ready, { ready: true, kennel_id: true, model: 'tiny', pid: t.worker.proc.pid });
       });
 
       test('a WorkerError has its status and fields', async () => {
@@ -337,6 +337,55 @@ for (const framing of FRAMINGS) {
     }
   });
 }
+
+describe('json-lines with kennel_id', () => {
+  const t = {};
+
+  beforeEach(async () => {
+    t.worker = new Worker('json-lines');
+    await t.worker.read();
+  });
+
+  afterEach(async () => {
+    await t.worker.close();
+  });
+
+  /** The next message, its kennel_id checked as its first key and taken out. */
+  async function readFor(id) {
+    const message = await t.worker.read();
+    assert.equal(Object.keys(message)[0], 'kennel_id', JSON.stringify(message));
+    const { kennel_id: got, ...rest } = message;
+    assert.equal(got, id);
+    return rest;
+  }
+
+  test('the handler never sees the id, and every reply and progress line echoes it first', async () => {
+    t.worker.send({ kennel_id: 7, op: 'keys', a: 1 });
+    assert.deepEqual(await readFor(7), { keys: ['a', 'op'] });
+    t.worker.send({ kennel_id: 8, op: 'error' });
+    assert.deepEqual(await readFor(8), {
+      error: true,
+      message: 'text is too long',
+      status: 422,
+      code: 'too_long',
+      limit: 5,
+    });
+    t.worker.send({ kennel_id: 9, op: 'progress', steps: 1 });
+    assert.deepEqual(await readFor(9), { progress: 1, total: 1, message: 'step 1' });
+    assert.deepEqual(await readFor(9), { done: true });
+    t.worker.send({ kennel_id: 10, op: 'spin' });
+    assert.deepEqual(await readFor(10), { progress: 0, message: 'spinning' });
+    t.worker.send({ cancel: true });
+    assert.deepEqual(await readFor(10), { error: true, message: 'cancelled', cancelled: true });
+  });
+
+  test('a request without an id gets a reply without one', async () => {
+    t.worker.send({ op: 'keys' });
+    assert.deepEqual(await t.worker.read(), { keys: ['op'] });
+    t.worker.send([1, 'two']);
+    assert.deepEqual(await t.worker.read(), [1, 'two']);
+  });
+});
 
 describe('framing choice', () => {
   test('the argument, then KENNEL_FRAMING, then json-lines', () => {

@@ -24,6 +24,7 @@ from ._server import _Server
 
 # The protocol's constants, defined beside the server that writes them.
 from ._server import (  # noqa: F401
+    KENNEL_ID,
     MCP_PROTOCOL_VERSION,
     RPC_CANCELLED,
     RPC_INVALID_REQUEST,

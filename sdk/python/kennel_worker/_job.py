@@ -44,7 +44,9 @@ class Job:
     as the second one; `current_job()` returns it from anywhere.
 
     - `request`: what `handle` got (the request, or the JSON-RPC params);
-    - `method`, `id`: the JSON-RPC method and id (None in json-lines);
+    - `method`, `id`: the JSON-RPC method and id (in json-lines no method, and
+      the `kennel_id` kennel gave the request, which the SDK echoes; None
+      when it gave none);
     - `cancelled()`, `raise_if_cancelled()`, `wait_cancelled(timeout)`;
     - `report(progress, total=None, message=None)`.
     """

@@ -21,6 +21,8 @@ RPC_PARSE_ERROR = -32700
 RPC_INVALID_REQUEST = -32600
 MCP_PROTOCOL_VERSION = "2025-06-18"
 """The protocolVersion answered to an `initialize` that names none."""
+KENNEL_ID = "kennel_id"
+"""json-lines: the key of the id kennel adds to a request object; echoed in its reply."""
 
 
 def _dumps(value):
@@ -29,6 +31,15 @@ def _dumps(value):
 
 def _id_key(value):
     return _dumps(value)
+
+
+def _with_id(kennel_id, message):
+    """json-lines: `message` with the job's `kennel_id` as its first key (an object only)."""
+    if kennel_id is None or not isinstance(message, dict):
+        return message
+    out = {KENNEL_ID: kennel_id}
+    out.update((k, v) for k, v in message.items() if k != KENNEL_ID)
+    return out
 
 
 # What the reader thread hands the main thread.
@@ -81,7 +92,7 @@ class _Server:
                 _note("report() after the job ended is ignored")
                 return
             if self.framing == "json-lines":
-                self.send(payload)
+                self.send(_with_id(job.id, payload))
             elif self.framing == "json-rpc":
                 params = {"progressToken": job.progress_token}
                 params.update(payload)
@@ -94,7 +105,7 @@ class _Server:
         if self.rpc:
             self.send({"jsonrpc": "2.0", "id": id, "result": value})
         else:
-            self.send(value)
+            self.send(_with_id(id, value))
 
     def send_error(self, id, message, data=None, rpc_code=None):
         data = data or {}
@@ -106,7 +117,7 @@ class _Server:
         else:
             reply = {"error": True, "message": message}
             reply.update((k, v) for k, v in data.items() if k not in ("error", "message"))
-            self.send(reply)
+            self.send(_with_id(id, reply))
 
     def send_cancelled(self, id):
         if self.rpc:
@@ -171,7 +182,10 @@ class _Server:
             if isinstance(message, dict) and len(message) == 1 and message.get("cancel") is True:
                 self._cancel_current(None)
             else:
-                self.inbox.put((_REQUEST, message, None, None, None))
+                # kennel's id is the job's, not the handler's: taken out here,
+                # echoed in the reply.
+                kennel_id = message.pop(KENNEL_ID, None) if isinstance(message, dict) else None
+                self.inbox.put((_REQUEST, message, None, kennel_id, None))
             return
         if not isinstance(message, dict):
             self.inbox.put((_BAD, "invalid request: not a JSON-RPC object (batches are not supported)", None))
@@ -233,8 +247,10 @@ class _Server:
             if load_error is not None:
                 self._send_failure(None, load_error)
                 return 1
-            ready = {"ready": True}
-            ready.update((k, v) for k, v in extra.items() if k != "ready")
+            # It echoes kennel's id in every reply: kennel then holds each
+            # reply object to it.
+            ready = {"ready": True, KENNEL_ID: True}
+            ready.update((k, v) for k, v in extra.items() if k not in ("ready", KENNEL_ID))
             self.send(ready)
         while not self.broken:
             item = self.inbox.get()

@@ -141,7 +141,7 @@ class JsonLinesTests(FramingTests, unittest.TestCase):
         self.assertEqual(reply, {"error": True, "message": "cancelled", "cancelled": True})
 
     def test_ready_line_has_the_fields_load_returned(self):
-        self.assertEqual(self.ready, {"ready": True, "model": "tiny", "pid": self.worker.proc.pid})
+        self.assertEqual(self.ready, {"ready": True, "kennel_id": True, "model": "tiny", "pid": self.worker.proc.pid})
 
     def test_worker_error_has_status_and_fields(self):
         _, reply = self.call("error")
@@ -175,6 +175,39 @@ class JsonLinesTests(FramingTests, unittest.TestCase):
         self.assertEqual(worker.read(), {"error": True, "message": "no model here", "status": 503})
         self.assertEqual(worker.wait(), 1)
 
+
+
+class JsonLinesWithIdsTests(JsonLinesTests):
+    """json-lines as kennel sends it: each request object carries `kennel_id`,
+    which the handler never sees and every reply and progress line echoes as
+    its first key."""
+
+    def request(self, op, **params):
+        self.next_id += 1
+        self.worker.send(dict({"kennel_id": self.next_id, "op": op}, **params))
+        return self.next_id
+
+    def is_reply(self, message):
+        return not (isinstance(message, dict) and "progress" in message
+                    and set(message) <= {"progress", "total", "message", "kennel_id"})
+
+    def collect(self, id, timeout=DEADLINE):
+        before, reply = super().collect(id, timeout)
+        for message in before:
+            self.check_id(message, id)
+        return before, reply
+
+    def check_id(self, message, id):
+        self.assertEqual(next(iter(message)), "kennel_id", message)
+        self.assertEqual(message.pop("kennel_id"), id, message)
+
+    def test_the_handler_never_sees_the_id(self):
+        _, reply = self.call("keys", a=1)
+        self.assertEqual(reply, {"keys": ["a", "op"]})
+
+    def test_a_request_without_an_id_gets_a_reply_without_one(self):
+        self.worker.send({"op": "keys"})
+        self.assertEqual(self.worker.read(), {"keys": ["op"]})
 
 class RpcTests(FramingTests):
     """What json-rpc and content-length share: the same messages."""

@@ -30,6 +30,8 @@ def handle(request, job):
         return request
     if op == "pid":
         return {"pid": os.getpid()}
+    if op == "keys":  # what the handler sees of the request
+        return {"keys": sorted(params)}
     if op == "error":
         raise WorkerError("text is too long", status=422, code="too_long", limit=5)
     if op == "rpc_code":

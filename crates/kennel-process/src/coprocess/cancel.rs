@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 use super::read::Reading;
 use super::reply::{self, LineKind};
 use super::rpc::{self, Inbound};
-use super::{Coprocess, Phase};
+use super::{Coprocess, Open, Phase};
 use crate::error::ProcessError;
 use crate::framing::Framing;
 
@@ -73,12 +73,15 @@ impl Coprocess {
                     status: None,
                     stderr: Vec::new(),
                 })?;
-            self.answer_to(open.id, ping).await
+            self.answer_to(&open, ping).await
         })
         .await;
         match outcome {
             Ok(Ok(())) => {
                 self.settled();
+                if !framing.is_rpc() {
+                    self.nothing_after_reply();
+                }
                 tracing::debug!(
                     pool = self.label.pool.as_deref(),
                     slot = self.label.slot,
@@ -94,8 +97,9 @@ impl Coprocess {
         }
     }
 
-    /// Reads until the worker answers request `id` (or the `ping`).
-    async fn answer_to(&mut self, id: u64, ping: Option<u64>) -> Result<(), ProcessError> {
+    /// Reads until the worker answers the request in hand (or the `ping`).
+    async fn answer_to(&mut self, open: &Open, ping: Option<u64>) -> Result<(), ProcessError> {
+        let id = open.id;
         loop {
             let bytes = self.next_message(Reading::Reply).await?;
             if self.talk.framing.is_rpc() {
@@ -106,7 +110,14 @@ impl Coprocess {
                     other => self.skip(other, &bytes).await,
                 }
             } else {
-                match reply::classify(bytes) {
+                let line = reply::classify(bytes);
+                if let Err(message) = self.check_id(open, &line) {
+                    return Err(ProcessError::Protocol {
+                        message,
+                        stderr: Vec::new(),
+                    });
+                }
+                match line.kind {
                     LineKind::Progress(_) => {}
                     LineKind::Reply(_) | LineKind::Error(_) => return Ok(()),
                     LineKind::Ready | LineKind::NotJson(..) => {

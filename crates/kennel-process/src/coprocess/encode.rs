@@ -69,21 +69,80 @@ pub(super) struct Written {
     pub(super) token: Value,
 }
 
-/// Writes `job` as JSON lines (the job and a newline) into `out`.
+/// The key of the id kennel adds to a JSON-lines request that is an object
+/// (and that a worker echoes in its reply).
+pub(crate) const ID_KEY: &str = "kennel_id";
+
+/// Writes `job` as JSON lines (the job and a newline) into `out`; with
+/// `id`, a job that is an object gets `"kennel_id": id` as its first key
+/// (over a `kennel_id` of its own). Returns whether it got it.
 ///
 /// # Errors
 ///
 /// [`ProcessError::Encode`] for a tree serde cannot write.
-pub(super) fn line(out: &mut Vec<u8>, job: Job<'_>) -> Result<(), ProcessError> {
-    match job {
-        Job::Value(v) => {
-            serde_json::to_writer(&mut *out, v)
-                .map_err(|source| ProcessError::Encode { source })?;
+pub(super) fn line(out: &mut Vec<u8>, job: Job<'_>, id: Option<u64>) -> Result<bool, ProcessError> {
+    let encode = |source| ProcessError::Encode { source };
+    let carried = match (job, id) {
+        (Job::Value(Value::Object(fields)), Some(id)) => {
+            write_id(out, id);
+            for (key, value) in fields.iter().filter(|(k, _)| *k != ID_KEY) {
+                out.push(b',');
+                serde_json::to_writer(&mut *out, key).map_err(encode)?;
+                out.push(b':');
+                serde_json::to_writer(&mut *out, value).map_err(encode)?;
+            }
+            out.push(b'}');
+            true
         }
-        Job::Bytes(b) => one_line(out, b),
-    }
+        (Job::Bytes(b), Some(id)) if b.first() == Some(&b'{') => {
+            if has_own_id(b) {
+                // Its own `kennel_id` goes: through the tree.
+                let tree: Value = serde_json::from_slice(b).map_err(encode)?;
+                return line(out, Job::Value(&tree), Some(id));
+            }
+            write_id(out, id);
+            let rest = &b[1..];
+            if rest.iter().find(|c| !c.is_ascii_whitespace()) != Some(&b'}') {
+                out.push(b',');
+            }
+            one_line(out, rest);
+            true
+        }
+        (Job::Value(v), _) => {
+            serde_json::to_writer(&mut *out, v).map_err(encode)?;
+            false
+        }
+        (Job::Bytes(b), _) => {
+            one_line(out, b);
+            false
+        }
+    };
     out.push(b'\n');
-    Ok(())
+    Ok(carried)
+}
+
+/// `{"kennel_id":id`, the start of a request that carries its id.
+fn write_id(out: &mut Vec<u8>, id: u64) {
+    out.extend_from_slice(b"{\"");
+    out.extend_from_slice(ID_KEY.as_bytes());
+    out.extend_from_slice(b"\":");
+    write_number(out, id);
+}
+
+/// Whether checked JSON bytes of an object have a `kennel_id` key of their
+/// own (looked for through serde only when the key, or an escape that could
+/// spell it, is in the bytes).
+fn has_own_id(b: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct IdPeek {
+        #[serde(default, rename = "kennel_id")]
+        id: Option<serde::de::IgnoredAny>,
+    }
+    if !b.contains(&b'\\') && !b.windows(ID_KEY.len()).any(|w| w == ID_KEY.as_bytes()) {
+        return false;
+    }
+    // Duplicate keys fail here: the tree then keeps one.
+    serde_json::from_slice::<IdPeek>(b).map_or(true, |p| p.id.is_some())
 }
 
 /// Writes `job` as a JSON-RPC call with `id` in `framing` into `out`: the
@@ -240,7 +299,7 @@ mod tests {
     #[test]
     fn bytes_go_out_as_they_came_on_one_line() {
         let mut out = Vec::new();
-        line(&mut out, Job::Bytes(b"{\"b\":1,\r\n \"a\":2.50}")).unwrap();
+        line(&mut out, Job::Bytes(b"{\"b\":1,\r\n \"a\":2.50}"), None).unwrap();
         assert_eq!(out, b"{\"b\":1,   \"a\":2.50}\n");
         assert_eq!(
             written(
@@ -250,6 +309,49 @@ mod tests {
                 false
             ),
             "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"z\":1,\"a\":[]}}\n"
+        );
+    }
+
+    fn with_id(job: Job<'_>) -> (String, bool) {
+        let mut out = Vec::new();
+        let carried = line(&mut out, job, Some(7)).unwrap();
+        (String::from_utf8(out).unwrap(), carried)
+    }
+
+    #[test]
+    fn only_an_object_job_carries_its_id_first_and_its_own_is_replaced() {
+        let bytes = |b: &'static str| with_id(Job::Bytes(b.as_bytes()));
+        assert_eq!(
+            bytes(r#"{"b":1, "a":2.50}"#),
+            ("{\"kennel_id\":7,\"b\":1, \"a\":2.50}\n".to_owned(), true)
+        );
+        assert_eq!(bytes("{ }"), ("{\"kennel_id\":7 }\n".to_owned(), true));
+        assert_eq!(bytes("[1,2]"), ("[1,2]\n".to_owned(), false));
+        assert_eq!(bytes("\"text\""), ("\"text\"\n".to_owned(), false));
+        assert_eq!(
+            bytes(r#"{"a":"kennel_id \" x"}"#),
+            (
+                "{\"kennel_id\":7,\"a\":\"kennel_id \\\" x\"}\n".to_owned(),
+                true
+            ),
+            "the key's name in a value, an escape: the bytes as they are"
+        );
+        for own in [r#"{"kennel_id":3,"a":1}"#, r#"{"kennel\u005fid":3,"a":1}"#] {
+            let (text, carried) = bytes(own);
+            assert!(carried);
+            let v: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v, json!({"kennel_id": 7, "a": 1}), "{own}");
+        }
+        let tree = json!({"z": 1, "kennel_id": "mine", "a": [2]});
+        let (text, carried) = with_id(Job::Value(&tree));
+        assert!(carried);
+        assert!(text.starts_with("{\"kennel_id\":7,"), "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v, json!({"kennel_id": 7, "z": 1, "a": [2]}));
+        assert_eq!(with_id(Job::Value(&json!({}))).0, "{\"kennel_id\":7}\n");
+        assert_eq!(
+            with_id(Job::Value(&json!([1]))),
+            ("[1]\n".to_owned(), false)
         );
     }
 

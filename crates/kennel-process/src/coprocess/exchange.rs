@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use super::encode::{self, Job};
 use super::reply;
 use super::{Coprocess, Open, Phase};
+use crate::crash;
 use crate::error::ProcessError;
 use crate::group::ProcessGroup;
 use crate::json::JsonBytes;
@@ -103,6 +104,9 @@ impl Coprocess {
                     // What it said of itself besides: its status row shows it.
                     if let Some(fields) = value.as_object_mut() {
                         fields.remove("ready");
+                        // It echoes the id in every reply (the SDKs do).
+                        let echoes = fields.remove(encode::ID_KEY) == Some(Value::Bool(true));
+                        self.echoes_ids = echoes && self.talk.job_ids;
                         if !fields.is_empty() {
                             self.about = Some(value.to_string());
                         }
@@ -142,8 +146,11 @@ impl Coprocess {
 
     /// Sends one request and returns the worker's reply.
     ///
-    /// In JSON lines the request is written as one line of compact JSON and
-    /// the next line that is not a progress line is its reply. In the
+    /// In JSON lines the request is written as one line of compact JSON
+    /// (an object with kennel's job id first, `"kennel_id"`, unless the
+    /// spec turned [`job_ids`](crate::CoprocessSpec::job_ids) off) and the
+    /// next line that is not a progress line is its reply: taken only with
+    /// the job's id when it carries one, and handed on without it. In the
     /// JSON-RPC framings the request is a method call (the spec's
     /// [`method`](crate::CoprocessSpec::method) with `request` as its
     /// params, or `request` is `{"method": …, "params": …}`) with an id of
@@ -161,10 +168,13 @@ impl Coprocess {
     /// - [`ProcessError::Protocol`] if the reply is not JSON, a line or
     ///   frame is over the size limit, the framing is broken, or (JSON
     ///   lines) the worker had already written output no request asked for,
-    ///   wrote a second ready line, or an earlier request was dropped before
-    ///   its reply was read.
+    ///   wrote a line for another job (another `kennel_id`), said it echoes
+    ///   the id and wrote a reply without it, wrote a second ready line, or
+    ///   an earlier request was dropped before its reply was read.
     /// - [`ProcessError::Crashed`] if the worker exits or closes its stdout
-    ///   before it replies, or was already broken.
+    ///   before it replies, or was already broken. In a pool (which watches
+    ///   the worker's end) the job waits instead, up to a second, for the
+    ///   pool to fail it with its own `kennel::Error::Crashed`.
     /// - The errors of [`ready`](Self::ready) while it warms up.
     ///
     /// After `Protocol` or `Crashed` the worker's process group has been
@@ -182,7 +192,7 @@ impl Coprocess {
     /// does, on an abort or a timeout); in JSON-RPC a later request also
     /// works, the dropped one's reply being skipped by its id.
     pub async fn request(&mut self, request: &Value) -> Result<Value, ProcessError> {
-        let reply = self.exchange(Job::Value(request), None).await?;
+        let reply = self.job(Job::Value(request), None).await?;
         reply
             .to_value()
             .map_err(|source| ProcessError::Decode { source })
@@ -200,7 +210,7 @@ impl Coprocess {
     ///
     /// As [`request`](Self::request).
     pub async fn request_raw(&mut self, request: &Value) -> Result<Box<RawValue>, ProcessError> {
-        Ok(self.exchange(Job::Value(request), None).await?.into_raw())
+        Ok(self.job(Job::Value(request), None).await?.into_raw())
     }
 
     /// As [`request_raw`](Self::request_raw), with each progress item the
@@ -220,7 +230,7 @@ impl Coprocess {
         mut on_progress: impl FnMut(Progress) + Send,
     ) -> Result<Box<RawValue>, ProcessError> {
         let reply = self
-            .exchange(Job::Value(request), Some(&mut on_progress))
+            .job(Job::Value(request), Some(&mut on_progress))
             .await?;
         Ok(reply.into_raw())
     }
@@ -260,7 +270,7 @@ impl Coprocess {
         job: &JsonBytes<B>,
         on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
     ) -> Result<JsonBytes, ProcessError> {
-        self.exchange(Job::Bytes(job.as_bytes()), on_progress).await
+        self.job(Job::Bytes(job.as_bytes()), on_progress).await
     }
 
     /// Sends a typed request and decodes the typed reply, through serde.
@@ -296,11 +306,26 @@ impl Coprocess {
     {
         let request =
             serde_json::to_value(request).map_err(|source| ProcessError::Encode { source })?;
-        let reply = self.exchange(Job::Value(&request), None).await?;
+        let reply = self.job(Job::Value(&request), None).await?;
         serde_json::from_slice(reply.as_bytes()).map_err(|source| ProcessError::Decode { source })
     }
 
-    /// Sends `job` and reads its reply. See [`Self::request`].
+    /// Sends `job` and reads its reply. See [`Self::request`]. A crash is
+    /// left to a pool that watches the end ([`crash::leave_to_pool`]).
+    async fn job(
+        &mut self,
+        job: Job<'_>,
+        on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
+    ) -> Result<JsonBytes, ProcessError> {
+        let reply = self.exchange(job, on_progress).await;
+        if let Err(ProcessError::Crashed { .. }) = &reply {
+            // Boxed: once in a worker's life (see `break_stream`).
+            Box::pin(crash::leave_to_pool(self.watched)).await;
+        }
+        reply
+    }
+
+    /// Sends `job` and reads its reply, the worker's end as `Crashed`.
     pub(super) async fn exchange(
         &mut self,
         job: Job<'_>,
@@ -349,12 +374,16 @@ impl Coprocess {
             self.next_id += 1;
             Open {
                 id,
+                carries_id: false,
                 token: written.token,
             }
         } else {
-            encode::line(&mut out, job)?;
+            let id = self.next_id;
+            let carries_id = encode::line(&mut out, job, self.talk.job_ids.then_some(id))?;
+            self.next_id += u64::from(carries_id);
             Open {
-                id: 0,
+                id,
+                carries_id,
                 token: Value::Null,
             }
         };
@@ -386,23 +415,12 @@ impl Coprocess {
         let result = if rpc {
             self.rpc_reply(&open, on_progress).await
         } else {
-            self.line_reply(on_progress).await
+            self.line_reply(&open, on_progress).await
         };
         if let Some(guard) = guard {
             guard.disarm();
         }
         result
-    }
-
-    pub(super) fn too_long(&self, head: &[u8]) -> ProcessError {
-        ProcessError::Protocol {
-            message: format!(
-                "a line is over the {}-byte limit; it starts with {}",
-                self.max_line_bytes,
-                excerpt(head)
-            ),
-            stderr: Vec::new(),
-        }
     }
 }
 

@@ -58,8 +58,10 @@ enum Phase {
 /// The request in hand (written, its reply not read yet).
 #[derive(Debug, Clone)]
 struct Open {
-    /// Its JSON-RPC id (0 in JSON lines, which has none).
+    /// Its JSON-RPC id, or in JSON lines its `kennel_id`.
     id: u64,
+    /// JSON lines: the request carried its id (an object, with ids on).
+    carries_id: bool,
     /// The token its progress notifications carry.
     token: Value,
 }
@@ -70,6 +72,8 @@ struct Talk {
     framing: Framing,
     /// JSON lines: the worker reads `{"cancel":true}` lines.
     cancel_lines: bool,
+    /// JSON lines: object requests carry `"kennel_id"`.
+    job_ids: bool,
     /// JSON-RPC: every job calls this method with the job as its params.
     method: Option<Arc<str>>,
     /// JSON-RPC: the warm-up is this handshake.
@@ -94,11 +98,13 @@ struct Label {
 /// # Bad output
 ///
 /// A worker's output is never trusted. A line that is not JSON, a line over
-/// [`max_line_bytes`], output already waiting when a request is about to be
-/// sent (a line no request asked for), or the end of stdout before a reply
-/// fails the request ([`ProcessError::Protocol`] or
-/// [`ProcessError::Crashed`]), and the coprocess kills its whole process
-/// group at once, because requests and replies may no longer match. The
+/// [`max_line_bytes`], a line for another job (its `kennel_id`), output
+/// already waiting when a request is about to be sent (a line no request
+/// asked for), or the end of stdout before a reply fails the request
+/// ([`ProcessError::Protocol`] or [`ProcessError::Crashed`]), and the
+/// coprocess kills its whole process group at once, because requests and
+/// replies may no longer match. Output already waiting once a reply has
+/// been read kills it too, the reply standing. The
 /// future from [`exited`](Self::exited) then resolves (so a pool replaces the
 /// worker) and every later request fails at once with `Crashed`.
 ///
@@ -140,8 +146,16 @@ pub struct Coprocess {
     stdin: Option<ChildStdin>,
     stdout: Frames<ChildStdout>,
     talk: Talk,
-    /// The id of the next JSON-RPC request (0 is the handshake's).
+    /// The id of the next request (0 is the JSON-RPC handshake's).
     next_id: u64,
+    /// JSON lines: the worker's ready line said `"kennel_id": true` (it
+    /// echoes the id), so each reply object to a request that carries one
+    /// must carry it.
+    echoes_ids: bool,
+    /// A pool watches the worker's end ([`Worker::exited`] was called): a
+    /// request that meets the end waits for the pool to fail the job with
+    /// its crash, instead of failing with [`ProcessError::Crashed`].
+    watched: bool,
     /// The request in hand, while the phase is `InFlight`.
     open: Option<Open>,
     /// The handshake's `initialize` was written.
@@ -265,7 +279,11 @@ impl Worker for Coprocess {
         Self::ready(self).await.map_err(Into::into)
     }
 
+    /// The pool that takes this watches the end: from then on a request
+    /// that meets the worker's end leaves the job's error to it
+    /// (`kennel::Error::Crashed`).
     fn exited(&mut self) -> Exited {
+        self.watched = true;
         Self::exited(self)
     }
 
@@ -283,8 +301,9 @@ impl Worker for Coprocess {
         Some(Meter::new(move || memory::group_rss(pgid)))
     }
 
+    /// Not once it was killed for its output, even before it is reaped.
     fn is_alive(&self) -> bool {
-        self.try_exited().is_none()
+        self.phase != Phase::Broken && self.try_exited().is_none()
     }
 
     /// The fields of its ready line besides `ready` (JSON lines), or the
@@ -314,7 +333,10 @@ impl Worker for Coprocess {
             return Err("the worker has ended".into());
         }
         match self.probe.clone() {
-            Some(request) => self.request(&request).await.map(drop).map_err(Into::into),
+            Some(request) => {
+                let probe = self.exchange(encode::Job::Value(&request), None).await;
+                probe.map(drop).map_err(Into::into)
+            }
             None => Ok(()),
         }
     }

@@ -7,6 +7,7 @@ use futures_core::future::BoxFuture;
 use super::Coprocess;
 use crate::error::ProcessError;
 use crate::frames::Frame;
+use crate::lines::excerpt;
 
 /// What the read was for, which decides the error of an end.
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +74,18 @@ impl Coprocess {
                 stderr,
             },
             Reading::Reply => ProcessError::Crashed { status, stderr },
+        }
+    }
+
+    /// The protocol error of a line over the limit that starts with `head`.
+    pub(super) fn too_long(&self, head: &[u8]) -> ProcessError {
+        ProcessError::Protocol {
+            message: format!(
+                "a line is over the {}-byte limit; it starts with {}",
+                self.max_line_bytes,
+                excerpt(head)
+            ),
+            stderr: Vec::new(),
         }
     }
 

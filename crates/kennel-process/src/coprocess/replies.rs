@@ -3,7 +3,9 @@
 //! progress handed on and everything else skipped.
 
 use super::read::Reading;
-use super::reply::{self, LineKind};
+use nix::sys::signal::Signal;
+
+use super::reply::{self, Line, LineId, LineKind};
 use super::rpc::{self, Inbound};
 use super::{Coprocess, Open, Phase};
 use crate::error::ProcessError;
@@ -12,20 +14,37 @@ use crate::lines::excerpt;
 use crate::progress::Progress;
 
 impl Coprocess {
-    /// JSON lines: the next line that is not a progress line.
+    /// JSON lines: the next line that is not a progress line, held to the
+    /// job's id.
     pub(super) async fn line_reply(
         &mut self,
+        open: &Open,
         on_progress: &mut (dyn FnMut(Progress) + Send),
     ) -> Result<JsonBytes, ProcessError> {
         loop {
             let bytes = self.next_message(Reading::Reply).await?;
-            match reply::classify(bytes) {
+            let line = reply::classify(bytes);
+            if let Err(message) = self.check_id(open, &line) {
+                let err = ProcessError::Protocol {
+                    message,
+                    stderr: Vec::new(),
+                };
+                return Err(self.break_stream(err).await);
+            }
+            let Line { kind, id } = line;
+            match kind {
                 LineKind::Reply(raw) => {
+                    let raw = match id {
+                        LineId::Id(_, at) if self.talk.job_ids => reply::without_id(raw, at),
+                        _ => raw,
+                    };
                     self.settled();
+                    self.nothing_after_reply();
                     return Ok(raw);
                 }
                 LineKind::Error(err) => {
                     self.settled();
+                    self.nothing_after_reply();
                     return Err(err);
                 }
                 LineKind::Progress(progress) => {
@@ -49,6 +68,58 @@ impl Coprocess {
                     return Err(self.break_stream(err).await);
                 }
             }
+        }
+    }
+
+    /// JSON lines with job ids: a line with a `kennel_id` is taken only for
+    /// the job with that id, and from a worker that said in its ready line
+    /// that it echoes the id, a reply object to a job that carries one must
+    /// carry it. The message of the protocol error otherwise.
+    pub(super) fn check_id(&mut self, open: &Open, line: &Line) -> Result<(), String> {
+        if !self.talk.job_ids {
+            return Ok(());
+        }
+        let other = match &line.id {
+            LineId::Id(id, _) if open.carries_id && *id == open.id => return Ok(()),
+            LineId::Absent if self.echoes_ids && open.carries_id && line.is_object_reply() => {
+                return Err(format!(
+                    "the worker said it echoes `kennel_id`, but a reply to job {} carries none, \
+                     so it may be another job's",
+                    open.id
+                ));
+            }
+            LineId::Absent => return Ok(()),
+            LineId::Id(id, _) => id.to_string(),
+            LineId::Other(text) => text.clone(),
+        };
+        let in_hand = if open.carries_id {
+            format!("job {}", open.id)
+        } else {
+            "a job without an id".to_owned()
+        };
+        Err(format!(
+            "the worker wrote a line for another job (`kennel_id` {other}) while {in_hand} was \
+             in hand (a reply written twice or late), so replies would no longer match requests"
+        ))
+    }
+
+    /// JSON lines: nothing may follow a reply until the next request. Output
+    /// already waiting after it (a reply written twice, a stray line) means
+    /// the worker's next line could be taken for the next job's reply: the
+    /// reply just read stands, and the worker is killed, so that the pool
+    /// lends the next job another.
+    pub(super) fn nothing_after_reply(&mut self) {
+        if let Some(head) = self.stdout.lines().unsolicited() {
+            tracing::warn!(
+                pool = self.label.pool.as_deref(),
+                slot = self.label.slot,
+                pid = self.pid,
+                line = %excerpt(&head),
+                "the worker wrote more than one line for a request; killing it"
+            );
+            self.phase = Phase::Broken;
+            self.group.signal(Signal::SIGKILL);
+            self.stdin = None;
         }
     }
 

@@ -101,10 +101,13 @@ impl Coprocess {
             talk: Talk {
                 framing: spec.framing,
                 cancel_lines: spec.cancel_lines,
+                job_ids: spec.job_ids && !spec.framing.is_rpc(),
                 method: spec.method.clone(),
                 handshake: spec.handshake.clone(),
             },
             next_id: 1,
+            echoes_ids: false,
+            watched: false,
             open: None,
             handshake_sent: false,
             handshake_result: None,

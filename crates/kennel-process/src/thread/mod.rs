@@ -31,13 +31,11 @@ use serve::serve;
 ///   leaves its thread, so it need not be `Send` (an `Rc`, a handle of a C
 ///   library, a model).
 /// - [`run`](Self::run) sends a job to the thread and awaits its result.
-/// - A job that panics is a crash: the run fails with
-///   [`ThreadError::Crashed`], the state is dropped, the thread ends and
-///   [`exited`](Self::exited) resolves with [`ExitStatus::Panicked`]. A pool
-///   replaces the worker.
-/// - After each job the thread looks for the next one for up to 50 µs,
-///   yielding its core between looks, before it sleeps: a caller that keeps
-///   it busy does not pay a thread wake-up per job.
+/// - A job that panics is a crash: the state is dropped, the thread ends
+///   and [`exited`](Self::exited) resolves with [`ExitStatus::Panicked`].
+///   In a pool the job fails with the pool's `kennel::Error::Crashed`
+///   (its exit has the panic's message) and the pool replaces the worker;
+///   on its own the run fails with [`ThreadError::Crashed`].
 /// - In a pool, a freed worker reaches the next waiting job through the
 ///   async runtime, which costs a few thread wake-ups: for jobs of a few
 ///   microseconds sent by many tasks at once, give the pool as many workers
@@ -86,6 +84,9 @@ pub struct ThreadWorker<S> {
     /// Fires (by being dropped) when the thread has ended.
     finished: Option<oneshot::Receiver<()>>,
     thread_id: std::thread::ThreadId,
+    /// A pool watches the end ([`Worker::exited`] was called): a job that
+    /// panics leaves its error to it (`kennel::Error::Crashed`).
+    watched: bool,
     // The state lives on the thread only; the worker is Send whatever `S` is.
     _state: PhantomData<fn() -> S>,
 }
@@ -152,6 +153,7 @@ impl<S: 'static> ThreadWorker<S> {
             shared,
             finished: Some(finished_rx),
             thread_id: handle.thread().id(),
+            watched: false,
             _state: PhantomData,
         })
     }
@@ -202,6 +204,9 @@ impl<S: 'static> ThreadWorker<S> {
     /// # Errors
     ///
     /// - [`ThreadError::Crashed`] if the job panicked; the worker has ended.
+    ///   In a pool (which watches the worker's end) the job waits instead
+    ///   for the pool to fail it with `kennel::Error::Crashed`, up to a
+    ///   second.
     /// - [`ThreadError::Ended`] if the worker had ended before (killed,
     ///   closed, crashed) or was killed while the job ran.
     /// - [`ThreadError::WarmupFailed`] if the warm-up failed.
@@ -226,7 +231,7 @@ impl<S: 'static> ThreadWorker<S> {
         }
 
         let exited = self.shared.exit.exited();
-        tokio::select! {
+        let result = tokio::select! {
             biased;
             outcome = result_rx => match outcome {
                 Ok(Ok(value)) => Ok(value),
@@ -241,7 +246,11 @@ impl<S: 'static> ThreadWorker<S> {
                     status => Err(self.ended(status)),
                 }
             }
+        };
+        if let Err(ThreadError::Crashed { .. }) = &result {
+            crate::crash::leave_to_pool(self.watched).await;
         }
+        result
     }
 
     /// A future that resolves once, when the worker has ended: its thread
@@ -334,7 +343,11 @@ impl<S: 'static> Worker for ThreadWorker<S> {
         self.ready_boxed().await
     }
 
+    /// The pool that takes this watches the end: from then on a job that
+    /// panics leaves its error to it (`kennel::Error::Crashed`, whose exit
+    /// is [`ExitStatus::Panicked`] with the panic's message).
     fn exited(&mut self) -> Exited {
+        self.watched = true;
         Self::exited(self)
     }
 

@@ -42,7 +42,7 @@ pub(super) fn serve<S, F, E>(
     let _ = ready.send(Ok(()));
     // Ends when the worker drops its sender (close, drop), after a panic, or
     // after the worker was abandoned.
-    while let Some(job) = next_job(jobs) {
+    while let Ok(job) = jobs.recv() {
         if shared.status().is_some() {
             break;
         }
@@ -62,25 +62,4 @@ pub(super) fn serve<S, F, E>(
     // The channel closed: the worker was closed or dropped. A crash or a kill
     // recorded before keeps its status.
     shared.exit(ExitStatus::Closed);
-}
-
-/// How long a worker's thread keeps looking for the next job before it
-/// sleeps: the next job of a busy caller usually comes within a few
-/// microseconds, and finding it awake saves waking the thread (ADR 0012).
-const STAY_AWAKE: std::time::Duration = std::time::Duration::from_micros(50);
-
-/// The next job, or `None` once the worker's sender is gone. Looks for it,
-/// yielding the core to other threads, for [`STAY_AWAKE`] before it sleeps.
-fn next_job<S>(jobs: &mpsc::Receiver<Job<S>>) -> Option<Job<S>> {
-    let since = std::time::Instant::now();
-    loop {
-        match jobs.try_recv() {
-            Ok(job) => return Some(job),
-            Err(mpsc::TryRecvError::Disconnected) => return None,
-            Err(mpsc::TryRecvError::Empty) if since.elapsed() < STAY_AWAKE => {
-                std::thread::yield_now();
-            }
-            Err(mpsc::TryRecvError::Empty) => return jobs.recv().ok(),
-        }
-    }
 }

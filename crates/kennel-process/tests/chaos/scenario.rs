@@ -81,9 +81,11 @@ pub(crate) async fn run_scenario(sc: Scenario) -> Report {
     .map(String::from)
     .to_vec();
     let mut builder = pool_of(&sc.name, &flags, sc.seed, &spawned)
-        .job_timeout(JOB_TIMEOUT)
-        .warmup_timeout(WARMUP_TIMEOUT)
-        .job_grace(Duration::from_secs(2))
+        .with_options(|o| {
+            o.job_timeout = Some(JOB_TIMEOUT);
+            o.warmup_timeout = Some(WARMUP_TIMEOUT);
+            o.job_grace = Duration::from_secs(2);
+        })
         .event_capacity(1 << 16)
         .eviction(
             IdleTimeout::new(Duration::from_millis(sc.eviction.0))
@@ -101,7 +103,7 @@ pub(crate) async fn run_scenario(sc: Scenario) -> Report {
         builder.sizing(Fixed(3))
     };
     if let Some(n) = sc.max_waiting {
-        builder = builder.max_waiting(n);
+        builder = builder.with_options(|o| o.max_waiting = Some(n));
     }
     let pool = builder.build().expect("pool");
     let capacity = pool.stats().capacity;

@@ -46,6 +46,22 @@ pub(crate) fn expect_reply(out: &[u8], limit: usize) -> Expect {
     }
 }
 
+/// Whether `out` goes on, after the line the reference takes as the reply
+/// (or error reply), with more than whitespace: a line no request asked for.
+pub(crate) fn more_after_reply(out: &[u8]) -> bool {
+    let mut rest = out;
+    while let Some(at) = rest.iter().position(|&b| b == b'\n') {
+        let line = &rest[..at];
+        rest = &rest[at + 1..];
+        let skipped = line.iter().all(u8::is_ascii_whitespace)
+            || serde_json::from_slice::<Value>(line).is_ok_and(|v| is_progress(&v));
+        if !skipped {
+            return rest.iter().any(|b| !b.is_ascii_whitespace());
+        }
+    }
+    false
+}
+
 /// `{"progress": …}` with at most `total` and a string `message` besides.
 fn is_progress(v: &Value) -> bool {
     let Some(map) = v.as_object() else {

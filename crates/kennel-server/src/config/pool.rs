@@ -122,6 +122,10 @@ pub(crate) struct PoolConfig {
     /// (default false).
     #[serde(default)]
     pub cancel_lines: bool,
+    /// `job_ids`: json-lines requests that are objects carry `"kennel_id"`,
+    /// and a reply is taken only with its job's (default true).
+    #[serde(default = "default_job_ids")]
+    pub job_ids: bool,
     /// `method`: JSON-RPC, every job calls it with the body as params.
     #[serde(default)]
     pub method: Option<String>,
@@ -179,6 +183,7 @@ impl PoolConfig {
             max_reply: None,
             protocol: ProtocolKind::default(),
             cancel_lines: false,
+            job_ids: true,
             method: None,
             initialize: None,
             upload_limit: None,
@@ -338,6 +343,10 @@ pub(crate) const DEFAULT_ENV_KEEP: [&str; 7] =
 /// (stdin closed, then SIGTERM, then SIGKILL).
 pub(crate) const DEFAULT_WORKER_CLOSE_GRACE: std::time::Duration =
     std::time::Duration::from_secs(5);
+
+fn default_job_ids() -> bool {
+    true
+}
 
 fn default_worker_close_grace() -> HumanDuration {
     HumanDuration(DEFAULT_WORKER_CLOSE_GRACE)

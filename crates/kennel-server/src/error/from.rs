@@ -123,6 +123,8 @@ impl From<ProcessError> for ApiError {
             ProcessError::NotACall { message } => Self::BadRequest {
                 message: format!("the job is not a method call: {message}"),
             },
+            // A coprocess on its own; in a pool a crash is the pool's
+            // `kennel::Error::Crashed`, answered above.
             ProcessError::Crashed { .. } => Self::Crashed {
                 message: e.to_string(),
                 stderr,

@@ -202,10 +202,12 @@ pub(crate) struct ConfigActions {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ReadyBody {
-    /// `ok` when every pool can serve, else `unavailable`.
+    /// `ok` when there is a pool and every pool is ready, else
+    /// `unavailable`.
     #[schema(example = "ok")]
     pub status: String,
-    /// Each pool's word: `ready`, `broken`, `closed` or `starved`.
+    /// Each pool's word: `ready`, `warming`, `broken`, `closed` or
+    /// `queue-down`.
     pub pools: BTreeMap<String, String>,
 }
 

@@ -1,6 +1,6 @@
 //! The probes: `GET /readyz` (and its older name `/healthz`) says whether
-//! every pool can serve, `GET /livez` whether the process answers. None asks
-//! for the token.
+//! the service may take traffic (Kubernetes readiness), `GET /livez` whether
+//! the process answers. None asks for the token.
 
 use axum::Json;
 use axum::extract::State;
@@ -11,17 +11,20 @@ use serde_json::{Value, json};
 use crate::ops::openapi::{LiveBody, ReadyBody};
 use crate::state::AppState;
 
-/// 200 `{"status":"ok","pools":{name: word}}` when every pool can serve,
-/// 503 with `"status":"unavailable"` otherwise. A pool's word is `ready`,
-/// `broken` (its crash-loop breaker holds it), `closed`, or `starved` (jobs
-/// wait and no worker is on its way).
+/// 200 `{"status":"ok","pools":{name: "ready"}}` when there is a pool and
+/// every pool is ready; 503 with `"status":"unavailable"` with no pool, and
+/// while a pool is `warming` (it starts workers by itself, with an eager
+/// startup or `min_idle`, and none has been ready yet), `broken` (its
+/// crash-loop breaker holds it), `closed`, or `queue-down` (its JetStream
+/// connection is down). A pool that starts workers only for jobs is ready
+/// with none.
 #[utoipa::path(
     get,
     path = "/readyz",
     tag = "probes",
     responses(
-        (status = 200, description = "every pool can serve", body = ReadyBody),
-        (status = 503, description = "a pool is broken, closed or starved", body = ReadyBody),
+        (status = 200, description = "there is a pool and every pool is ready", body = ReadyBody),
+        (status = 503, description = "no pool, or a pool is warming, broken, closed or queue-down", body = ReadyBody),
     )
 )]
 pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
@@ -30,15 +33,15 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
         .list()
         .iter()
         .map(|e| {
-            let closed = pools.get(&e.name).map_or(true, |p| p.is_closed());
-            let word = if closed {
+            let pool = pools.get(&e.name).ok();
+            let word = if pool.as_ref().is_none_or(|p| p.is_closed()) {
                 "closed"
             } else if e.stats.broken {
                 "broken"
             } else if state.queue(&e.name).is_some_and(|q| q.is_disconnected()) {
                 "queue-down"
-            } else if !e.stats.is_healthy() {
-                "starved"
+            } else if pool.is_some_and(|p| p.is_warming()) {
+                "warming"
             } else {
                 "ready"
             };
@@ -62,8 +65,8 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
     path = "/healthz",
     tag = "probes",
     responses(
-        (status = 200, description = "every pool can serve", body = ReadyBody),
-        (status = 503, description = "a pool is broken, closed or starved", body = ReadyBody),
+        (status = 200, description = "there is a pool and every pool is ready", body = ReadyBody),
+        (status = 503, description = "no pool, or a pool is warming, broken, closed or queue-down", body = ReadyBody),
     )
 )]
 pub(crate) async fn healthz(state: State<AppState>) -> Response {

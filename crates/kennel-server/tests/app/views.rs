@@ -37,10 +37,62 @@ async fn pools_and_stats_show_every_pool() {
     state.close().await;
 }
 
+/// Waits until pool `name` of `state` had its first ready worker (its
+/// `worker:ready` event), within `LIMIT`.
+async fn first_ready(state: &kennel_server::AppState, name: &str) {
+    let pool = state.pool(name).unwrap();
+    let mut events = pool.events();
+    let ready = async {
+        while pool.is_warming() {
+            match events.recv().await {
+                Ok(kennel::Event::Ready { .. }) => break,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("{name}: {e}"),
+            }
+        }
+    };
+    tokio::time::timeout(LIMIT, ready)
+        .await
+        .unwrap_or_else(|_| panic!("{name} had no ready worker"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_is_503_until_each_eager_pool_has_its_first_ready_worker() {
+    // Workers that take a second to warm up: an eager startup and an
+    // on-demand pool with `min_idle` start theirs at once; a plain
+    // on-demand pool starts none and is ready with none.
+    let slow = |name: &str, keys: &str| {
+        demo_with(name, 1, keys).replace("\"--warmup\", \"10ms\"", "\"--warmup\", \"1s\"")
+    };
+    let on_demand = "startup = \"on-demand\"";
+    let eager = slow("eager", "");
+    let spare = demo_on_demand(&slow("spare", "min_idle = 1"), on_demand);
+    let lazy = demo_on_demand(&slow("lazy", ""), on_demand);
+    let state = state_with(vec![eager, spare, lazy]).await;
+    let router = kennel_server::app(state.clone());
+    let (status, _, body) = call(&router, get("/readyz")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(
+        body,
+        json!({"status": "unavailable", "pools": {"eager": "warming", "spare": "warming", "lazy": "ready"}})
+    );
+    first_ready(&state, "eager").await;
+    first_ready(&state, "spare").await;
+    let (status, _, body) = call(&router, get("/readyz")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body,
+        json!({"status": "ok", "pools": {"eager": "ready", "spare": "ready", "lazy": "ready"}})
+    );
+    state.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_and_its_alias_healthz_report_every_pool_and_livez_answers() {
     let state = state_with(vec![demo("a", 1), demo("b", 1)]).await;
     let router = kennel_server::app(state.clone());
+    first_ready(&state, "a").await;
+    first_ready(&state, "b").await;
     for probe in ["/readyz", "/healthz"] {
         let (status, _, body) = call(&router, get(probe)).await;
         assert_eq!(status, StatusCode::OK, "{probe}");
@@ -182,4 +234,10 @@ async fn events_stream_pool_events() {
     })
     .await;
     assert!(end.is_ok(), "the stream did not end at shutdown");
+}
+
+/// `pool` (a demo `[[pool]]` table, started at once) with `startup` in
+/// place of its own.
+fn demo_on_demand(pool: &str, startup: &str) -> String {
+    pool.replace("startup = \"parallel\"", startup)
 }

@@ -58,10 +58,9 @@ impl<'a, W: Worker> Lending<'a, W> {
     /// and no event (nothing was turned away): `try_lend` reads that as no
     /// worker. One result type for both, so that the lease is returned as
     /// built.
-    #[inline]
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Lease<W>, Error>> {
         if self.waiting.is_none() {
-            let acquired = self.engine.act_in_runtime(|st, fx| {
+            let acquired = self.engine.act(|st, fx| {
                 self.timing = st.timing;
                 st.acquire(fx, self.queue)
             })?;
@@ -102,7 +101,6 @@ impl<'a, W: Worker> Lending<'a, W> {
     }
 
     /// The lease of the worker it was granted; counts the lend.
-    #[inline]
     fn lease(&self, granted: Granted<W>) -> Lease<W> {
         let since = self.timing.then(|| granted.at.unwrap_or_else(Instant::now));
         let waited = match (since, self.asked) {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 pub(crate) use lending::Lending;
-pub(crate) use queue::{Handed, Waiters, Waiting};
+pub(crate) use queue::{Handing, Waiters, Waiting};
 
 use crate::error::Error;
 use crate::slot::{SlotState, Slots, WorkerCell};
@@ -48,17 +48,38 @@ pub(crate) struct Granted<W> {
     /// When a waiting job was handed the worker, if the pool had read the
     /// clock then (the job reads it itself otherwise).
     pub(crate) at: Option<Instant>,
+    /// The job's limits, read in the lock session that lent the worker.
+    pub(crate) limits: JobLimits,
+}
+
+/// The pool's limits on one job, as they were when it got its worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct JobLimits {
+    pub(crate) job_timeout: Option<std::time::Duration>,
+    pub(crate) job_kill_after: Option<std::time::Duration>,
+    pub(crate) progress_extends_timeout: bool,
+}
+
+impl JobLimits {
+    pub(crate) fn of(o: &crate::options::Options) -> Self {
+        Self {
+            job_timeout: o.job_timeout,
+            job_kill_after: o.job_kill_after,
+            progress_extends_timeout: o.progress_extends_timeout,
+        }
+    }
 }
 
 impl<W> Granted<W> {
-    /// The worker of slot `i` and its cell, not stamped with a time.
-    #[inline]
-    pub(crate) fn new(slot: usize, worker: W, cell: Arc<WorkerCell>) -> Self {
+    /// The worker of slot `i` and its cell, under the pool's limits now,
+    /// not stamped with a time.
+    pub(crate) fn new(slot: usize, worker: W, cell: Arc<WorkerCell>, limits: JobLimits) -> Self {
         Self {
             slot,
             worker,
             cell,
             at: None,
+            limits,
         }
     }
 }
@@ -88,7 +109,6 @@ impl Order {
     /// The lending order for a job. With `new_worker` false only an idle
     /// worker counts (the job is already bound to a starting one);
     /// `may_start` asks the sizing whether a new worker may start now.
-    #[inline]
     pub(crate) fn choose<W>(
         &mut self,
         slots: &Slots<W>,

@@ -25,10 +25,6 @@ pub(crate) struct Waiting<W> {
     pub(crate) handed: oneshot::Receiver<Grant<W>>,
 }
 
-/// What jobs that left the queue in one lock session were handed, to send
-/// them once the lock is released: the first, and any more.
-pub(crate) type Handed<W> = (Handing<W>, Vec<Handing<W>>);
-
 /// One job's grant, on its way.
 pub(crate) type Handing<W> = (oneshot::Sender<Grant<W>>, Grant<W>);
 
@@ -50,10 +46,8 @@ pub(crate) type Handing<W> = (oneshot::Sender<Grant<W>>, Grant<W>);
 #[derive(Debug)]
 pub(crate) struct Waiters<W> {
     queue: VecDeque<Entry<W>>,
-    /// What the first job that left the queue in this lock session was
-    /// handed (the common case: no allocation), then the others.
-    granted_one: Option<Handing<W>>,
-    granted_more: Vec<Handing<W>>,
+    /// What the jobs that left the queue in this lock session were handed.
+    granted: Vec<Handing<W>>,
     /// Jobs waiting (entries that hold a waiter).
     len: usize,
     next_id: u64,
@@ -70,8 +64,7 @@ impl<W> Waiters<W> {
     pub(crate) fn new() -> Self {
         Self {
             queue: VecDeque::new(),
-            granted_one: None,
-            granted_more: Vec::new(),
+            granted: Vec::new(),
             len: 0,
             next_id: 0,
             unbound: 0,
@@ -140,25 +133,13 @@ impl<W> Waiters<W> {
     /// Hands a job just removed from the queue its worker or its error; it
     /// is sent (and the job woken) once the lock is released.
     pub(crate) fn grant(&mut self, waiter: Waiter<W>, grant: Grant<W>) {
-        let handing = (waiter.to, grant);
-        if self.granted_one.is_none() {
-            self.granted_one = Some(handing);
-        } else {
-            self.granted_more.push(handing);
-        }
+        self.granted.push((waiter.to, grant));
     }
 
     /// What was granted in this lock session, to send once the lock is
-    /// released (nothing in most lock sessions: no allocation then).
-    pub(crate) fn take_granted(&mut self) -> Option<Handed<W>> {
-        let one = self.granted_one.take()?;
-        Some((one, std::mem::take(&mut self.granted_more)))
-    }
-
-    /// Whether something granted waits to be sent.
-    #[inline]
-    pub(crate) fn has_granted(&self) -> bool {
-        self.granted_one.is_some()
+    /// released.
+    pub(crate) fn take_granted(&mut self) -> Vec<Handing<W>> {
+        std::mem::take(&mut self.granted)
     }
 
     /// Removes job `id` from the queue, if it waits there, and hands it an
@@ -243,10 +224,8 @@ mod tests {
 
     /// Sends what was granted, as the engine does after the lock.
     fn send<W>(w: &mut Waiters<W>) {
-        if let Some((one, more)) = w.take_granted() {
-            for (to, grant) in std::iter::once(one).chain(more) {
-                let _ = to.send(grant);
-            }
+        for (to, grant) in w.take_granted() {
+            let _ = to.send(grant);
         }
     }
 
@@ -268,10 +247,10 @@ mod tests {
         w.set_bound(ids[3], Some(7));
         assert_eq!(w.unbound(), 1);
         assert_eq!(w.oldest_unbound(), Some(ids[4]));
-        assert!(!w.has_granted());
+        assert!(w.granted.is_empty());
         w.close();
         assert!(w.is_empty());
-        assert!(w.has_granted(), "both are handed their error");
+        assert_eq!(w.granted.len(), 2, "both are handed their error");
         assert!(
             jobs[3].handed.try_recv().is_err(),
             "not before the lock is released"
@@ -279,7 +258,7 @@ mod tests {
         send(&mut w);
         assert!(matches!(jobs[3].handed.try_recv(), Ok(Err(Error::Closed))));
         assert!(matches!(jobs[4].handed.try_recv(), Ok(Err(Error::Closed))));
-        assert!(w.take_granted().is_none(), "sent once");
+        assert!(w.take_granted().is_empty(), "sent once");
     }
 
     #[test]
@@ -290,9 +269,10 @@ mod tests {
         gone.handed.close();
         let (_, first) = w.take_oldest().expect("waits");
         w.grant(first, Err(Error::Closed));
-        let (one, more) = w.take_granted().expect("granted");
-        assert!(more.is_empty());
-        assert!(one.0.send(one.1).is_err(), "the receiver closed");
+        let mut handed = w.take_granted();
+        assert_eq!(handed.len(), 1);
+        let (to, grant) = handed.pop().expect("granted");
+        assert!(to.send(grant).is_err(), "the receiver closed");
         assert_eq!(w.len(), 1);
         drop(kept);
     }

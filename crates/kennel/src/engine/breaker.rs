@@ -66,7 +66,7 @@ impl<W: Worker> State<W> {
         }
         // 1 s after the run reached the threshold, then 2, 4 … 60 s.
         let delay = backoff::delay(b.failed - threshold + 1);
-        let at = Instant::now() + delay;
+        let at = self.now + delay;
         b.trial_at = Some(at);
         b.trial_timer =
             (self.startup.is_eager() && !self.closed).then(|| fx.wake_at(at, Wake::Trial));
@@ -104,8 +104,7 @@ impl<W: Worker> State<W> {
         if !self.tripped() {
             return true;
         }
-        self.slots.counts().starting == 0
-            && self.breaker.trial_at.is_none_or(|at| Instant::now() >= at)
+        self.slots.counts().starting == 0 && self.breaker.trial_at.is_none_or(|at| self.now >= at)
     }
 
     /// Whether a job may start a worker of its own now: a tripped pool
@@ -117,9 +116,10 @@ impl<W: Worker> State<W> {
 
     /// The error of a job the broken pool turns away.
     pub(crate) fn unavailable(&self) -> Error {
-        let retry_after = self.breaker.trial_at.map_or(Duration::ZERO, |at| {
-            at.saturating_duration_since(Instant::now())
-        });
+        let retry_after = self
+            .breaker
+            .trial_at
+            .map_or(Duration::ZERO, |at| at.saturating_duration_since(self.now));
         Error::Unavailable {
             retry_after,
             last_failure: self.breaker.last_failure.clone(),

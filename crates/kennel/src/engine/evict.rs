@@ -34,7 +34,7 @@ impl<W: Worker> State<W> {
             .count();
         if up <= self.eviction.floor() {
             // At the floor: keep it, and let a new idle period begin.
-            let now = Instant::now();
+            let now = self.now;
             let started = self.slots.state(i).cell().map_or(now, |c| c.started);
             let evict = self.arm_eviction(fx, i, now, started);
             self.slots.edit(i, |s| t::rearm(s, Some(now), evict));
@@ -48,7 +48,7 @@ impl<W: Worker> State<W> {
             fx.emit(Event::Evicted {
                 slot: i,
                 pid,
-                idle_for: since.elapsed(),
+                idle_for: self.now.saturating_duration_since(since),
             });
             fx.add().closes.push(closing);
         }
@@ -64,7 +64,7 @@ impl<W: Worker> State<W> {
                 SlotState::Ready {
                     live,
                     held: Held::Idle { since, .. },
-                } => (since.unwrap_or_else(Instant::now), live.cell.started),
+                } => (since.unwrap_or(self.now), live.cell.started),
                 _ => continue,
             };
             let evict = if self.eviction.may_evict() {

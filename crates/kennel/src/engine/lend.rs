@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::effects::{Effects, Wake};
 use super::release::{Outcome, Returned};
 use super::state::State;
-use crate::dispatch::{Choice, Grant, Granted, Waiters, Waiting, startable};
+use crate::dispatch::{Choice, Grant, Granted, JobLimits, Waiters, Waiting, startable};
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
 use crate::slot::Held;
@@ -34,7 +34,6 @@ impl<W: Worker> State<W> {
     /// The lending order for a new job. With `queue` false, a job that would
     /// have to queue gets [`Acquired::WouldQueue`] (a group tries another
     /// pool).
-    #[inline]
     pub(crate) fn acquire(
         &mut self,
         fx: &mut Effects<W>,
@@ -65,10 +64,8 @@ impl<W: Worker> State<W> {
                 if self.opts.min_idle.is_some() {
                     self.keep_spares(fx);
                 }
-                // Built last, in the place it is returned in: a grant built
-                // before the calls above was copied after them, a copy that
-                // costs more than its instructions (ADR 0049).
-                Ok(Acquired::Now(Granted::new(i, worker, cell)))
+                let limits = JobLimits::of(&self.opts);
+                Ok(Acquired::Now(Granted::new(i, worker, cell, limits)))
             }
             Choice::Starting(i) => {
                 let waiting = self.waiters.push(Some(i));
@@ -87,12 +84,10 @@ impl<W: Worker> State<W> {
                 if self.waiters.unbound() >= self.opts.waiting_bound(self.slots.capacity()) {
                     return Err(reject(fx, RejectReason::QueueFull));
                 }
-                if let Some(limit) = self.opts.max_queue_wait {
-                    // Before any job time is known, the job timeout stands in.
-                    let mean = self
-                        .ewma
-                        .or_else(|| self.opts.job_timeout.map(|d| d.as_secs_f64()));
-                    if mean.is_some_and(|mean| self.projected(mean) > limit.as_secs_f64()) {
+                // Only a measured mean job time rejects: before a first job
+                // comes back, a cold pool accepts what `max_waiting` admits.
+                if let (Some(limit), Some(mean)) = (self.opts.max_queue_wait, self.ewma) {
+                    if self.projected(mean) > limit.as_secs_f64() {
                         return Err(reject(fx, RejectReason::QueueWait));
                     }
                 }
@@ -106,10 +101,11 @@ impl<W: Worker> State<W> {
 
     /// The lending order; `new_worker` false looks only for an idle worker.
     fn choose(&mut self, new_worker: bool) -> Choice {
-        let (slots, waiters, sizing) = (&self.slots, &self.waiters, &mut self.sizing);
+        let (slots, waiters, sizing, now) =
+            (&self.slots, &self.waiters, &mut self.sizing, self.now);
         self.order
             .choose(slots, self.opts.dispatch, new_worker, || {
-                sizing.may_start(&super::state::view_of(slots, waiters, Instant::now()))
+                sizing.may_start(&super::state::view_of(slots, waiters, now))
             })
     }
 
@@ -117,7 +113,7 @@ impl<W: Worker> State<W> {
     /// slot keeps the cell, to kill the worker or see it end while lent.
     fn lend_idle(&mut self, i: usize) -> (W, Arc<WorkerCell>) {
         self.slots
-            .change(i, t::lend_idle)
+            .apply(i, t::lend_idle)
             .expect("the lending order chose an idle slot")
     }
 
@@ -127,8 +123,8 @@ impl<W: Worker> State<W> {
         if self.closed || i >= self.slots.len() {
             return None;
         }
-        let (worker, cell) = self.slots.change(i, t::lend_idle)?;
-        Some(Granted::new(i, worker, cell))
+        let (worker, cell) = self.slots.apply(i, t::lend_idle)?;
+        Some(Granted::new(i, worker, cell, JobLimits::of(&self.opts)))
     }
 
     /// The idle slots now (running and kept).
@@ -188,7 +184,7 @@ impl<W: Worker> State<W> {
             slot: i,
             generation: self.slots.generation(i),
         };
-        let timer = fx.wake_at(Instant::now() + after, wake);
+        let timer = fx.wake_at(self.now + after, wake);
         self.slots.edit(i, |s| {
             if let SlotState::Ready {
                 live,
@@ -247,13 +243,12 @@ impl<W: Worker> State<W> {
             job: false,
             memory: None,
         };
-        self.release(fx, back, &mut Now::unread());
+        self.release(fx, back, &mut Now::at(self.now));
         self.pump(fx, None);
     }
 
     /// Gives waiting jobs what the pool has: idle workers, unawaited starting
     /// workers, empty running slots. `now` is the time if the caller read it.
-    #[inline]
     pub(crate) fn pump(&mut self, fx: &mut Effects<W>, now: Option<Instant>) {
         // Looked at after every return: no call when no job waits.
         if !self.waiters.is_empty() && !self.closed {
@@ -272,7 +267,8 @@ impl<W: Worker> State<W> {
                 Choice::Idle(i) if self.opts.probe_on_lend => self.probe_slot(fx, i, None),
                 Choice::Idle(i) => {
                     let (worker, cell) = self.lend_idle(i);
-                    self.grant_oldest(fx, Granted::new(i, worker, cell), now);
+                    let g = Granted::new(i, worker, cell, JobLimits::of(&self.opts));
+                    self.grant_oldest(fx, g, now);
                 }
                 Choice::Starting(i) => {
                     let id = oldest_unbound(&self.waiters);
@@ -305,7 +301,7 @@ impl<W: Worker> State<W> {
         if startable(&self.slots).is_none() {
             return;
         }
-        self.start_retry = Some(fx.wake_at(Instant::now() + START_RETRY, Wake::StartRetry));
+        self.start_retry = Some(fx.wake_at(self.now + START_RETRY, Wake::StartRetry));
     }
 
     /// A job waits and the only free room is a running slot whose worker the

@@ -142,7 +142,7 @@ impl<W: Worker> State<W> {
             // job may. Either way it is no longer bound to this slot.
             self.waiters.set_bound(id, None);
         }
-        self.place(fx, i, worker, &mut Now::unread(), None);
+        self.place(fx, i, worker, &mut Now::at(self.now), None);
         // It started before a resize.
         self.replace_if_resized(fx, i);
         self.arm_surge_due(fx, i);
@@ -209,7 +209,7 @@ impl<W: Worker> State<W> {
         cell.set_dead(exit.clone());
         fx.add().holders.push(cell.clone());
         fx.add().ended = true;
-        let early = cell.started.elapsed() < backoff::EARLY_EXIT;
+        let early = self.now.saturating_duration_since(cell.started) < backoff::EARLY_EXIT;
         if self.slots.state(i).is_lent() {
             // The job learns it through the cell; the slot empties when the
             // lease comes back. Meanwhile the worker is in no count: it
@@ -260,7 +260,7 @@ impl<W: Worker> State<W> {
                 }
             }
             t::Ended::Closing(reason) => {
-                let ran = cell.started.elapsed();
+                let ran = self.now.saturating_duration_since(cell.started);
                 self.closed_exit(fx, i, reason, exit, ran, cell.pid);
             }
         }

@@ -1,8 +1,6 @@
 //! `max_memory`: the workers' memory, sampled off the lock, and the
 //! retirement of a worker that grew past the limit.
 
-use tokio::time::Instant;
-
 use super::effects::{Effects, Wake};
 use super::state::State;
 use crate::event::RetireReason;
@@ -13,7 +11,7 @@ impl<W: Worker> State<W> {
     /// Arms the next memory sample (or none, without `max_memory`).
     pub(crate) fn arm_memory(&mut self, fx: &mut Effects<W>) {
         self.memory_tick = (self.opts.max_memory.is_some() && !self.closed)
-            .then(|| fx.wake_at(Instant::now() + self.opts.memory_check_every, Wake::Memory));
+            .then(|| fx.wake_at(self.now + self.opts.memory_check_every, Wake::Memory));
     }
 
     /// Time to sample: the meters of idle and lent workers are read off the

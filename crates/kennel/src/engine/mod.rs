@@ -44,7 +44,7 @@ pub(crate) use lend::Acquired;
 pub(crate) use release::{Outcome, Returned};
 pub(crate) use state::{Parts, State};
 
-use crate::dispatch::{Grant, Handed};
+use crate::dispatch::{Grant, Handing};
 use crate::error::Error;
 use crate::event::Event;
 use crate::metrics::PoolMetrics;
@@ -124,39 +124,26 @@ impl<W: Worker> Engine<W> {
     /// Locks the state. When the guard drops, the metric gauges that
     /// changed are set.
     pub(crate) fn lock(&self) -> StateGuard<'_, W> {
+        let mut guard = self.state.lock();
+        guard.now = Instant::now();
         StateGuard {
-            guard: self.state.lock(),
+            guard,
             metrics: &self.metrics,
         }
     }
 
     /// The shell: runs a handler under the lock, then, after the lock is
     /// released, hands waiting jobs what they were granted and carries out
-    /// what it decided.
+    /// what it decided. The handler runs in the pool's runtime (its clock),
+    /// from any thread: a lease may be dropped on a plain thread.
     pub(crate) fn act<R>(&self, handler: impl FnOnce(&mut State<W>, &mut Effects<W>) -> R) -> R {
-        // From outside any runtime (a lease dropped on a plain thread), the
-        // handler reads the pool's clock and the effects spawn on its
-        // runtime all the same.
-        let _rt = self.enter_runtime();
-        self.act_in_runtime(handler)
-    }
-
-    /// As [`act`](Self::act), from a future being polled: inside a runtime
-    /// by construction, so there is none to enter.
-    pub(crate) fn act_in_runtime<R>(
-        &self,
-        handler: impl FnOnce(&mut State<W>, &mut Effects<W>) -> R,
-    ) -> R {
+        let _rt = self.rt.enter();
         let mut fx = Effects::default();
         let mut st = self.lock();
         let r = handler(&mut st, &mut fx);
-        if st.waiters.has_granted() {
-            let handed = st.waiters.take_granted();
-            drop(st);
-            self.hand_over(handed);
-        } else {
-            drop(st);
-        }
+        let handed = st.waiters.take_granted();
+        drop(st);
+        self.hand_over(handed);
         if !fx.is_empty() {
             self.carry_out(fx);
         }
@@ -166,28 +153,12 @@ impl<W: Worker> Engine<W> {
     /// Sends waiting jobs what they were granted (each send wakes its job);
     /// a worker refused by a job that gave up meanwhile comes back to the
     /// pool (ADR 0041).
-    #[inline(never)]
-    fn hand_over(&self, handed: Option<Handed<W>>) {
-        let Some((one, more)) = handed else {
-            return;
-        };
-        for (to, grant) in std::iter::once(one).chain(more) {
+    fn hand_over(&self, handed: Vec<Handing<W>>) {
+        for (to, grant) in handed {
             if let Err(Ok(g)) = to.send(grant) {
                 self.act(|st, fx| st.take_back(fx, g));
             }
         }
-    }
-
-    fn enter_runtime(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
-        // A task runs inside its runtime. Asking for the task id reads a
-        // thread-local; asking for the handle would clone it (an atomic
-        // increment on a counter every thread of the runtime shares).
-        if tokio::task::try_id().is_some() {
-            return None;
-        }
-        tokio::runtime::Handle::try_current()
-            .is_err()
-            .then(|| self.rt.enter())
     }
 
     fn carry_out(&self, fx: Effects<W>) {
@@ -297,19 +268,8 @@ impl<W: Worker> Engine<W> {
         self.lock().closed
     }
 
-    /// A job's `job_timeout` (the call's own when it gives one),
-    /// `job_kill_after` and `progress_extends_timeout`, under one lock.
-    pub(crate) fn job_limits(
-        &self,
-        call: Option<Option<Duration>>,
-    ) -> (Option<Duration>, Option<Duration>, bool) {
-        let st = self.lock();
-        let soft = call.unwrap_or(st.opts.job_timeout);
-        (
-            soft,
-            st.opts.job_kill_after,
-            st.opts.progress_extends_timeout,
-        )
+    pub(crate) fn is_warming(&self) -> bool {
+        self.lock().is_warming()
     }
 
     pub(crate) fn options(&self) -> crate::Options {
@@ -361,11 +321,8 @@ impl<W: Worker> Engine<W> {
         let memory = (self.memory_limit.load(std::sync::atomic::Ordering::Relaxed) != 0)
             .then(|| cell.meter.as_ref().and_then(crate::worker::Meter::read))
             .flatten();
-        // The runtime is entered before the handler is built, so that the
-        // handler is built where it runs and not moved there.
-        let _rt = self.enter_runtime();
-        self.act_in_runtime(|st, fx| {
-            let mut now = Now::unread();
+        self.act(|st, fx| {
+            let mut now = Now::at(st.now);
             let held = since.map(|since| now.get().saturating_duration_since(since));
             let back = Returned {
                 slot,

@@ -34,7 +34,7 @@ impl<W: Worker> State<W> {
     /// Arms the next round of probes (or none, without `probe_every`).
     pub(crate) fn arm_probe(&mut self, fx: &mut Effects<W>) {
         self.probe_tick = match self.opts.probe_every {
-            Some(every) if !self.closed => Some(fx.wake_at(Instant::now() + every, Wake::Probe)),
+            Some(every) if !self.closed => Some(fx.wake_at(self.now + every, Wake::Probe)),
             _ => None,
         };
     }
@@ -46,7 +46,7 @@ impl<W: Worker> State<W> {
         let Some(every) = self.opts.probe_every.filter(|_| !self.closed) else {
             return;
         };
-        let now = Instant::now();
+        let now = self.now;
         for i in 0..self.slots.size() {
             let idle_since = match self.slots.state(i) {
                 SlotState::Ready {
@@ -116,7 +116,6 @@ impl<W: Worker> State<W> {
 
     /// Whether an idle worker's idle time must be read: for its eviction,
     /// or for its probes.
-    #[inline]
     pub(crate) fn reads_idle_time(&self) -> bool {
         self.eviction.may_evict() || self.opts.probe_every.is_some()
     }

@@ -122,7 +122,7 @@ impl<W: Worker> State<W> {
     /// from its start; retires at once the idle ones past it.
     fn reschedule_lifetimes(&mut self, fx: &mut Effects<W>, actions: &mut Vec<Action>) {
         let mut count = 0;
-        let mut now = Now::unread();
+        let mut now = Now::at(self.now);
         for i in 0..self.slots.len() {
             let started = match self.slots.state(i) {
                 SlotState::Starting {

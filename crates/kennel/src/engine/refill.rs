@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::effects::{Effects, Wake};
 use super::state::State;
 use crate::backoff;
@@ -21,7 +19,7 @@ impl<W: Worker> State<W> {
             slot: i,
             generation: self.slots.generation(i),
         };
-        let timer = fx.wake_at(Instant::now() + delay, wake);
+        let timer = fx.wake_at(self.now + delay, wake);
         self.slots.apply(i, |s| t::back_off(s, timer));
     }
 
@@ -52,7 +50,7 @@ impl<W: Worker> State<W> {
             slot: i,
             generation: self.slots.generation(i),
         };
-        let timer = fx.wake_at(Instant::now() + delay, wake);
+        let timer = fx.wake_at(self.now + delay, wake);
         self.slots.apply(i, |s| t::back_off(s, timer));
         fx.emit(Event::Backoff {
             slot: i,

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::effects::{Effects, Wake, When};
 use super::state::State;
-use crate::dispatch::Granted;
+use crate::dispatch::{Granted, JobLimits};
 use crate::event::{Event, RetireReason};
 use crate::eviction::IdleWorker;
 use crate::sizing::SizingInput;
@@ -46,7 +46,6 @@ pub(crate) struct Returned<'a, W> {
 
 impl<W: Worker> State<W> {
     /// A lease comes back.
-    #[inline]
     pub(crate) fn release(&mut self, fx: &mut Effects<W>, back: Returned<'_, W>, now: &mut Now) {
         let Returned {
             slot: i,
@@ -183,7 +182,7 @@ impl<W: Worker> State<W> {
         }
         if !self.waiters.is_empty() && i < self.slots.size() {
             // It stays lent, now to the oldest job.
-            let g = Granted::new(i, worker, live.cell.clone());
+            let g = Granted::new(i, worker, live.cell.clone(), JobLimits::of(&self.opts));
             self.grant_oldest(fx, g, now.read());
             return;
         }
@@ -205,10 +204,7 @@ impl<W: Worker> State<W> {
             Some(since) if i < self.slots.size() => self.arm_eviction(fx, i, since, started),
             _ => None,
         };
-        if let Err(worker) = self
-            .slots
-            .change(i, |s| t::to_idle(s, worker, since, evict))
-        {
+        if let Some(Err(worker)) = self.slots.apply(i, |s| t::to_idle(s, worker, since, evict)) {
             fx.add().drops.push(worker);
         }
     }

@@ -77,8 +77,8 @@ impl<W: Worker> State<W> {
         } else {
             for i in old..size {
                 // Through Lent, as `place` wants it.
-                if let Some((worker, _)) = self.slots.change(i, t::lend_idle) {
-                    self.place(fx, i, worker, &mut Now::unread(), None);
+                if let Some((worker, _)) = self.slots.apply(i, t::lend_idle) {
+                    self.place(fx, i, worker, &mut Now::at(self.now), None);
                 }
             }
         }

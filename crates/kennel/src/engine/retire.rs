@@ -76,7 +76,7 @@ impl<W: Worker> State<W> {
             SlotState::Ready {
                 live,
                 held: Held::Idle { .. },
-            } => live.expired_by(&mut Now::unread()),
+            } => live.expired_by(&mut Now::at(self.now)),
             _ => false,
         };
         if self.slots.generation(i) == generation && !self.closed && expired {

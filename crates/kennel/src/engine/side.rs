@@ -69,7 +69,7 @@ impl<W: Worker> State<W> {
             self.slots.set_side(i, |_| (Some(Box::new(leaving)), ()));
         }
         if let Some(worker) = warm {
-            self.place(fx, i, worker, &mut Now::unread(), None);
+            self.place(fx, i, worker, &mut Now::at(self.now), None);
             self.arm_surge_due(fx, i);
             // It started before a resize.
             self.replace_if_resized(fx, i);

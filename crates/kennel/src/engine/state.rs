@@ -23,6 +23,9 @@ use crate::timer::Timer;
 /// [`Effects`](super::effects::Effects).
 #[derive(Debug)]
 pub(crate) struct State<W> {
+    /// The time of this lock session, read once when the lock was taken:
+    /// handlers read the clock only through it.
+    pub(crate) now: Instant,
     pub(crate) slots: Slots<W>,
     pub(crate) waiters: Waiters<W>,
     pub(crate) opts: Options,
@@ -82,6 +85,7 @@ const EWMA_ALPHA: f64 = 0.2;
 impl<W> State<W> {
     pub(crate) fn new(p: Parts) -> Self {
         let mut st = Self {
+            now: Instant::now(),
             slots: Slots::new(p.capacity, p.size),
             waiters: Waiters::new(),
             opts: p.opts,
@@ -134,7 +138,7 @@ impl<W> State<W> {
     }
 
     pub(crate) fn view(&self) -> SizingView {
-        self.view_at(Instant::now())
+        self.view_at(self.now)
     }
 
     pub(crate) fn view_at(&self, now: Instant) -> SizingView {
@@ -152,6 +156,12 @@ impl<W> State<W> {
     pub(crate) fn projected(&self, mean: f64) -> f64 {
         let running = self.slots.size().max(1) as f64;
         (self.waiters.len() as f64 + 1.0) / running * mean
+    }
+
+    /// As [`Pool::is_warming`](crate::Pool::is_warming).
+    pub(crate) fn is_warming(&self) -> bool {
+        let starts_itself = self.startup.is_eager() || self.opts.min_idle.is_some_and(|n| n > 0);
+        starts_itself && !self.ever_ready
     }
 
     /// As [`Pool::projected_wait`](crate::Pool::projected_wait).
@@ -188,7 +198,7 @@ impl<W> State<W> {
         use crate::slot::{Now, Rest, SlotState};
         use crate::status::{RetireDue, WorkerRow, WorkerState};
         let size = self.slots.size();
-        let mut now = Now::unread();
+        let mut now = Now::at(self.now);
         (0..self.slots.len())
             .map(|i| {
                 let state = self.slots.state(i);

@@ -29,8 +29,7 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
         let mut worker = factory(info)
             .await
             .map_err(|e| (format!("could not start: {e}"), Some(e)))?;
-        let exited = worker.exited();
-        let killer = worker.killer();
+        let (exited, killer) = crate::exit::watch(&mut worker);
         let pid = worker.pid();
         let meter = worker.meter();
         let registered = me.upgrade().is_some_and(|e| {

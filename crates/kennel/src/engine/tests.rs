@@ -1,6 +1,6 @@
 //! The handlers tested as plain functions: no runtime, no task, no clock
-//! but the one they read; only the state they leave and the effects they
-//! return.
+//! but the session's time the state holds (`State::now`); only the state
+//! they leave and the effects they return.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -119,8 +119,9 @@ fn a_ready_worker_goes_to_the_job_that_waits_for_it_through_its_hand_over() {
     // Still lent: to the job, which is handed it once the lock is released.
     assert_eq!((st.stats().lent, st.stats().waiting), (1, 0));
     assert!(waiting.handed.try_recv().is_err(), "not under the lock");
-    let ((to, grant), more) = st.waiters.take_granted().expect("granted");
-    assert!(more.is_empty());
+    let mut handed = st.waiters.take_granted();
+    assert_eq!(handed.len(), 1);
+    let (to, grant) = handed.pop().expect("granted");
     assert!(to.send(grant).is_ok());
     let granted = waiting.handed.try_recv().expect("sent").expect("a worker");
     assert_eq!(granted.slot, 0);
@@ -176,7 +177,7 @@ fn a_failed_lease_kills_its_worker_after_the_lock_and_says_why() {
         job: true,
         memory: None,
     };
-    st.release(&mut fx, back, &mut Now::unread());
+    st.release(&mut fx, back, &mut Now::at(st.now));
     assert_eq!(fx.recorded().kills.len(), 1);
     assert_eq!(fx.recorded().drops.len(), 1);
     assert!(matches!(
@@ -211,7 +212,7 @@ fn a_returned_worker_is_idle_again_with_no_effect() {
         job: true,
         memory: None,
     };
-    st.release(&mut fx, back, &mut Now::unread());
+    st.release(&mut fx, back, &mut Now::at(st.now));
     assert!(fx.is_empty());
     assert_eq!(st.stats().idle, 1);
 }
@@ -229,4 +230,19 @@ fn closing_fails_waiting_jobs_and_closes_idle_workers_after_the_lock() {
     assert!(matches!(fx.recorded().events[..], [Event::Closed]));
     assert_eq!(st.stats().waiting, 0);
     assert!(!st.all_ended(), "the lent worker has not ended");
+}
+
+#[test]
+fn a_handler_counts_time_from_its_lock_sessions_now_not_the_clock() {
+    let mut st = state(OnDemand, 1);
+    st.opts.probe_every = Some(Duration::from_secs(2));
+    // An hour from the clock: only the session's time can give this.
+    st.now += Duration::from_secs(3600);
+    let mut fx = Effects::default();
+    st.arm_probe(&mut fx);
+    let armed = &fx.recorded().wakes[0];
+    assert!(matches!(
+        armed.when,
+        When::At(at) if at == st.now + Duration::from_secs(2)
+    ));
 }

@@ -55,7 +55,6 @@ impl WorkerCell {
         self.notify.notify_waiters();
     }
 
-    #[inline]
     pub(crate) fn is_dead(&self) -> bool {
         self.dead.load(Ordering::Acquire)
     }
@@ -76,24 +75,29 @@ impl WorkerCell {
     }
 }
 
-/// The time now, read from the pool's clock at most once and only if asked
-/// for: a lend and return that needs no time reads no clock (ADR 0011).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Now(Option<Instant>);
+/// The lock session's time, and whether a handler asked for it: a lend and
+/// return that needs no time records none (a worker turned idle with no
+/// eviction that may evict has no idle time, ADR 0011).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Now {
+    at: Instant,
+    read: bool,
+}
 
 impl Now {
-    /// Not read yet.
-    pub(crate) fn unread() -> Self {
-        Self(None)
+    /// The session's time `at`, not asked for yet.
+    pub(crate) fn at(at: Instant) -> Self {
+        Self { at, read: false }
     }
 
-    /// The time now, read on the first call.
+    /// The time, noting that it was asked for.
     pub(crate) fn get(&mut self) -> Instant {
-        *self.0.get_or_insert_with(Instant::now)
+        self.read = true;
+        self.at
     }
 
-    /// The time, if it was read.
+    /// The time, if it was asked for.
     pub(crate) fn read(self) -> Option<Instant> {
-        self.0
+        self.read.then_some(self.at)
     }
 }

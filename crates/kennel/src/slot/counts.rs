@@ -33,7 +33,6 @@ pub(crate) enum Kind {
 
 impl Kind {
     /// The kind of `state` in slot `i` of a pool that runs `size` slots.
-    #[inline]
     pub(crate) fn of<W>(i: usize, size: usize, state: &SlotState<W>) -> Self {
         match state {
             SlotState::Empty {

@@ -5,7 +5,7 @@
 //! A slot's state is one enum whose variants carry what belongs to them;
 //! it changes only through the typed transitions of
 //! [`transitions`](self::transitions), which take the state by value and
-//! give back the next one (the lend and the return edit it in place), and
+//! give back the next one, and
 //! [`Slots`], which keeps the counts. A ready worker is `Ready`, with
 //! [`Held`] saying whether it is idle or lent.
 //!
@@ -19,8 +19,8 @@
 //!    `LentGone`), the warm-up task (`Starting`) or its close task
 //!    (`Closing`). So no worker is lent twice.
 //! 3. `Counts` always equals what a walk over the slots would count: every
-//!    state change goes through [`Slots::apply`] or [`Slots::change`], which
-//!    move one unit from the old state's count to the new one's.
+//!    state change goes through [`Slots::apply`], which moves
+//!    one unit from the old state's count to the new one's.
 //! 4. A report from a task (warm-up done, exit seen, timer fired) names the
 //!    slot and the worker's generation; a report whose generation is not the
 //!    slot's current one is stale and changes nothing.
@@ -76,7 +76,7 @@ pub(crate) enum SlotState<W> {
         warmup: Timer,
     },
     /// A ready worker, idle in the slot or lent to a job. Both keep the
-    /// worker's `live` in one place, so that a lend and a return change only
+    /// worker's `live` in one place: a lend and a return change only
     /// `held` and move nothing else.
     Ready { live: Live, held: Held<W> },
     /// A job holds the worker, which has ended (its exit was seen); the
@@ -189,7 +189,6 @@ pub(crate) struct Live {
 
 impl Live {
     /// Whether the worker has served the jobs it may serve.
-    #[inline]
     pub(crate) fn served_all(&self) -> bool {
         let r = &self.record;
         r.max_jobs.is_some_and(|n| r.jobs >= n)
@@ -197,7 +196,6 @@ impl Live {
 
     /// Whether the worker has outlived its lifetime now; reads the clock
     /// only for a worker that has a lifetime.
-    #[inline]
     pub(crate) fn expired_by(&self, now: &mut Now) -> bool {
         self.life.as_ref().is_some_and(|l| now.get() >= l.deadline)
     }

@@ -2,7 +2,7 @@
 
 use super::counts::{Counts, Kind, SlotSet};
 use super::transitions::Step;
-use super::{Rest, Side, Slot, SlotState};
+use super::{Side, Slot, SlotState};
 
 /// The slots of a pool. Every change of a slot's state goes through
 /// [`apply`](Slots::apply), which keeps the counts (invariant 3).
@@ -86,7 +86,6 @@ impl<W> Slots<W> {
     /// Changes slot `i` by the transition `f`, which takes the state by value
     /// and gives back the next one and what it moved out, or the same state
     /// when it does not apply (`None` then). The only way a state changes.
-    #[inline]
     pub(crate) fn apply<R>(
         &mut self,
         i: usize,
@@ -98,18 +97,7 @@ impl<W> Slots<W> {
         match f(old) {
             Step::To(new, r) => {
                 let new_kind = Kind::of(i, self.size, &new);
-                let placeholder = std::mem::replace(state, new);
-                if let SlotState::Empty {
-                    rest: Rest::Wanted, ..
-                } = placeholder
-                {
-                    // It holds nothing: no drop to run. The drop of a
-                    // slot state is a call the compiler does not inline;
-                    // skipping it for the placeholder saves 33 of the
-                    // ~1,160 instructions of a lend + return (measured with
-                    // bench/cycles.sh; an `Option` state cost 26 more).
-                    std::mem::forget(placeholder);
-                }
+                *state = new;
                 if old_kind != new_kind {
                     self.count(old_kind, i, false);
                     self.count(new_kind, i, true);
@@ -123,21 +111,6 @@ impl<W> Slots<W> {
         }
     }
 
-    /// Changes slot `i` in place by the transition `f` (a lend or a return,
-    /// which move only the worker), keeping the counts as
-    /// [`apply`](Slots::apply) does.
-    #[inline]
-    pub(crate) fn change<R>(&mut self, i: usize, f: impl FnOnce(&mut SlotState<W>) -> R) -> R {
-        let old_kind = Kind::of(i, self.size, &self.slots[i].state);
-        let r = f(&mut self.slots[i].state);
-        let new_kind = Kind::of(i, self.size, &self.slots[i].state);
-        if old_kind != new_kind {
-            self.count(old_kind, i, false);
-            self.count(new_kind, i, true);
-        }
-        r
-    }
-
     /// Changes the data of slot `i`'s state in place where the kind stays
     /// (an idle worker's eviction timer, a live worker's lifetime).
     pub(crate) fn edit<R>(&mut self, i: usize, f: impl FnOnce(&mut SlotState<W>) -> R) -> R {
@@ -147,7 +120,6 @@ impl<W> Slots<W> {
         r
     }
 
-    #[inline]
     fn count(&mut self, kind: Kind, i: usize, add: bool) {
         if kind == Kind::Idle {
             if add {

@@ -2,13 +2,8 @@
 //! gives back the next state and what moved out of the old one, or the
 //! state unchanged (`Step::Same`) when it does not apply. [`Slots::apply`]
 //! runs them and keeps the counts; nothing else changes a slot's kind.
-//!
-//! The lend and the return (`lend_idle`, `to_idle`) and `rearm` work on the
-//! state in place, through [`Slots::change`] and [`Slots::edit`]: a ready
-//! worker's `live` stays where it is and only [`Held`] changes, so the
-//! transitions a job pays for on every lend move the worker and nothing
-//! else (30 of the ~1,060 instructions of a lend + return, and about 6% of
-//! its time on one task, measured with `bench/cycles.sh`).
+//! `rearm`, which changes an idle worker's data and not its kind, runs
+//! through [`Slots::edit`].
 //!
 //! ```text
 //!            start                 warm       Ready:     to_idle
@@ -21,7 +16,6 @@
 //! ```
 //!
 //! [`Slots::apply`]: super::Slots::apply
-//! [`Slots::change`]: super::Slots::change
 //! [`Slots::edit`]: super::Slots::edit
 
 use std::sync::Arc;
@@ -142,16 +136,24 @@ pub(crate) fn abort_start<W>(s: SlotState<W>, reason: EndReason) -> Step<W, Abor
     }
 }
 
-/// Idle → Lent, in place: a job takes the worker; the slot keeps its cell
-/// (and the rest of `live`, which does not move). The eviction timer is
-/// cancelled. `None`, and the state unchanged, when it is not idle.
-pub(crate) fn lend_idle<W>(s: &mut SlotState<W>) -> Option<(W, Arc<WorkerCell>)> {
-    let SlotState::Ready { live, held } = s else {
-        return None;
-    };
-    match std::mem::replace(held, Held::Lent) {
-        Held::Idle { worker, .. } => Some((worker, live.cell.clone())),
-        Held::Lent => None,
+/// Idle → Lent: a job takes the worker; the slot keeps its cell (and the
+/// rest of `live`). The eviction timer is cancelled.
+pub(crate) fn lend_idle<W>(s: SlotState<W>) -> Step<W, (W, Arc<WorkerCell>)> {
+    match s {
+        SlotState::Ready {
+            live,
+            held: Held::Idle { worker, .. },
+        } => {
+            let cell = live.cell.clone();
+            Step::To(
+                SlotState::Ready {
+                    live,
+                    held: Held::Lent,
+                },
+                (worker, cell),
+            )
+        }
+        other => Step::Same(other),
     }
 }
 
@@ -176,7 +178,7 @@ pub(crate) fn close_idle<W>(s: SlotState<W>, reason: EndReason) -> Step<W, (W, K
     }
 }
 
-/// Idle → Idle, in place: a new idle period and eviction timer (`since`
+/// Idle, in place (the kind stays): a new idle period and eviction timer (`since`
 /// `None`: the same period; `evict` `None`: no eviction runs, as in a kept
 /// slot). `None` when it is not idle.
 pub(crate) fn rearm<W>(
@@ -201,27 +203,30 @@ pub(crate) fn rearm<W>(
     Some(())
 }
 
-/// Lent → Idle, in place: the worker came back and no job waits for it.
-/// Gives the worker back (`Err`) when the slot is not lent.
+/// Lent → Idle: the worker came back and no job waits for it. Gives the
+/// worker back (`Err`, the state unchanged) when the slot is not lent.
 pub(crate) fn to_idle<W>(
-    s: &mut SlotState<W>,
+    s: SlotState<W>,
     worker: W,
     since: Option<Instant>,
     evict: Option<Timer>,
-) -> Result<(), W> {
+) -> Step<W, Result<(), W>> {
     match s {
         SlotState::Ready {
-            held: held @ Held::Lent,
-            ..
-        } => {
-            *held = Held::Idle {
-                worker,
-                since,
-                evict,
-            };
-            Ok(())
-        }
-        _ => Err(worker),
+            live,
+            held: Held::Lent,
+        } => Step::To(
+            SlotState::Ready {
+                live,
+                held: Held::Idle {
+                    worker,
+                    since,
+                    evict,
+                },
+            },
+            Ok(()),
+        ),
+        other => Step::To(other, Err(worker)),
     }
 }
 

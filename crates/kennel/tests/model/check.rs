@@ -38,11 +38,13 @@ impl StateMachineTest for PoolTest {
             })
             .name("model")
             .sizing(Fixed(m.capacity))
-            .max_waiting(m.max_waiting)
+            .with_options(|o| o.max_waiting = Some(m.max_waiting))
             // The reference model has no crash-loop breaker; its own tests
             // (breaker.rs) check it.
-            .break_after_failed_starts(None)
-            .job_grace(Duration::from_secs(1));
+            .with_options(|o| {
+                o.break_after_failed_starts = None;
+                o.job_grace = Duration::from_secs(1);
+            });
             let b = match m.evict_after {
                 Some(ms) => b.eviction(IdleTimeout::new(Duration::from_millis(ms)).unwrap()),
                 None => b.eviction(NoEviction),

@@ -27,7 +27,7 @@ fn roomy() -> TestComputer {
 fn build(farm: &Farm, sizing: impl Sizing) -> Pool<Fake> {
     Pool::builder(farm.factory())
         .sizing(sizing)
-        .max_waiting(1000)
+        .with_options(|o| o.max_waiting = Some(1000))
         .build()
         .unwrap()
 }

@@ -124,7 +124,7 @@ async fn windows_count_only_while_every_running_worker_is_ready() {
     let pool = Pool::builder(farm.factory())
         .startup(Parallel)
         .sizing(hill(11))
-        .max_waiting(1000)
+        .with_options(|o| o.max_waiting = Some(1000))
         .build()
         .unwrap();
     let (record, _e, _s) = Record::start(&pool);

@@ -32,18 +32,18 @@ fn a_worker_goes_from_empty_to_idle_and_back_with_the_counts() {
     assert_eq!(s.apply(0, warm), Some(Some(7)));
     assert!(token.is_cancelled(), "the warm-up's task is done with");
     assert_eq!((s.counts().starting, s.counts().lent), (0, 1));
-    assert!(s.change(0, |x| to_idle(x, "w", None, None)).is_ok());
+    assert_eq!(s.apply(0, |x| to_idle(x, "w", None, None)), Some(Ok(())));
     assert_eq!((s.counts().lent, s.counts().idle), (0, 1));
     assert_eq!(
-        s.change(0, |x| to_idle(x, "v", None, None)),
-        Err("v"),
+        s.apply(0, |x| to_idle(x, "v", None, None)),
+        Some(Err("v")),
         "not lent: the worker comes back"
     );
     assert_eq!(s.first_idle_in(0, 2), Some(0));
-    let (worker, _) = s.change(0, lend_idle).expect("idle");
+    let (worker, _) = s.apply(0, lend_idle).expect("idle");
     assert_eq!(worker, "w");
     assert_eq!(s.first_idle_in(0, 2), None);
-    assert!(s.change(0, lend_idle).is_none(), "not idle: unchanged");
+    assert!(s.apply(0, lend_idle).is_none(), "not idle: unchanged");
     assert_eq!(s.counts().lent, 1);
 }
 
@@ -55,10 +55,7 @@ fn an_idle_worker_that_exits_leaves_an_empty_slot() {
     s.apply(1, |x| register(x, live()));
     s.apply(1, warm);
     let (evict, token) = Timer::new();
-    assert!(
-        s.change(1, |x| to_idle(x, "w", Some(Instant::now()), Some(evict)))
-            .is_ok()
-    );
+    assert!(s.apply(1, |x| to_idle(x, "w", Some(Instant::now()), Some(evict))) == Some(Ok(())));
     let ended = s.apply(1, exit_seen).expect("idle");
     assert!(matches!(ended, Ended::Idle("w")));
     assert!(token.is_cancelled(), "its eviction timer went with it");

@@ -1,7 +1,6 @@
-//! pooler's scenarios for what a pool does on its own, ported to kennel:
-//! culling idle members down to a floor, queueing takes up to a bound,
-//! auto-grow ahead of demand, `max_lifetime` with its jitter, and
-//! `call_free_members`.
+//! What a pool does on its own: letting idle workers go down to a floor,
+//! queueing lends up to a bound, growing ahead of demand, `max_lifetime`
+//! with its jitter, and a call on every idle worker.
 mod support;
 
 use std::time::Duration;
@@ -52,7 +51,10 @@ async fn culling_lets_idle_members_go_down_to_the_floor_and_never_an_in_use_one(
 #[tokio::test(start_paused = true)]
 async fn a_take_queues_up_to_max_waiting_and_gives_up_after_its_timeout() {
     let farm = Farm::new();
-    let pool = fixed(&farm, Parallel, 1).max_waiting(2).build().unwrap();
+    let pool = fixed(&farm, Parallel, 1)
+        .with_options(|o| o.max_waiting = Some(2))
+        .build()
+        .unwrap();
     let held = pool.lend().await.unwrap();
     let patient = spawn_lend_id(&pool);
     settle().await;
@@ -107,7 +109,7 @@ async fn a_take_queues_up_to_max_waiting_and_gives_up_after_its_timeout() {
 async fn two_idle_of_four(farm: &Farm, threshold: Option<usize>) -> Pool<Fake> {
     let mut builder = fixed(farm, OnDemand, 4);
     if let Some(n) = threshold {
-        builder = builder.auto_grow_threshold(n);
+        builder = builder.with_options(|o| o.auto_grow_threshold = Some(n));
     }
     let pool = builder.build().unwrap();
     let a = pool.lend().await.unwrap();
@@ -158,8 +160,10 @@ async fn without_auto_grow_taking_an_idle_member_starts_none() {
 async fn members_past_their_jittered_lifetime_are_replaced_at_spread_instants() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 8)
-        .max_lifetime(secs(60))
-        .max_lifetime_jitter(secs(10))
+        .with_options(|o| {
+            o.max_lifetime = Some(secs(60));
+            o.max_lifetime_jitter = secs(10);
+        })
         .seed(7)
         .build()
         .unwrap();
@@ -203,7 +207,7 @@ async fn members_past_their_jittered_lifetime_are_replaced_at_spread_instants() 
 async fn a_lent_member_past_its_lifetime_finishes_its_job_and_is_replaced_when_returned() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
-        .max_lifetime(secs(60))
+        .with_options(|o| o.max_lifetime = Some(secs(60)))
         .build()
         .unwrap();
     let mut events = pool.events();
@@ -232,9 +236,9 @@ async fn a_lifetime_jitter_not_below_the_lifetime_or_without_one_is_refused() {
         (Some(secs(60)), secs(90)),
         (None, secs(10)),
     ] {
-        let mut b = Pool::builder(farm.factory()).max_lifetime_jitter(jitter);
+        let mut b = Pool::builder(farm.factory()).with_options(|o| o.max_lifetime_jitter = jitter);
         if let Some(life) = life {
-            b = b.max_lifetime(life);
+            b = b.with_options(|o| o.max_lifetime = Some(life));
         }
         let err = b.build().unwrap_err();
         assert_eq!(
@@ -244,8 +248,10 @@ async fn a_lifetime_jitter_not_below_the_lifetime_or_without_one_is_refused() {
         assert!(err.to_string().contains("max_lifetime_jitter"), "{err}");
     }
     let ok = Pool::builder(farm.factory())
-        .max_lifetime(secs(60))
-        .max_lifetime_jitter(ms(59_999))
+        .with_options(|o| {
+            o.max_lifetime = Some(secs(60));
+            o.max_lifetime_jitter = ms(59_999);
+        })
         .build();
     assert!(ok.is_ok());
     assert_eq!(farm.made(), 0);

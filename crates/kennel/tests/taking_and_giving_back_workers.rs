@@ -1,7 +1,6 @@
-//! pooler's scenarios for one pool's members, ported to kennel: the init and
-//! max counts, take and return, members that crash, `return_member(.., fail)`,
-//! consumers that crash holding a member, and a member given back after it is
-//! gone.
+//! Taking and giving back workers: the starting and the most workers, a lend
+//! and its return, workers that crash, a lease given back failed, jobs that
+//! panic holding a worker, and a worker given back after it is gone.
 mod support;
 
 use kennel::{Error, RetireReason};
@@ -179,11 +178,7 @@ async fn a_member_returned_with_fail_is_replaced_under_on_demand_too() {
     lease.fail();
     settle().await;
     assert!(farm.has_exited(0));
-    assert_eq!(
-        farm.made(),
-        2,
-        "pooler starts a member to replace a failed one"
-    );
+    assert_eq!(farm.made(), 2, "a failed worker is replaced");
     assert_eq!(farm.in_slot(0), Some(1));
     assert_eq!(pool.stats().idle, 1);
 }
@@ -237,7 +232,7 @@ async fn a_consumer_that_crashes_under_on_demand_leaves_the_next_job_a_new_membe
 // ----- returning twice -----
 
 /// In Rust a lease is returned by moving it (`drop`, `fail`), so it cannot
-/// be returned twice. What pooler guards against is a second return of a
+/// be returned twice. What is guarded against is a second return of a
 /// member that is already gone; here that is a lease whose member ended on
 /// its own, or a lease given back after the pool closed.
 #[tokio::test(start_paused = true)]

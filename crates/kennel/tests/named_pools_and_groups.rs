@@ -1,6 +1,5 @@
-//! pooler's scenarios for named pools and groups, ported to kennel: names
-//! that are unknown or taken, `take_group_member` across the pools of a group,
-//! and removing and closing pools of a registry.
+//! Named pools and groups: names that are unknown or taken, a lend across the
+//! pools of a group, and removing and closing pools of a registry.
 mod support;
 
 use std::sync::{Arc, Mutex};
@@ -25,7 +24,10 @@ async fn an_unknown_pool_is_no_such_pool_naming_it() {
     );
     assert!(err.to_string().contains("rc8081"), "{err}");
     let err = registry
-        .reconfigure("rc8081", Reconfig::new().max_waiting(1))
+        .reconfigure(
+            "rc8081",
+            Reconfig::new().with_options(move |o| o.max_waiting = Some(1)),
+        )
         .unwrap_err();
     assert!(
         matches!(&err, Error::NoSuchPool { name } if name == "rc8081"),
@@ -216,7 +218,7 @@ async fn a_group_run_uses_the_job_timeout_of_the_pool_it_picked() {
             .name(name)
             .startup(Parallel)
             .sizing(Fixed(1))
-            .job_timeout(secs(limit))
+            .with_options(|o| o.job_timeout = Some(secs(limit)))
             .build()
             .unwrap();
         registry.add_to_group(pool, "riak").unwrap();
@@ -268,7 +270,7 @@ async fn removing_a_pool_closes_it_and_its_name_is_gone() {
     assert!(pool.is_closed());
     assert!(matches!(pool.lend().await, Err(Error::Closed)));
     assert!(matches!(
-        pool.reconfigure(Reconfig::new().max_waiting(1)),
+        pool.reconfigure(Reconfig::new().with_options(move |o| o.max_waiting = Some(1))),
         Err(Error::Closed)
     ));
     let err = registry.get("rc8081").unwrap_err();
@@ -297,7 +299,7 @@ async fn closing_the_registry_ends_every_member_of_every_pool() {
             .name(name)
             .startup(Parallel)
             .sizing(Fixed(2))
-            .job_grace(secs(1))
+            .with_options(|o| o.job_grace = secs(1))
             .build()
             .unwrap();
         match group {

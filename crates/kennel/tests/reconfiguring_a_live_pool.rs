@@ -1,6 +1,6 @@
-//! pooler's `pool_reconfigure` scenarios, ported to kennel: a live pool's
-//! count, timeouts, limits and eviction changed, with the actions each change
-//! took, and a bad value refused with nothing changed.
+//! Reconfiguring a live pool: its count, timeouts, limits and eviction
+//! changed, with the actions each change took, and a bad value refused with
+//! nothing changed.
 mod support;
 
 use std::time::Duration;
@@ -145,10 +145,11 @@ async fn reconfiguring_timeouts_and_limits_says_so_and_applies_to_the_next_job()
     let actions = registry
         .reconfigure(
             "pg",
-            Reconfig::new()
-                .job_timeout(Some(secs(2)))
-                .max_waiting(0)
-                .warmup_timeout(Some(secs(30))),
+            Reconfig::new().with_options(move |o| {
+                o.job_timeout = Some(secs(2));
+                o.max_waiting = Some(0);
+                o.warmup_timeout = Some(secs(30));
+            }),
         )
         .unwrap();
     for option in ["job_timeout", "max_waiting", "warmup_timeout"] {
@@ -179,7 +180,9 @@ async fn reconfiguring_timeouts_and_limits_says_so_and_applies_to_the_next_job()
         "max_waiting 0: {err:?}"
     );
     drop(held);
-    let actions = pool.reconfigure(Reconfig::new().job_timeout(None)).unwrap();
+    let actions = pool
+        .reconfigure(Reconfig::new().with_options(move |o| o.job_timeout = None))
+        .unwrap();
     assert_eq!(
         actions,
         [Action::OptionChanged {
@@ -196,7 +199,7 @@ async fn reconfiguring_timeouts_and_limits_says_so_and_applies_to_the_next_job()
 #[tokio::test(start_paused = true)]
 async fn reconfiguring_the_eviction_reschedules_timers_from_when_each_member_turned_idle() {
     let farm = Farm::new();
-    // As pooler, which always culls: the pool starts with an eviction (a
+    // The pool starts with an eviction (a
     // long one) and is reconfigured to a shorter one.
     let pool = Pool::builder(farm.factory())
         .name("pg")
@@ -250,8 +253,10 @@ async fn a_reconfiguration_with_a_bad_value_is_refused_naming_it_and_changes_not
         .name("pg")
         .startup(Parallel)
         .sizing(Fixed(1))
-        .job_timeout(secs(5))
-        .max_waiting(1)
+        .with_options(|o| {
+            o.job_timeout = Some(secs(5));
+            o.max_waiting = Some(1);
+        })
         .build()
         .unwrap();
     registry.add_to_group(pool, "sql").unwrap();
@@ -261,8 +266,10 @@ async fn a_reconfiguration_with_a_bad_value_is_refused_naming_it_and_changes_not
             "pg",
             Reconfig::new()
                 .sizing(Fixed(4))
-                .max_waiting(10)
-                .job_timeout(Some(Duration::ZERO))
+                .with_options(move |o| {
+                    o.max_waiting = Some(10);
+                    o.job_timeout = Some(Duration::ZERO);
+                })
                 .group(Some("other".to_owned())),
         )
         .unwrap_err();
@@ -276,7 +283,7 @@ async fn a_reconfiguration_with_a_bad_value_is_refused_naming_it_and_changes_not
             "pg",
             Reconfig::new()
                 .sizing(Fixed(4))
-                .max_lifetime_jitter(secs(1)),
+                .with_options(move |o| o.max_lifetime_jitter = secs(1)),
         )
         .unwrap_err();
     assert!(
