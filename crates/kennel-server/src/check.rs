@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use kennel_server::config::{Config, PoolConfig, SELF_EXE, StartupKind};
-use kennel_server::pools::build_pool;
+use crate::config::{Config, PoolConfig, SELF_EXE, StartupKind};
+use crate::pools::build_pool;
 
 use crate::cli::CheckArgs;
 
@@ -15,14 +15,14 @@ pub(crate) async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         || "the built-in demo config".to_owned(),
         |p| p.display().to_string(),
     );
-    let config = match crate::load_config(args.config.as_ref()) {
+    let config = match crate::command::load_config(args.config.as_ref()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("invalid: {e:#}");
             return Ok(ExitCode::from(2));
         }
     };
-    let self_exe = crate::self_exe()?;
+    let self_exe = crate::command::self_exe()?;
     let mut out = String::new();
     let mut warnings = Vec::new();
     let mut invalid = Vec::new();
@@ -90,7 +90,7 @@ fn describe_server(config: &Config, out: &mut String, warnings: &mut Vec<String>
     }
     let _ = writeln!(out, "  shutdown_grace  {}", s.shutdown_grace);
     let listen = config.listen();
-    let hosts = kennel_server::http::HostPolicy::new(listen, &s.allowed_hosts, &s.allowed_origins);
+    let hosts = crate::http::HostPolicy::new(listen, &s.allowed_hosts, &s.allowed_origins);
     let _ = writeln!(out, "  allowed_hosts   {}", hosts.describe());
     if !s.allowed_origins.is_empty() {
         let _ = writeln!(out, "  allowed_origins {}", s.allowed_origins.join(", "));
@@ -168,7 +168,7 @@ fn describe_pool(
         || {
             format!(
                 "fixed, {} worker(s) (the default: costly workers are not multiplied by the CPUs; set `sizing` for more)",
-                kennel_server::pools::DEFAULT_WORKERS
+                crate::pools::DEFAULT_WORKERS
             )
         },
         |s| s.to_string(),

@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use crate::config::LogFormat;
 use clap::{Parser, Subcommand};
-use kennel_server::config::LogFormat;
 
 /// The most jobs `kennel run --concurrency` may keep in the pool at once.
 pub(crate) const MAX_CONCURRENCY: u32 = 100_000;
@@ -129,7 +129,7 @@ pub(crate) enum WorkerCommand {
 }
 
 fn parse_listen(s: &str) -> Result<SocketAddr, String> {
-    kennel_server::config::parse_listen(s)
+    crate::config::parse_listen(s)
 }
 
 fn parse_log_format(s: &str) -> Result<LogFormat, String> {
@@ -141,6 +141,5 @@ fn parse_log_format(s: &str) -> Result<LogFormat, String> {
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    s.parse::<kennel_server::config::HumanDuration>()
-        .map(|d| d.0)
+    s.parse::<crate::config::HumanDuration>().map(|d| d.0)
 }

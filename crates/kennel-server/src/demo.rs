@@ -33,23 +33,20 @@ use crate::config::{
 };
 
 /// The demo pool's name.
-pub const DEMO_POOL: &str = "demo";
+pub(crate) const DEMO_POOL: &str = "demo";
 
 /// The demo pool's group.
-pub const DEMO_GROUP: &str = "demo";
-
-/// The demo worker's warm-up when none is given.
-pub const DEFAULT_WARMUP: Duration = Duration::from_secs(1);
+pub(crate) const DEMO_GROUP: &str = "demo";
 
 /// Iterations when a request gives none (Deserve's 50,000).
-pub const DEFAULT_ITERATIONS: u64 = 50_000;
+pub(crate) const DEFAULT_ITERATIONS: u64 = 50_000;
 
 /// The most iterations a request may ask for.
-pub const MAX_ITERATIONS: u64 = 10_000_000_000;
+pub(crate) const MAX_ITERATIONS: u64 = 10_000_000_000;
 
 /// The demo pool: two workers started together, a 5-minute idle timeout
 /// that keeps one, 30 s job and warm-up timeouts.
-pub fn pool_config() -> PoolConfig {
+pub(crate) fn pool_config() -> PoolConfig {
     let mut pool = PoolConfig::new(DEMO_POOL, [SELF_EXE, "worker", "demo"]);
     pool.group = Some(DEMO_GROUP.into());
     pool.startup = StartupKind::Parallel;
@@ -69,7 +66,7 @@ pub fn pool_config() -> PoolConfig {
 /// # Errors
 ///
 /// An I/O error on stdin or stdout (the pool has gone).
-pub fn run_worker(warmup: Duration) -> io::Result<()> {
+pub(crate) fn run_worker(warmup: Duration) -> io::Result<()> {
     let pid = std::process::id();
     let slot: Option<u64> = std::env::var("KENNEL_SLOT")
         .ok()
@@ -148,7 +145,7 @@ fn answer(request: &Value, pid: u32, slot: Option<u64>, served: u64) -> Value {
 }
 
 /// The sum of `sqrt(i)` for `i < n`.
-pub fn sum_of_roots(n: u64) -> f64 {
+pub(crate) fn sum_of_roots(n: u64) -> f64 {
     let mut value = 0.0;
     for i in 0..n {
         #[allow(clippy::cast_precision_loss)]

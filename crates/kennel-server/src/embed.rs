@@ -12,7 +12,7 @@
 //! use axum::{Json, Router, routing::post};
 //! use kennel::{Fixed, Pool};
 //! use kennel_process::{Coprocess, CoprocessSpec};
-//! use kennel_server::embed::{PoolHandle, WorkerPool};
+//! use kennel_server::{PoolHandle, WorkerPool};
 //! use kennel_server::ApiError;
 //! use serde_json::Value;
 //!

@@ -28,7 +28,7 @@ use crate::config::LogFormat;
 use crate::state::AppState;
 
 /// How many log lines may wait for stderr before new ones are dropped.
-pub const LOG_BUFFER_LINES: usize = 8_192;
+pub(crate) const LOG_BUFFER_LINES: usize = 8_192;
 
 /// The longest path an access log line shows; longer ones are cut.
 const ACCESS_PATH_CHARS: usize = 256;
@@ -39,13 +39,13 @@ static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
 /// most a second) and stops the thread. Hold it until the process ends.
 #[derive(Debug)]
 #[must_use = "dropping the guard stops the log writer"]
-pub struct LogGuard(#[allow(dead_code)] WorkerGuard);
+pub(crate) struct LogGuard(#[allow(dead_code)] WorkerGuard);
 
 /// Installs the process's log subscriber: `format` lines on stderr through
 /// the non-blocking writer, filtered by `RUST_LOG` or else by `default`.
 /// Later calls install nothing (the first subscriber stays) but return a
 /// guard all the same.
-pub fn init(format: LogFormat, default: &str) -> LogGuard {
+pub(crate) fn init(format: LogFormat, default: &str) -> LogGuard {
     let (writer, guard) = NonBlockingBuilder::default()
         .lossy(true)
         .buffered_lines_limit(LOG_BUFFER_LINES)
@@ -70,19 +70,19 @@ pub fn init(format: LogFormat, default: &str) -> LogGuard {
 }
 
 /// Log lines dropped so far because stderr did not keep up.
-pub fn dropped_lines() -> u64 {
+pub(crate) fn dropped_lines() -> u64 {
     DROPPED
         .get()
         .map_or(0, |c| u64::try_from(c.dropped_lines()).unwrap_or(u64::MAX))
 }
 
 /// How long [`eprint_bounded`] waits for stderr to take its line.
-pub const LAST_LINE_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const LAST_LINE_WAIT: Duration = Duration::from_secs(2);
 
 /// Writes `text` to stdout from a thread of its own and returns at once:
 /// a stdout that is slow or never read holds up that thread only, which
 /// the end of the process ends.
-pub fn print_detached(text: String) {
+pub(crate) fn print_detached(text: String) {
     let spawned = std::thread::Builder::new()
         .name("kennel-stdout".into())
         .spawn(move || {
@@ -97,7 +97,7 @@ pub fn print_detached(text: String) {
 /// Writes `text` to stderr, waiting for it at most [`LAST_LINE_WAIT`]: a
 /// line written on the way out (an error) does not keep the process from
 /// ending when nobody reads stderr.
-pub fn eprint_bounded(text: &str) {
+pub(crate) fn eprint_bounded(text: &str) {
     let text = text.to_owned();
     let (done, written) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new()

@@ -20,7 +20,7 @@ use crate::state::AppState;
 /// Histogram buckets, in seconds: from 1 ms to 5 minutes, finer from
 /// 0.5 s to 5 s where costly jobs often take (`server.histogram_buckets`
 /// sets others).
-pub const BUCKETS: &[f64] = &[
+pub(crate) const BUCKETS: &[f64] = &[
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.5,
     10.0, 30.0, 60.0, 300.0,
 ];
@@ -47,7 +47,7 @@ pub fn install() -> PrometheusHandle {
 /// # Panics
 ///
 /// When `buckets` is empty.
-pub fn install_with(buckets: &[f64]) -> PrometheusHandle {
+pub(crate) fn install_with(buckets: &[f64]) -> PrometheusHandle {
     HANDLE
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()

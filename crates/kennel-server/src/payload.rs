@@ -19,14 +19,14 @@ use serde_json::{Map, Value, json};
 use crate::error::ApiError;
 
 /// The most parts a multipart body may have.
-pub const MAX_PARTS: usize = 64;
+pub(crate) const MAX_PARTS: usize = 64;
 
 /// The name of the part that holds the job's JSON in a multipart body.
-pub const JSON_PART: &str = "json";
+pub(crate) const JSON_PART: &str = "json";
 
 /// The limits of one body, in bytes.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// A JSON body (the server's `body_limit`).
     pub json: usize,
     /// A binary one, before base64 (the pool's `upload_limit`).
@@ -43,7 +43,11 @@ pub struct Limits {
 /// # Cancel safety
 ///
 /// Dropping it drops the body half read; nothing else is held.
-pub async fn job_of(headers: &HeaderMap, body: Body, limits: Limits) -> Result<Value, ApiError> {
+pub(crate) async fn job_of(
+    headers: &HeaderMap,
+    body: Body,
+    limits: Limits,
+) -> Result<Value, ApiError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

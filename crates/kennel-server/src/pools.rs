@@ -17,11 +17,11 @@ use crate::watch::Watch;
 /// How many workers a pool runs when its entry gives no `sizing`: a small
 /// fixed number, since a worker may hold gigabytes (ADR 0024). More, or
 /// one per CPU, is asked for with `sizing`.
-pub const DEFAULT_WORKERS: usize = 2;
+pub(crate) const DEFAULT_WORKERS: usize = 2;
 
 /// The most workers `pool` may run by its sizing at start: a fixed
 /// number, or one per CPU for the kinds that read the machine.
-pub fn max_workers(pool: &PoolConfig) -> usize {
+pub(crate) fn max_workers(pool: &PoolConfig) -> usize {
     match pool.sizing {
         None => DEFAULT_WORKERS,
         Some(SizingConfig::Fixed { workers }) => workers,
@@ -32,7 +32,7 @@ pub fn max_workers(pool: &PoolConfig) -> usize {
 /// How to start one worker of `pool`: its argv (with `@kennel` replaced by
 /// `self_exe`), environment (less `env_remove`, and only `env_keep` of
 /// the server's own under `env_clear`), directory and protocol limits.
-pub fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpec {
+pub(crate) fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpec {
     let mut spec = CoprocessSpec::new(pool.resolved_argv(self_exe))
         .close_grace(pool.worker_close_grace.0)
         .ready(match pool.ready {
@@ -86,7 +86,10 @@ pub fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpec {
 /// # Panics
 ///
 /// When called outside a tokio runtime.
-pub fn build_pool(pool: &PoolConfig, self_exe: &Path) -> Result<Pool<Coprocess>, BuildError> {
+pub(crate) fn build_pool(
+    pool: &PoolConfig,
+    self_exe: &Path,
+) -> Result<Pool<Coprocess>, BuildError> {
     build_watched_pool(pool, self_exe, &Watch::default())
 }
 
@@ -100,7 +103,7 @@ pub fn build_pool(pool: &PoolConfig, self_exe: &Path) -> Result<Pool<Coprocess>,
 /// # Panics
 ///
 /// When called outside a tokio runtime.
-pub fn build_watched_pool(
+pub(crate) fn build_watched_pool(
     pool: &PoolConfig,
     self_exe: &Path,
     watch: &Watch,

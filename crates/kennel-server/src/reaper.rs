@@ -28,7 +28,7 @@ use crate::rundir::{Reaped, RunDir};
 /// How long the reaper tries to take the run directory's lock once the
 /// server is gone. The lock of a dead server goes at once; one still held
 /// after this is another server's, which reaps the directory itself.
-pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// How often the reaper tries the lock meanwhile.
 const LOCK_RETRY: Duration = Duration::from_millis(20);
@@ -36,8 +36,9 @@ const LOCK_RETRY: Duration = Duration::from_millis(20);
 /// The reaper of a running server: dropping it (the server's end) closes
 /// the pipe, and the reaper reaps.
 #[derive(Debug)]
-pub struct Reaper {
-    child: Child,
+pub(crate) struct Reaper {
+    /// The reaper process, waited for by no one: it outlives this one.
+    _child: Child,
     /// The write end of the pipe: never written, closed on drop.
     pipe: Option<ChildStdin>,
 }
@@ -49,7 +50,7 @@ impl Reaper {
     /// # Errors
     ///
     /// The process cannot be started.
-    pub fn spawn(exe: &Path, run_dir: &Path) -> io::Result<Self> {
+    pub(crate) fn spawn(exe: &Path, run_dir: &Path) -> io::Result<Self> {
         use std::os::unix::process::CommandExt;
         let mut child = Command::new(exe)
             .arg("reaper")
@@ -61,12 +62,10 @@ impl Reaper {
             .process_group(0)
             .spawn()?;
         let pipe = child.stdin.take();
-        Ok(Self { child, pipe })
-    }
-
-    /// The reaper's process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+        Ok(Self {
+            _child: child,
+            pipe,
+        })
     }
 }
 
@@ -87,7 +86,7 @@ impl Drop for Reaper {
 /// # Errors
 ///
 /// The run directory cannot be read.
-pub fn watch(run_dir: &Path) -> io::Result<Option<Reaped>> {
+pub(crate) fn watch(run_dir: &Path) -> io::Result<Option<Reaped>> {
     let mut sink = [0u8; 64];
     let mut stdin = io::stdin().lock();
     loop {
@@ -109,7 +108,7 @@ pub fn watch(run_dir: &Path) -> io::Result<Option<Reaped>> {
 /// # Errors
 ///
 /// As [`RunDir::open`], but for a lock held by another process.
-pub fn open_within(run_dir: &Path, wait: Duration) -> io::Result<Option<(RunDir, Reaped)>> {
+pub(crate) fn open_within(run_dir: &Path, wait: Duration) -> io::Result<Option<(RunDir, Reaped)>> {
     let path: PathBuf = run_dir.to_owned();
     let deadline = Instant::now() + wait;
     loop {

@@ -25,14 +25,14 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::config::{Config, PoolConfig};
+use crate::error::{ApiError, with_last_words};
+use crate::pools::build_watched_pool;
+use crate::watch::{Watch, last_words};
 use anyhow::Context;
 use futures_util::StreamExt;
 use kennel::Pool;
 use kennel_process::{Coprocess, StderrTail};
-use kennel_server::config::{Config, PoolConfig};
-use kennel_server::pools::build_watched_pool;
-use kennel_server::watch::{Watch, last_words};
-use kennel_server::{ApiError, with_last_words};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::task::AbortOnDropHandle;
@@ -90,7 +90,7 @@ fn refuse_output_over_input(jobs: &Path, output: &Path) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let config = crate::load_config(args.config.as_ref())?;
+    let config = crate::command::load_config(args.config.as_ref())?;
     let pool_config = choose_pool(&config, args.pool.as_deref())?;
     let from_stdin = args.jobs.as_os_str() == "-";
     if let (false, Some(output)) = (from_stdin, &args.output) {
@@ -131,7 +131,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     batch_config.options.max_queue_wait = None;
     batch_config.options.max_waiting = Some(crate::cli::MAX_CONCURRENCY as usize);
     let watch = Watch::default();
-    let pool = build_watched_pool(&batch_config, &crate::self_exe()?, &watch)
+    let pool = build_watched_pool(&batch_config, &crate::command::self_exe()?, &watch)
         .map_err(|e| anyhow::anyhow!("`pool` {:?}: {e}", pool_config.name))?;
     let capacity = pool.stats().capacity.max(1);
     let concurrency = args.concurrency.map_or(capacity * 2, |n| n as usize);

@@ -7,12 +7,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::{Config, RuntimeThreads};
+use crate::http::{ConnOptions, ConnectionBudget, HostPolicy};
+use crate::reaper::Reaper;
+use crate::rundir::{Reaped, RunDir, default_run_dir};
+use crate::{AppState, metrics};
 use anyhow::Context;
-use kennel_server::config::{Config, RuntimeThreads};
-use kennel_server::http::{ConnOptions, ConnectionBudget, HostPolicy};
-use kennel_server::reaper::Reaper;
-use kennel_server::rundir::{Reaped, RunDir, default_run_dir};
-use kennel_server::{AppState, metrics};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::cli::ServeArgs;
@@ -36,15 +36,14 @@ const AFTER_KILL: Duration = Duration::from_secs(5);
 /// the runtime).
 pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<ExitCode> {
     let format = args.log_format.unwrap_or(config.server.log_format);
-    let _log = kennel_server::logs::init(format, SERVE_FILTER);
+    let _log = crate::logs::init(format, SERVE_FILTER);
     let addr = args.listen.unwrap_or_else(|| config.listen());
     let token = config.server.token().map_err(anyhow::Error::msg)?;
     if token.is_none() && !addr.ip().is_loopback() {
         tracing::warn!(target: "kennel_server", %addr, "listening beyond loopback with no bearer token (set server.token_env)");
     }
     // Bind first: a busy port fails before any worker starts.
-    let listener =
-        kennel_server::http::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
+    let listener = crate::http::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("no local address")?;
     let mut signals = Signals::watch()?;
     // Before any worker starts: kill what a dead predecessor left.
@@ -55,7 +54,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
         .unwrap_or_else(|| default_run_dir(local.port()));
     // The reaper of a server that just ended may hold the lock a moment.
     let opened = tokio::task::block_in_place(|| {
-        kennel_server::reaper::open_within(&run_path, std::time::Duration::from_secs(1))
+        crate::reaper::open_within(&run_path, std::time::Duration::from_secs(1))
     })
     .with_context(|| format!("cannot use the run directory {}", run_path.display()))?;
     let Some((run_dir, reaped)) = opened else {
@@ -66,7 +65,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
     };
     let run_dir = Arc::new(run_dir);
     // Kills what the workers' children leave if this process is killed.
-    let reaper = match Reaper::spawn(&crate::self_exe()?, run_dir.path()) {
+    let reaper = match Reaper::spawn(&crate::command::self_exe()?, run_dir.path()) {
         Ok(reaper) => Some(reaper),
         Err(err) => {
             tracing::warn!(target: "kennel_server", %err, "cannot start the reaper: if the server is killed, its workers' children live until the next server starts");
@@ -107,7 +106,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
         || "<built-in demo config>".to_owned(),
         |p| p.display().to_string(),
     );
-    let self_exe = crate::self_exe()?;
+    let self_exe = crate::command::self_exe()?;
     state
         .start_pools(&config, &self_exe)
         .await
@@ -137,9 +136,9 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
         max_connections: budget.connections,
     };
     // The server task ends when dropped, if it has not by itself.
-    let mut server = AbortOnDropHandle::new(tokio::spawn(kennel_server::http::serve(
+    let mut server = AbortOnDropHandle::new(tokio::spawn(crate::http::serve(
         listener,
-        kennel_server::app(state.clone()),
+        crate::app(state.clone()),
         options,
         state.shutdown_signal(),
     )));
@@ -229,11 +228,7 @@ async fn reload(state: &AppState, source: &str) {
 /// when the descriptor limit leaves less beside the pools' workers.
 fn connection_budget(config: &Config) -> ConnectionBudget {
     let wanted = config.server.max_connections;
-    let workers: usize = config
-        .pools
-        .iter()
-        .map(kennel_server::pools::max_workers)
-        .sum();
+    let workers: usize = config.pools.iter().map(crate::pools::max_workers).sum();
     let budget = ConnectionBudget::settle(wanted, workers);
     if budget.cut_below(wanted) {
         tracing::warn!(
@@ -293,5 +288,5 @@ fn announce(
             "try: curl -s -X POST http://{addr}/pools/demo/jobs -d '{{\"iterations\": 1000000}}'"
         );
     }
-    kennel_server::logs::print_detached(out);
+    crate::logs::print_detached(out);
 }

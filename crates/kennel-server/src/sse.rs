@@ -32,12 +32,11 @@ use serde::Deserialize;
 use tokio::sync::broadcast;
 
 use crate::error::ApiError;
-pub use crate::events::event_json;
 use crate::events::{KEEP_ALIVE, lagged};
 use crate::state::AppState;
 
 /// How often an idle stream sends a keep-alive comment.
-pub const KEEP_ALIVE_EVERY: Duration = Duration::from_secs(15);
+pub(crate) const KEEP_ALIVE_EVERY: Duration = Duration::from_secs(15);
 
 /// `?pool=NAME&since=N`.
 #[derive(Debug, Deserialize)]

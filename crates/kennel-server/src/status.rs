@@ -13,13 +13,13 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::ops::workers::{WorkerJson, WorkersBody};
 use anyhow::{Context, bail};
 use axum::body::Bytes;
 use axum::http::{Request, Uri, header};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use kennel_server::ops::workers::{WorkerJson, WorkersBody};
 use serde_json::Value;
 
 use crate::cli::StatusArgs;
@@ -102,7 +102,7 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
 /// The server's base URL and the token to send.
 fn target(args: &StatusArgs) -> anyhow::Result<(String, Option<String>)> {
     let config = match &args.config {
-        Some(p) => Some(kennel_server::Config::load(p)?),
+        Some(p) => Some(crate::Config::load(p)?),
         None => None,
     };
     let base = match (&args.url, &config) {

@@ -21,11 +21,11 @@ use crate::error::ApiError;
 
 /// How many progress items may wait for a slow client; more are dropped
 /// (the reply never is).
-pub const PROGRESS_BUFFER: usize = 256;
+pub(crate) const PROGRESS_BUFFER: usize = 256;
 
 /// What the client asked for in its `Accept` header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// The reply only, as JSON (a plain request).
     Plain,
     /// Server-sent events: `progress` events, then one `result` (or
@@ -40,7 +40,7 @@ impl Answer {
     /// Reads the `Accept` header: `text/event-stream` or
     /// `application/x-ndjson` (the first one named) stream; anything else
     /// is plain.
-    pub fn of(headers: &HeaderMap) -> Self {
+    pub(crate) fn of(headers: &HeaderMap) -> Self {
         let accept = headers
             .get_all(header::ACCEPT)
             .iter()
@@ -66,7 +66,7 @@ impl Answer {
 
 /// The reply as the worker wrote it, as a 200 `application/json`: its
 /// bytes become the body, not copied.
-pub fn raw_json(reply: JsonBytes) -> Response {
+pub(crate) fn raw_json(reply: JsonBytes) -> Response {
     let mut response = Response::new(Body::from(reply.into_bytes()));
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -89,7 +89,7 @@ type Job = Pin<Box<dyn Future<Output = Result<JsonBytes, ApiError>> + Send>>;
 /// a job that already holds a worker to a task of its own, which lets it
 /// finish). Once the answer is a stream, the job runs inside the response
 /// body and ends when the client hangs up.
-pub async fn respond<F, Fut>(answer: Answer, job: F) -> Response
+pub(crate) async fn respond<F, Fut>(answer: Answer, job: F) -> Response
 where
     F: FnOnce(Option<mpsc::Sender<Progress>>) -> Fut,
     Fut: Future<Output = Result<JsonBytes, ApiError>> + Send + 'static,

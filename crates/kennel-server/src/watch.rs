@@ -21,7 +21,7 @@ const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
 
 /// What the service keeps of one pool's workers. Cheap to clone.
 #[derive(Clone, Default)]
-pub struct Watch {
+pub(crate) struct Watch {
     inner: Arc<Inner>,
 }
 
@@ -44,7 +44,7 @@ impl fmt::Debug for Watch {
 
 impl Watch {
     /// A watch that records each worker's group in `run_dir`, if given.
-    pub fn new(run_dir: Option<Arc<RunDir>>) -> Self {
+    pub(crate) fn new(run_dir: Option<Arc<RunDir>>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 recent: Mutex::new(VecDeque::new()),
@@ -61,7 +61,7 @@ impl Watch {
     /// # Panics
     ///
     /// When called outside a tokio runtime.
-    pub fn started(&self, slot: usize, worker: &Coprocess) {
+    pub(crate) fn started(&self, slot: usize, worker: &Coprocess) {
         {
             let mut recent = self.recent();
             recent.push_back((slot, worker.stderr_tail()));
@@ -83,7 +83,7 @@ impl Watch {
 
     /// Kills every live worker of the pool at once (SIGKILL to each
     /// process group), without waiting: for a second stop signal.
-    pub fn kill_all(&self) {
+    pub(crate) fn kill_all(&self) {
         let killers: Vec<Killer> = self.live().values().cloned().collect();
         for k in killers {
             k.kill();
@@ -100,7 +100,7 @@ impl Watch {
     /// The last words of the most recently started worker whose stderr has
     /// closed with something on it: while a pool is broken, the worker
     /// whose start failed last. Empty when there is none.
-    pub fn last_failed_words(&self) -> Vec<String> {
+    pub(crate) fn last_failed_words(&self) -> Vec<String> {
         self.recent()
             .iter()
             .rev()
@@ -112,7 +112,7 @@ impl Watch {
     /// The stderr tail of the last worker started in `slot`: for a failed
     /// warm-up the pool reported without the worker's own error (it saw the
     /// worker exit first).
-    pub fn tail_of(&self, slot: usize) -> Option<StderrTail> {
+    pub(crate) fn tail_of(&self, slot: usize) -> Option<StderrTail> {
         self.recent()
             .iter()
             .rev()
@@ -138,7 +138,7 @@ impl Watch {
 /// # Cancel safety
 ///
 /// Cancel safe: it only waits, then reads.
-pub async fn last_words(tail: Option<&StderrTail>) -> Vec<String> {
+pub(crate) async fn last_words(tail: Option<&StderrTail>) -> Vec<String> {
     let Some(tail) = tail else {
         return Vec::new();
     };

@@ -12,8 +12,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
-use kennel_server::config::PoolConfig;
-use kennel_server::{AppState, Config, app, metrics};
+use kennel_server::{AppState, Config, Source, app, install_metrics};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -43,12 +42,12 @@ async fn call(router: &Router, req: Request<Body>) -> (StatusCode, HeaderMap, Va
 
 /// A pool whose worker notes its start in `counter`, says why it cannot
 /// start on stderr, and exits before its ready line.
-fn broken_pool(counter: &Path) -> PoolConfig {
+fn broken_pool(counter: &Path) -> String {
     let script = format!(
         "echo $$ >> '{}'; echo '{LAST_WORDS}' >&2; exit 1",
         counter.display()
     );
-    PoolConfig::new("model", ["sh".to_owned(), "-c".to_owned(), script])
+    format!("[[pool]]\nname = \"model\"\nargv = [\"sh\", \"-c\", {script:?}]\n")
 }
 
 fn starts(counter: &Path) -> usize {
@@ -62,9 +61,8 @@ async fn a_pool_whose_worker_exits_at_start_is_unavailable_with_its_last_words()
     std::fs::create_dir_all(&dir).unwrap();
     let counter = dir.join("starts");
     let _ = std::fs::remove_file(&counter);
-    let state = AppState::builder().metrics(metrics::install()).build();
-    let mut config = Config::default();
-    config.pools = vec![broken_pool(&counter)];
+    let state = AppState::builder().metrics(install_metrics()).build();
+    let config = parse(&broken_pool(&counter));
     state
         .start_pools(&config, Path::new(env!("CARGO_BIN_EXE_kennel")))
         .await
@@ -143,22 +141,26 @@ async fn a_pool_whose_worker_exits_at_start_is_unavailable_with_its_last_words()
 
 /// A pool whose first job crashes its worker (it says why on stderr); every
 /// later one is echoed. `marker` remembers the crash across workers.
-fn crash_once_pool(marker: &Path, retry_on_crash: u32) -> PoolConfig {
+fn crash_once_pool(marker: &Path, retry_on_crash: u32) -> String {
     let script = format!(
         "echo '{{\"ready\":true}}'; while read line; do \
            if [ ! -e '{m}' ]; then touch '{m}'; echo 'segmentation fault in libmodel.so' >&2; exit 139; fi; \
            echo \"$line\"; done",
         m = marker.display()
     );
-    let mut pool = PoolConfig::new("flaky", ["sh".to_owned(), "-c".to_owned(), script]);
-    pool.options.retry_on_crash = retry_on_crash;
-    pool
+    format!(
+        "[[pool]]\nname = \"flaky\"\nargv = [\"sh\", \"-c\", {script:?}]\nretry_on_crash = {retry_on_crash}\n"
+    )
 }
 
-async fn one_job(pool: PoolConfig, tag: &str) -> (StatusCode, Value) {
-    let state = AppState::builder().metrics(metrics::install()).build();
-    let mut config = Config::default();
-    config.pools = vec![pool];
+/// A config of `toml`'s pools.
+fn parse(toml: &str) -> Config {
+    Config::parse(toml, &Source::inline("test.toml")).unwrap()
+}
+
+async fn one_job(pool: String, tag: &str) -> (StatusCode, Value) {
+    let state = AppState::builder().metrics(install_metrics()).build();
+    let config = parse(&pool);
     state
         .start_pools(&config, Path::new(env!("CARGO_BIN_EXE_kennel")))
         .await

@@ -9,8 +9,7 @@ use axum::{Json, Router};
 use http_body_util::BodyExt;
 use kennel::{Fixed, Pool};
 use kennel_process::{Coprocess, CoprocessSpec};
-use kennel_server::ApiError;
-use kennel_server::embed::{PoolHandle, WorkerPool};
+use kennel_server::{ApiError, PoolHandle, WorkerPool};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 

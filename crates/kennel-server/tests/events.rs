@@ -1,12 +1,12 @@
 //! `/events` over a real socket: late subscribers replay, pids come with
-//! the workers' events, rejections come as counts, a subscriber that stops
-//! reading is let go with a last `lagged` event.
+//! the workers' events, rejections come as counts. (A subscriber that
+//! stops reading: `src/events/lag_tests.rs`.)
 
 #![cfg(target_os = "linux")]
 
 mod served;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -167,73 +167,4 @@ fn rejections_come_as_one_count_a_second() {
     // The log has a summary, not a line per rejection.
     let log = server.log();
     assert!(!log.contains("job rejected"), "{log}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_subscriber_that_stops_reading_is_let_go_with_a_last_lagged_event() {
-    let state = kennel_server::AppState::empty();
-    let listener = kennel_server::http::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = kennel_server::app(state.clone());
-    let server = tokio::spawn(kennel_server::http::serve(
-        listener,
-        router,
-        kennel_server::http::ConnOptions::default(),
-        std::future::pending(),
-    ));
-    // The answer's head comes once the subscription is made: read it (one
-    // byte at a time, so that nothing of the body is taken), then read no
-    // more.
-    let mut slow = tokio::task::spawn_blocking(move || {
-        let mut s = subscribe(addr, "/events", "Connection: close\r\n");
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") {
-            assert_eq!(
-                s.read(&mut byte).unwrap(),
-                1,
-                "the stream ended in its head"
-            );
-            head.push(byte[0]);
-        }
-        assert!(
-            head.starts_with(b"HTTP/1.1 200"),
-            "{}",
-            String::from_utf8_lossy(&head)
-        );
-        s
-    })
-    .await
-    .unwrap();
-    // Far more than the subscriber's buffer and the socket's, unread.
-    let pool: Arc<str> = "p".into();
-    let ring = kennel_server::events::Ring::default();
-    let big = "x".repeat(4096);
-    for i in 0..(kennel_server::events::EVENT_BUFFER * 8) {
-        state
-            .events()
-            .publish(&ring, &pool, "pool:warning", json!({ "i": i, "pad": big }));
-        if i % 256 == 0 {
-            tokio::task::yield_now().await;
-        }
-    }
-    let tail = tokio::task::spawn_blocking(move || {
-        let mut all = Vec::new();
-        let _ = slow.read_to_end(&mut all);
-        String::from_utf8_lossy(&all).into_owned()
-    })
-    .await
-    .unwrap();
-    let last = tail
-        .trim_end()
-        .rsplit("\n\n")
-        .find(|f| f.contains("event:"))
-        .unwrap();
-    assert!(
-        last.contains("event: lagged"),
-        "{}",
-        &tail[tail.len().saturating_sub(500)..]
-    );
-    assert!(last.contains("\"missed\":"), "{last}");
-    server.abort();
 }

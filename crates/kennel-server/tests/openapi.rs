@@ -11,8 +11,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
-use kennel_server::config::{PoolConfig, SizingConfig, StartupKind};
-use kennel_server::{AppState, Config, app, metrics};
+use kennel_server::{AppState, Config, Source, app, install_metrics};
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -205,12 +204,12 @@ fn properties(doc: &Value, reference: &str) -> (BTreeSet<String>, BTreeSet<Strin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_body_the_document_describes_is_the_one_its_route_answers() {
     let doc = document().await;
-    let state = AppState::builder().metrics(metrics::install()).build();
-    let mut pool = PoolConfig::new("demo", ["@kennel", "worker", "demo", "--warmup", "10ms"]);
-    pool.startup = StartupKind::Parallel;
-    pool.sizing = Some(SizingConfig::Fixed { workers: 1 });
-    let mut config = Config::default();
-    config.pools = vec![pool];
+    let state = AppState::builder().metrics(install_metrics()).build();
+    let config = Config::parse(
+        "[[pool]]\nname = \"demo\"\nargv = [\"@kennel\", \"worker\", \"demo\", \"--warmup\", \"10ms\"]\nstartup = \"parallel\"\nsizing = { kind = \"fixed\", workers = 1 }\n",
+        &Source::inline("test.toml"),
+    )
+    .unwrap();
     state.start_pools(&config, kennel_bin()).await.unwrap();
     let router = app(state.clone());
     // A first job: the pool has had its first ready worker, so it is ready.

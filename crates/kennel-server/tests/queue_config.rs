@@ -5,11 +5,8 @@
 mod support;
 
 use std::process::Command;
-use std::time::Duration;
 
-use kennel_server::Config;
-use kennel_server::config::Source;
-use kennel_server::queue::QueueConfig;
+use kennel_server::{Config, Source};
 
 fn parse(queue: &str) -> Result<Config, String> {
     let text = format!("[[pool]]\nname = \"echo\"\nargv = [\"cat\"]\n\n[pool.queue]\n{queue}\n");
@@ -18,20 +15,6 @@ fn parse(queue: &str) -> Result<Config, String> {
 
 const REQUIRED: &str =
     "nats = \"nats://127.0.0.1:4222\"\nstream = \"JOBS\"\nsubject = \"jobs.echo\"";
-
-#[test]
-fn a_queue_with_its_three_required_keys_takes_every_default() {
-    let config = parse(REQUIRED).unwrap();
-    let queue = config.pools[0].queue.clone().unwrap();
-    assert_eq!(
-        queue,
-        QueueConfig::new("nats://127.0.0.1:4222", "JOBS", "jobs.echo")
-    );
-    assert_eq!(queue.durable_name("echo"), "echo");
-    assert_eq!(queue.ack_wait.0, Duration::from_secs(30));
-    assert_eq!(queue.max_deliver, 5);
-    assert!(queue.create && queue.job_meta);
-}
 
 #[test]
 fn a_bad_queue_key_is_refused_at_its_key_with_what_is_allowed() {

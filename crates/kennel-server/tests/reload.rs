@@ -145,3 +145,107 @@ fn sighup_applies_an_edited_file_and_refuses_a_broken_one() {
     );
     eprintln!("POST /reload: {done}");
 }
+
+/// Rewrites `path` in place as an editor without atomic rename does:
+/// truncated, then written a byte at a time with a pause after each.
+fn rewrite_in_place(path: &std::path::Path, text: &str) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).unwrap();
+    for byte in text.as_bytes() {
+        file.write_all(&[*byte]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_file_rewritten_in_place_under_sighups_fails_no_job_of_a_pool_in_every_version() {
+    // `steady` comes first with only the keys it needs, the same in every
+    // version; `other` changes, goes and comes back.
+    let steady = "[[pool]]\nname = \"steady\"\nargv = [\"@kennel\", \"worker\", \"demo\", \"--warmup\", \"0s\"]\n";
+    let versions = [
+        format!("{SERVER}{steady}{}", demo_pool("other", 1)),
+        format!("{SERVER}{steady}{}", demo_pool("other", 2)),
+        format!("{SERVER}{steady}"),
+        format!(
+            "{SERVER}{steady}{}{}",
+            demo_pool("other", 1),
+            demo_pool("third", 1)
+        ),
+    ];
+    let server = Server::start("reload-in-place", &versions[0], &[], &[], Stderr::Collected);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (ok, failed) = std::thread::scope(|s| {
+        let jobs = s.spawn(|| {
+            let (mut ok, mut failed) = (0, Vec::new());
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let a = server.http("POST", "/pools/steady/jobs", &[], r#"{"iterations": 1000}"#);
+                if a.status == 200 {
+                    ok += 1;
+                } else {
+                    failed.push(format!("{} {}", a.status, a.body));
+                }
+            }
+            (ok, failed)
+        });
+        let hups = s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                server.signal(Signal::SIGHUP);
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        for round in 0..2 {
+            for text in versions.iter().skip(usize::from(round == 0)) {
+                rewrite_in_place(&server.config, text);
+            }
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        hups.join().unwrap();
+        jobs.join().unwrap()
+    });
+    assert!(
+        failed.is_empty(),
+        "{} of {} failed: {failed:?}",
+        failed.len(),
+        ok + failed.len()
+    );
+    assert!(ok > 0);
+    // The last version is applied once the SIGHUPs have been answered.
+    server.signal(Signal::SIGHUP);
+    server.eventually("the last version is applied", || {
+        pools(&server)
+            == [
+                ("other".into(), 1),
+                ("steady".into(), 2),
+                ("third".into(), 1),
+            ]
+    });
+}
+
+#[test]
+fn an_empty_file_is_refused_and_no_pool_at_all_is_not_ready() {
+    let first = format!("{SERVER}{}", demo_pool("demo", 1));
+    let server = Server::start("reload-empty", &first, &[], &[], Stderr::Collected);
+    std::fs::write(&server.config, "").unwrap();
+    server.signal(Signal::SIGHUP);
+    server.eventually("the refusal is logged", || {
+        server.log().contains("the file has no [[pool]]")
+    });
+    let a = server.http("POST", "/pools/demo/jobs", &[], "{}");
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(server.http("GET", "/readyz", &[], "").status, 200);
+
+    // Said explicitly: every pool goes, and the service is not ready.
+    std::fs::write(&server.config, format!("{SERVER}allow_no_pools = true\n")).unwrap();
+    let a = server.http("POST", "/reload", &[], "");
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(
+        a.json()["pools"],
+        serde_json::json!({"demo": {"done": "removed"}})
+    );
+    let ready = server.http("GET", "/readyz", &[], "");
+    assert_eq!(ready.status, 503, "{}", ready.body);
+    assert_eq!(
+        ready.json(),
+        serde_json::json!({"status": "unavailable", "pools": {}})
+    );
+}

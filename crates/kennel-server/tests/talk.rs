@@ -11,11 +11,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
-use kennel_server::config::HumanSize;
-use kennel_server::config::{
-    InitializeConfig, PoolConfig, ProtocolKind, SizingConfig, StartupKind,
-};
-use kennel_server::{AppState, Config, app};
+use kennel_server::{AppState, Config, Source, app};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -25,24 +21,27 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn sdk_pool(name: &str, framing: &str) -> PoolConfig {
+/// The SDK's test worker speaking `framing`, with more `keys` (one a
+/// line), as a `[[pool]]` table.
+fn sdk_pool(name: &str, framing: &str, keys: &str) -> String {
     let worker = repo().join("sdk/python/tests/worker.py");
-    let mut p = PoolConfig::new(name, ["python3".to_owned(), worker.display().to_string()]);
-    p.env.insert("KENNEL_FRAMING".into(), framing.into());
-    p.protocol = match framing {
-        "json-rpc" => ProtocolKind::JsonRpc,
-        "content-length" => ProtocolKind::ContentLength,
-        _ => ProtocolKind::JsonLines,
-    };
-    p.startup = StartupKind::Parallel;
-    p.sizing = Some(SizingConfig::Fixed { workers: 1 });
-    p
+    pool(
+        name,
+        &format!("[\"python3\", {:?}]", worker.display().to_string()),
+        &format!("env = {{ KENNEL_FRAMING = \"{framing}\" }}\nprotocol = \"{framing}\"\n{keys}"),
+    )
 }
 
-async fn router(pools: Vec<PoolConfig>) -> (Router, AppState) {
+/// A `[[pool]]` table of `argv` (TOML) started at once with one worker.
+fn pool(name: &str, argv: &str, keys: &str) -> String {
+    format!(
+        "[[pool]]\nname = \"{name}\"\nargv = {argv}\nstartup = \"parallel\"\nsizing = {{ kind = \"fixed\", workers = 1 }}\n{keys}\n"
+    )
+}
+
+async fn router(pools: Vec<String>) -> (Router, AppState) {
     let state = AppState::builder().build();
-    let mut config = Config::default();
-    config.pools = pools;
+    let config = Config::parse(&pools.concat(), &Source::inline("test.toml")).unwrap();
     state
         .start_pools(&config, Path::new(env!("CARGO_BIN_EXE_kennel")))
         .await
@@ -91,7 +90,7 @@ fn events(text: &str) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn an_event_stream_client_gets_the_progress_then_the_result() {
-    let (app, state) = router(vec![sdk_pool("talk", "json-lines")]).await;
+    let (app, state) = router(vec![sdk_pool("talk", "json-lines", "")]).await;
     let job = json!({"op": "progress", "steps": 3});
     let (status, kind, body) = send(
         &app,
@@ -119,12 +118,12 @@ async fn an_event_stream_client_gets_the_progress_then_the_result() {
         (status, kind.as_str(), body.as_str()),
         (StatusCode::OK, "application/json", r#"{"done":true}"#)
     );
-    state.pools().close_all().await;
+    state.close().await;
 }
 
 #[tokio::test]
 async fn an_ndjson_client_gets_one_line_per_progress_item_then_the_result() {
-    let (app, state) = router(vec![sdk_pool("talk", "json-rpc")]).await;
+    let (app, state) = router(vec![sdk_pool("talk", "json-rpc", "")]).await;
     let job = json!({"method": "progress", "params": {"steps": 2}});
     let (status, kind, body) = send(
         &app,
@@ -143,17 +142,18 @@ async fn an_ndjson_client_gets_one_line_per_progress_item_then_the_result() {
     assert_eq!(lines[0]["progress"], 1);
     assert_eq!(lines[1]["progress"], 2);
     assert_eq!(lines[2], json!({"result": {"done": true}}));
-    state.pools().close_all().await;
+    state.close().await;
 }
 
 #[tokio::test]
 async fn a_worker_error_with_status_422_answers_422_with_its_fields() {
     for framing in ["json-lines", "json-rpc", "content-length"] {
-        let mut pool = sdk_pool("talk", framing);
-        if framing != "json-lines" {
-            pool.method = Some("error".into());
-        }
-        let (app, state) = router(vec![pool]).await;
+        let method = if framing == "json-lines" {
+            ""
+        } else {
+            "method = \"error\""
+        };
+        let (app, state) = router(vec![sdk_pool("talk", framing, method)]).await;
         let (status, _, body) = send(
             &app,
             post("/pools/talk/jobs", &json!({"op": "error"}), None),
@@ -185,23 +185,21 @@ async fn a_worker_error_with_status_422_answers_422_with_its_fields() {
             StatusCode::UNPROCESSABLE_ENTITY,
             "an error before any progress keeps its status: {text}"
         );
-        state.pools().close_all().await;
+        state.close().await;
     }
 }
 
 #[tokio::test]
 async fn a_worker_error_status_outside_4xx_and_5xx_answers_500() {
     let worker = "import json,sys\nprint(json.dumps({'ready':True}),flush=True)\nfor l in sys.stdin:\n    print(json.dumps({'error':True,'message':'odd','status':302,'error_code':7}),flush=True)\n";
-    let mut pool = PoolConfig::new("odd", ["python3", "-c", worker]);
-    pool.startup = StartupKind::Parallel;
-    pool.sizing = Some(SizingConfig::Fixed { workers: 1 });
-    let (app, state) = router(vec![pool]).await;
+    let argv = format!("[\"python3\", \"-c\", {worker:?}]");
+    let (app, state) = router(vec![pool("odd", &argv, "")]).await;
     let (status, _, body) = send(&app, post("/pools/odd/jobs", &json!({}), None)).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["status"], 302, "the field is kept as written");
     assert_eq!(body["error_code"], 7);
-    state.pools().close_all().await;
+    state.close().await;
 }
 
 /// A JSON-lines job that is an object reaches the worker with its
@@ -209,7 +207,7 @@ async fn a_worker_error_status_outside_4xx_and_5xx_answers_500() {
 /// the client; `job_ids = false` sends the job as it came.
 #[tokio::test]
 async fn a_json_lines_job_carries_its_id_unless_the_pool_turns_ids_off() {
-    let (app, state) = router(vec![sdk_pool("sdk", "json-lines")]).await;
+    let (app, state) = router(vec![sdk_pool("sdk", "json-lines", "")]).await;
     let (status, _, body) = send(
         &app,
         post("/pools/sdk/jobs", &json!({"op": "keys", "a": 1}), None),
@@ -221,11 +219,9 @@ async fn a_json_lines_job_carries_its_id_unless_the_pool_turns_ids_off() {
 
     let worker = "import json,sys\nprint(json.dumps({'ready':True}),flush=True)\nfor l in sys.stdin:\n    print(json.dumps({'line':l.strip()}),flush=True)\n";
     for (job_ids, seen) in [(true, r#"{"kennel_id":1,"a":1}"#), (false, r#"{"a":1}"#)] {
-        let mut pool = PoolConfig::new("line", ["python3", "-c", worker]);
-        pool.startup = StartupKind::Parallel;
-        pool.sizing = Some(SizingConfig::Fixed { workers: 1 });
-        pool.job_ids = job_ids;
-        let (app, state) = router(vec![pool]).await;
+        let argv = format!("[\"python3\", \"-c\", {worker:?}]");
+        let keys = format!("job_ids = {job_ids}");
+        let (app, state) = router(vec![pool("line", &argv, &keys)]).await;
         let (status, _, body) = send(&app, post("/pools/line/jobs", &json!({"a": 1}), None)).await;
         assert_eq!(status, StatusCode::OK);
         let body: Value = serde_json::from_str(&body).unwrap();
@@ -237,40 +233,33 @@ async fn a_json_lines_job_carries_its_id_unless_the_pool_turns_ids_off() {
 #[tokio::test]
 async fn a_reply_comes_back_with_the_bytes_the_worker_wrote() {
     let verbatim = repo().join("crates/kennel-process/tests/workers/verbatim.py");
-    for (framing, kind) in [
-        ("json-lines", ProtocolKind::JsonLines),
-        ("json-rpc", ProtocolKind::JsonRpc),
-    ] {
-        let mut pool = PoolConfig::new(
-            "raw",
-            [
-                "python3".to_owned(),
-                verbatim.display().to_string(),
-                framing.to_owned(),
-            ],
+    for framing in ["json-lines", "json-rpc"] {
+        let argv = format!(
+            "[\"python3\", {:?}, \"{framing}\"]",
+            verbatim.display().to_string()
         );
-        pool.protocol = kind;
-        if framing == "json-rpc" {
-            pool.method = Some("any".into());
-        }
-        let (app, state) = router(vec![pool]).await;
+        let method = if framing == "json-rpc" {
+            "method = \"any\""
+        } else {
+            ""
+        };
+        let keys = format!("protocol = \"{framing}\"\n{method}");
+        let (app, state) = router(vec![pool("raw", &argv, &keys)]).await;
         let (status, _, body) = send(&app, post("/pools/raw/jobs", &json!({}), None)).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(
             body, r#"{"zeta": 1,  "alpha": [1.50, 2E3, "\u00e9"], "mid": {"b": null, "a": true}}"#,
             "{framing}"
         );
-        state.pools().close_all().await;
+        state.close().await;
     }
 }
 
 #[tokio::test]
 async fn a_json_rpc_pool_with_a_handshake_and_a_method_serves_plain_bodies_and_asks_for_progress_only_of_a_streaming_client()
  {
-    let mut pool = sdk_pool("rpc", "json-rpc");
-    pool.method = Some("echo".into());
-    pool.initialize = Some(InitializeConfig::default());
-    let (app, state) = router(vec![pool]).await;
+    let keys = "method = \"echo\"\ninitialize = {}";
+    let (app, state) = router(vec![sdk_pool("rpc", "json-rpc", keys)]).await;
     let (status, _, body) = send(
         &app,
         post("/pools/rpc/jobs", &json!({"b": 2, "a": 1}), None),
@@ -301,14 +290,13 @@ async fn a_json_rpc_pool_with_a_handshake_and_a_method_serves_plain_bodies_and_a
         last["result"]["_meta"]["progressToken"], 2,
         "kennel asked for progress with the id: {body}"
     );
-    state.pools().close_all().await;
+    state.close().await;
 }
 
 #[tokio::test]
 async fn bytes_reach_the_worker_as_base64_within_the_pools_upload_limit() {
-    let mut pool = sdk_pool("bin", "json-lines");
-    pool.upload_limit = Some(HumanSize(512));
-    let (app, state) = router(vec![pool]).await;
+    let keys = "upload_limit = \"512B\"";
+    let (app, state) = router(vec![sdk_pool("bin", "json-lines", keys)]).await;
     let bytes: Vec<u8> = (0u8..40).collect();
     let req = Request::builder()
         .method(Method::POST)
@@ -352,5 +340,5 @@ async fn bytes_reach_the_worker_as_base64_within_the_pools_upload_limit() {
         echoed["files"],
         json!([{"name": "photo", "filename": "a.png", "content_type": "image/png", "size": 3, "base64": "AQID"}])
     );
-    state.pools().close_all().await;
+    state.close().await;
 }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 /// A duration written the humane way: `"500ms"`, `"30s"`, `"5m"`, `"1h 30m"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct HumanDuration(pub Duration);
+pub(crate) struct HumanDuration(pub Duration);
 
 const DURATION_ALLOWED: &str =
     "a number with a unit, such as \"500ms\", \"30s\", \"5m\", \"1h 30m\"";
@@ -104,7 +104,7 @@ pub(crate) fn explain(message: String, value: Written<'_>) -> String {
 /// A size in bytes written the humane way: `"512MiB"`, `"2GiB"`, `"1.5 GB"`,
 /// or a plain number of bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct HumanSize(pub u64);
+pub(crate) struct HumanSize(pub u64);
 
 const SIZE_ALLOWED: &str = "a size such as \"512KiB\", \"2GiB\", \"1.5 GB\", or a number of bytes";
 

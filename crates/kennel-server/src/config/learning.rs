@@ -21,7 +21,7 @@ pub(crate) const MAX_PAUSE_WINDOWS: u32 = 1024;
 /// The keys a learning sizing takes besides `memory_per_worker`, each
 /// optional (kennel's default when left out).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct LearningConfig {
+pub(crate) struct LearningConfig {
     /// `window_jobs`: jobs a window counts at least (default 20; fewer with
     /// quick windows once the spread of job times is known).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -49,7 +49,7 @@ pub struct LearningConfig {
 
 impl LearningConfig {
     /// Whether any key is set.
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         *self != Self::default()
     }
 

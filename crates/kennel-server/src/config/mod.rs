@@ -52,23 +52,17 @@ mod server_http;
 mod table;
 mod threads;
 
+#[cfg(test)]
+mod tests;
+
 pub use self::error::ConfigError;
-pub use self::human::{HumanDuration, HumanSize};
-pub use self::learning::LearningConfig;
-pub use self::policy::{EvictionConfig, MAX_FIXED_WORKERS, Policies, SizingConfig};
-pub use self::pool::{
-    DEFAULT_ENV_KEEP, DEFAULT_WORKER_CLOSE_GRACE, PoolConfig, ReadyKind, SELF_EXE, StartupKind,
-    check_name,
-};
-pub use self::protocol::{ClientInfo, InitializeConfig, ProtocolKind};
-pub use self::reconfig::{LIVE_POLICIES, ReconfigBody};
-pub use self::runtime::{MAX_RUNTIME_THREADS, RuntimeThreads, cpus_here};
-pub use self::server::{
-    Buckets, DEFAULT_BODY_LIMIT, DEFAULT_PORT, DEFAULT_SHUTDOWN_GRACE, LogFormat, MAX_BODY_LIMIT,
-    ServerConfig, parse_listen,
-};
-pub use self::server_http::{MAX_BODIES, MAX_BUCKETS, MAX_CONNECTIONS};
-pub use self::threads::ThreadsConfig;
+pub(crate) use self::human::HumanDuration;
+pub(crate) use self::policy::{EvictionConfig, SizingConfig};
+pub(crate) use self::pool::{PoolConfig, ReadyKind, SELF_EXE, StartupKind};
+pub(crate) use self::reconfig::{LIVE_POLICIES, ReconfigBody};
+pub(crate) use self::runtime::RuntimeThreads;
+pub(crate) use self::server::{DEFAULT_BODY_LIMIT, LogFormat, ServerConfig, parse_listen};
+pub(crate) use self::threads::ThreadsConfig;
 
 use self::error::{Refusal, hinted, join, line_col, locate, path_string};
 
@@ -79,10 +73,10 @@ use self::error::{Refusal, hinted, join, line_col, locate, path_string};
 pub struct Config {
     /// `[server]`.
     #[serde(default, deserialize_with = "table::table")]
-    pub server: ServerConfig,
+    pub(crate) server: ServerConfig,
     /// `[[pool]]` entries, in file order.
     #[serde(default, rename = "pool")]
-    pub pools: Vec<PoolConfig>,
+    pub(crate) pools: Vec<PoolConfig>,
 }
 
 /// Where a config came from, for error messages and relative paths.
@@ -174,7 +168,7 @@ impl Config {
     }
 
     /// The config used with no file: one demo pool whose workers are this
-    /// binary in its `worker demo` mode (see [`crate::demo`]).
+    /// binary in its `worker demo` mode (`kennel worker demo`).
     pub fn demo() -> Self {
         Self {
             server: ServerConfig::default(),

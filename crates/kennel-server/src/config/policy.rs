@@ -16,12 +16,12 @@ use super::learning::LearningConfig;
 use super::table::Table;
 
 /// The most workers a `fixed` sizing may ask for.
-pub const MAX_FIXED_WORKERS: usize = 1024;
+pub(crate) const MAX_FIXED_WORKERS: usize = 1024;
 
 /// How many workers run (`sizing`), a table with a `kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", try_from = "Table<RawSizing>")]
-pub enum SizingConfig {
+pub(crate) enum SizingConfig {
     /// `{ kind = "fixed", workers = N }`.
     Fixed {
         /// How many workers, 1 to 1024.
@@ -55,7 +55,7 @@ pub enum SizingConfig {
 
 impl SizingConfig {
     /// The `kind` as written in a config.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Self::Fixed { .. } => "fixed",
             Self::Resources { .. } => "resources",
@@ -89,7 +89,7 @@ impl fmt::Display for SizingConfig {
     rename_all = "kebab-case",
     try_from = "Table<RawEviction>"
 )]
-pub enum EvictionConfig {
+pub(crate) enum EvictionConfig {
     /// `{ kind = "none" }`: idle workers stay until the pool closes (the
     /// default).
     #[default]
@@ -332,7 +332,7 @@ impl SizingConfig {
     }
 
     /// Gives `to` the sizing this config names.
-    pub fn apply<P: Policies>(self, to: P) -> P {
+    pub(crate) fn apply<P: Policies>(self, to: P) -> P {
         match self {
             Self::Fixed { workers } => to.with_sizing(Fixed(workers)),
             Self::Resources { memory_per_worker } => {
@@ -368,7 +368,7 @@ impl EvictionConfig {
     /// range; a config read by [`Config::parse`](super::Config::parse) or a
     /// body read by [`ReconfigBody::from_json`](super::ReconfigBody::from_json)
     /// was refused for it already.
-    pub fn apply<P: Policies>(self, to: P) -> Result<P, BuildError> {
+    pub(crate) fn apply<P: Policies>(self, to: P) -> Result<P, BuildError> {
         Ok(match self {
             Self::None => to.with_eviction(NoEviction),
             Self::IdleTimeout { after, keep } => {
@@ -380,7 +380,7 @@ impl EvictionConfig {
 
 /// What takes a sizing and an eviction: a pool's builder, a reconfiguration
 /// of a live pool.
-pub trait Policies: Sized {
+pub(crate) trait Policies: Sized {
     /// With this sizing.
     #[must_use]
     fn with_sizing(self, sizing: impl Sizing) -> Self;

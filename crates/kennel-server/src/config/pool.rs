@@ -16,12 +16,12 @@ use super::server::MAX_BODY_LIMIT;
 
 /// The first element of an argv that stands for the `kennel` binary itself
 /// (e.g. `argv = ["@kennel", "worker", "demo"]` for the built-in demo worker).
-pub const SELF_EXE: &str = "@kennel";
+pub(crate) const SELF_EXE: &str = "@kennel";
 
 /// When workers start (`startup`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum StartupKind {
+pub(crate) enum StartupKind {
     /// `"on-demand"`: a worker only when a job needs one (the default).
     #[default]
     OnDemand,
@@ -35,7 +35,7 @@ pub enum StartupKind {
 
 impl StartupKind {
     /// The name as written in a config.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::OnDemand => "on-demand",
             Self::Parallel => "parallel",
@@ -48,7 +48,7 @@ impl StartupKind {
 /// When a worker process counts as warm (`ready`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ReadyKind {
+pub(crate) enum ReadyKind {
     /// `"line"`: it writes `{"ready":true}` (the default).
     #[default]
     Line,
@@ -66,7 +66,7 @@ pub enum ReadyKind {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
-pub struct PoolConfig {
+pub(crate) struct PoolConfig {
     /// `name`: letters, digits, `-`, `_`, `.`; unique.
     pub name: String,
     /// `argv`: the program and its arguments, never run through a shell.
@@ -161,7 +161,7 @@ pub struct PoolConfig {
 impl PoolConfig {
     /// A pool entry with a name and an argv and every other key at its
     /// default.
-    pub fn new<I, A>(name: impl Into<String>, argv: I) -> Self
+    pub(crate) fn new<I, A>(name: impl Into<String>, argv: I) -> Self
     where
         I: IntoIterator<Item = A>,
         A: Into<String>,
@@ -311,7 +311,7 @@ impl PoolConfig {
     }
 
     /// The server's variables a worker inherits under `env_clear`.
-    pub fn kept_env(&self) -> Vec<&str> {
+    pub(crate) fn kept_env(&self) -> Vec<&str> {
         self.env_keep.as_ref().map_or_else(
             || DEFAULT_ENV_KEEP.to_vec(),
             |k| k.iter().map(String::as_str).collect(),
@@ -319,7 +319,7 @@ impl PoolConfig {
     }
 
     /// The argv with `@kennel` replaced by `self_exe`.
-    pub fn resolved_argv(&self, self_exe: &Path) -> Vec<std::ffi::OsString> {
+    pub(crate) fn resolved_argv(&self, self_exe: &Path) -> Vec<std::ffi::OsString> {
         self.argv
             .iter()
             .enumerate()
@@ -336,11 +336,13 @@ impl PoolConfig {
 
 /// The variables a worker inherits under `env_clear` when `env_keep` is
 /// not given.
-pub const DEFAULT_ENV_KEEP: [&str; 7] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER"];
+pub(crate) const DEFAULT_ENV_KEEP: [&str; 7] =
+    ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER"];
 
 /// The grace of each step of a worker process's close when none is given
 /// (stdin closed, then SIGTERM, then SIGKILL).
-pub const DEFAULT_WORKER_CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const DEFAULT_WORKER_CLOSE_GRACE: std::time::Duration =
+    std::time::Duration::from_secs(5);
 
 fn default_job_ids() -> bool {
     true
@@ -356,7 +358,7 @@ fn default_worker_close_grace() -> HumanDuration {
 /// # Errors
 ///
 /// A message with what is allowed.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name != "."
         && name != ".."

@@ -11,7 +11,7 @@ use super::error::Refusal;
 /// `protocol`: the framing of the workers' messages.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ProtocolKind {
+pub(crate) enum ProtocolKind {
     /// `"json-lines"`: one JSON value per line (the default).
     #[default]
     JsonLines,
@@ -23,7 +23,7 @@ pub enum ProtocolKind {
 
 impl ProtocolKind {
     /// The framing it names.
-    pub fn framing(self) -> Framing {
+    pub(crate) fn framing(self) -> Framing {
         match self {
             Self::JsonLines => Framing::JsonLines,
             Self::JsonRpc => Framing::JsonRpc,
@@ -36,7 +36,7 @@ impl ProtocolKind {
 /// `params` gives the whole of another's (LSP's, say).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct InitializeConfig {
+pub(crate) struct InitializeConfig {
     /// `protocol_version` (default "2025-06-18").
     #[serde(default)]
     pub protocol_version: Option<String>,
@@ -59,7 +59,7 @@ pub struct InitializeConfig {
 /// `client_info`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct ClientInfo {
+pub(crate) struct ClientInfo {
     /// `name`.
     pub name: String,
     /// `version`.
@@ -68,7 +68,7 @@ pub struct ClientInfo {
 
 impl InitializeConfig {
     /// The handshake it describes.
-    pub fn handshake(&self) -> Handshake {
+    pub(crate) fn handshake(&self) -> Handshake {
         let initialized = match self.initialized.as_deref() {
             None => Some("notifications/initialized".to_owned()),
             Some("") => None,

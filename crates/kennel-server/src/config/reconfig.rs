@@ -17,7 +17,7 @@ const OWN_KEYS: [&str; 3] = ["sizing", "eviction", "group"];
 /// The `[[pool]]` keys beside kennel's options that a live change applies
 /// (the fields of [`ReconfigBody`] but its options); a reload changes a
 /// pool in place when only these and options changed.
-pub const LIVE_POLICIES: [&str; 3] = ["sizing", "eviction", "group"];
+pub(crate) const LIVE_POLICIES: [&str; 3] = ["sizing", "eviction", "group"];
 
 /// A change of a live pool, read from the body of `PUT /pools/{name}/config`.
 ///
@@ -28,7 +28,7 @@ pub const LIVE_POLICIES: [&str; 3] = ["sizing", "eviction", "group"];
 /// whole (`null`: kept); `group` moves the pool (`null`: no group).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ReconfigBody {
+pub(crate) struct ReconfigBody {
     /// New sizing.
     pub sizing: Option<SizingConfig>,
     /// New eviction.
@@ -47,7 +47,7 @@ impl ReconfigBody {
     ///
     /// A [`ConfigError`] with `file` `<request>`: a body that is not a JSON
     /// object, an unknown key, a value of the wrong type or out of range.
-    pub fn from_json(bytes: &[u8], live: &Options) -> Result<Self, ConfigError> {
+    pub(crate) fn from_json(bytes: &[u8], live: &Options) -> Result<Self, ConfigError> {
         Self::read(bytes, live).map_err(|(key, message)| ConfigError {
             file: "<request>".into(),
             message: hinted(&key, message),
@@ -110,7 +110,7 @@ impl ReconfigBody {
     ///
     /// kennel's [`BuildError`] naming `eviction.after` out of range, which
     /// [`from_json`](Self::from_json) refused already.
-    pub fn reconfig(&self) -> Result<Reconfig, BuildError> {
+    pub(crate) fn reconfig(&self) -> Result<Reconfig, BuildError> {
         let mut r = Reconfig::new().options(self.options.clone());
         if let Some(s) = self.sizing {
             r = s.apply(r);

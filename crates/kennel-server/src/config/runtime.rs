@@ -5,17 +5,14 @@ use std::num::NonZeroUsize;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::threads::{CountOrWord, MAX_THREADS, count_or_word};
-
-/// The most threads `runtime_threads` may ask for.
-pub const MAX_RUNTIME_THREADS: usize = MAX_THREADS;
+use super::threads::{CountOrWord, count_or_word};
 
 /// `runtime_threads`: `"auto"` (the default: half the CPUs kennel may use,
 /// at least 1) or a number of threads. The service only moves bytes between
 /// sockets and its workers' pipes; the workers do the work, and get the
 /// other half. Set at start; a reload does not change it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum RuntimeThreads {
+pub(crate) enum RuntimeThreads {
     /// `"auto"`: `cpus / 2`, at least 1.
     #[default]
     Auto,
@@ -25,7 +22,7 @@ pub enum RuntimeThreads {
 
 impl RuntimeThreads {
     /// The runtime's threads on a host where kennel may use `cpus` CPUs.
-    pub fn resolve(self, cpus: usize) -> usize {
+    pub(crate) fn resolve(self, cpus: usize) -> usize {
         match self {
             Self::Auto => (cpus / 2).max(1),
             Self::Fixed(n) => n.get(),
@@ -35,13 +32,13 @@ impl RuntimeThreads {
     /// The runtime's threads on this host: [`resolve`](Self::resolve) with
     /// the CPUs [`std::thread::available_parallelism`] counts (the CPU
     /// affinity mask and a cgroup's CPU quota included).
-    pub fn here(self) -> usize {
+    pub(crate) fn here(self) -> usize {
         self.resolve(cpus_here())
     }
 
     /// `threads`, with where the number came from: `"1 (auto: half of 2
     /// CPUs)"`, or `"4"` when set.
-    pub fn describe(self, threads: usize) -> String {
+    pub(crate) fn describe(self, threads: usize) -> String {
         match self {
             Self::Auto => format!("{threads} (auto: half of {} CPUs)", cpus_here()),
             Self::Fixed(_) => threads.to_string(),
@@ -50,7 +47,7 @@ impl RuntimeThreads {
 }
 
 /// The CPUs kennel may use here, at least 1.
-pub fn cpus_here() -> usize {
+pub(crate) fn cpus_here() -> usize {
     std::thread::available_parallelism().map_or(1, NonZeroUsize::get)
 }
 

@@ -9,26 +9,26 @@ use serde::{Deserialize, Serialize};
 use super::error::Refusal;
 use super::human::{HumanDuration, HumanSize};
 use super::runtime::RuntimeThreads;
-pub use super::server_http::{Buckets, LogFormat};
+pub(crate) use super::server_http::{Buckets, LogFormat};
 
 /// The port the service listens on when none is given.
-pub const DEFAULT_PORT: u16 = 7878;
+pub(crate) const DEFAULT_PORT: u16 = 7878;
 
 /// The request body limit when none is given: 1 MiB.
-pub const DEFAULT_BODY_LIMIT: u64 = 1024 * 1024;
+pub(crate) const DEFAULT_BODY_LIMIT: u64 = 1024 * 1024;
 
 /// The largest request body limit a config may set: 1 GiB (also the bound
 /// of a pool's `max_reply`).
-pub const MAX_BODY_LIMIT: u64 = 1024 * 1024 * 1024;
+pub(crate) const MAX_BODY_LIMIT: u64 = 1024 * 1024 * 1024;
 
 /// How long in-flight requests may finish at shutdown when no grace is given.
-pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// `[server]`: how the service listens and stops.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
-pub struct ServerConfig {
+pub(crate) struct ServerConfig {
     /// `listen`: the address, `"127.0.0.1:7878"` by default. `"IP"` alone
     /// takes port 7878; `"localhost:PORT"` is 127.0.0.1.
     pub listen: String,
@@ -152,7 +152,7 @@ impl ServerConfig {
     ///
     /// A message naming `server.token_env` when the variable is not set or
     /// is empty.
-    pub fn token(&self) -> Result<Option<String>, String> {
+    pub(crate) fn token(&self) -> Result<Option<String>, String> {
         let Some(name) = &self.token_env else {
             return Ok(None);
         };
@@ -173,7 +173,7 @@ impl ServerConfig {
 /// # Errors
 ///
 /// A message with the allowed forms.
-pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     let s = s.trim();
     if let Ok(a) = s.parse::<SocketAddr>() {
         return Ok(a);

@@ -10,18 +10,18 @@ use super::human::HumanDuration;
 use super::server::ServerConfig;
 
 /// The most connections `max_connections` may allow.
-pub const MAX_CONNECTIONS: usize = 1_000_000;
+pub(crate) const MAX_CONNECTIONS: usize = 1_000_000;
 
 /// The most bodies `max_bodies` may allow at once.
-pub const MAX_BODIES: usize = 10_000;
+pub(crate) const MAX_BODIES: usize = 10_000;
 
 /// The most buckets a histogram may have.
-pub const MAX_BUCKETS: usize = 64;
+pub(crate) const MAX_BUCKETS: usize = 64;
 
 /// How log lines are written (`log_format`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     /// `"text"`: one human line per event (the default).
     #[default]
     Text,
@@ -31,7 +31,7 @@ pub enum LogFormat {
 
 impl LogFormat {
     /// The name as written in a config.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Text => "text",
             Self::Json => "json",
@@ -43,7 +43,7 @@ impl LogFormat {
 /// finite values above 0, each above the one before.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(transparent)]
-pub struct Buckets(pub Vec<f64>);
+pub(crate) struct Buckets(pub Vec<f64>);
 
 // The values are checked finite: equality is total on them.
 impl Eq for Buckets {}

@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// `MKL_NUM_THREADS`, … and `KENNEL_THREADS`), a number of threads for each
 /// worker, or `"off"` (the variables are left as they are).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ThreadsConfig {
+pub(crate) enum ThreadsConfig {
     /// `"auto"`: cores / size, at least 1.
     #[default]
     Auto,
@@ -23,7 +23,7 @@ pub enum ThreadsConfig {
 
 impl ThreadsConfig {
     /// The budget for the workers' spec, if any.
-    pub fn budget(self) -> Option<ThreadBudget> {
+    pub(crate) fn budget(self) -> Option<ThreadBudget> {
         match self {
             Self::Auto => Some(ThreadBudget::Share),
             Self::Off => None,

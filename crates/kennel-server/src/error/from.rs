@@ -23,7 +23,7 @@ fn whole_secs(d: std::time::Duration) -> u64 {
 /// first has only its exit status), or the worker whose start failed last
 /// (a broken pool's error has only its message). Other errors, and errors
 /// that carry their own, are answered as [`From`] does.
-pub fn with_last_words(error: kennel::Error, stderr: Vec<String>) -> ApiError {
+pub(crate) fn with_last_words(error: kennel::Error, stderr: Vec<String>) -> ApiError {
     let mut answer = ApiError::from(error);
     if let ApiError::Crashed {
         message,

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 mod from;
 
-pub use self::from::with_last_words;
+pub(crate) use self::from::with_last_words;
 
 /// An error the service answers with.
 ///
@@ -185,10 +185,10 @@ pub enum ApiError {
 
 /// The `Retry-After` the service sends with a 503 for a rejected job, in
 /// seconds, when the pool knows no job time yet (and for a group).
-pub const RETRY_AFTER_SECS: u64 = 1;
+pub(crate) const RETRY_AFTER_SECS: u64 = 1;
 
 /// The longest `Retry-After` the service sends, in seconds.
-pub const MAX_RETRY_AFTER_SECS: u64 = 60;
+pub(crate) const MAX_RETRY_AFTER_SECS: u64 = 60;
 
 impl ApiError {
     /// The stable kind string, the `error` field of the body.
@@ -341,10 +341,10 @@ impl ApiError {
 
     /// Sets the `Retry-After` of a rejection or a lend timeout to the pool's
     /// projected wait ([`kennel::Pool::projected_wait`]), rounded up to whole
-    /// seconds, within 1 and [`MAX_RETRY_AFTER_SECS`]; with no projection it
-    /// stays [`RETRY_AFTER_SECS`].
+    /// seconds, within 1 and `MAX_RETRY_AFTER_SECS`; with no projection it
+    /// stays `RETRY_AFTER_SECS`.
     #[must_use]
-    pub fn retry_after_projected(mut self, wait: Option<Duration>) -> Self {
+    pub(crate) fn retry_after_projected(mut self, wait: Option<Duration>) -> Self {
         if let (
             Self::Rejected { retry_after, .. } | Self::LendTimeout { retry_after, .. },
             Some(wait),
@@ -409,5 +409,38 @@ impl ApiError {
             }
         }
         body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn retry_after_is_the_projected_wait_in_whole_seconds_within_1_and_60() {
+        use kennel::RejectReason;
+        let header_of = |wait: Option<Duration>| {
+            let e = ApiError::Rejected {
+                reason: RejectReason::QueueFull,
+                retry_after: RETRY_AFTER_SECS,
+            }
+            .retry_after_projected(wait);
+            let response = axum::response::IntoResponse::into_response(e);
+            response.headers()[axum::http::header::RETRY_AFTER]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(header_of(None), "1");
+        assert_eq!(header_of(Some(Duration::ZERO)), "1");
+        assert_eq!(header_of(Some(Duration::from_millis(1))), "1");
+        assert_eq!(header_of(Some(Duration::from_millis(2001))), "3");
+        assert_eq!(header_of(Some(Duration::from_secs(2))), "2");
+        assert_eq!(
+            header_of(Some(Duration::from_secs(3600))),
+            MAX_RETRY_AFTER_SECS.to_string()
+        );
     }
 }

@@ -9,40 +9,30 @@ use serde_json::Value;
 /// One event as `/events` sends it: its id, its pool, and the SSE bytes
 /// (`id:`, `event:`, `data:` lines and the blank line), made once.
 #[derive(Debug)]
-pub struct Frame {
+pub(crate) struct Frame {
     /// Increasing across every pool of the service; the SSE `id`.
     pub id: u64,
     /// The pool's name.
     pub pool: Arc<str>,
-    /// The event's name (`worker:ready`, `jobs:rejected`, …).
-    pub name: &'static str,
-    /// The event's JSON, as sent.
-    pub data: Value,
     /// The whole SSE frame.
     pub sse: Bytes,
 }
 
 impl Frame {
     /// The frame of `data` named `name`, with id `id`.
-    pub fn new(id: u64, pool: Arc<str>, name: &'static str, data: Value) -> Self {
+    pub(crate) fn new(id: u64, pool: Arc<str>, name: &'static str, data: &Value) -> Self {
         let sse = Bytes::from(format!("id: {id}\nevent: {name}\ndata: {data}\n\n"));
-        Self {
-            id,
-            pool,
-            name,
-            data,
-            sse,
-        }
+        Self { id, pool, sse }
     }
 }
 
 /// The last frame a slow subscriber gets: `event: lagged`, with how many
 /// frames it missed; its stream then ends.
-pub fn lagged(missed: u64) -> Bytes {
+pub(crate) fn lagged(missed: u64) -> Bytes {
     Bytes::from(format!(
         "event: lagged\ndata: {{\"missed\":{missed},\"reason\":\"the subscriber fell too far behind; reconnect with Last-Event-ID to replay\"}}\n\n"
     ))
 }
 
 /// A keep-alive comment.
-pub const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
+pub(crate) const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";

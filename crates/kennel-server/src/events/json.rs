@@ -11,7 +11,7 @@ fn ms(d: Duration) -> f64 {
 
 /// The JSON form of one pool event: the pool's name, the event's name, the
 /// worker's `slot` and `pid` where there are some, and the event's fields.
-pub fn event_json(pool: &str, event: &Event) -> Value {
+pub(crate) fn event_json(pool: &str, event: &Event) -> Value {
     let mut v = json!({ "pool": pool, "event": event.name() });
     if let Some(slot) = event.slot() {
         v["slot"] = slot.into();

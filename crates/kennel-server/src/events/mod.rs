@@ -20,21 +20,21 @@ use kennel::Event;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-pub use self::frame::{Frame, KEEP_ALIVE, lagged};
-pub use self::json::event_json;
-pub use self::rejections::{REJECTIONS_EVERY, REJECTIONS_LOGGED_EVERY};
+pub(crate) use self::frame::{Frame, KEEP_ALIVE, lagged};
+pub(crate) use self::json::event_json;
+pub(crate) use self::rejections::REJECTIONS_EVERY;
 
 use self::rejections::Rejections;
 
 /// How many frames a subscriber may fall behind before it is let go.
-pub const EVENT_BUFFER: usize = 1024;
+pub(crate) const EVENT_BUFFER: usize = 1024;
 
 /// How many recent frames each pool keeps for late subscribers.
-pub const REPLAY_PER_POOL: usize = 256;
+pub(crate) const REPLAY_PER_POOL: usize = 256;
 
 /// The hub: one per service. Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct EventHub {
+pub(crate) struct EventHub {
     inner: Arc<Inner>,
 }
 
@@ -50,7 +50,7 @@ struct Inner {
 /// The recent frames of one pool, oldest first (at most
 /// [`REPLAY_PER_POOL`]). Cheap to clone: clones share the ring.
 #[derive(Debug, Clone, Default)]
-pub struct Ring(Arc<Mutex<VecDeque<Arc<Frame>>>>);
+pub(crate) struct Ring(Arc<Mutex<VecDeque<Arc<Frame>>>>);
 
 impl Ring {
     fn frames(&self) -> MutexGuard<'_, VecDeque<Arc<Frame>>> {
@@ -66,7 +66,7 @@ impl Default for EventHub {
 
 /// A new subscription: the frames to replay first, then the live ones.
 #[derive(Debug)]
-pub struct Subscription {
+pub(crate) struct Subscription {
     /// Frames after the id asked for, oldest first.
     pub replay: Vec<Arc<Frame>>,
     /// Every frame published from now on.
@@ -75,7 +75,7 @@ pub struct Subscription {
 
 impl EventHub {
     /// A hub with no pool yet.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let (tx, _) = broadcast::channel(EVENT_BUFFER);
         Self {
             inner: Arc::new(Inner {
@@ -95,7 +95,8 @@ impl EventHub {
     /// Publishes one frame of `pool`: stamped with the wall clock now (a
     /// `time` key added to an object `data`), kept in its `ring`, sent to
     /// every subscriber.
-    pub fn publish(&self, ring: &Ring, pool: &Arc<str>, name: &'static str, mut data: Value) {
+    pub(crate) fn publish(&self, ring: &Ring, pool: &Arc<str>, name: &'static str, data: &Value) {
+        let mut data = data.clone();
         let mut next_id = self.next_id();
         let id = *next_id;
         *next_id += 1;
@@ -104,7 +105,7 @@ impl EventHub {
             let time = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
             fields.insert("time".to_owned(), time.into());
         }
-        let frame = Arc::new(Frame::new(id, pool.clone(), name, data));
+        let frame = Arc::new(Frame::new(id, pool.clone(), name, &data));
         {
             let mut frames = ring.frames();
             if frames.len() == REPLAY_PER_POOL {
@@ -119,7 +120,11 @@ impl EventHub {
 
     /// Subscribes: with `since`, the kept frames after that id in the
     /// `rings` (asked for once the hub is held) come first.
-    pub fn subscribe(&self, since: Option<u64>, rings: impl FnOnce() -> Vec<Ring>) -> Subscription {
+    pub(crate) fn subscribe(
+        &self,
+        since: Option<u64>,
+        rings: impl FnOnce() -> Vec<Ring>,
+    ) -> Subscription {
         let held = self.next_id();
         let live = self.inner.tx.subscribe();
         let mut replay: Vec<Arc<Frame>> = match since {
@@ -153,7 +158,12 @@ impl EventHub {
     /// # Cancel safety
     ///
     /// Dropping it loses the rejections counted since the last report.
-    pub async fn forward(self, ring: Ring, pool: Arc<str>, mut rx: broadcast::Receiver<Event>) {
+    pub(crate) async fn forward(
+        self,
+        ring: Ring,
+        pool: Arc<str>,
+        mut rx: broadcast::Receiver<Event>,
+    ) {
         let mut rejections = Rejections::new();
         let mut tick = tokio::time::interval(REJECTIONS_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -172,7 +182,7 @@ impl EventHub {
                     if closed {
                         self.report(&ring, &pool, &mut rejections, true);
                     }
-                    self.publish(&ring, &pool, event.name(), event_json(&pool, &event));
+                    self.publish(&ring, &pool, event.name(), &event_json(&pool, &event));
                     if closed {
                         break;
                     }
@@ -187,11 +197,14 @@ impl EventHub {
 
     fn report(&self, ring: &Ring, pool: &Arc<str>, rejections: &mut Rejections, now: bool) {
         if let Some(data) = rejections.take_event(pool) {
-            self.publish(ring, pool, "jobs:rejected", data);
+            self.publish(ring, pool, "jobs:rejected", &data);
         }
         rejections.log(pool, now);
     }
 }
+
+#[cfg(test)]
+mod lag_tests;
 
 #[cfg(test)]
 mod tests {
@@ -204,8 +217,8 @@ mod tests {
         let (a, ring_a): (Arc<str>, _) = ("a".into(), Ring::default());
         let (b, ring_b): (Arc<str>, _) = ("b".into(), Ring::default());
         for i in 0..3 {
-            hub.publish(&ring_a, &a, "worker:ready", json!({ "i": i }));
-            hub.publish(&ring_b, &b, "worker:ready", json!({ "i": i }));
+            hub.publish(&ring_a, &a, "worker:ready", &json!({ "i": i }));
+            hub.publish(&ring_b, &b, "worker:ready", &json!({ "i": i }));
         }
         let both = || vec![ring_a.clone(), ring_b.clone()];
         let mut sub = hub.subscribe(Some(2), both);
@@ -213,7 +226,7 @@ mod tests {
         assert_eq!(ids, [3, 4, 5, 6]);
         let only_a = hub.subscribe(Some(0), || vec![ring_a.clone()]);
         assert!(only_a.replay.iter().all(|f| &*f.pool == "a"));
-        hub.publish(&ring_a, &a, "worker:exited", json!({}));
+        hub.publish(&ring_a, &a, "worker:exited", &json!({}));
         assert_eq!(sub.live.try_recv().unwrap().id, 7);
     }
 
@@ -222,7 +235,7 @@ mod tests {
         let hub = EventHub::new();
         let (a, ring): (Arc<str>, _) = ("a".into(), Ring::default());
         for i in 0..(REPLAY_PER_POOL + 10) {
-            hub.publish(&ring, &a, "worker:ready", json!({ "i": i }));
+            hub.publish(&ring, &a, "worker:ready", &json!({ "i": i }));
         }
         let sub = hub.subscribe(Some(0), || vec![ring.clone()]);
         assert_eq!(sub.replay.len(), REPLAY_PER_POOL);
@@ -238,13 +251,18 @@ mod tests {
             &Ring::default(),
             &"p".into(),
             "worker:ready",
-            json!({"slot": 0}),
+            &json!({"slot": 0}),
         );
         let (f1, f2) = (one.live.try_recv().unwrap(), two.live.try_recv().unwrap());
         assert!(Arc::ptr_eq(&f1, &f2));
-        let time = f1.data["time"].as_str().unwrap();
+        let sse = String::from_utf8_lossy(&f1.sse);
+        let time = sse
+            .split("\"time\":\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap();
         assert_eq!(
-            String::from_utf8_lossy(&f1.sse),
+            sse,
             format!("id: 1\nevent: worker:ready\ndata: {{\"slot\":0,\"time\":\"{time}\"}}\n\n")
         );
     }

@@ -13,10 +13,10 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 /// How often `/events` gets the counts of the rejections since the last.
-pub const REJECTIONS_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const REJECTIONS_EVERY: Duration = Duration::from_secs(1);
 
 /// How often the log gets them.
-pub const REJECTIONS_LOGGED_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const REJECTIONS_LOGGED_EVERY: Duration = Duration::from_secs(10);
 
 /// The rejections of one pool since the last report.
 #[derive(Debug)]

@@ -20,14 +20,14 @@ use tokio::sync::Semaphore;
 use crate::error::ApiError;
 
 /// How long a request body may take to arrive when no limit is given.
-pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How many bodies are read and parsed at once when no bound is given.
-pub const DEFAULT_MAX_BODIES: usize = 16;
+pub(crate) const DEFAULT_MAX_BODIES: usize = 16;
 
 /// Reads request bodies within the service's bounds. Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct BodyGate {
+pub(crate) struct BodyGate {
     permits: Arc<Semaphore>,
     limit: usize,
     timeout: Duration,
@@ -36,7 +36,7 @@ pub struct BodyGate {
 impl BodyGate {
     /// At most `limit` bytes per body, `at_once` bodies at a time (at least
     /// 1), each within `timeout`.
-    pub fn new(limit: usize, at_once: usize, timeout: Duration) -> Self {
+    pub(crate) fn new(limit: usize, at_once: usize, timeout: Duration) -> Self {
         Self {
             permits: Arc::new(Semaphore::new(at_once.max(1))),
             limit,
@@ -45,12 +45,13 @@ impl BodyGate {
     }
 
     /// The largest body, in bytes.
-    pub fn limit(&self) -> usize {
+    pub(crate) fn limit(&self) -> usize {
         self.limit
     }
 
-    /// Reads the whole body and parses it as one JSON value, holding one of
-    /// the gate's permits while it parses.
+    /// Reads a JSON body and checks that it is one JSON value (as
+    /// [`parse_json`] would parse it), keeping its bytes as they
+    /// came: no tree is built, so no permit is taken.
     ///
     /// # Errors
     ///
@@ -60,25 +61,8 @@ impl BodyGate {
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe: dropping the future drops the body and the permit.
-    pub async fn json(&self, body: Body) -> Result<Value, ApiError> {
-        let bytes = self.read(body).await?;
-        let _permit = self.permits.acquire().await.map_err(|_| ApiError::Closed)?;
-        parse_json(&bytes)
-    }
-
-    /// Reads a JSON body and checks that it is one JSON value (as
-    /// [`json`](Self::json) would parse it), keeping its bytes as they
-    /// came: no tree is built, so no permit is taken.
-    ///
-    /// # Errors
-    ///
-    /// As [`json`](Self::json).
-    ///
-    /// # Cancel safety
-    ///
     /// Cancel safe: dropping the future drops the body.
-    pub async fn json_bytes(&self, body: Body) -> Result<JsonBytes<Bytes>, ApiError> {
+    pub(crate) async fn json_bytes(&self, body: Body) -> Result<JsonBytes<Bytes>, ApiError> {
         let bytes = self.read(body).await?;
         check_json(bytes)
     }
@@ -91,12 +75,12 @@ impl BodyGate {
     ///
     /// # Errors
     ///
-    /// As [`json`](Self::json), and [`crate::payload::job_of`]'s.
+    /// As [`json_bytes`](Self::json_bytes), and [`crate::payload::job_of`]'s.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: dropping the future drops the body and the permit.
-    pub async fn job(
+    pub(crate) async fn job(
         &self,
         headers: &axum::http::HeaderMap,
         body: Body,
@@ -134,12 +118,12 @@ impl BodyGate {
     ///
     /// # Errors
     ///
-    /// As [`json`](Self::json), but for parsing.
+    /// As [`json_bytes`](Self::json_bytes), but for parsing.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: dropping the future drops the body and the permit.
-    pub async fn bytes(&self, body: Body) -> Result<(Bytes, BodyPermit), ApiError> {
+    pub(crate) async fn bytes(&self, body: Body) -> Result<(Bytes, BodyPermit), ApiError> {
         let bytes = self.read(body).await?;
         let permit = self
             .permits
@@ -170,14 +154,14 @@ impl BodyGate {
 /// One of a [`BodyGate`]'s permits, held while a body read with
 /// [`BodyGate::bytes`] is parsed.
 #[derive(Debug)]
-pub struct BodyPermit(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
+pub(crate) struct BodyPermit(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
 
 /// Parses a body as one JSON value.
 ///
 /// # Errors
 ///
 /// [`ApiError::BadJson`] for an empty body or one that is not JSON.
-pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
+pub(crate) fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::BadJson {
             message: "the body is empty (allowed: one JSON value, such as {})".into(),
@@ -194,7 +178,7 @@ pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
 ///
 /// [`ApiError::BadJson`] for an empty body or one that is not JSON, with
 /// the message [`parse_json`] gives.
-pub fn check_json(bytes: Bytes) -> Result<JsonBytes<Bytes>, ApiError> {
+pub(crate) fn check_json(bytes: Bytes) -> Result<JsonBytes<Bytes>, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::BadJson {
             message: "the body is empty (allowed: one JSON value, such as {})".into(),
@@ -214,19 +198,19 @@ mod tests {
         let gate = BodyGate::new(1024, 1, Duration::from_secs(5));
         let (_tx, body) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
         let stream = tokio_stream_of(body);
-        let err = gate.json(Body::from_stream(stream)).await.unwrap_err();
+        let err = gate
+            .json_bytes(Body::from_stream(stream))
+            .await
+            .unwrap_err();
         assert!(matches!(err, ApiError::BodyTimeout { .. }), "{err:?}");
     }
 
     #[tokio::test]
     async fn a_body_over_the_limit_is_too_large_and_the_permit_comes_back() {
         let gate = BodyGate::new(4, 1, Duration::from_secs(5));
-        let err = gate.json(Body::from("[1, 2, 3]")).await.unwrap_err();
+        let err = gate.bytes(Body::from("[1, 2, 3]")).await.unwrap_err();
         assert!(matches!(err, ApiError::TooLarge { limit: 4 }), "{err:?}");
-        assert_eq!(
-            gate.json(Body::from("[1]")).await.unwrap(),
-            serde_json::json!([1])
-        );
+        assert_eq!(&gate.bytes(Body::from("[1]")).await.unwrap().0[..], b"[1]");
     }
 
     #[tokio::test(start_paused = true)]
@@ -238,16 +222,16 @@ mod tests {
         let (_tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
         let slow = tokio::spawn({
             let gate = gate.clone();
-            async move { gate.json(Body::from_stream(tokio_stream_of(rx))).await }
+            async move { gate.bytes(Body::from_stream(tokio_stream_of(rx))).await }
         });
         let second = tokio::spawn({
             let gate = gate.clone();
-            async move { gate.json(Body::from("[1]")).await }
+            async move { gate.bytes(Body::from("[1]")).await.map(|(b, _)| b) }
         });
         tokio::time::sleep(Duration::from_secs(1)).await;
-        assert!(!second.is_finished(), "the parse waits for the permit");
+        assert!(!second.is_finished(), "the second waits for the permit");
         drop(permit);
-        assert_eq!(second.await.unwrap().unwrap(), serde_json::json!([1]));
+        assert_eq!(&second.await.unwrap().unwrap()[..], b"[1]");
         // Still reading: the runtime drops it when the test ends.
         assert!(!slow.is_finished());
     }

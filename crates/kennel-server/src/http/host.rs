@@ -13,7 +13,7 @@ use std::net::{IpAddr, SocketAddr};
 use axum::http::{HeaderMap, HeaderName, header};
 
 /// The names every service accepts as `Host`: the loopback ones.
-pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// Which `Host` and `Origin` values the service accepts.
 #[derive(Clone, PartialEq, Eq)]

@@ -11,14 +11,14 @@ use axum::extract::MatchedPath;
 use axum::http::{Method, Request};
 
 /// The `route` label of a request no route matched.
-pub const UNMATCHED: &str = "unmatched";
+pub(crate) const UNMATCHED: &str = "unmatched";
 
 /// The `method` label of a method outside the known set.
-pub const OTHER_METHOD: &str = "other";
+pub(crate) const OTHER_METHOD: &str = "other";
 
 /// The `method` label of `method`: its name when it is one of the standard
 /// methods, else [`OTHER_METHOD`].
-pub fn method_label(method: &Method) -> &'static str {
+pub(crate) fn method_label(method: &Method) -> &'static str {
     match *method {
         Method::GET => "GET",
         Method::POST => "POST",
@@ -35,7 +35,7 @@ pub fn method_label(method: &Method) -> &'static str {
 
 /// The `route` label of `request`: the pattern of the route that matched
 /// (one per route of the router), else [`UNMATCHED`].
-pub fn route_label<B>(request: &Request<B>) -> String {
+pub(crate) fn route_label<B>(request: &Request<B>) -> String {
     request
         .extensions()
         .get::<MatchedPath>()

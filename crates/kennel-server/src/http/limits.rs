@@ -10,19 +10,19 @@
 
 /// Descriptors kept for the process itself: the listener, the log file,
 /// the runtime, the run directory, `/proc` reads.
-pub const BASE_FDS: u64 = 64;
+pub(crate) const BASE_FDS: u64 = 64;
 
 /// Descriptors kept for each worker the pools may run: its stdin, stdout
 /// and stderr pipes, its pid descriptor, and room for a replacement
 /// starting while it closes.
-pub const FDS_PER_WORKER: u64 = 8;
+pub(crate) const FDS_PER_WORKER: u64 = 8;
 
 /// The connection limit when none is given.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 /// The connection budget the service settled on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnectionBudget {
+pub(crate) struct ConnectionBudget {
     /// Connections taken at once; more wait in the listen backlog.
     pub connections: usize,
     /// The process's soft descriptor limit, after raising it.
@@ -35,7 +35,7 @@ impl ConnectionBudget {
     /// Raises the soft descriptor limit to the hard one, then takes
     /// `wanted` connections, or fewer when the limit leaves less beside
     /// what `workers` workers need (at least 1).
-    pub fn settle(wanted: usize, workers: usize) -> Self {
+    pub(crate) fn settle(wanted: usize, workers: usize) -> Self {
         let fd_limit = rlimit::increase_nofile_limit(u64::MAX).unwrap_or_else(|_| {
             rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft)
         });
@@ -43,7 +43,7 @@ impl ConnectionBudget {
     }
 
     /// The budget for a known descriptor limit.
-    pub fn within(wanted: usize, workers: usize, fd_limit: u64) -> Self {
+    pub(crate) fn within(wanted: usize, workers: usize, fd_limit: u64) -> Self {
         let reserved = BASE_FDS + FDS_PER_WORKER * workers as u64;
         let left = usize::try_from(fd_limit.saturating_sub(reserved)).unwrap_or(usize::MAX);
         Self {
@@ -54,7 +54,7 @@ impl ConnectionBudget {
     }
 
     /// Whether the descriptor limit cut the connections below `wanted`.
-    pub fn cut_below(&self, wanted: usize) -> bool {
+    pub(crate) fn cut_below(&self, wanted: usize) -> bool {
         self.connections < wanted
     }
 }

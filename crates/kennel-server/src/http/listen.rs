@@ -22,27 +22,27 @@ use super::stall::StallTimeout;
 use super::timer::ConnTimer;
 
 /// How long a new request's head may take when no limit is given.
-pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a kept-alive connection may wait for its next request when no
 /// limit is given.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long a write may wait for the peer to read when no limit is given.
-pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The listen queue asked for: connections the kernel completes before the
 /// loop accepts them (the kernel caps it at `net.core.somaxconn`). The
 /// standard library's 128 overflows under a burst of connections, and a
 /// dropped SYN costs its client a second.
-pub const LISTEN_BACKLOG: u32 = 4096;
+pub(crate) const LISTEN_BACKLOG: u32 = 4096;
 
 /// Binds a listener on `addr` with a listen queue of [`LISTEN_BACKLOG`].
 ///
 /// # Errors
 ///
 /// When the address cannot be bound (in use, not local, …).
-pub fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+pub(crate) fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     let socket = if addr.is_ipv4() {
         tokio::net::TcpSocket::new_v4()?
     } else {

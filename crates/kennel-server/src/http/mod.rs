@@ -2,17 +2,18 @@
 //! Origin guard, bounded bodies, and the accept loop with its timeouts
 //! and connection budget (ADR 0020).
 
-pub mod body;
+pub(crate) mod body;
 pub(crate) mod front;
-pub mod host;
-pub mod labels;
-pub mod limits;
-pub mod listen;
+pub(crate) mod host;
+pub(crate) mod labels;
+pub(crate) mod limits;
+pub(crate) mod listen;
 
 mod stall;
 mod timer;
 
-pub use self::body::{BodyGate, BodyPermit};
+pub(crate) use self::body::BodyGate;
 pub use self::host::HostPolicy;
-pub use self::limits::ConnectionBudget;
-pub use self::listen::{ConnOptions, bind, serve};
+pub(crate) use self::limits::ConnectionBudget;
+pub(crate) use self::listen::bind;
+pub use self::listen::{ConnOptions, serve};

@@ -32,7 +32,7 @@ use crate::state::AppState;
 ///
 /// [`ApiError::NoSuchPool`], or [`ApiError::NotSupported`] when no pool is
 /// configured.
-pub fn live_config(state: &AppState, name: &str) -> Result<Value, ApiError> {
+pub(crate) fn live_config(state: &AppState, name: &str) -> Result<Value, ApiError> {
     let pool = crate::jobs::pool_named(state, name)?;
     // One snapshot: no change may land between the options and the policies.
     let _one_at_a_time = state.reconfig_lock();

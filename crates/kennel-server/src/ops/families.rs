@@ -12,7 +12,7 @@ use kennel::{METRIC_FAMILIES, MetricFamily, MetricKind, describe_metrics};
 
 /// The families the service records itself, beside the pools' own
 /// ([`kennel::METRIC_FAMILIES`]).
-pub const SERVICE_FAMILIES: &[MetricFamily] = &[
+pub(crate) const SERVICE_FAMILIES: &[MetricFamily] = &[
     MetricFamily::new(
         "kennel_http_requests_total",
         MetricKind::Counter,
@@ -189,5 +189,22 @@ b_total{pool=\"y\"} 2
 ";
         assert_eq!(stable(text), want);
         assert_eq!(stable(want), want, "sorting twice changes nothing");
+    }
+
+    #[test]
+    fn every_family_the_code_describes_is_in_metrics_md() {
+        let doc = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/METRICS.md"
+        ))
+        .unwrap();
+        for f in kennel::METRIC_FAMILIES.iter().chain(SERVICE_FAMILIES) {
+            assert!(
+                doc.contains(&format!("| `{}` | {} |", f.name, f.kind.as_str())),
+                "docs/METRICS.md has no row for {} ({})",
+                f.name,
+                f.kind.as_str()
+            );
+        }
     }
 }

@@ -16,13 +16,13 @@ use axum::routing::get;
 
 use crate::state::AppState;
 
-pub mod config_get;
-pub mod families;
-pub mod openapi;
-pub mod page;
+pub(crate) mod config_get;
+pub(crate) mod families;
+pub(crate) mod openapi;
+pub(crate) mod page;
 pub(crate) mod pools;
 pub(crate) mod probes;
-pub mod workers;
+pub(crate) mod workers;
 
 /// The routes of this module but `GET /pools/{name}/config`, which shares
 /// its path with the `PUT` of [`app`](crate::app).

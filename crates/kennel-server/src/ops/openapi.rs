@@ -64,10 +64,10 @@ use crate::ops::workers::{RetireDueJson, WorkerJson, WorkersBody};
         (name = "operators", description = "the status page, metrics, events and this description"),
     )
 )]
-pub struct ApiDoc;
+pub(crate) struct ApiDoc;
 
 /// The description as JSON, made once.
-pub fn json() -> &'static str {
+pub(crate) fn json() -> &'static str {
     static JSON: OnceLock<String> = OnceLock::new();
     JSON.get_or_init(|| {
         ApiDoc::openapi()
@@ -95,7 +95,7 @@ pub(crate) async fn serve() -> Response {
 /// Every error's body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     /// The kind: `not-supported`, `no-such-pool`, `no-such-group`,
     /// `not-found`, `method-not-allowed`, `bad-json`, `bad-request`,
     /// `bad-config`, `unauthorized`, `too-large`, `rejected`, `no-members`,
@@ -119,7 +119,7 @@ pub struct ErrorBody {
 /// A pool's counts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PoolStats {
+pub(crate) struct PoolStats {
     /// Workers warming up.
     pub starting: usize,
     /// Ready workers no job has.
@@ -144,7 +144,7 @@ pub struct PoolStats {
 /// The answer of `GET /pools/{name}/stats`: the counts and the pool's name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PoolStatsBody {
+pub(crate) struct PoolStatsBody {
     /// The pool's name.
     pub pool: String,
     /// Workers warming up.
@@ -171,7 +171,7 @@ pub struct PoolStatsBody {
 /// One pool of `GET /pools`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PoolEntryBody {
+pub(crate) struct PoolEntryBody {
     /// The pool's name.
     pub name: String,
     /// Its group, if any.
@@ -183,7 +183,7 @@ pub struct PoolEntryBody {
 /// The answer of `GET /pools`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PoolList {
+pub(crate) struct PoolList {
     /// Every pool, by name.
     pub pools: Vec<PoolEntryBody>,
 }
@@ -191,7 +191,7 @@ pub struct PoolList {
 /// The answer of `PUT /pools/{name}/config`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ConfigActions {
+pub(crate) struct ConfigActions {
     /// The pool's name.
     pub pool: String,
     /// What the change did, in words (`capacity 2 -> 3`, `set sizing`, …).
@@ -201,7 +201,7 @@ pub struct ConfigActions {
 /// The answer of `GET /readyz` and `GET /healthz`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReadyBody {
+pub(crate) struct ReadyBody {
     /// `ok` when there is a pool and every pool is ready, else
     /// `unavailable`.
     #[schema(example = "ok")]
@@ -214,7 +214,7 @@ pub struct ReadyBody {
 /// The answer of `GET /livez`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct LiveBody {
+pub(crate) struct LiveBody {
     /// Always `ok`.
     #[schema(example = "ok")]
     pub status: String,
@@ -226,7 +226,7 @@ pub struct LiveBody {
 /// `group`, `sizing`, `eviction`, then each of kennel's options, with its
 /// default.
 #[derive(Debug)]
-pub struct PoolConfigBody;
+pub(crate) struct PoolConfigBody;
 
 impl PartialSchema for PoolConfigBody {
     fn schema() -> RefOr<Schema> {

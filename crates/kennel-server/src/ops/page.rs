@@ -15,10 +15,10 @@ use axum::http::{HeaderValue, header};
 use axum::response::{Html, IntoResponse, Response};
 
 /// The page's path.
-pub const PATH: &str = "/";
+pub(crate) const PATH: &str = "/";
 
 /// The page, as served.
-pub const HTML: &str = include_str!("../../assets/status.html");
+pub(crate) const HTML: &str = include_str!("../../assets/status.html");
 
 /// What the page may load: its own inline style and script, and requests
 /// to the service that served it; nothing else, and no framing.

@@ -23,7 +23,7 @@ use crate::state::AppState;
 /// The answer of `GET /pools/{name}/workers`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WorkersBody {
+pub(crate) struct WorkersBody {
     /// The pool's name.
     pub pool: String,
     /// One row per slot, slot 0 first.
@@ -33,7 +33,7 @@ pub struct WorkersBody {
 /// One slot and its worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WorkerJson {
+pub(crate) struct WorkerJson {
     /// The slot.
     pub slot: usize,
     /// What the slot holds: `empty`, `backing-off`, `evicted`, `starting`,
@@ -69,7 +69,7 @@ pub struct WorkerJson {
 /// A retirement the pool has scheduled for a worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RetireDueJson {
+pub(crate) struct RetireDueJson {
     /// Why: `lifetime` or `max-jobs`.
     #[schema(example = "lifetime")]
     pub reason: String,

@@ -24,26 +24,26 @@ use serde::{Deserialize, Serialize};
 use crate::config::HumanDuration;
 
 /// `ack_wait` when none is given.
-pub const DEFAULT_ACK_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_ACK_WAIT: Duration = Duration::from_secs(30);
 /// The shortest `ack_wait`: in-progress acks go every third of it.
-pub const MIN_ACK_WAIT: Duration = Duration::from_secs(1);
+pub(crate) const MIN_ACK_WAIT: Duration = Duration::from_secs(1);
 /// The longest `ack_wait`.
-pub const MAX_ACK_WAIT: Duration = Duration::from_secs(12 * 3600);
+pub(crate) const MAX_ACK_WAIT: Duration = Duration::from_secs(12 * 3600);
 /// `max_deliver` when none is given.
-pub const DEFAULT_MAX_DELIVER: u32 = 5;
+pub(crate) const DEFAULT_MAX_DELIVER: u32 = 5;
 /// The most deliveries `max_deliver` may allow.
-pub const MAX_MAX_DELIVER: u32 = 100;
+pub(crate) const MAX_MAX_DELIVER: u32 = 100;
 /// `max_ack_pending` when none is given (JetStream's own default).
-pub const DEFAULT_MAX_ACK_PENDING: u32 = 1000;
+pub(crate) const DEFAULT_MAX_ACK_PENDING: u32 = 1000;
 /// The largest `max_ack_pending`.
-pub const MAX_MAX_ACK_PENDING: u32 = 1_000_000;
+pub(crate) const MAX_MAX_ACK_PENDING: u32 = 1_000_000;
 /// `nak_delay` when none is given.
-pub const DEFAULT_NAK_DELAY: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_NAK_DELAY: Duration = Duration::from_secs(1);
 /// The longest wait before a message is delivered again (the doubling of
 /// `nak_delay` stops here).
-pub const MAX_NAK_DELAY: Duration = Duration::from_secs(60);
+pub(crate) const MAX_NAK_DELAY: Duration = Duration::from_secs(60);
 /// `reply_timeout` when none is given.
-pub const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(300);
 /// The longest time limit, as kennel's timers bound it (about 24.8 days).
 const MAX_DURATION: Duration = Duration::from_millis(i32::MAX as u64);
 
@@ -52,7 +52,7 @@ const MAX_DURATION: Duration = Duration::from_millis(i32::MAX as u64);
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
-pub struct QueueConfig {
+pub(crate) struct QueueConfig {
     /// `nats`: the server's URL (`"nats://host:4222"`), or several
     /// separated by commas.
     pub nats: String,
@@ -126,7 +126,8 @@ fn yes() -> bool {
 
 impl QueueConfig {
     /// A queue with the required keys and every other at its default.
-    pub fn new(
+    #[cfg(test)]
+    pub(crate) fn new(
         nats: impl Into<String>,
         stream: impl Into<String>,
         subject: impl Into<String>,
@@ -150,19 +151,19 @@ impl QueueConfig {
     }
 
     /// The durable consumer's name: `durable`, else the pool's name.
-    pub fn durable_name<'a>(&'a self, pool: &'a str) -> &'a str {
+    pub(crate) fn durable_name<'a>(&'a self, pool: &'a str) -> &'a str {
         self.durable.as_deref().unwrap_or(pool)
     }
 
     /// How often an in-progress ack goes while a job runs: a third of
     /// `ack_wait`, so that two may be lost before JetStream gives up.
-    pub fn progress_every(&self) -> Duration {
+    pub(crate) fn progress_every(&self) -> Duration {
         self.ack_wait.0 / 3
     }
 
     /// The wait before delivery number `delivered + 1`: `nak_delay`
     /// doubled for each delivery after the first, at most one minute.
-    pub fn nak_delay_after(&self, delivered: u64) -> Duration {
+    pub(crate) fn nak_delay_after(&self, delivered: u64) -> Duration {
         let doublings = u32::try_from(delivered.saturating_sub(1).min(16)).unwrap_or(16);
         self.nak_delay
             .0
@@ -171,7 +172,7 @@ impl QueueConfig {
     }
 
     /// What `kennel check` prints of the queue, one line per item.
-    pub fn describe(&self, pool: &str) -> Vec<String> {
+    pub(crate) fn describe(&self, pool: &str) -> Vec<String> {
         let mut lines = vec![
             format!("queue           {}", self.nats),
             format!(
@@ -207,7 +208,7 @@ impl QueueConfig {
     /// # Errors
     ///
     /// The first key out of range.
-    pub fn validate(&self, pool: &str) -> Result<(), (String, String)> {
+    pub(crate) fn validate(&self, pool: &str) -> Result<(), (String, String)> {
         let at = |k: &str| format!("queue.{k}");
         check_urls(&self.nats).map_err(|m| (at("nats"), m))?;
         check_js_name(&self.stream).map_err(|m| (at("stream"), m))?;
@@ -403,5 +404,22 @@ mod tests {
                 .1
                 .contains("set `durable`")
         );
+    }
+
+    #[test]
+    fn a_queue_with_its_three_required_keys_takes_every_default() {
+        let text = "[[pool]]\nname = \"echo\"\nargv = [\"cat\"]\n\n[pool.queue]\nnats = \"nats://127.0.0.1:4222\"\nstream = \"JOBS\"\nsubject = \"jobs.echo\"\n";
+        let config =
+            crate::config::Config::parse(text, &crate::config::Source::inline("test.toml"))
+                .unwrap();
+        let queue = config.pools[0].queue.clone().unwrap();
+        assert_eq!(
+            queue,
+            QueueConfig::new("nats://127.0.0.1:4222", "JOBS", "jobs.echo")
+        );
+        assert_eq!(queue.durable_name("echo"), "echo");
+        assert_eq!(queue.ack_wait.0, Duration::from_secs(30));
+        assert_eq!(queue.max_deliver, 5);
+        assert!(queue.create && queue.job_meta);
     }
 }

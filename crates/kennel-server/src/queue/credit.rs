@@ -12,7 +12,7 @@ use kennel::Stats;
 /// `waiting` counts both the jobs bound to a starting worker and the
 /// queued ones; a job queues only when nothing else can take it, so the
 /// subtraction is exact whichever kind waits.
-pub fn takers(stats: &Stats) -> usize {
+pub(crate) fn takers(stats: &Stats) -> usize {
     if stats.broken {
         return 0;
     }
@@ -31,7 +31,7 @@ pub fn takers(stats: &Stats) -> usize {
 /// A held message whose job waits for a worker is counted twice, once in
 /// `stats.waiting` and once in `unplaced`: the instance then asks for less
 /// than it could, never for more.
-pub fn credits(stats: &Stats, unplaced: usize, asked: usize) -> usize {
+pub(crate) fn credits(stats: &Stats, unplaced: usize, asked: usize) -> usize {
     takers(stats).saturating_sub(unplaced + asked)
 }
 

@@ -6,7 +6,7 @@ use metrics::{Counter, Gauge, counter, gauge};
 
 /// The `reason` labels of `kennel_jetstream_naked_total`: the error kinds that
 /// hand a message back, and `draining`.
-pub const NAK_REASONS: &[&str] = &[
+pub(crate) const NAK_REASONS: &[&str] = &[
     "crashed",
     "warmup-failed",
     "protocol",
@@ -18,7 +18,7 @@ pub const NAK_REASONS: &[&str] = &[
 ];
 
 /// The `reason` labels of `kennel_jetstream_terminated_total`.
-pub const TERM_REASONS: &[&str] = &[
+pub(crate) const TERM_REASONS: &[&str] = &[
     "max-deliver",
     "timeout",
     "bad-json",
@@ -29,7 +29,7 @@ pub const TERM_REASONS: &[&str] = &[
 /// One pool's queue counters and gauges. Handles are made once, so a
 /// message costs no label lookup.
 #[derive(Debug, Clone)]
-pub struct QueueMetrics {
+pub(crate) struct QueueMetrics {
     pool: String,
     /// Messages received from the consumer.
     pub fetched: Counter,
@@ -50,7 +50,7 @@ pub struct QueueMetrics {
 
 impl QueueMetrics {
     /// The handles of pool `pool`.
-    pub fn new(pool: &str) -> Self {
+    pub(crate) fn new(pool: &str) -> Self {
         let p = pool.to_owned();
         Self {
             fetched: counter!("kennel_jetstream_fetched_total", "pool" => p.clone()),
@@ -66,7 +66,7 @@ impl QueueMetrics {
 
     /// Counts a nak. `reason` is one of [`NAK_REASONS`]; any other is
     /// counted as `other`, so that labels stay bounded.
-    pub fn naked(&self, reason: &str) {
+    pub(crate) fn naked(&self, reason: &str) {
         let reason = NAK_REASONS
             .iter()
             .find(|r| **r == reason)
@@ -78,7 +78,7 @@ impl QueueMetrics {
 
     /// Counts a term. `reason` is one of [`TERM_REASONS`] (any other is
     /// counted as `max-deliver`).
-    pub fn terminated(&self, reason: &str) {
+    pub(crate) fn terminated(&self, reason: &str) {
         let reason = TERM_REASONS
             .iter()
             .find(|r| **r == reason)

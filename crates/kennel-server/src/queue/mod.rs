@@ -35,39 +35,37 @@ use kennel_process::Coprocess;
 use tokio::sync::Notify;
 use tokio_util::task::TaskTracker;
 
-use crate::config::Config;
-use crate::state::AppState;
 use crate::watch::Watch;
 
-pub mod config;
-pub mod credit;
-pub mod metrics;
-pub mod outcome;
+pub(crate) mod config;
+pub(crate) mod credit;
+pub(crate) mod metrics;
+pub(crate) mod outcome;
 
 mod connect;
 mod job;
 mod publish;
 mod pull;
 
-pub use self::config::QueueConfig;
-pub use self::metrics::QueueMetrics;
+pub(crate) use self::config::QueueConfig;
+pub(crate) use self::metrics::QueueMetrics;
 
 /// The header that names where a job's answer goes (a client's inbox).
-pub const REPLY_TO: &str = "Kennel-Reply-To";
+pub(crate) const REPLY_TO: &str = "Kennel-Reply-To";
 /// The header of an answer that carries its HTTP status.
-pub const STATUS: &str = "Kennel-Status";
+pub(crate) const STATUS: &str = "Kennel-Status";
 /// The header of an answer that carries the job's id.
-pub const JOB_ID: &str = "Kennel-Job-Id";
+pub(crate) const JOB_ID: &str = "Kennel-Job-Id";
 /// The header of an answer that names the delivery that ran it (1 for the
 /// first).
-pub const DELIVERY: &str = "Kennel-Delivery";
+pub(crate) const DELIVERY: &str = "Kennel-Delivery";
 /// The header of an answer that names the instance that ran it.
-pub const INSTANCE: &str = "Kennel-Instance";
+pub(crate) const INSTANCE: &str = "Kennel-Instance";
 /// JetStream's own header for a publisher's message id (deduplicated within
 /// the stream's duplicate window).
-pub const MSG_ID: &str = "Nats-Msg-Id";
+pub(crate) const MSG_ID: &str = "Nats-Msg-Id";
 /// The key a job object gets when `job_meta` is on.
-pub const META_KEY: &str = "_kennel";
+pub(crate) const META_KEY: &str = "_kennel";
 
 /// Room left in a message for its headers, under the server's
 /// `max_payload`.
@@ -75,7 +73,7 @@ pub(crate) const HEADROOM: usize = 512;
 
 /// How long one pull request waits on the server for messages. A graceful
 /// stop waits for the one outstanding to end (handing back what it brings).
-pub const PULL_EXPIRES: Duration = Duration::from_secs(2);
+pub(crate) const PULL_EXPIRES: Duration = Duration::from_secs(2);
 
 /// The value of header `name` in `headers`, if there. (A name is looked up
 /// as parsed, so that JetStream's own, such as `Nats-Msg-Id`, are found as
@@ -88,7 +86,7 @@ pub(crate) fn header(headers: Option<&async_nats::HeaderMap>, name: &str) -> Opt
 /// A failure to start a pool's queue: the key of the config it is about
 /// and what went wrong.
 #[derive(Debug)]
-pub struct QueueStartError {
+pub(crate) struct QueueStartError {
     /// The pool's name.
     pub pool: String,
     /// The key: `pool[0].queue.nats`, `pool[0].queue.stream`, …
@@ -210,50 +208,10 @@ fn instance_name() -> String {
     format!("{host}/{}", std::process::id())
 }
 
-impl AppState {
-    /// Connects the queue of each pool of `config` that has one (the pools
-    /// must have been started by [`start_pools`](Self::start_pools)):
-    /// creates the stream if asked to and missing, creates or updates the
-    /// durable consumer, and starts fetching. From then on
-    /// `POST /pools/{name}/jobs` on such a pool goes through the queue.
-    ///
-    /// # Errors
-    ///
-    /// The first queue that cannot start (server unreachable, token
-    /// variable unset, stream missing, consumer refused), naming its key.
-    ///
-    /// # Cancel safety
-    ///
-    /// Not cancel safe: a queue connected before the drop keeps fetching
-    /// until [`drain_queues`](Self::drain_queues).
-    pub async fn start_queues(&self, config: &Config) -> Result<(), QueueStartError> {
-        for (i, pool) in config.pools.iter().enumerate() {
-            if pool.queue.is_none() {
-                continue;
-            }
-            let Ok(built) = self.pools().get(&pool.name) else {
-                return Err(QueueStartError {
-                    pool: pool.name.clone(),
-                    key: format!("pool[{i}].queue"),
-                    message: "the pool is not started".into(),
-                });
-            };
-            let watch = self.watch(&pool.name);
-            let source =
-                self.connect_queue(pool, built, watch)
-                    .await
-                    .map_err(|(key, message)| QueueStartError {
-                        pool: pool.name.clone(),
-                        key: format!("pool[{i}].queue{key}"),
-                        message,
-                    })?;
-            self.pools().with(&pool.name, |e| e.queue = source);
-        }
-        Ok(())
-    }
-
-    /// Connects the queue of `config` (none without a `[pool.queue]`) for
-    /// `pool`, and starts fetching.
+impl Source {
+    /// Connects the queue of pool `name` (`config`) for `pool`: creates the
+    /// stream if asked to and missing, creates or updates the durable
+    /// consumer, and starts fetching.
     ///
     /// # Errors
     ///
@@ -262,61 +220,37 @@ impl AppState {
     /// # Cancel safety
     ///
     /// Not cancel safe: once connected, the queue fetches until drained.
-    pub(crate) async fn connect_queue(
-        &self,
-        config: &crate::config::PoolConfig,
+    pub(crate) async fn start(
+        name: &str,
+        config: &QueueConfig,
         pool: Pool<Coprocess>,
         watch: Option<Watch>,
-    ) -> Result<Option<Arc<Source>>, (String, String)> {
-        let Some(queue) = &config.queue else {
-            return Ok(None);
-        };
+        body_limit: usize,
+    ) -> Result<Arc<Self>, (String, String)> {
         let instance: Arc<str> = instance_name().into();
-        let (client, js, consumer) = connect::connect(&config.name, queue, &instance)
+        let (client, js, consumer) = connect::connect(name, config, &instance)
             .await
             .map_err(|(key, message)| (dotted(key), message))?;
-        let source = Arc::new(Source {
-            name: config.name.clone(),
+        let source = Arc::new(Self {
+            name: name.to_owned(),
             pool,
-            config: queue.clone(),
+            config: config.clone(),
             client,
             js,
             consumer,
             watch,
-            body_limit: self.body_limit(),
+            body_limit,
             instance,
-            metrics: QueueMetrics::new(&config.name),
+            metrics: QueueMetrics::new(name),
             counts: Mutex::default(),
             wake: Notify::new(),
             draining: AtomicBool::new(false),
             tasks: TaskTracker::new(),
             mean_job: Mutex::default(),
         });
-        if config.options.job_timeout.is_none() {
-            tracing::warn!(target: "kennel_server", pool = %config.name, "a queued pool without job_timeout: a job that hangs keeps its message by in-progress acks until it ends");
-        }
         let fetching = source.clone();
         source.tasks.spawn(pull::fetch(fetching));
-        Ok(Some(source))
-    }
-
-    /// Drains every queue: stops fetching, hands back at once what arrives,
-    /// waits for the jobs started to end and be acked, flushes. Call it
-    /// again after the pools closed, for the jobs their closing ended (they
-    /// are handed back for another instance). Does nothing without queues.
-    ///
-    /// # Cancel safety
-    ///
-    /// Fetching stops as soon as the call starts; dropping the future only
-    /// stops the waiting.
-    pub async fn drain_queues(&self) {
-        let sources: Vec<Arc<Source>> = self
-            .pools()
-            .lock()
-            .values()
-            .filter_map(|e| e.queue.clone())
-            .collect();
-        futures_util::future::join_all(sources.iter().map(|s| s.drain())).await;
+        Ok(source)
     }
 }
 

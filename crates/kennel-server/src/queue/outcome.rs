@@ -10,7 +10,7 @@ use super::config::QueueConfig;
 
 /// What to do with a message whose job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Disposition {
+pub(crate) enum Disposition {
     /// Publish the answer, then ack: the job is done (a reply, or the
     /// worker's own error).
     Ack,
@@ -44,7 +44,11 @@ pub enum Disposition {
 ///   another instance to take it. On the last delivery (`max_deliver`)
 ///   each of these becomes a term (`max-deliver`) and the caller gets the
 ///   error.
-pub fn dispose(answer: Result<(), &ApiError>, delivered: u64, queue: &QueueConfig) -> Disposition {
+pub(crate) fn dispose(
+    answer: Result<(), &ApiError>,
+    delivered: u64,
+    queue: &QueueConfig,
+) -> Disposition {
     let error = match answer {
         Ok(()) => return Disposition::Ack,
         Err(e) => e,

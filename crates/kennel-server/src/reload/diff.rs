@@ -50,7 +50,7 @@ pub(crate) fn replace_keys(old: &PoolConfig, new: &PoolConfig) -> Vec<String> {
 /// What a reload did to one pool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "done", rename_all = "kebab-case")]
-pub enum PoolChange {
+pub(crate) enum PoolChange {
     /// A new `[[pool]]`: started.
     Added,
     /// No longer in the file: taken out and closed (its jobs get its
@@ -78,7 +78,7 @@ pub enum PoolChange {
 /// What a reload did, pool by pool (pools that did not change are not
 /// named).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Reloaded {
+pub(crate) struct Reloaded {
     /// By pool name.
     pub pools: BTreeMap<String, PoolChange>,
     /// `[server]` keys that changed and take effect at the next start.

@@ -30,11 +30,11 @@ use serde_json::Value;
 use crate::config::{Config, ConfigError, PoolConfig, ReconfigBody, ServerConfig};
 use crate::state::{AppState, PoolEntry, ReloadSource};
 
-pub use self::diff::{PoolChange, Reloaded};
+pub(crate) use self::diff::{PoolChange, Reloaded};
 
 /// Why a reload did nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReloadError {
+pub(crate) enum ReloadError {
     /// The server runs the built-in demo config: there is no file.
     NoFile,
     /// The file does not pass the checks of a start, has no pool, or kept
@@ -85,7 +85,7 @@ impl AppState {
     /// # Cancel safety
     ///
     /// Cancel safe: it only waits for a reload under way to end.
-    pub async fn reload_from(&self, path: PathBuf, self_exe: PathBuf, current: &Config) {
+    pub(crate) async fn reload_from(&self, path: PathBuf, self_exe: PathBuf, current: &Config) {
         *self.reload_source().await = Some(ReloadSource {
             path,
             self_exe,
@@ -110,7 +110,7 @@ impl AppState {
     /// # Panics
     ///
     /// When called outside a tokio runtime.
-    pub async fn reload(&self) -> Result<Reloaded, ReloadError> {
+    pub(crate) async fn reload(&self) -> Result<Reloaded, ReloadError> {
         let mut source = self.reload_source().await;
         let Some(source) = source.as_mut() else {
             return Err(ReloadError::NoFile);

@@ -43,7 +43,7 @@ use self::leader::{group_has_members, leads_group, start_time};
 /// The run directory of a server: locked, and the groups of a previous run
 /// reaped (see the module's documentation).
 #[derive(Debug)]
-pub struct RunDir {
+pub(crate) struct RunDir {
     path: PathBuf,
     _lock: Flock<File>,
 }
@@ -51,7 +51,7 @@ pub struct RunDir {
 /// What [`RunDir::open`] found left by a previous run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Reaped {
+pub(crate) struct Reaped {
     /// The process groups that still had a live process and were killed.
     pub groups: Vec<u32>,
     /// Files whose group had already ended (removed).
@@ -63,7 +63,7 @@ pub struct Reaped {
 /// root without it, under `/run/kennel/`; else under
 /// `/tmp/kennel-<uid>/`, which [`RunDir::open`] refuses if another user
 /// made it first.
-pub fn default_run_dir(port: u16) -> PathBuf {
+pub(crate) fn default_run_dir(port: u16) -> PathBuf {
     let base = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         Some(dir) => PathBuf::from(dir).join("kennel"),
         None if nix::unistd::geteuid().is_root() => PathBuf::from("/run/kennel"),
@@ -82,7 +82,7 @@ impl RunDir {
     /// The directory cannot be created or read; it is not this user's alone
     /// or its `lock` is a symbolic link (`PermissionDenied`, before anything
     /// in it is touched); or another server holds it (`WouldBlock`).
-    pub fn open(path: impl AsRef<Path>) -> io::Result<(Self, Reaped)> {
+    pub(crate) fn open(path: impl AsRef<Path>) -> io::Result<(Self, Reaped)> {
         let path = trust::prepare(path.as_ref())?;
         let lock = trust::open_write(&path.join("lock"), false)?;
         let lock = Flock::lock(lock, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
@@ -101,7 +101,7 @@ impl RunDir {
     }
 
     /// The directory.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -109,7 +109,7 @@ impl RunDir {
     /// The file goes when the returned record is dropped (when the worker
     /// has ended). `None` if the process is already gone or the file cannot
     /// be written; then only the death signal covers it.
-    pub fn record(&self, pid: u32) -> Option<Record> {
+    pub(crate) fn record(&self, pid: u32) -> Option<Record> {
         let started = start_time(pid)?;
         let file = self.path.join(format!("group-{pid}"));
         let line = format!("{pid} {started}\n");
@@ -124,7 +124,7 @@ impl RunDir {
 
     /// Removes the files of groups whose leader has ended (at exit, after
     /// every pool closed, for records whose removal did not run).
-    pub fn clean(&self) {
+    pub(crate) fn clean(&self) {
         for Recorded {
             file,
             pgid,
@@ -219,7 +219,7 @@ struct Recorded {
 
 /// The file of one live worker group; removed on drop.
 #[derive(Debug)]
-pub struct Record {
+pub(crate) struct Record {
     file: PathBuf,
 }
 

@@ -2,6 +2,7 @@
 //! [`Pools`]), and what its routes share.
 
 mod pools;
+mod queues;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -25,7 +26,7 @@ use crate::queue::Source;
 use crate::rundir::RunDir;
 use crate::watch::Watch;
 
-pub use self::pools::{Group, Listed, Pools};
+pub(crate) use self::pools::{Group, Pools};
 pub(crate) use self::pools::{Policies, PoolEntry};
 
 /// The file a running server reloads, and the `[server]` part read last.
@@ -96,7 +97,7 @@ impl AppStateBuilder {
     /// Records each worker process group of the pools built by
     /// [`AppState::start_pools`] in `dir`, for the next server to reap if
     /// this one dies without closing them.
-    pub fn run_dir(mut self, dir: Arc<RunDir>) -> Self {
+    pub(crate) fn run_dir(mut self, dir: Arc<RunDir>) -> Self {
         self.run_dir = Some(dir);
         self
     }
@@ -305,7 +306,7 @@ impl AppState {
 
     /// Kills every worker of every pool at once, without waiting (a second
     /// stop signal).
-    pub fn kill_workers(&self) {
+    pub(crate) fn kill_workers(&self) {
         let watches: Vec<Watch> = self
             .pools()
             .lock()
@@ -337,8 +338,13 @@ impl AppState {
     }
 
     /// The pools.
-    pub fn pools(&self) -> &Pools {
+    pub(crate) fn pools(&self) -> &Pools {
         &self.inner.pools
+    }
+
+    /// The pool named `name`, if the service has it.
+    pub fn pool(&self, name: &str) -> Option<Pool<Coprocess>> {
+        self.pools().get(name).ok()
     }
 
     /// Changes the live pool `name` as `body` says (its group too) and
@@ -349,7 +355,7 @@ impl AppState {
     /// [`kennel::Error::Config`] for an eviction kennel refuses,
     /// [`kennel::Error::NoSuchPool`], or the pool's own refusal; nothing
     /// changes on error.
-    pub fn reconfigure_pool(
+    pub(crate) fn reconfigure_pool(
         &self,
         name: &str,
         body: &ReconfigBody,
@@ -390,7 +396,7 @@ impl AppState {
 
     /// What is kept of the workers of the pool `name`, for a pool built by
     /// [`start_pools`](Self::start_pools).
-    pub fn watch(&self, name: &str) -> Option<Watch> {
+    pub(crate) fn watch(&self, name: &str) -> Option<Watch> {
         self.pools().with(name, |e| e.watch.clone()).flatten()
     }
 
@@ -405,11 +411,6 @@ impl AppState {
         self.pools().with(name, |e| e.policies).flatten()
     }
 
-    /// The run directory, if the state has one.
-    pub fn run_dir(&self) -> Option<&RunDir> {
-        self.inner.run_dir.as_deref()
-    }
-
     /// The bearer token every route but the probes asks for, if any.
     pub fn token(&self) -> Option<&str> {
         self.inner.token.as_deref()
@@ -421,7 +422,7 @@ impl AppState {
     }
 
     /// How request bodies are read.
-    pub fn bodies(&self) -> &BodyGate {
+    pub(crate) fn bodies(&self) -> &BodyGate {
         &self.inner.bodies
     }
 
@@ -442,17 +443,11 @@ impl AppState {
 
     /// The largest binary job body of pool `name` (its `upload_limit`, or
     /// the `body_limit`).
-    pub fn upload_limit(&self, name: &str) -> usize {
+    pub(crate) fn upload_limit(&self, name: &str) -> usize {
         self.pools()
             .with(name, |e| e.upload_limit)
             .flatten()
             .unwrap_or(self.inner.bodies.limit())
-    }
-
-    /// Sets the `upload_limit` of pool `name` (nothing without such a
-    /// pool).
-    pub fn set_upload_limit(&self, name: &str, bytes: usize) {
-        self.pools().with(name, |e| e.upload_limit = Some(bytes));
     }
 
     pub(crate) fn metrics(&self) -> Option<&PrometheusHandle> {
@@ -460,7 +455,7 @@ impl AppState {
     }
 
     /// The event hub of every pool's events.
-    pub fn events(&self) -> &EventHub {
+    pub(crate) fn events(&self) -> &EventHub {
         &self.inner.events
     }
 
@@ -478,7 +473,7 @@ impl AppState {
     }
 
     /// Resolves once [`begin_shutdown`](Self::begin_shutdown) was called.
-    pub fn shutdown_signal(&self) -> impl Future<Output = ()> + Send + use<> {
+    pub(crate) fn shutdown_signal(&self) -> impl Future<Output = ()> + Send + use<> {
         let mut rx = self.inner.shutdown.subscribe();
         async move {
             let _ = rx.wait_for(|down| *down).await;
@@ -487,7 +482,7 @@ impl AppState {
 
     /// Starts the shutdown: `/events` streams end, so that a graceful
     /// server stop is not held open by them.
-    pub fn begin_shutdown(&self) {
+    pub(crate) fn begin_shutdown(&self) {
         self.inner.shutdown.send_replace(true);
     }
 

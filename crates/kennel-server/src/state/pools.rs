@@ -75,7 +75,7 @@ impl PoolEntry {
 
 /// A pool as [`Pools::list`] lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listed {
+pub(crate) struct Listed {
     /// The pool's name.
     pub name: String,
     /// Its group, if any.
@@ -86,7 +86,7 @@ pub struct Listed {
 
 /// The pools of the service, by name. One per state.
 #[derive(Default)]
-pub struct Pools {
+pub(crate) struct Pools {
     map: Mutex<BTreeMap<String, PoolEntry>>,
 }
 
@@ -108,7 +108,7 @@ impl Pools {
     /// # Errors
     ///
     /// [`Error::NoSuchPool`] when there is none.
-    pub fn get(&self, name: &str) -> Result<Pool<Coprocess>, Error> {
+    pub(crate) fn get(&self, name: &str) -> Result<Pool<Coprocess>, Error> {
         self.with(name, |e| e.pool.clone())
             .ok_or_else(|| Error::NoSuchPool {
                 name: name.to_owned(),
@@ -116,12 +116,12 @@ impl Pools {
     }
 
     /// Whether there is no pool.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }
 
     /// Every pool, by name, with its group and stats.
-    pub fn list(&self) -> Vec<Listed> {
+    pub(crate) fn list(&self) -> Vec<Listed> {
         self.lock()
             .iter()
             .map(|(name, e)| Listed {
@@ -133,7 +133,7 @@ impl Pools {
     }
 
     /// The pools of group `name` now.
-    pub fn group(&self, name: &str) -> Group {
+    pub(crate) fn group(&self, name: &str) -> Group {
         let pools = self
             .lock()
             .values()
@@ -153,7 +153,7 @@ impl Pools {
     ///
     /// Every pool is closing as soon as the call starts; dropping the
     /// future only stops the waiting.
-    pub async fn close_all(&self) {
+    pub(crate) async fn close_all(&self) {
         let pools: Vec<Pool<Coprocess>> = self.lock().values().map(|e| e.pool.clone()).collect();
         futures_util::future::join_all(pools.iter().map(Pool::close)).await;
     }
@@ -194,19 +194,19 @@ impl Pools {
 /// The pools of one group, as they were when asked for: a job goes to a
 /// random one that can lend at once.
 #[derive(Debug)]
-pub struct Group {
+pub(crate) struct Group {
     name: String,
     pools: Vec<Pool<Coprocess>>,
 }
 
 impl Group {
     /// The group's name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// Its pools.
-    pub fn pools(&self) -> &[Pool<Coprocess>] {
+    pub(crate) fn pools(&self) -> &[Pool<Coprocess>] {
         &self.pools
     }
 
@@ -221,7 +221,7 @@ impl Group {
     /// # Cancel safety
     ///
     /// Cancel safe, as [`Pool::try_lend`].
-    pub async fn lend(&self) -> Result<Lease<Coprocess>, Error> {
+    pub(crate) async fn lend(&self) -> Result<Lease<Coprocess>, Error> {
         let n = self.pools.len();
         if n > 0 {
             let first = rand::rng().random_range(0..n);
@@ -248,7 +248,10 @@ impl Group {
     /// # Cancel safety
     ///
     /// As [`Pool::run`].
-    pub async fn run<R>(&self, job: impl AsyncFnOnce(&mut Coprocess) -> R) -> Result<R, Error> {
+    pub(crate) async fn run<R>(
+        &self,
+        job: impl AsyncFnOnce(&mut Coprocess) -> R,
+    ) -> Result<R, Error> {
         self.lend().await?.run(job).await
     }
 }

@@ -44,7 +44,7 @@ async fn a_bearer_token_guards_every_route_but_the_probes() {
 async fn a_request_refused_by_the_token_or_the_host_guard_is_still_counted() {
     let state = AppState::builder()
         .token("s3cret")
-        .metrics(kennel_server::metrics::install())
+        .metrics(kennel_server::install_metrics())
         .build();
     start(&state, vec![demo("demo", 1)]).await;
     let router = kennel_server::app(state.clone());

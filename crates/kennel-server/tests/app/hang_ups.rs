@@ -40,7 +40,7 @@ async fn a_client_that_hangs_up_while_queued_leaves_the_queue() {
         let router = router.clone();
         async move { call(&router, post("/pools/demo/jobs", &json!({}))).await }
     });
-    let pool = state.pools().get("demo").unwrap();
+    let pool = state.pool("demo").unwrap();
     tokio::time::timeout(LIMIT, async {
         while pool.stats().waiting != 1 {
             tokio::time::sleep(Duration::from_millis(5)).await;

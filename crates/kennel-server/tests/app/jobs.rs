@@ -3,13 +3,10 @@
 //! timeout; 502 for a crash, a worker that cannot start or one that breaks
 //! the protocol; 500 with the worker's own error).
 
-use std::time::Duration;
-
 use axum::http::{StatusCode, header};
-use kennel_server::config::{PoolConfig, SizingConfig};
 use serde_json::json;
 
-use crate::routed::{demo, state_with};
+use crate::routed::{demo, demo_with, state_with};
 use crate::{assert_error, call, post, wait_lent};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -43,8 +40,7 @@ async fn a_pool_name_in_the_path_is_percent_decoded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_past_its_timeout_answers_504() {
-    let mut pool = demo("slow", 1);
-    pool.options.job_timeout = Some(Duration::from_millis(300));
+    let pool = demo_with("slow", 1, "job_timeout = \"300ms\"");
     let state = state_with(vec![pool]).await;
     let router = kennel_server::app(state.clone());
     let answer = call(
@@ -99,10 +95,8 @@ async fn a_worker_error_answers_500_with_its_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_cannot_start_answers_502() {
-    let mut pool = PoolConfig::new("broken", ["/nonexistent/kennel-worker"]);
-    pool.sizing = Some(SizingConfig::Fixed { workers: 1 });
-    let mut early_exit = PoolConfig::new("early", ["sh", "-c", "exit 3"]);
-    early_exit.sizing = Some(SizingConfig::Fixed { workers: 1 });
+    let pool = "[[pool]]\nname = \"broken\"\nargv = [\"/nonexistent/kennel-worker\"]\nsizing = { kind = \"fixed\", workers = 1 }\n".to_owned();
+    let early_exit = "[[pool]]\nname = \"early\"\nargv = [\"sh\", \"-c\", \"exit 3\"]\nsizing = { kind = \"fixed\", workers = 1 }\n".to_owned();
     let state = state_with(vec![pool, early_exit]).await;
     let router = kennel_server::app(state.clone());
     let answer = call(&router, post("/pools/broken/jobs", &json!({}))).await;
@@ -114,15 +108,10 @@ async fn a_worker_that_cannot_start_answers_502() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_breaks_the_protocol_answers_502() {
-    let mut pool = PoolConfig::new(
-        "garbled",
-        [
-            "sh",
-            "-c",
-            r#"echo '{"ready":true}'; while read line; do echo 'this is not json'; done"#,
-        ],
+    let script = r#"echo '{"ready":true}'; while read line; do echo 'this is not json'; done"#;
+    let pool = format!(
+        "[[pool]]\nname = \"garbled\"\nargv = [\"sh\", \"-c\", {script:?}]\nsizing = {{ kind = \"fixed\", workers = 1 }}\n"
     );
-    pool.sizing = Some(SizingConfig::Fixed { workers: 1 });
     let state = state_with(vec![pool]).await;
     let router = kennel_server::app(state.clone());
     let answer = call(&router, post("/pools/garbled/jobs", &json!({}))).await;
@@ -137,10 +126,8 @@ async fn a_worker_that_breaks_the_protocol_answers_502() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_jobs_go_to_a_pool_of_the_group() {
-    let mut a = demo("a", 1);
-    a.group = Some("g".into());
-    let mut b = demo("b", 1);
-    b.group = Some("g".into());
+    let a = demo_with("a", 1, "group = \"g\"");
+    let b = demo_with("b", 1, "group = \"g\"");
     let state = state_with(vec![a, b, demo("c", 1)]).await;
     let router = kennel_server::app(state.clone());
     let (status, _, body) = call(&router, post("/groups/g/jobs", &json!({"iterations": 3}))).await;

@@ -74,7 +74,7 @@ fn assert_error(answer: &(StatusCode, HeaderMap, Value), status: StatusCode, kin
 
 /// Waits until `pool` has `lent` workers lent.
 async fn wait_lent(state: &AppState, pool: &str, lent: usize) {
-    let pool = state.pools().get(pool).unwrap();
+    let pool = state.pool(pool).unwrap();
     tokio::time::timeout(LIMIT, async {
         while pool.stats().lent != lent {
             tokio::time::sleep(Duration::from_millis(5)).await;

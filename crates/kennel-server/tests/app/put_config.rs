@@ -139,7 +139,7 @@ async fn put_config_is_a_merge_patch_of_the_live_options() {
         put(r#"{"max_waiting":null,"job_timeout":"5s"}"#).await,
         json!(["set max_waiting"])
     );
-    let options = state.pools().get("demo").unwrap().options();
+    let options = state.pool("demo").unwrap().options();
     assert_eq!(options.job_timeout, Some(Duration::from_secs(5)));
     assert_eq!(options.max_waiting, None);
     state.close().await;

@@ -7,7 +7,7 @@ use axum::http::{Method, StatusCode, header};
 use kennel_server::AppState;
 use serde_json::json;
 
-use crate::routed::{demo, start, state_with};
+use crate::routed::{demo, demo_with, start, state_with};
 use crate::{assert_error, call, get, post, request};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,8 +74,7 @@ async fn unknown_pools_groups_and_routes_answer_404() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_json_answers_400() {
-    let mut pool = demo("demo", 1);
-    pool.group = Some("demo".into());
+    let pool = demo_with("demo", 1, "group = \"demo\"");
     let state = state_with(vec![pool]).await;
     let router = kennel_server::app(state.clone());
     for body in ["{bad", "", "   ", "[1,"] {
@@ -129,7 +128,7 @@ async fn a_body_over_the_limit_answers_413() {
 async fn a_closed_pool_answers_503() {
     let state = state_with(vec![demo("demo", 1), demo("other", 1)]).await;
     let router = kennel_server::app(state.clone());
-    state.pools().get("demo").unwrap().close().await;
+    state.pool("demo").unwrap().close().await;
     let answer = call(&router, post("/pools/demo/jobs", &json!({}))).await;
     assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "closed");
     assert!(answer.1.get(header::RETRY_AFTER).is_none());

@@ -1,15 +1,13 @@
 //! A job turned away by a full queue: 503 with a `Retry-After` of the pool's
 //! projected wait, in whole seconds from 1 to 60.
 
-use std::time::Duration;
-
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use kennel_server::AppState;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use crate::routed::{demo, state_with};
+use crate::routed::{demo_with, state_with};
 use crate::{assert_error, call, post, wait_lent};
 
 type Answer = (StatusCode, HeaderMap, Value);
@@ -30,8 +28,7 @@ async fn rejected_while_busy(state: &AppState, router: &Router) -> (Answer, Join
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_job_answers_503_with_retry_after() {
-    let mut pool = demo("one", 1);
-    pool.options.max_waiting = Some(0);
+    let pool = demo_with("one", 1, "max_waiting = 0");
     let state = state_with(vec![pool]).await;
     let router = kennel_server::app(state.clone());
     let (answer, busy) = rejected_while_busy(&state, &router).await;
@@ -43,8 +40,7 @@ async fn a_rejected_job_answers_503_with_retry_after() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_jobs_retry_after_is_the_pools_projected_wait() {
-    let mut pool = demo("one", 1);
-    pool.options.max_waiting = Some(0);
+    let pool = demo_with("one", 1, "max_waiting = 0");
     let state = state_with(vec![pool]).await;
     let router = kennel_server::app(state.clone());
     // One job of 2.2 s teaches the pool its job time.
@@ -58,31 +54,4 @@ async fn a_rejected_jobs_retry_after_is_the_pools_projected_wait() {
     );
     assert_eq!(busy.await.unwrap().0, StatusCode::OK);
     state.close().await;
-}
-
-#[test]
-fn retry_after_is_the_projected_wait_in_whole_seconds_within_1_and_60() {
-    use kennel::RejectReason;
-    use kennel_server::{ApiError, MAX_RETRY_AFTER_SECS};
-    let header_of = |wait: Option<Duration>| {
-        let e = ApiError::Rejected {
-            reason: RejectReason::QueueFull,
-            retry_after: kennel_server::RETRY_AFTER_SECS,
-        }
-        .retry_after_projected(wait);
-        let response = axum::response::IntoResponse::into_response(e);
-        response.headers()[header::RETRY_AFTER]
-            .to_str()
-            .unwrap()
-            .to_owned()
-    };
-    assert_eq!(header_of(None), "1");
-    assert_eq!(header_of(Some(Duration::ZERO)), "1");
-    assert_eq!(header_of(Some(Duration::from_millis(1))), "1");
-    assert_eq!(header_of(Some(Duration::from_millis(2001))), "3");
-    assert_eq!(header_of(Some(Duration::from_secs(2))), "2");
-    assert_eq!(
-        header_of(Some(Duration::from_secs(3600))),
-        MAX_RETRY_AFTER_SECS.to_string()
-    );
 }

@@ -7,13 +7,12 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use crate::routed::{demo, state_with};
+use crate::routed::{demo, demo_with, state_with};
 use crate::{LIMIT, call, get, post};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pools_and_stats_show_every_pool() {
-    let mut grouped = demo("a", 2);
-    grouped.group = Some("g".into());
+    let grouped = demo_with("a", 2, "group = \"g\"");
     let state = state_with(vec![grouped, demo("b", 1)]).await;
     let router = kennel_server::app(state.clone());
     let (status, _, body) = call(&router, get("/pools")).await;
@@ -41,7 +40,7 @@ async fn pools_and_stats_show_every_pool() {
 /// Waits until pool `name` of `state` had its first ready worker (its
 /// `worker:ready` event), within `LIMIT`.
 async fn first_ready(state: &kennel_server::AppState, name: &str) {
-    let pool = state.pools().get(name).unwrap();
+    let pool = state.pool(name).unwrap();
     let mut events = pool.events();
     let ready = async {
         while pool.is_warming() {
@@ -62,19 +61,13 @@ async fn readyz_is_503_until_each_eager_pool_has_its_first_ready_worker() {
     // Workers that take a second to warm up: an eager startup and an
     // on-demand pool with `min_idle` start theirs at once; a plain
     // on-demand pool starts none and is ready with none.
-    let slow = |name: &str| {
-        let mut p = demo(name, 1);
-        p.argv = ["@kennel", "worker", "demo", "--warmup", "1s"]
-            .map(String::from)
-            .to_vec();
-        p
+    let slow = |name: &str, keys: &str| {
+        demo_with(name, 1, keys).replace("\"--warmup\", \"10ms\"", "\"--warmup\", \"1s\"")
     };
-    let eager = slow("eager");
-    let mut spare = slow("spare");
-    spare.startup = kennel_server::config::StartupKind::OnDemand;
-    spare.options.min_idle = Some(1);
-    let mut lazy = slow("lazy");
-    lazy.startup = kennel_server::config::StartupKind::OnDemand;
+    let on_demand = "startup = \"on-demand\"";
+    let eager = slow("eager", "");
+    let spare = demo_on_demand(&slow("spare", "min_idle = 1"), on_demand);
+    let lazy = demo_on_demand(&slow("lazy", ""), on_demand);
     let state = state_with(vec![eager, spare, lazy]).await;
     let router = kennel_server::app(state.clone());
     let (status, _, body) = call(&router, get("/readyz")).await;
@@ -109,7 +102,7 @@ async fn readyz_and_its_alias_healthz_report_every_pool_and_livez_answers() {
             "{probe}"
         );
     }
-    state.pools().get("b").unwrap().close().await;
+    state.pool("b").unwrap().close().await;
     let (status, _, body) = call(&router, get("/readyz")).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(
@@ -241,4 +234,10 @@ async fn events_stream_pool_events() {
     })
     .await;
     assert!(end.is_ok(), "the stream did not end at shutdown");
+}
+
+/// `pool` (a demo `[[pool]]` table, started at once) with `startup` in
+/// place of its own.
+fn demo_on_demand(pool: &str, startup: &str) -> String {
+    pool.replace("startup = \"parallel\"", startup)
 }

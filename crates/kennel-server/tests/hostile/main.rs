@@ -1,16 +1,14 @@
-//! Hostile input to the service: arbitrary TOML to the config parser and
-//! arbitrary bytes to the routes never panic and are answered with a clear
-//! error (a `ConfigError` naming the file; a 4xx with a JSON body `{"error",
-//! "message"}`); a body over the limit is 413; a slow body, stalled
+//! Hostile input to the service: arbitrary bytes to the routes never panic
+//! and are answered with a clear error (a 4xx with a JSON body `{"error",
+//! "message"}`; arbitrary TOML to the config parser:
+//! `src/config/tests/hostile_text.rs`); a body over the limit is 413; a slow body, stalled
 //! connections and a header flood do not stop other requests nor hold a
 //! worker; a request without the right bearer token is 401.
 //!
 //! The jobs go to a pool of `cat` (started with no ready line), which
 //! echoes each request line: any JSON body comes back as it was sent.
-//! `PROPTEST_CASES=N` runs N cases of each property (default 256 for the
-//! parser, 128 for the routes).
+//! `PROPTEST_CASES=N` runs N cases of each property (default 128).
 
-mod config_text;
 mod over_tcp;
 // proptest keeps the cases it saw fail in
 // `tests/proptest-regressions/<module>.txt`: in a test target with a
@@ -24,8 +22,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
-use kennel_server::config::{Config, PoolConfig, ReadyKind, SizingConfig, StartupKind};
-use kennel_server::{AppState, metrics};
+use kennel_server::{AppState, install_metrics};
+use kennel_server::{Config, Source};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -99,19 +97,16 @@ fn reconfig_json() -> impl Strategy<Value = Value> {
 }
 
 /// A pool of `cat`: no warm-up line, each request line comes back.
-fn cat_pool(name: &str, workers: usize) -> PoolConfig {
-    let mut p = PoolConfig::new(name, ["cat"]);
-    p.ready = ReadyKind::Immediate;
-    p.startup = StartupKind::OnDemand;
-    p.sizing = Some(SizingConfig::Fixed { workers });
-    p.group = Some("g".into());
-    p
+fn cat_pool(name: &str, workers: usize) -> Config {
+    let text = format!(
+        "[[pool]]\nname = \"{name}\"\nargv = [\"cat\"]\nready = \"immediate\"\nstartup = \"on-demand\"\nsizing = {{ kind = \"fixed\", workers = {workers} }}\ngroup = \"g\"\n"
+    );
+    Config::parse(&text, &Source::inline("test.toml")).unwrap()
 }
 
 async fn state_with(builder: kennel_server::AppStateBuilder) -> AppState {
-    let state = builder.metrics(metrics::install()).build();
-    let mut config = Config::default();
-    config.pools = vec![cat_pool("echo", 2)];
+    let state = builder.metrics(install_metrics()).build();
+    let config = cat_pool("echo", 2);
     state
         .start_pools(&config, kennel_bin())
         .await

@@ -22,8 +22,8 @@ async fn serve(builder: kennel_server::AppStateBuilder) -> Served {
     let addr = listener.local_addr().unwrap();
     let router = app(state.clone());
     let server = tokio::spawn(async move {
-        let options = kennel_server::http::ConnOptions::default();
-        let _ = kennel_server::http::serve(listener, router, options, std::future::pending()).await;
+        let options = kennel_server::ConnOptions::default();
+        let _ = kennel_server::serve(listener, router, options, std::future::pending()).await;
     });
     Served {
         addr,
@@ -118,7 +118,7 @@ async fn a_body_over_the_limit_is_413_and_the_server_goes_on() {
 async fn slow_and_stalled_bodies_hold_no_worker_and_block_no_one() {
     let served = serve(AppState::builder()).await;
     let addr = served.addr;
-    let pool = served.state.pools().get("echo").unwrap();
+    let pool = served.state.pool("echo").unwrap();
 
     // Twenty clients drip a 40-byte body, a byte every 10 ms.
     let body = "{\"slow\":\"abcdefghijklmnopqrstuvwxyz0\"}";

@@ -116,7 +116,7 @@ proptest! {
                     }
                 }
             }
-            let stats = state.pools().get("echo").unwrap().stats();
+            let stats = state.pool("echo").unwrap().stats();
             assert_eq!((stats.lent, stats.waiting), (0, 0));
             state.close().await;
         });

@@ -13,34 +13,44 @@ use axum::http::Request;
 use axum::http::{StatusCode, header};
 use axum::response::Response;
 use http_body_util::BodyExt;
-use kennel_server::config::{PoolConfig, SizingConfig, StartupKind};
-use kennel_server::{AppState, Config, metrics};
+use kennel_server::{AppState, Config, Source, install_metrics};
 use tower::ServiceExt;
 
 pub fn kennel_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kennel"))
 }
 
-/// A demo pool of `workers` workers started at once, with a short warm-up.
-pub fn demo(name: &str, workers: usize) -> PoolConfig {
-    let mut p = PoolConfig::new(name, ["@kennel", "worker", "demo", "--warmup", "10ms"]);
-    p.startup = StartupKind::Parallel;
-    p.sizing = Some(SizingConfig::Fixed { workers });
-    p
+/// A demo pool of `workers` workers started at once, with a short warm-up,
+/// as a `[[pool]]` table.
+pub fn demo(name: &str, workers: usize) -> String {
+    demo_with(name, workers, "")
+}
+
+/// As [`demo`], with more keys (`"group = \"g\""`, one a line).
+pub fn demo_with(name: &str, workers: usize, keys: &str) -> String {
+    format!(
+        "[[pool]]\nname = \"{name}\"\nargv = [\"@kennel\", \"worker\", \"demo\", \"--warmup\", \"10ms\"]\nstartup = \"parallel\"\nsizing = {{ kind = \"fixed\", workers = {workers} }}\n{keys}\n"
+    )
+}
+
+/// A config of the `[[pool]]` tables `pools`.
+pub fn config_of(pools: &[String]) -> Config {
+    Config::parse(&pools.concat(), &Source::inline("test.toml")).unwrap()
 }
 
 /// A service with a metrics recorder and `pools` started.
-pub async fn state_with(pools: Vec<PoolConfig>) -> AppState {
-    let state = AppState::builder().metrics(metrics::install()).build();
+pub async fn state_with(pools: Vec<String>) -> AppState {
+    let state = AppState::builder().metrics(install_metrics()).build();
     start(&state, pools).await;
     state
 }
 
 /// Starts `pools` in `state`.
-pub async fn start(state: &AppState, pools: Vec<PoolConfig>) {
-    let mut config = Config::default();
-    config.pools = pools;
-    state.start_pools(&config, kennel_bin()).await.unwrap();
+pub async fn start(state: &AppState, pools: Vec<String>) {
+    state
+        .start_pools(&config_of(&pools), kennel_bin())
+        .await
+        .unwrap();
 }
 
 /// A response's status, content type (empty without one) and body, the

@@ -2,7 +2,7 @@
 //! value and a word of what is allowed, syntax and type errors, mangled
 //! configs (never a panic), a pool option's whole message.
 
-use crate::{parse, pool_with, refused};
+use super::{parse, pool_with, refused};
 
 /// Each bad value, the key the error must name, and a word of what is
 /// allowed.

@@ -2,7 +2,7 @@
 //! closest to it, a table written with the wrong brackets says which it
 //! takes, and a value out of range names its line.
 
-use crate::{pool_with, refused};
+use super::{pool_with, refused};
 
 #[test]
 fn a_misspelt_key_or_name_offers_the_closest_allowed_one() {

@@ -1,10 +1,10 @@
 //! Bodies of `PUT /pools/{name}/config`: every key read, a merge patch of
 //! the live options, each bad body refused naming its key.
 
+use crate::config::{EvictionConfig, ReconfigBody, SizingConfig};
 use kennel::{Dispatch, Options};
-use kennel_server::config::{EvictionConfig, ReconfigBody, SizingConfig};
 
-use crate::secs;
+use super::secs;
 
 #[test]
 fn reconfig_bodies_name_their_keys() {

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
-use kennel_server::config::{HumanDuration, LearningConfig, ReconfigBody, SizingConfig};
+use crate::config::learning::LearningConfig;
+use crate::config::{HumanDuration, ReconfigBody, SizingConfig};
 
-use crate::{parse, pool_with, refused, secs};
+use super::{parse, pool_with, refused, secs};
 
 #[test]
 fn a_learning_sizing_takes_its_window_pause_and_seed_each_range_named_at_its_key() {

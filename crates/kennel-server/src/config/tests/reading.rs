@@ -5,12 +5,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::config::human::HumanSize;
+use crate::config::learning::LearningConfig;
+use crate::config::{Config, EvictionConfig, ReadyKind, SizingConfig, StartupKind};
 use kennel::{Dispatch, Options};
-use kennel_server::config::{
-    Config, EvictionConfig, HumanSize, LearningConfig, ReadyKind, SizingConfig, StartupKind,
-};
 
-use crate::{parse, pool_with, secs};
+use super::{parse, pool_with, secs};
 
 #[test]
 fn every_key_is_read() {

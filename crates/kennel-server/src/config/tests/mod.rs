@@ -2,6 +2,7 @@
 //! and the key named.
 
 mod hints;
+mod hostile_text;
 mod key_rules;
 mod reading;
 mod reconfig;
@@ -10,7 +11,7 @@ mod refusals;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kennel_server::config::{Config, ConfigError, HumanDuration, Source};
+use crate::config::{Config, ConfigError, HumanDuration, Source};
 
 fn source() -> Source {
     Source {
