@@ -148,6 +148,8 @@ impl<W: Worker> State<W> {
         self.arm_surge_due(fx, i);
         self.kick_startup(fx);
         self.pump(fx, None);
+        // The worker may have gone to a job: spares are counted again.
+        self.keep_spares(fx);
     }
 
     /// The warm-up of slot `i` failed or timed out.
