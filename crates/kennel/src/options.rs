@@ -360,7 +360,7 @@ fn limit(d: &Duration) -> Result<(), String> {
 fn grace(d: &Duration) -> Result<(), String> {
     if *d > MAX_DURATION {
         return Err(format!(
-            "{d:?} is out of range (allowed: 0 to {} ms)",
+            "{d:?} is out of range (allowed: at most {} ms)",
             MAX_DURATION.as_millis()
         ));
     }

@@ -87,12 +87,12 @@ impl<W: Worker> State<W> {
         let live = Live {
             cell: Arc::new(WorkerCell::new(killer, started, meter, pid)),
             life,
-            record: Box::new(Record {
+            record: Record {
                 pid,
                 max_jobs: self.draw_max_jobs(),
                 size,
                 ..Record::default()
-            }),
+            },
         };
         if self.slots.apply(i, |s| t::register(s, live)).is_none() {
             return false;

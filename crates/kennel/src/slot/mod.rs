@@ -181,10 +181,8 @@ pub(crate) enum Rest {
 #[derive(Debug)]
 pub(crate) struct Live {
     pub(crate) cell: Arc<WorkerCell>,
-    /// Boxed, as the record: a slot state moves on every lend and return,
-    /// and stays small this way.
-    pub(crate) life: Option<Box<Life>>,
-    pub(crate) record: Box<Record>,
+    pub(crate) life: Option<Life>,
+    pub(crate) record: Record,
 }
 
 impl Live {
