@@ -144,3 +144,31 @@ async fn put_config_is_a_merge_patch_of_the_live_options() {
     assert_eq!(options.max_waiting, None);
     state.close().await;
 }
+
+/// A rate option below its floor is refused at its key, the floor named,
+/// and the live value stays: `memory_check_every` checks memory at most
+/// every 100 ms, so a body cannot make the service poll it in a loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_config_refuses_memory_check_every_below_its_floor() {
+    let state = state_with(vec![demo("demo", 1)]).await;
+    let router = kennel_server::app(state.clone());
+    let (_, _, before) = call(&router, get("/pools/demo/config")).await;
+    let answer = call(
+        &router,
+        request(
+            Method::PUT,
+            "/pools/demo/config",
+            r#"{"memory_check_every":"1ns"}"#,
+        ),
+    )
+    .await;
+    assert_error(&answer, StatusCode::BAD_REQUEST, "bad-config");
+    let message = answer.2["message"].as_str().unwrap();
+    assert!(
+        message.contains("memory_check_every") && message.contains("at least 100ms"),
+        "{message}"
+    );
+    let (_, _, after) = call(&router, get("/pools/demo/config")).await;
+    assert_eq!(after["memory_check_every"], before["memory_check_every"]);
+    state.close().await;
+}

@@ -257,6 +257,11 @@ fn each_bad_value_is_refused_with_its_key() {
             "(allowed: at most 2147483647 ms)",
         ),
         (&pool_with("max_reply = 0"), "pool[0].max_reply", "1 byte"),
+        (
+            &pool_with("memory_check_every = \"1ns\""),
+            "pool[0].memory_check_every",
+            "(allowed: at least 100ms and at most 2147483647 ms)",
+        ),
     ];
     for (text, key, allowed) in cases {
         let e = refused(text);
