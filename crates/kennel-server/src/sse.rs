@@ -53,11 +53,11 @@ pub(crate) struct EventsQuery {
     tag = "operators",
     params(
         ("pool" = Option<String>, Query, description = "keep one pool's events"),
-        ("since" = Option<u64>, Query, description = "first replay the kept events after this id (0: all kept)"),
+        ("since" = Option<u64>, Query, description = "first replay the kept events after this id (0: all kept), each with its original `time`"),
         ("Last-Event-ID" = Option<u64>, Header, description = "as `since`, what `EventSource` sends when it reconnects"),
     ),
     responses(
-        (status = 200, description = "server-sent events: the SSE id increases across the pools, the name is the event's (`worker:ready`, `jobs:rejected`, …), the data one JSON object with `pool`, `event`, `slot` and `pid` where there are some, and its fields; a subscriber too far behind gets a last `lagged`", content_type = "text/event-stream"),
+        (status = 200, description = "server-sent events: the SSE id increases across the pools, the name is the event's (`worker:ready`, `jobs:rejected`, …), the data one JSON object with `pool`, `event`, `time` (when the service took the event, RFC 3339 UTC to the millisecond; a replay keeps it), `slot` and `pid` where there are some, and its fields; a subscriber too far behind gets a last `lagged`", content_type = "text/event-stream"),
         (status = 400, description = "a bad query string (`bad-request`)", body = crate::ops::openapi::ErrorBody),
         (status = 404, description = "no pool of this name (`no-such-pool`)", body = crate::ops::openapi::ErrorBody),
     )

@@ -9,6 +9,7 @@ mod served;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use served::{Server, Stderr, demo_pool};
@@ -43,8 +44,18 @@ fn subscribe(addr: std::net::SocketAddr, path: &str, headers: &str) -> TcpStream
     s
 }
 
+/// An event's `time`: RFC 3339, UTC.
+fn time_of(v: &Value) -> SystemTime {
+    let text = v["time"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no time in {v}"));
+    assert!(text.ends_with('Z'), "{text}");
+    humantime::parse_rfc3339(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
 #[test]
 fn a_late_subscriber_replays_the_warm_ups_with_their_pids() {
+    let started = SystemTime::now();
     let server = Server::start(
         "replay",
         &format!("{SERVER}{}", demo_pool("demo", 2)),
@@ -75,6 +86,21 @@ fn a_late_subscriber_replays_the_warm_ups_with_their_pids() {
         assert!(served::alive(u32::try_from(pid).unwrap()), "{v}");
         assert_eq!(v["pool"], "demo");
     }
+    // Each event carries when it happened, in order.
+    let times: Vec<SystemTime> = got.iter().map(|(_, v)| time_of(v)).collect();
+    assert!(times.is_sorted(), "{got:?}");
+    assert!(times[0] >= started - Duration::from_millis(1), "{got:?}");
+    // A replay later keeps the original times, not the replay's moment.
+    let last = *times.last().unwrap() + Duration::from_millis(10);
+    while SystemTime::now() < last {
+        std::thread::yield_now();
+    }
+    let mut ready = 0;
+    let again = frames(subscribe(server.addr, "/events?since=0", ""), |n, _| {
+        ready += usize::from(n == "worker:ready");
+        ready == 2
+    });
+    assert_eq!(again, got);
     // Last-Event-ID: only what came after.
     let got = frames(
         subscribe(server.addr, "/events", "Last-Event-ID: 3\r\n"),

@@ -233,6 +233,14 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
     )
     .await;
     assert_eq!(replayed, serde_json::json!([2, 1]));
+    // Each shows when it happened, before the page opened, not the moment
+    // the page read it.
+    let before_page = eval(
+        &page,
+        "[...document.querySelectorAll('#feed li[data-event=\"worker:ready\"] time')].map(t => Date.parse(t.dateTime) < performance.timeOrigin)",
+    )
+    .await;
+    assert_eq!(before_page, serde_json::json!([true, true, true]));
     let served::Answer { status, body, .. } =
         server.http("POST", "/pools/demo/jobs", &[], r#"{"crash": true}"#);
     assert_eq!(status, 502, "{body}");

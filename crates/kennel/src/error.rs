@@ -176,7 +176,7 @@ impl Error {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid option `{option}`: {message}")]
 pub struct BuildError {
-    /// The option's name, as the builder method spells it.
+    /// The option's name, as its field of `Options` spells it.
     pub option: &'static str,
     /// The value given and what is allowed.
     pub message: String,

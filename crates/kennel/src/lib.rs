@@ -96,7 +96,8 @@ pub use crate::heartbeat::Heartbeat;
 pub use crate::lease::Lease;
 pub use crate::metric_families::{METRIC_FAMILIES, MetricFamily, MetricKind, describe_metrics};
 pub use crate::options::{
-    MAX_DURATION, MAX_RETRIES, MAX_SURGE, MAX_WAITING, MIN_LIFETIME, MIN_PROBE_EVERY, Options,
+    MAX_DURATION, MAX_RETRIES, MAX_SURGE, MAX_WAITING, MIN_LIFETIME, MIN_MEMORY_CHECK_EVERY,
+    MIN_PROBE_EVERY, Options,
 };
 pub use crate::pool::Pool;
 pub use crate::reconfig::{Action, Reconfig};

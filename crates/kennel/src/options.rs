@@ -31,6 +31,11 @@ pub const MIN_LIFETIME: Duration = Duration::from_secs(1);
 /// second.
 pub const MIN_PROBE_EVERY: Duration = Duration::from_secs(1);
 
+/// The shortest `memory_check_every`: each sample reads the memory of every
+/// worker (for a process, its whole group from `/proc`), so samples come at
+/// most ten times a second, whatever a configuration says.
+pub const MIN_MEMORY_CHECK_EVERY: Duration = Duration::from_millis(100);
+
 /// The most times `retry_on_crash` may run a job again.
 pub const MAX_RETRIES: u32 = 10;
 
@@ -191,7 +196,7 @@ options! {
         /// `max_requests_jitter`). Below `max_jobs`.
         max_jobs_jitter: u64 = 0;
         /// Keeps at least this many idle (or starting) workers within the
-        /// running size, starting more as jobs take them (php-fpm's
+        /// running size, starting more as jobs take them and as spares exit (php-fpm's
         /// `pm.min_spare_servers`, bb8's and HikariCP's `min_idle`). `None`:
         /// off. pooler's `auto_grow_threshold = n` grows one slot when idle
         /// workers drop to `n`, which is `min_idle = n + 1`.
@@ -213,9 +218,9 @@ options! {
         #[cfg_attr(feature = "serde", serde(with = "crate::size_serde"))]
         max_memory: Option<u64> = None, bytes;
         /// How often the memory of idle and lent workers is sampled for
-        /// `max_memory` (default 10 s).
+        /// `max_memory` (default 10 s). At least 100 ms.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        memory_check_every: Duration = Duration::from_secs(10), limit;
+        memory_check_every: Duration = Duration::from_secs(10), memory_check_every;
         /// Probes each idle worker that has been idle this long with
         /// [`Worker::check`](crate::Worker::check), then again as often
         /// (HikariCP's `keepaliveTime`): a worker that fails it, or does not
@@ -356,7 +361,7 @@ fn limit(d: &Duration) -> Result<(), String> {
 fn grace(d: &Duration) -> Result<(), String> {
     if *d > MAX_DURATION {
         return Err(format!(
-            "{d:?} is out of range (allowed: 0 to {} ms)",
+            "{d:?} is out of range (allowed: at most {} ms)",
             MAX_DURATION.as_millis()
         ));
     }
@@ -381,6 +386,10 @@ fn lifetime(d: &Duration) -> Result<(), String> {
 
 fn probe_every(d: &Duration) -> Result<(), String> {
     at_least(d, MIN_PROBE_EVERY)
+}
+
+fn memory_check_every(d: &Duration) -> Result<(), String> {
+    at_least(d, MIN_MEMORY_CHECK_EVERY)
 }
 
 fn max_surge(n: &usize) -> Result<(), String> {

@@ -41,6 +41,46 @@ async fn an_idle_worker_is_probed_every_probe_every_and_stays_while_it_passes() 
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_first_probe_comes_probe_every_after_the_worker_turned_idle() {
+    // Ready at 5 s, with probes every 2 s: first probed at 7 s, then 9 s.
+    let farm = Farm::with_warmup(secs(5));
+    let _pool = fixed(&farm, Parallel, 1)
+        .with_options(|o| o.probe_every = Some(secs(2)))
+        .build()
+        .unwrap();
+    settle().await;
+    advance(secs(5)).await;
+    assert_eq!(farm.probes(0), 0, "just ready");
+    advance(Duration::from_millis(1999)).await;
+    assert_eq!(farm.probes(0), 0, "idle for less than probe_every");
+    advance(Duration::from_millis(1)).await;
+    assert_eq!(farm.probes(0), 1, "at 7 s");
+    advance(secs(2)).await;
+    assert_eq!(
+        farm.probes(0),
+        2,
+        "at 9 s: probe_every after the last probe"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_back_from_a_job_is_probed_probe_every_after_it_turned_idle() {
+    let farm = Farm::new();
+    let pool = fixed(&farm, Parallel, 1)
+        .with_options(|o| o.probe_every = Some(secs(2)))
+        .build()
+        .unwrap();
+    settle().await;
+    advance(Duration::from_millis(1500)).await;
+    pool.run(async |_w: &mut Fake| ()).await.unwrap();
+    // Idle again at 1.5 s: not probed at 2 s, probed at 3.5 s.
+    advance(Duration::from_millis(1900)).await;
+    assert_eq!(farm.probes(0), 0);
+    advance(Duration::from_millis(100)).await;
+    assert_eq!(farm.probes(0), 1);
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_idle_worker_that_fails_its_probe_is_retired_and_replaced() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)

@@ -129,6 +129,45 @@ async fn min_idle_keeps_spare_workers_ahead_of_demand() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn min_idle_starts_a_spare_when_the_idle_spare_exits() {
+    let farm = Farm::with_warmup(secs(1));
+    let pool = fixed(&farm, OnDemand, 3)
+        .with_options(|o| o.min_idle = Some(1))
+        .build()
+        .unwrap();
+    settle().await;
+    advance(secs(1)).await;
+    assert_eq!(pool.stats().idle, 1, "one spare");
+    // Past the early-exit window, so its slot does not back off.
+    advance(secs(700)).await;
+    farm.exit(0);
+    settle().await;
+    assert_eq!(pool.stats().starting, 1, "a new spare starts at once");
+    advance(secs(5)).await;
+    assert_eq!((pool.stats().idle, pool.stats().starting), (1, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn min_idle_starts_a_spare_when_a_job_takes_the_one_that_was_starting() {
+    let farm = Farm::with_warmup(secs(1));
+    let pool = fixed(&farm, OnDemand, 3)
+        .with_options(|o| o.min_idle = Some(1))
+        .build()
+        .unwrap();
+    settle().await;
+    assert_eq!(pool.stats().starting, 1, "the spare warms");
+    let p = pool.clone();
+    // The job holds the worker it gets (its lease is its task's output).
+    let job = tokio::spawn(async move { p.lend().await });
+    settle().await;
+    advance(secs(1)).await;
+    // The job got the spare when it was ready: another one starts.
+    assert_eq!(pool.stats().lent, 1);
+    assert_eq!((pool.stats().idle, pool.stats().starting), (0, 1));
+    drop(job.await.unwrap().unwrap());
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_job_held_past_slow_job_is_said_once() {
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)

@@ -4,7 +4,9 @@
 //! (`Last-Event-ID`, `?since=`; the ring is kept in the pool's record of
 //! the state, so it goes with the pool), rejections come as counts, and a
 //! subscriber that falls [`EVENT_BUFFER`] frames behind gets a last
-//! `lagged` event and is let go.
+//! `lagged` event and is let go. Each frame carries its `time`, the wall
+//! clock as the hub took the event (RFC 3339, UTC, milliseconds), made
+//! with the frame, so a replay shows when the event happened (ADR 0059).
 
 mod frame;
 mod json;
@@ -12,6 +14,7 @@ mod rejections;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::SystemTime;
 
 use kennel::Event;
 use serde_json::Value;
@@ -89,13 +92,20 @@ impl EventHub {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Publishes one frame of `pool`: kept in its `ring`, sent to every
-    /// subscriber.
+    /// Publishes one frame of `pool`: stamped with the wall clock now (a
+    /// `time` key added to an object `data`), kept in its `ring`, sent to
+    /// every subscriber.
     pub(crate) fn publish(&self, ring: &Ring, pool: &Arc<str>, name: &'static str, data: &Value) {
+        let mut data = data.clone();
         let mut next_id = self.next_id();
         let id = *next_id;
         *next_id += 1;
-        let frame = Arc::new(Frame::new(id, pool.clone(), name, data));
+        // Taken under the lock: times follow the order of the ids.
+        if let Value::Object(fields) = &mut data {
+            let time = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+            fields.insert("time".to_owned(), time.into());
+        }
+        let frame = Arc::new(Frame::new(id, pool.clone(), name, &data));
         {
             let mut frames = ring.frames();
             if frames.len() == REPLAY_PER_POOL {
@@ -245,9 +255,15 @@ mod tests {
         );
         let (f1, f2) = (one.live.try_recv().unwrap(), two.live.try_recv().unwrap());
         assert!(Arc::ptr_eq(&f1, &f2));
+        let sse = String::from_utf8_lossy(&f1.sse);
+        let time = sse
+            .split("\"time\":\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap();
         assert_eq!(
-            &f1.sse[..],
-            b"id: 1\nevent: worker:ready\ndata: {\"slot\":0}\n\n"
+            sse,
+            format!("id: 1\nevent: worker:ready\ndata: {{\"slot\":0,\"time\":\"{time}\"}}\n\n")
         );
     }
 }

@@ -5,7 +5,8 @@
 //! The page holds no data: its script reads `GET /pools`, each pool's
 //! `GET /pools/{name}/workers` every second and the live feed of
 //! `GET /events`, and draws each pool's counts, its workers, its size over
-//! the last two minutes with its sizing steps, and the events as they come.
+//! the last two minutes with its sizing steps, and the events as they come,
+//! each at the `time` it carries (a replayed one at its original time).
 //! So the page itself is served without the bearer token (a browser cannot
 //! send one on a navigation); the script asks for the token when the
 //! service answers 401 and sends it with each of its requests (ADR 0025).

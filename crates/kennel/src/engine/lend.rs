@@ -61,9 +61,7 @@ impl<W: Worker> State<W> {
                     self.arm_slow(fx, i);
                 }
                 self.auto_grow(fx);
-                if self.opts.min_idle.is_some() {
-                    self.keep_spares(fx);
-                }
+                self.keep_spares(fx);
                 let limits = JobLimits::of(&self.opts);
                 Ok(Acquired::Now(Granted::new(i, worker, cell, limits)))
             }

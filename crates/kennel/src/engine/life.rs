@@ -87,12 +87,12 @@ impl<W: Worker> State<W> {
         let live = Live {
             cell: Arc::new(WorkerCell::new(killer, started, meter, pid)),
             life,
-            record: Box::new(Record {
+            record: Record {
                 pid,
                 max_jobs: self.draw_max_jobs(),
                 size,
                 ..Record::default()
-            }),
+            },
         };
         if self.slots.apply(i, |s| t::register(s, live)).is_none() {
             return false;
@@ -148,6 +148,8 @@ impl<W: Worker> State<W> {
         self.arm_surge_due(fx, i);
         self.kick_startup(fx);
         self.pump(fx, None);
+        // The worker may have gone to a job: spares are counted again.
+        self.keep_spares(fx);
     }
 
     /// The warm-up of slot `i` failed or timed out.

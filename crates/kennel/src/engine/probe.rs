@@ -31,35 +31,74 @@ pub(crate) struct ProbeRun<W> {
 }
 
 impl<W: Worker> State<W> {
-    /// Arms the next round of probes (or none, without `probe_every`).
+    /// Arms the next round of probes when the first idle running worker is
+    /// due (`probe_every` after it turned idle or after its last probe),
+    /// or `probe_every` from now when none is idle; none without
+    /// `probe_every`.
     pub(crate) fn arm_probe(&mut self, fx: &mut Effects<W>) {
         self.probe_tick = match self.opts.probe_every {
-            Some(every) if !self.closed => Some(fx.wake_at(self.now + every, Wake::Probe)),
+            Some(every) if !self.closed => {
+                let at = (0..self.slots.size())
+                    .filter_map(|i| self.probe_due(i, every))
+                    .min()
+                    .unwrap_or(self.now + every)
+                    .max(self.now);
+                Some((at, fx.wake_at(at, Wake::Probe)))
+            }
             _ => None,
         };
     }
 
-    /// Time to probe: every idle running worker idle for `probe_every` or
-    /// more is taken for its probe.
-    pub(crate) fn on_probe_tick(&mut self, fx: &mut Effects<W>) {
-        self.arm_probe(fx);
+    /// A worker turned idle in slot `i`: the next round comes no later than
+    /// its first probe.
+    pub(crate) fn probe_in_time(&mut self, fx: &mut Effects<W>, i: usize) {
         let Some(every) = self.opts.probe_every.filter(|_| !self.closed) else {
             return;
         };
-        let now = self.now;
-        for i in 0..self.slots.size() {
-            let idle_since = match self.slots.state(i) {
-                SlotState::Ready {
-                    held: Held::Idle { since, .. },
-                    ..
-                } => *since,
-                _ => continue,
-            };
-            if idle_since.is_some_and(|s| now.saturating_duration_since(s) < every) {
-                continue;
-            }
-            self.probe_slot(fx, i, idle_since);
+        let due = self.probe_due(i, every);
+        if due.is_some_and(|due| self.probe_tick.as_ref().is_none_or(|(at, _)| due < *at)) {
+            self.arm_probe(fx);
         }
+    }
+
+    /// When the idle running worker of slot `i` is due for its probe:
+    /// `every` after it turned idle, or after its last probe if later (at
+    /// once when neither is known).
+    fn probe_due(&self, i: usize, every: Duration) -> Option<Instant> {
+        match self.slots.state(i) {
+            SlotState::Ready {
+                live,
+                held: Held::Idle { since, .. },
+            } => {
+                let from = match (*since, live.record.probed_at) {
+                    (Some(s), Some(p)) => s.max(p),
+                    (Some(t), None) | (None, Some(t)) => t,
+                    (None, None) => return Some(self.now),
+                };
+                Some(from + every)
+            }
+            _ => None,
+        }
+    }
+
+    /// Time to probe: every idle running worker that is due is taken for
+    /// its probe.
+    pub(crate) fn on_probe_tick(&mut self, fx: &mut Effects<W>) {
+        if let Some(every) = self.opts.probe_every.filter(|_| !self.closed) {
+            for i in 0..self.slots.size() {
+                if self.probe_due(i, every).is_some_and(|due| due <= self.now) {
+                    let idle_since = match self.slots.state(i) {
+                        SlotState::Ready {
+                            held: Held::Idle { since, .. },
+                            ..
+                        } => *since,
+                        _ => continue,
+                    };
+                    self.probe_slot(fx, i, idle_since);
+                }
+            }
+        }
+        self.arm_probe(fx);
     }
 
     /// Takes the idle worker of slot `i` for its probe, on a task of the
@@ -95,11 +134,18 @@ impl<W: Worker> State<W> {
     /// The lent worker of slot `i` is back from the pool's own use; if that
     /// was its probe, when it turned idle before it.
     pub(crate) fn end_probe(&mut self, i: usize) -> Option<Instant> {
+        let now = self.now;
         let probe = self.slots.edit(i, |s| match s {
             SlotState::Ready {
                 live,
                 held: Held::Lent,
-            } => live.record.probe.take(),
+            } => {
+                let probe = live.record.probe.take();
+                if probe.is_some() {
+                    live.record.probed_at = Some(now);
+                }
+                probe
+            }
             _ => None,
         })?;
         if probe.idle_since.is_none() {

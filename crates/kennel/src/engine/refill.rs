@@ -72,6 +72,7 @@ impl<W: Worker> State<W> {
     pub(crate) fn after_empty(&mut self, fx: &mut Effects<W>) {
         self.kick_startup(fx);
         self.pump(fx, None);
+        self.keep_spares(fx);
     }
 
     /// Asks the startup which running slots to fill now.

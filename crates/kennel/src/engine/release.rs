@@ -204,8 +204,9 @@ impl<W: Worker> State<W> {
             Some(since) if i < self.slots.size() => self.arm_eviction(fx, i, since, started),
             _ => None,
         };
-        if let Some(Err(worker)) = self.slots.apply(i, |s| t::to_idle(s, worker, since, evict)) {
-            fx.add().drops.push(worker);
+        match self.slots.apply(i, |s| t::to_idle(s, worker, since, evict)) {
+            Some(Err(worker)) => fx.add().drops.push(worker),
+            _ => self.probe_in_time(fx, i),
         }
     }
 

@@ -21,7 +21,7 @@ impl<W: Worker> State<W> {
         fx: &mut Effects<W>,
         i: usize,
         started: Instant,
-    ) -> Option<Box<Life>> {
+    ) -> Option<Life> {
         let generation = self.slots.generation(i);
         self.lifetime_for(fx, i, generation, started)
     }
@@ -34,7 +34,7 @@ impl<W: Worker> State<W> {
         i: usize,
         generation: u64,
         started: Instant,
-    ) -> Option<Box<Life>> {
+    ) -> Option<Life> {
         let life = self.opts.max_lifetime?;
         let j = self.opts.max_lifetime_jitter.as_secs_f64();
         let jitter = if j == 0.0 {
@@ -50,10 +50,10 @@ impl<W: Worker> State<W> {
             slot: i,
             generation,
         };
-        Some(Box::new(Life {
+        Some(Life {
             deadline,
             timer: fx.wake_at(deadline, wake),
-        }))
+        })
     }
 
     /// The jobs a new worker may serve: `max_jobs` with a jitter drawn for

@@ -107,12 +107,12 @@ impl<W: Worker> State<W> {
                 let live = Live {
                     cell: std::sync::Arc::new(WorkerCell::new(killer, started, meter, pid)),
                     life,
-                    record: Box::new(Record {
+                    record: Record {
                         pid,
                         max_jobs,
                         size,
                         ..Record::default()
-                    }),
+                    },
                 };
                 let side = Side::Warming {
                     generation,

@@ -56,7 +56,8 @@ pub(crate) struct State<W> {
     /// The next memory sample, with `max_memory`.
     pub(crate) memory_tick: Option<Timer>,
     /// The next round of probes, with `probe_every`.
-    pub(crate) probe_tick: Option<Timer>,
+    /// The next round of probes: when, and its timer.
+    pub(crate) probe_tick: Option<(Instant, Timer)>,
     /// Probes running on workers on their way to a waiting job
     /// (`probe_on_lend`).
     pub(crate) probes_for_jobs: usize,

@@ -52,3 +52,16 @@ fn changed_lists_what_differs() {
     assert_eq!(a.changed(&b), ["max_waiting", "dispatch"]);
     assert!(a.changed(&a).is_empty());
 }
+
+#[test]
+fn memory_check_every_below_100_ms_is_refused_with_its_floor_named() {
+    let mut o = Options {
+        memory_check_every: Duration::from_nanos(1),
+        ..Options::default()
+    };
+    let err = o.validate().unwrap_err();
+    assert_eq!(err.option, "memory_check_every");
+    assert!(err.to_string().contains("at least 100ms"), "{err}");
+    o.memory_check_every = MIN_MEMORY_CHECK_EVERY;
+    assert!(o.validate().is_ok(), "the floor itself is allowed");
+}

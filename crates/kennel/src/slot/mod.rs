@@ -181,10 +181,8 @@ pub(crate) enum Rest {
 #[derive(Debug)]
 pub(crate) struct Live {
     pub(crate) cell: Arc<WorkerCell>,
-    /// Boxed, as the record: a slot state moves on every lend and return,
-    /// and stays small this way.
-    pub(crate) life: Option<Box<Life>>,
-    pub(crate) record: Box<Record>,
+    pub(crate) life: Option<Life>,
+    pub(crate) record: Record,
 }
 
 impl Live {
@@ -225,6 +223,8 @@ pub(crate) struct Record {
     pub(crate) memory: Option<u64>,
     /// Set while the pool probes it (lent to its probe, not to a job).
     pub(crate) probe: Option<Probed>,
+    /// When its last probe ended: the next is due `probe_every` after it.
+    pub(crate) probed_at: Option<Instant>,
     /// What it said of itself when ready ([`Worker::about`](crate::Worker::about)).
     pub(crate) about: Option<Arc<str>>,
     /// Whether it is being replaced, and how (`max_surge`).

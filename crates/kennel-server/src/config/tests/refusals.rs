@@ -254,7 +254,7 @@ fn each_bad_value_is_refused_with_its_key() {
         (
             &pool_with("job_grace = \"30days\""),
             "pool[0].job_grace",
-            "(allowed: 0 to 2147483647 ms)",
+            "(allowed: at most 2147483647 ms)",
         ),
         (&pool_with("max_reply = 0"), "pool[0].max_reply", "1 byte"),
     ];

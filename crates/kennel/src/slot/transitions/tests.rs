@@ -1,7 +1,7 @@
 //! The slot state machine's transitions, tested on the slots alone.
 
 use super::*;
-use crate::slot::{Kind, Slots};
+use crate::slot::{Kind, Record, Slots};
 use crate::worker::Killer;
 
 fn live() -> Live {
@@ -13,7 +13,7 @@ fn live() -> Live {
             None,
         )),
         life: None,
-        record: Box::default(),
+        record: Record::default(),
     }
 }
 
