@@ -145,11 +145,11 @@ async fn a_worker_whose_stream_broke_is_replaced() {
         .build()
         .expect("pool");
     let garbage = json!({"op": "garbage"});
-    let (pid, result, ended) = within(
+    let (pid, result, alive) = within(
         "the garbage job",
         pool.run(async |w: &mut Coprocess| {
             let result = w.request(&garbage).await;
-            (w.pid(), result, w.try_exited())
+            (w.pid(), result, kennel::Worker::is_alive(w))
         }),
     )
     .await
@@ -159,14 +159,15 @@ async fn a_worker_whose_stream_broke_is_replaced() {
         "{result:?}"
     );
     assert!(
-        ended.is_some(),
-        "the worker had ended when the job saw the error"
+        !alive,
+        "the worker was no longer alive when the job saw the error"
     );
+    // The pool kills it once the job gives it back.
     assert_process_ends(pid).await;
 
-    // The worker had ended when the job gave it back: the pool never lends
-    // it again (`Worker::is_alive`), so the next job gets a fresh worker
-    // at once, whether or not the pool's watcher has seen the exit yet.
+    // The pool never lends a worker that is no longer alive
+    // (`Worker::is_alive`), so the next job gets a fresh worker at once,
+    // whether or not the pool's watcher has seen the exit yet.
     let (next_pid, reply) = within(
         "the next job",
         pool.run(async |w: &mut Coprocess| (w.pid(), w.request(&json!({"ok": 1})).await)),

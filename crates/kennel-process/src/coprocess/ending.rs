@@ -87,6 +87,18 @@ impl Coprocess {
     async fn break_stream_inline(&mut self, err: ProcessError) -> ProcessError {
         tracing::warn!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, %err, "killing the worker: its output can no longer be trusted");
         self.phase = Phase::Broken;
+        if self.watched
+            && let ProcessError::Protocol { message, .. } = err
+        {
+            // A pool watches this worker's end: it kills a worker that is no
+            // longer alive as soon as the job returns. Killed here, under
+            // the job, the end would race the job's own error and the job
+            // could fail as a crash instead of with what the worker said.
+            return ProcessError::Protocol {
+                message,
+                stderr: self.tail.lines(),
+            };
+        }
         // Kill first: a worker that saw its stdin close could exit by itself
         // in between, and the exit would not show that it was killed.
         self.group.signal(Signal::SIGKILL);
