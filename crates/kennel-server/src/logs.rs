@@ -1,4 +1,4 @@
-//! Logging that never blocks the server (ADR 0021): every line goes
+//! Logging that never blocks the server: every line goes
 //! through `tracing-appender`'s non-blocking writer, in lossy mode, to
 //! stderr. When stderr is slow or stalled (a log shipper that stopped
 //! reading a pipe), lines beyond a bounded buffer are dropped and counted

@@ -1,7 +1,6 @@
 //! A job's body: JSON as it is, or bytes (`application/octet-stream`, or
 //! `multipart/form-data` with a JSON part and file parts) as JSON with the
-//! bytes in base64 under `files`, within the pool's `upload_limit`
-//! (ADR 0038).
+//! bytes in base64 under `files`, within the pool's `upload_limit`.
 //!
 //! ```json
 //! {"text": "from the json part",

@@ -15,7 +15,7 @@ use crate::config::{PoolConfig, ReadyKind, SizingConfig, StartupKind};
 use crate::watch::Watch;
 
 /// How many workers a pool runs when its entry gives no `sizing`: a small
-/// fixed number, since a worker may hold gigabytes (ADR 0024). More, or
+/// fixed number, since a worker may hold gigabytes. More, or
 /// one per CPU, is asked for with `sizing`.
 pub(crate) const DEFAULT_WORKERS: usize = 2;
 

@@ -1,7 +1,7 @@
 //! How a job's answer goes out: the reply as the worker wrote it
 //! (`application/json`), or, for a client that asks with `Accept:
 //! text/event-stream` or `application/x-ndjson`, each progress item as it
-//! comes and the reply (or the error) last (ADR 0037).
+//! comes and the reply (or the error) last.
 
 use std::collections::VecDeque;
 use std::future::Future;

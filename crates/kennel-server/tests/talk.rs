@@ -268,8 +268,8 @@ async fn a_json_rpc_pool_with_a_handshake_and_a_method_serves_plain_bodies_and_a
     assert_eq!(status, StatusCode::OK, "{body}");
     let reply: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(reply["a"], 1);
-    // A plain job's progress is read by nobody: no token is asked for
-    // (ADR 0042), and the params are the body's bytes.
+    // A plain job's progress is read by nobody: no token is asked for,
+    // and the params are the body's bytes.
     assert!(
         reply.get("_meta").is_none(),
         "a plain job asks for no progress: {body}"

@@ -26,7 +26,7 @@ pub struct Lease<W: Worker> {
     pub(crate) slot: usize,
     worker: Option<W>,
     pub(crate) cell: Arc<WorkerCell>,
-    /// When the job got the worker, if the pool times jobs (ADR 0011).
+    /// When the job got the worker, if the pool times jobs.
     since: Option<Instant>,
     /// The pool's limits on the job, read when it got the worker.
     pub(crate) limits: JobLimits,

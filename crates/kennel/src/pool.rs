@@ -118,8 +118,8 @@ impl<W: Worker> Pool<W> {
     /// `max_queue_wait` projects it: (jobs waiting + 1) / running slots ×
     /// the mean time of the jobs seen so far. `None` while no job time is
     /// known: before the first job comes back, or when the pool does not
-    /// time jobs (no metrics recorder, `max_queue_wait` or learning sizing;
-    /// ADR 0011). A service can send it as `Retry-After`.
+    /// time jobs (no metrics recorder, `max_queue_wait` or learning sizing).
+    /// A service can send it as `Retry-After`.
     pub fn projected_wait(&self) -> Option<Duration> {
         self.engine().projected_wait()
     }

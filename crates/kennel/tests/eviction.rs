@@ -389,7 +389,7 @@ async fn an_eviction_emits_worker_evicted() {
 #[tokio::test(start_paused = true)]
 async fn a_worker_idle_before_eviction_was_turned_on_counts_from_the_change() {
     // Under `NoEviction` the pool does not read the clock when a worker
-    // turns idle (ADR 0011), so an eviction set later counts from the change.
+    // turns idle, so an eviction set later counts from the change.
     let farm = Farm::new();
     let pool = parallel_evicting(&farm, 1, NoEviction);
     settle().await;

@@ -266,8 +266,8 @@ async fn the_projected_wait_uses_the_mean_of_observed_job_times() {
 
 #[tokio::test(start_paused = true)]
 async fn max_queue_wait_turned_on_later_learns_job_times_from_then_on() {
-    // A pool that needs no job times does not read the clock for them
-    // (ADR 0011); setting `max_queue_wait` by reconfiguration starts timing.
+    // A pool that needs no job times does not read the clock for them;
+    // setting `max_queue_wait` by reconfiguration starts timing.
     let farm = Farm::new();
     let pool = fixed(&farm, Parallel, 1)
         .with_options(|o| o.max_waiting = Some(100))

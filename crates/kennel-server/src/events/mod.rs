@@ -1,4 +1,4 @@
-//! The event hub behind `/events` (ADR 0022): each pool's events are
+//! The event hub behind `/events`: each pool's events are
 //! serialised once into a [`Frame`] and shared by every subscriber, a
 //! bounded ring per pool keeps the recent ones for late subscribers
 //! (`Last-Event-ID`, `?since=`; the ring is kept in the pool's record of

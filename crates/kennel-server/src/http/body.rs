@@ -6,7 +6,7 @@
 //! nothing but its own bytes, and only until its timeout.
 //!
 //! A job's JSON body is checked, not parsed into a tree: it goes to the
-//! worker as the bytes it came in (ADR 0042).
+//! worker as the bytes it came in.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -9,7 +9,7 @@
 //! each at the `time` it carries (a replayed one at its original time).
 //! So the page itself is served without the bearer token (a browser cannot
 //! send one on a navigation); the script asks for the token when the
-//! service answers 401 and sends it with each of its requests (ADR 0025).
+//! service answers 401 and sends it with each of its requests.
 
 use axum::http::{HeaderValue, header};
 use axum::response::{Html, IntoResponse, Response};

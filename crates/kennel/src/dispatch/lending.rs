@@ -15,7 +15,7 @@ use crate::lease::Lease;
 use crate::worker::Worker;
 
 /// A job asking for a worker: it asks on its first poll and, when it has to
-/// wait, is handed its worker through its own `oneshot` (ADR 0041), which
+/// wait, is handed its worker through its own `oneshot`, which
 /// keeps its waker: polled again, it looks there without any lock. Dropping
 /// it while it waits leaves the queue (cancel safety). What it is granted
 /// it makes into the job's [`Lease`] itself, so that the lease is built

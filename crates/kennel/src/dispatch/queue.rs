@@ -1,5 +1,5 @@
 //! The one FIFO of waiting jobs (ADR 0004), and how a job that leaves it is
-//! handed its worker (ADR 0041).
+//! handed its worker.
 
 use std::collections::VecDeque;
 

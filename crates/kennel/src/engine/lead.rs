@@ -1,5 +1,5 @@
 //! How far ahead of its last job a worker's replacement starts
-//! (`max_jobs` with `max_surge`, ADR 0046).
+//! (`max_jobs` with `max_surge`, ADR 0040).
 //!
 //! One replacement needs about one warm-up of surge room. When the last
 //! jobs of several workers fall due close together, `max_surge` rooms

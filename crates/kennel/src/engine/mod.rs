@@ -152,7 +152,7 @@ impl<W: Worker> Engine<W> {
 
     /// Sends waiting jobs what they were granted (each send wakes its job);
     /// a worker refused by a job that gave up meanwhile comes back to the
-    /// pool (ADR 0041).
+    /// pool.
     fn hand_over(&self, handed: Vec<Handing<W>>) {
         for (to, grant) in handed {
             if let Err(Ok(g)) = to.send(grant) {

@@ -36,7 +36,7 @@ pub(crate) struct State<W> {
     pub(crate) eviction: Arc<dyn Eviction>,
     /// Whether the metrics were switched on when the pool was built.
     pub(crate) metrics: bool,
-    /// Whether jobs are timed: something reads their times (ADR 0011).
+    /// Whether jobs are timed: something reads their times.
     pub(crate) timing: bool,
     pub(crate) closed: bool,
     pub(crate) ever_ready: bool,
@@ -117,7 +117,7 @@ impl<W> State<W> {
 
     /// Times jobs only when something reads their times: the metrics, the
     /// mean job time behind `max_queue_wait`, a sizing that learns from
-    /// jobs (ADR 0011).
+    /// jobs.
     pub(crate) fn retime(&mut self) {
         self.timing = self.metrics || self.opts.max_queue_wait.is_some() || self.sizing_jobs;
     }

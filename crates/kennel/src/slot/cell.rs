@@ -77,7 +77,7 @@ impl WorkerCell {
 
 /// The lock session's time, and whether a handler asked for it: a lend and
 /// return that needs no time records none (a worker turned idle with no
-/// eviction that may evict has no idle time, ADR 0011).
+/// eviction that may evict has no idle time).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Now {
     at: Instant,
