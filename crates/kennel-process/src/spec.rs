@@ -223,8 +223,7 @@ impl CoprocessSpec {
         self
     }
 
-    /// The request [`Coprocess`]'s probe sends (HikariCP's
-    /// `connectionTestQuery`), for a pool with `probe_every` or
+    /// The request [`Coprocess`]'s probe sends, for a pool with `probe_every` or
     /// `probe_on_lend`: the worker passes when it answers with a reply that
     /// is not an error. Without one, the probe checks only that the process
     /// still runs.

@@ -1,6 +1,5 @@
 //! `kennel status [POOL]`: a running server's pools and their workers as
-//! a table, read from `GET /pools` and `GET /pools/{name}/workers`
-//! (php-fpm's `status?full`, printed).
+//! a table, read from `GET /pools` and `GET /pools/{name}/workers`.
 //!
 //! ```text
 //! pool model: capacity 2, size 2 | starting 0, idle 2, lent 0, waiting 0, kept 0 | healthy

@@ -16,7 +16,7 @@ pub enum RetireReason {
     Failed,
     /// A job was dropped while it ran.
     Aborted,
-    /// The task that held the lease panicked (pooler's crashed consumer).
+    /// The task that held the lease panicked: its worker's state is unknown.
     Panicked,
     /// A job ran past its `job_timeout`.
     Timeout,

@@ -1,4 +1,4 @@
-//! The `Lease` guard: exclusive use of one worker (pooler's take/return),
+//! The `Lease` guard: exclusive use of one worker until it is returned,
 //! and the in-flight guard that makes a dropped job an abort.
 
 use std::fmt;
@@ -16,10 +16,9 @@ use crate::worker::Worker;
 /// A worker lent to one job. Deref to use it; drop it to give it back.
 ///
 /// - Dropping the lease returns the worker to the pool.
-/// - [`fail`](Lease::fail) retires the worker (it is killed and replaced),
-///   as pooler's `return_member(.., fail)`.
-/// - A lease dropped while its thread panics retires the worker, as pooler
-///   does for a crashed consumer: its state is unknown.
+/// - [`fail`](Lease::fail) retires the worker (it is killed and replaced).
+/// - A lease dropped while its thread panics retires the worker: its state is
+///   unknown.
 #[must_use = "dropping a lease returns its worker at once"]
 pub struct Lease<W: Worker> {
     pub(crate) engine: Arc<Engine<W>>,

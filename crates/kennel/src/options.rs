@@ -119,13 +119,13 @@ options! {
         /// The longest a job may hold its worker; past it the job fails with
         /// `Timeout` and the worker is killed, or, if it can cancel (a
         /// JSON-RPC coprocess, a JSON-lines one with cancel lines), asked to
-        /// stop and kept if it answers within `cancel_grace` (a soft limit,
-        /// Celery's `soft_time_limit`). `None`: no limit (the default).
+        /// stop and kept if it answers within `cancel_grace` (a soft limit).
+        /// `None`: no limit (the default).
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
         job_timeout: Option<Duration> = None, limit;
         /// The hard limit on a job, from the moment it got its worker: past it
-        /// the worker is killed at once, cancel or not, progress or not
-        /// (Celery's `time_limit`). Above `job_timeout` when both are set.
+        /// the worker is killed at once, cancel or not, progress or not.
+        /// Above `job_timeout` when both are set.
         /// `None`: no hard limit.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
         job_kill_after: Option<Duration> = None, limit;
@@ -160,8 +160,7 @@ options! {
         job_grace: Duration = Duration::from_secs(30), grace;
         /// Which idle worker a job takes.
         dispatch: Dispatch = Dispatch::LowestSlot;
-        /// Closes and replaces a worker older than this (pooler's and HikariCP's
-        /// `max_lifetime`): an idle one at once, a lent one when it comes back.
+        /// Closes and replaces a worker older than this: an idle one at once, a lent one when it comes back.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
         max_lifetime: Option<Duration> = None, lifetime;
         /// Moves each worker's lifetime by a random amount in `[-j, +j]`, so
@@ -169,47 +168,39 @@ options! {
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
         max_lifetime_jitter: Duration = Duration::ZERO;
         /// When the idle workers drop to this many, one more running slot starts
-        /// ahead of demand (pooler's `auto_grow_threshold`). `None`: off.
+        /// ahead of demand. `None`: off.
         auto_grow_threshold: Option<usize> = None;
         /// The crash-loop breaker: after this many failed starts in a row (a
         /// failed or timed-out warm-up, an exit during it) with no worker ready
         /// between them, the pool is *broken* while no worker is ready: jobs no
         /// longer start workers of their own but fail at once with
         /// `Unavailable`, and trial starts, one at a time and 1, 2, 4 … 60 s
-        /// apart, find out when the workers come up again (php-fpm's
-        /// `emergency_restart_threshold`, supervisord's `startretries`).
+        /// apart, find out when the workers come up again.
         /// Default 5; `None`: never break.
         break_after_failed_starts: Option<u32> = Some(5), failed_starts;
         /// How many times [`Pool::run_idempotent`](crate::Pool::run_idempotent)
         /// runs a job again, on another worker, when its worker crashed under
-        /// it (not for a job's own error, nor a timeout): Celery's
-        /// `acks_late` with `reject_on_worker_lost`, Ray's `max_task_retries`.
+        /// it (not for a job's own error, nor a timeout).
         /// Only for jobs that may run twice. Default 0.
         retry_on_crash: u32 = 0, retries;
         /// Retires a worker after it served this many jobs, when the last one
-        /// returns (php-fpm's `pm.max_requests`, gunicorn's `max_requests`,
-        /// Celery's `worker_max_tasks_per_child`): workers that leak or
+        /// returns: workers that leak or
         /// fragment memory start fresh. `None`: no limit.
         max_jobs: Option<u64> = None, jobs;
         /// Moves each worker's `max_jobs` by a random whole number in
-        /// `[-j, +j]`, so workers do not all retire together (gunicorn's
-        /// `max_requests_jitter`). Below `max_jobs`.
+        /// `[-j, +j]`, so workers do not all retire together. Below `max_jobs`.
         max_jobs_jitter: u64 = 0;
         /// Keeps at least this many idle (or starting) workers within the
-        /// running size, starting more as jobs take them and as spares exit (php-fpm's
-        /// `pm.min_spare_servers`, bb8's and HikariCP's `min_idle`). `None`:
-        /// off. pooler's `auto_grow_threshold = n` grows one slot when idle
-        /// workers drop to `n`, which is `min_idle = n + 1`.
+        /// running size, starting more as jobs take them and as spares exit. `None`:
+        /// off. `auto_grow_threshold = n` grows one slot when idle workers
+        /// drop to `n`, which is `min_idle = n + 1`.
         min_idle: Option<usize> = None;
         /// A job that holds its worker longer than this gets one `job:slow`
-        /// event, with its slot and how long it has run (php-fpm's slowlog,
-        /// HikariCP's `leakDetectionThreshold` for a lease held past it).
-        /// `None`: off.
+        /// event, with its slot and how long it has run (a lease held past it
+        /// is reported the same way). `None`: off.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
         slow_job: Option<Duration> = None, limit;
-        /// Retires a worker whose memory passes this many bytes (Celery's
-        /// `worker_max_memory_per_child`, tinypool's
-        /// `maxMemoryLimitBeforeRecycle`): an idle one at once, a lent one when
+        /// Retires a worker whose memory passes this many bytes: an idle one at once, a lent one when
         /// its job returns; a job is never cut short. The memory is what the
         /// worker's [`Meter`](crate::Meter) reads (for a `Coprocess`, the
         /// resident memory of its whole process group, from `/proc`), sampled
@@ -222,8 +213,7 @@ options! {
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
         memory_check_every: Duration = Duration::from_secs(10), memory_check_every;
         /// Probes each idle worker that has been idle this long with
-        /// [`Worker::check`](crate::Worker::check), then again as often
-        /// (HikariCP's `keepaliveTime`): a worker that fails it, or does not
+        /// [`Worker::check`](crate::Worker::check), then again as often: a worker that fails it, or does not
         /// answer within `probe_timeout`, is retired and replaced. A probed
         /// worker is not lent meanwhile; a job takes another or waits at most
         /// the probe. At least 1 s. `None`: no probes (the default).
@@ -233,8 +223,7 @@ options! {
         /// (default 5 s).
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
         probe_timeout: Duration = Duration::from_secs(5), limit;
-        /// Probes every worker before a job gets it (bb8's `test_on_check_out`,
-        /// HikariCP's `connectionTestQuery`): one more round trip per job; a
+        /// Probes every worker before a job gets it: one more round trip per job; a
         /// worker that fails is retired and the job gets another.
         probe_on_lend: bool = false;
         /// How many workers above the capacity the pool may run while their
@@ -247,7 +236,7 @@ options! {
         /// it by the warm-up time the pool has seen. At most `n` replacements warm at once; one whose memory
         /// does not fit is not started (`worker:surge-skipped`), and the worker
         /// is retired first, as with 0. Default 0: the capacity rule holds, and
-        /// a recycle retires first, then starts (what gunicorn and php-fpm do).
+        /// a recycle retires first, then starts (as most process managers do).
         /// At most 64.
         max_surge: usize = 0, max_surge;
         /// Replaces each running worker started at another size when the size

@@ -280,8 +280,7 @@ impl<W: Worker> Pool<W> {
     }
 
     /// Runs `f` on every idle worker, each lent exclusively in turn, and
-    /// returns each result with the worker's slot (pooler's
-    /// `call_free_members`). Kept workers are idle too and are included;
+    /// returns each result with the worker's slot. Kept workers are idle too and are included;
     /// a worker that a job took meanwhile is skipped.
     ///
     /// # Errors
@@ -334,8 +333,7 @@ impl<W: Worker> Pool<W> {
     }
 
     /// One row per slot: what it holds, and its worker's pid, age, warm-up
-    /// time, jobs served and scheduled retirement (php-fpm's
-    /// `status?full`). One consistent snapshot, as [`stats`](Pool::stats).
+    /// time, jobs served and scheduled retirement. One consistent snapshot, as [`stats`](Pool::stats).
     pub fn workers(&self) -> Vec<crate::WorkerRow> {
         self.engine().lock().workers()
     }

@@ -1,4 +1,4 @@
-//! Changing a live pool (pooler's `pool_reconfigure`).
+//! Changing a live pool: its options, sizing and eviction.
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Named pools and groups (pooler's pools and groups).
+//! Named pools, and groups of them that lend from any member.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -261,8 +261,7 @@ impl<W: Worker> Registry<W> {
     }
 }
 
-/// The pools of one group: a job goes to a random one that can lend at once
-/// (pooler's `take_group_member`).
+/// The pools of one group: a job goes to a random one that can lend at once.
 pub struct Group<W: Worker> {
     registry: Registry<W>,
     name: String,

@@ -1,5 +1,5 @@
-//! Per-worker status: one row per slot, as php-fpm's `status?full` lists
-//! its processes.
+//! Per-worker status: one row per slot: what it holds and its worker's
+//! process, age and jobs.
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
-//! `GET /pools/{name}/workers`: one row per slot of a pool, php-fpm's
-//! `status?full` for kennel ([`kennel::Pool::workers`]).
+//! `GET /pools/{name}/workers`: one row per slot of a pool
+//! ([`kennel::Pool::workers`]).
 //!
 //! ```text
 //! {"pool":"demo","workers":[{"slot":0,"state":"idle","generation":1,"pid":8132,

@@ -133,7 +133,7 @@ impl<W: Worker> State<W> {
     }
 
     /// When idle workers drop to `auto_grow_threshold`, starts one more
-    /// running slot ahead of demand (pooler's `auto_grow_threshold`).
+    /// running slot ahead of demand.
     fn auto_grow(&mut self, fx: &mut Effects<W>) {
         let Some(threshold) = self.opts.auto_grow_threshold else {
             return;

@@ -290,7 +290,7 @@ impl<W: Worker> State<W> {
         match reason {
             EndReason::Retired(reason) => {
                 // A failed or expired worker is replaced whatever the startup
-                // (pooler's `fail`, the lifetime rule); eager startups
+                // (a failed lease, the lifetime rule); eager startups
                 // replace the others too.
                 let always = matches!(
                     reason,
