@@ -19,7 +19,7 @@ use crate::worker::Worker;
 /// Defaults: name `"pool"`, [`OnDemand`], `Fixed(cpus)`, [`NoEviction`],
 /// the [`Options`] defaults (no job or warm-up timeout, `max_waiting` =
 /// 8 × capacity, no `max_queue_wait`, a job grace of 30 s,
-/// [`Dispatch::LowestSlot`]), no metrics.
+/// [`Dispatch::LowestSlot`](crate::Dispatch::LowestSlot)), no metrics.
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct PoolBuilder<W> {
     factory: FactoryFn<W>,
