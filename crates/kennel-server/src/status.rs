@@ -137,11 +137,9 @@ fn target(args: &StatusArgs) -> anyhow::Result<(String, Option<String>)> {
 
 /// The innermost error, which says what went wrong ("Connection refused").
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut e = e;
-    while let Some(next) = e.source() {
-        e = next;
-    }
-    e.to_string()
+    std::iter::successors(Some(e), |e| e.source())
+        .last()
+        .map_or_else(String::new, ToString::to_string)
 }
 
 /// A pool name as a path segment (names are letters, digits, `-`, `_`,
