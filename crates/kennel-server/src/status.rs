@@ -163,10 +163,7 @@ fn pool_line(pool: &Value) -> String {
         s[k].as_u64()
             .map_or_else(|| "?".to_owned(), |v| v.to_string())
     };
-    let group = pool["group"]
-        .as_str()
-        .map(|g| format!(" (group {g})"))
-        .unwrap_or_default();
+    let group = in_group(pool["group"].as_str());
     format!(
         "pool {}{group}: capacity {}, size {} | starting {}, idle {}, lent {}, waiting {}, kept {} | {}\n",
         pool["name"].as_str().unwrap_or_default(),
@@ -183,6 +180,11 @@ fn pool_line(pool: &Value) -> String {
             "unhealthy"
         },
     )
+}
+
+/// ` (group G)` after a pool's name, or nothing.
+pub(crate) fn in_group(group: Option<&str>) -> String {
+    group.map(|g| format!(" (group {g})")).unwrap_or_default()
 }
 
 /// A duration in milliseconds, short: `0.4ms`, `15ms`, `1.2s`, `4m10s`, `2h05m`.
