@@ -123,11 +123,7 @@ fn describe_pool(
     out: &mut String,
     warnings: &mut Vec<String>,
 ) {
-    let group = pool
-        .group
-        .as_ref()
-        .map(|g| format!(" (group {g})"))
-        .unwrap_or_default();
+    let group = crate::status::in_group(pool.group.as_deref());
     let _ = writeln!(out, "pool {}{group}", pool.name);
     let argv = pool.argv.join(" ");
     let _ = writeln!(out, "  argv            {argv}");

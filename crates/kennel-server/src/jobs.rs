@@ -21,12 +21,12 @@ use kennel::Pool;
 use kennel_process::{Coprocess, JsonBytes, Progress, StderrTail};
 use tokio::sync::mpsc;
 
-use crate::error::{ApiError, with_last_words};
+use crate::error::ApiError;
 use crate::ops::openapi::ErrorBody;
 use crate::segment::Segment;
 use crate::state::AppState;
 use crate::stream::Answer;
-use crate::watch::{Watch, last_words};
+use crate::watch::{Watch, pool_error};
 
 /// The pool named `name`: 501 when there is no pool at all, 404 when this
 /// one is not there.
@@ -97,23 +97,14 @@ async fn run_job(
     match result {
         Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => Err(e.into()),
-        Err(e @ kennel::Error::Crashed { .. }) => {
+        Err(e) => {
             let tail = seen
                 .tail
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone();
-            Err(with_last_words(e, last_words(tail.as_ref()).await))
+            Err(pool_error(e, tail, watch.as_ref()).await)
         }
-        Err(e @ kennel::Error::WarmupFailed { slot, .. }) => {
-            let tail = watch.and_then(|w| w.tail_of(slot));
-            Err(with_last_words(e, last_words(tail.as_ref()).await))
-        }
-        Err(e @ kennel::Error::Unavailable { .. }) => {
-            let words = watch.map(|w| w.last_failed_words()).unwrap_or_default();
-            Err(with_last_words(e, words))
-        }
-        Err(e) => Err(e.into()),
     }
 }
 

@@ -11,7 +11,7 @@
 use std::sync::OnceLock;
 
 use axum::extract::State;
-use axum::http::{HeaderValue, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
@@ -83,12 +83,14 @@ pub(crate) async fn render(State(state): State<AppState>) -> Response {
         }
         None => String::new(),
     };
-    let mut response = body.into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-    );
-    response
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
 }
 
 /// `text` less the series of pools no longer served (the recorder keeps

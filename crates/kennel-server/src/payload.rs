@@ -12,7 +12,6 @@ use axum::body::Body;
 use axum::http::{HeaderMap, header};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
@@ -59,26 +58,14 @@ pub(crate) async fn job_of(
         .to_ascii_lowercase();
     match essence.as_str() {
         "application/octet-stream" => {
-            let bytes = read(body, limits.upload).await?;
+            let bytes = crate::http::body::read(body, limits.upload).await?;
             Ok(json!({"files": [file("body", None, "application/octet-stream", &bytes)]}))
         }
         "multipart/form-data" => multipart(content_type, body, limits.upload).await,
         _ => {
-            let bytes = read(body, limits.json).await?;
+            let bytes = crate::http::body::read(body, limits.json).await?;
             crate::http::body::parse_json(&bytes)
         }
-    }
-}
-
-async fn read(body: Body, limit: usize) -> Result<axum::body::Bytes, ApiError> {
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            Err(ApiError::TooLarge { limit })
-        }
-        Err(e) => Err(ApiError::BadRequest {
-            message: format!("the body could not be read: {e}"),
-        }),
     }
 }
 

@@ -26,9 +26,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, PoolConfig};
-use crate::error::{ApiError, with_last_words};
+use crate::error::ApiError;
 use crate::pools::build_watched_pool;
-use crate::watch::{Watch, last_words};
+use crate::watch::{Watch, pool_error};
 use anyhow::Context;
 use futures_util::StreamExt;
 use kennel::Pool;
@@ -155,12 +155,9 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut lines = BufReader::new(input).split(b'\n');
     let mut line_no = 0u64;
     let jobs = futures_util::stream::poll_fn(move |cx| {
-        let next = std::pin::Pin::new(&mut lines).poll_next_segment(cx);
-        next.map(|r| match r {
-            Ok(Some(l)) => Some(Ok(l)),
-            Ok(None) => None,
-            Err(e) => Some(Err(e)),
-        })
+        std::pin::Pin::new(&mut lines)
+            .poll_next_segment(cx)
+            .map(Result::transpose)
     })
     .filter_map(move |r| {
         line_no += 1;
@@ -239,27 +236,12 @@ async fn run_one(
     line: u64,
     bytes: &[u8],
 ) -> std::io::Result<Outcome> {
-    let text = match std::str::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            return Ok(error_line(
-                line,
-                &ApiError::BadJson {
-                    message: format!("the line is not UTF-8: {e}"),
-                },
-            ));
-        }
-    };
-    let request: Value = match serde_json::from_str(text) {
+    let request = std::str::from_utf8(bytes)
+        .map_err(|e| format!("the line is not UTF-8: {e}"))
+        .and_then(|text| serde_json::from_str::<Value>(text).map_err(|e| e.to_string()));
+    let request = match request {
         Ok(v) => v,
-        Err(e) => {
-            return Ok(error_line(
-                line,
-                &ApiError::BadJson {
-                    message: e.to_string(),
-                },
-            ));
-        }
+        Err(message) => return Ok(error_line(line, &ApiError::BadJson { message })),
     };
     let tail: std::sync::Mutex<Option<StderrTail>> = std::sync::Mutex::new(None);
     let job = async |w: &mut Coprocess| {
@@ -281,18 +263,10 @@ async fn run_one(
             number: line,
         },
         Ok(Err(e)) => error_line(line, &e.into()),
-        Err(e @ kennel::Error::Crashed { .. }) => {
+        Err(e) => {
             let seen = tail.lock().ok().and_then(|t| t.clone());
-            error_line(line, &with_last_words(e, last_words(seen.as_ref()).await))
+            error_line(line, &pool_error(e, seen, Some(watch)).await)
         }
-        Err(e @ kennel::Error::WarmupFailed { slot, .. }) => {
-            let tail = watch.tail_of(slot);
-            error_line(line, &with_last_words(e, last_words(tail.as_ref()).await))
-        }
-        Err(e @ kennel::Error::Unavailable { .. }) => {
-            error_line(line, &with_last_words(e, watch.last_failed_words()))
-        }
-        Err(e) => error_line(line, &e.into()),
     })
 }
 

@@ -272,10 +272,7 @@ fn announce(
         tracing::warn!(target: "kennel_server", groups = ?reaped.groups, "killed process groups left by a previous run");
     }
     for entry in state.pools().list() {
-        let group = entry
-            .group
-            .map(|g| format!(" (group {g})"))
-            .unwrap_or_default();
+        let group = crate::status::in_group(entry.group.as_deref());
         let _ = writeln!(
             out,
             "  pool {}{group}: capacity {}",

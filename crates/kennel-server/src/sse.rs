@@ -26,8 +26,9 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderName, header};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use serde::Deserialize;
 use tokio::sync::broadcast;
 
@@ -73,17 +74,17 @@ pub(crate) async fn events(
     if let Some(name) = &query.pool {
         state.pools().get(name)?;
     }
-    let last_id = match headers.get("last-event-id") {
-        None => None,
-        Some(v) => Some(
+    let last_id = headers
+        .get("last-event-id")
+        .map(|v| {
             v.to_str()
                 .ok()
                 .and_then(|s| s.trim().parse::<u64>().ok())
                 .ok_or_else(|| ApiError::BadRequest {
                     message: "Last-Event-ID is not an event id (allowed: a whole number)".into(),
-                })?,
-        ),
-    };
+                })
+        })
+        .transpose()?;
     let since = last_id.or(query.since);
     let sub = state.subscribe_events(since, query.pool.as_deref());
     let filter = query.pool;
@@ -124,19 +125,18 @@ pub(crate) async fn events(
             }
         },
     );
-    let stream = futures_util::StreamExt::map(
-        futures_util::StreamExt::chain(futures_util::stream::iter(replay), live),
-        Ok::<_, Infallible>,
-    );
-    let mut response = Body::from_stream(stream).into_response();
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(response)
+    let stream = futures_util::stream::iter(replay)
+        .chain(live)
+        .map(Ok::<_, Infallible>);
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+            (HeaderName::from_static("x-accel-buffering"), "no"),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response())
 }
 
 /// One `/events` subscriber, counted in `kennel_events_subscribers` while

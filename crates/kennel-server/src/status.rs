@@ -137,11 +137,9 @@ fn target(args: &StatusArgs) -> anyhow::Result<(String, Option<String>)> {
 
 /// The innermost error, which says what went wrong ("Connection refused").
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut e = e;
-    while let Some(next) = e.source() {
-        e = next;
-    }
-    e.to_string()
+    std::iter::successors(Some(e), |e| e.source())
+        .last()
+        .map_or_else(String::new, ToString::to_string)
 }
 
 /// A pool name as a path segment (names are letters, digits, `-`, `_`,
@@ -165,10 +163,7 @@ fn pool_line(pool: &Value) -> String {
         s[k].as_u64()
             .map_or_else(|| "?".to_owned(), |v| v.to_string())
     };
-    let group = pool["group"]
-        .as_str()
-        .map(|g| format!(" (group {g})"))
-        .unwrap_or_default();
+    let group = in_group(pool["group"].as_str());
     format!(
         "pool {}{group}: capacity {}, size {} | starting {}, idle {}, lent {}, waiting {}, kept {} | {}\n",
         pool["name"].as_str().unwrap_or_default(),
@@ -185,6 +180,11 @@ fn pool_line(pool: &Value) -> String {
             "unhealthy"
         },
     )
+}
+
+/// ` (group G)` after a pool's name, or nothing.
+pub(crate) fn in_group(group: Option<&str>) -> String {
+    group.map(|g| format!(" (group {g})")).unwrap_or_default()
 }
 
 /// A duration in milliseconds, short: `0.4ms`, `15ms`, `1.2s`, `4m10s`, `2h05m`.

@@ -8,10 +8,10 @@ use std::future::Future;
 use std::pin::Pin;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
-use futures_util::stream::{self, Stream};
+use futures_util::stream::{self, Stream, StreamExt};
 use kennel_process::JsonBytes;
 use kennel_process::Progress;
 use serde_json::{Value, json};
@@ -67,12 +67,11 @@ impl Answer {
 /// The reply as the worker wrote it, as a 200 `application/json`: its
 /// bytes become the body, not copied.
 pub(crate) fn raw_json(reply: JsonBytes) -> Response {
-    let mut response = Response::new(Body::from(reply.into_bytes()));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from(reply.into_bytes()),
+    )
+        .into_response()
 }
 
 type Job = Pin<Box<dyn Future<Output = Result<JsonBytes, ApiError>> + Send>>;
@@ -100,56 +99,31 @@ where
             Err(e) => e.into_response(),
         };
     }
-    let (tx, mut rx) = mpsc::channel(PROGRESS_BUFFER);
-    let mut job: Job = Box::pin(job(Some(tx)));
+    let (tx, rx) = mpsc::channel(PROGRESS_BUFFER);
+    let mut items = Box::pin(items(Box::pin(job(Some(tx))), rx));
     // The first item decides the status: an error before any progress is
     // answered as such.
-    let first = tokio::select! {
-        biased;
-        p = rx.recv() => match p {
-            Some(p) => Item::Progress(p),
-            None => Item::End((&mut job).await),
-        },
-        end = &mut job => Item::End(end),
-    };
-    // The job runs in this task: it may have read its progress and its
-    // reply in one poll, so progress it sent comes first all the same.
-    let mut pending = VecDeque::new();
-    let first = match first {
-        Item::End(end) => match rx.try_recv() {
-            Ok(p) => {
-                while let Ok(more) = rx.try_recv() {
-                    pending.push_back(Item::Progress(more));
-                }
-                pending.push_back(Item::End(end));
-                Item::Progress(p)
-            }
-            Err(_) => Item::End(end),
-        },
-        progress => progress,
-    };
-    if let Item::End(Err(e)) = first {
+    let first = items.next().await;
+    if let Some(Item::End(Err(e))) = first {
         return e.into_response();
     }
-    let items = items(first, pending, job, rx);
+    let items = stream::iter(first).chain(items);
     match answer {
-        Answer::EventStream => Sse::new(stream::StreamExt::map(items, |item| {
-            Ok::<_, std::convert::Infallible>(item.sse())
-        }))
-        .into_response(),
+        Answer::EventStream => {
+            Sse::new(items.map(|item| Ok::<_, std::convert::Infallible>(item.sse())))
+                .into_response()
+        }
         _ => {
-            let lines = stream::StreamExt::map(items, |item| {
+            let lines = items.map(|item| {
                 let mut line = item.line();
                 line.push('\n');
                 Ok::<_, std::convert::Infallible>(line)
             });
-            let mut response = Response::new(Body::from_stream(lines));
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/x-ndjson"),
-            );
-            *response.status_mut() = StatusCode::OK;
-            response
+            (
+                [(header::CONTENT_TYPE, "application/x-ndjson")],
+                Body::from_stream(lines),
+            )
+                .into_response()
         }
     }
 }
@@ -179,15 +153,10 @@ impl Item {
             // `{"result": …}` with the reply's bytes as written (a reply
             // held to one line: a Content-Length frame may span several).
             Self::End(Ok(reply)) => {
-                let text = reply.as_str();
-                let mut line = String::with_capacity(text.len() + 11);
-                line.push_str("{\"result\":");
-                line.extend(
-                    text.chars()
-                        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
-                );
-                line.push('}');
-                line
+                format!(
+                    "{{\"result\":{}}}",
+                    reply.as_str().replace(['\n', '\r'], " ")
+                )
             }
             Self::End(Err(e)) => error_json(e).to_string(),
         }
@@ -204,23 +173,17 @@ fn error_json(e: &ApiError) -> Value {
     body
 }
 
-/// The first item, then progress as it comes, then the end.
-fn items(
-    first: Item,
-    mut after: VecDeque<Item>,
-    job: Job,
-    rx: mpsc::Receiver<Progress>,
-) -> impl Stream<Item = Item> + Send {
+/// Progress as it comes, then the end (progress sent before the end comes
+/// first).
+fn items(job: Job, rx: mpsc::Receiver<Progress>) -> impl Stream<Item = Item> + Send {
     struct State {
         pending: VecDeque<Item>,
         job: Option<Job>,
         rx: mpsc::Receiver<Progress>,
     }
-    let done = matches!(first, Item::End(_)) || after.iter().any(|i| matches!(i, Item::End(_)));
-    after.push_front(first);
     let state = State {
-        pending: after,
-        job: (!done).then_some(job),
+        pending: VecDeque::new(),
+        job: Some(job),
         rx,
     };
     stream::unfold(state, |mut st| async move {

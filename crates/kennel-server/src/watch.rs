@@ -10,6 +10,7 @@ use std::time::Duration;
 use kennel::Killer;
 use kennel_process::{Coprocess, StderrTail};
 
+use crate::error::{ApiError, with_last_words};
 use crate::rundir::RunDir;
 
 /// How many workers' stderr tails a pool's watch keeps.
@@ -144,4 +145,26 @@ pub(crate) async fn last_words(tail: Option<&StderrTail>) -> Vec<String> {
     };
     let _ = tokio::time::timeout(LAST_WORDS_WAIT, tail.closed()).await;
     tail.lines()
+}
+
+/// A pool's error as the service answers it, with the last words of the
+/// worker it is about ([`with_last_words`]): for a crash, the worker under
+/// the job (`tail`); for a failed warm-up, the worker that failed it; for a
+/// broken pool, the worker whose start failed last (both from `watch`).
+pub(crate) async fn pool_error(
+    error: kennel::Error,
+    tail: Option<StderrTail>,
+    watch: Option<&Watch>,
+) -> ApiError {
+    let words = match &error {
+        kennel::Error::Crashed { .. } => last_words(tail.as_ref()).await,
+        kennel::Error::WarmupFailed { slot, .. } => {
+            last_words(watch.and_then(|w| w.tail_of(*slot)).as_ref()).await
+        }
+        kennel::Error::Unavailable { .. } => {
+            watch.map(Watch::last_failed_words).unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    with_last_words(error, words)
 }

@@ -43,6 +43,17 @@ impl Serialize for HumanDuration {
     }
 }
 
+/// Refuses a duration longer than kennel's longest, [`kennel::MAX_DURATION`].
+pub(crate) fn at_most_longest(d: HumanDuration) -> Result<(), String> {
+    if d.0 > kennel::MAX_DURATION {
+        return Err(format!(
+            "{d} is out of range (allowed: 0 to {})",
+            HumanDuration(kennel::MAX_DURATION)
+        ));
+    }
+    Ok(())
+}
+
 /// The refusal of a duration written as a bare number.
 fn bare_number(n: impl fmt::Display) -> String {
     format!("a bare number ({n}) has no unit (allowed: {DURATION_ALLOWED})")

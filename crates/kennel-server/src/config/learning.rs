@@ -56,51 +56,47 @@ impl LearningConfig {
     /// The keys set, as written (for a refusal of a kind they do not apply
     /// to).
     pub(crate) fn keys(&self) -> Vec<&'static str> {
-        let mut keys = Vec::new();
-        let pairs = [
+        [
             ("window_jobs", self.window_jobs.is_some()),
             ("window_time", self.window_time.is_some()),
             ("quick_windows", self.quick_windows.is_some()),
             ("min_pause", self.min_pause.is_some()),
             ("max_pause", self.max_pause.is_some()),
             ("seed", self.seed.is_some()),
-        ];
-        for (key, set) in pairs {
-            if set {
-                keys.push(key);
-            }
-        }
-        keys
+        ]
+        .into_iter()
+        .filter_map(|(key, set)| set.then_some(key))
+        .collect()
     }
 
     /// Checks each value's range, naming its key (`sizing.window_jobs`).
     pub(crate) fn check(&self) -> Result<(), Refusal> {
         let field = |k: &str| format!("sizing.{k}");
-        if let Some(n) = self.window_jobs {
-            if !(1..=i64::from(MAX_WINDOW_JOBS)).contains(&n) {
-                return Err((
-                    field("window_jobs"),
-                    format!("{n} is out of range (allowed: 1 to {MAX_WINDOW_JOBS} jobs)"),
-                ));
-            }
+        if let Some(n) = self.window_jobs
+            && !(1..=i64::from(MAX_WINDOW_JOBS)).contains(&n)
+        {
+            return Err((
+                field("window_jobs"),
+                format!("{n} is out of range (allowed: 1 to {MAX_WINDOW_JOBS} jobs)"),
+            ));
         }
-        if let Some(t) = self.window_time {
-            let (lo, hi) = WINDOW_TIME_RANGE;
-            if t.0 < lo || t.0 > hi {
-                return Err((
-                    field("window_time"),
-                    format!("{t} is out of range (allowed: 10ms to 10m)"),
-                ));
-            }
+        let (lo, hi) = WINDOW_TIME_RANGE;
+        if let Some(t) = self.window_time
+            && (t.0 < lo || t.0 > hi)
+        {
+            return Err((
+                field("window_time"),
+                format!("{t} is out of range (allowed: 10ms to 10m)"),
+            ));
         }
         for (key, value) in [("min_pause", self.min_pause), ("max_pause", self.max_pause)] {
-            if let Some(n) = value {
-                if !(1..=i64::from(MAX_PAUSE_WINDOWS)).contains(&n) {
-                    return Err((
-                        field(key),
-                        format!("{n} is out of range (allowed: 1 to {MAX_PAUSE_WINDOWS} windows)"),
-                    ));
-                }
+            if let Some(n) = value
+                && !(1..=i64::from(MAX_PAUSE_WINDOWS)).contains(&n)
+            {
+                return Err((
+                    field(key),
+                    format!("{n} is out of range (allowed: 1 to {MAX_PAUSE_WINDOWS} windows)"),
+                ));
             }
         }
         let (shortest, longest) = self.pause();
@@ -117,13 +113,13 @@ impl LearningConfig {
                 ),
             ));
         }
-        if let Some(seed) = self.seed {
-            if seed < 0 {
-                return Err((
-                    field("seed"),
-                    format!("{seed} is out of range (allowed: 0 to {})", i64::MAX),
-                ));
-            }
+        if let Some(seed) = self.seed
+            && seed < 0
+        {
+            return Err((
+                field("seed"),
+                format!("{seed} is out of range (allowed: 0 to {})", i64::MAX),
+            ));
         }
         Ok(())
     }

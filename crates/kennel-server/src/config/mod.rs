@@ -58,7 +58,7 @@ mod tests;
 pub use self::error::ConfigError;
 pub(crate) use self::human::HumanDuration;
 pub(crate) use self::policy::{EvictionConfig, SizingConfig};
-pub(crate) use self::pool::{PoolConfig, ReadyKind, SELF_EXE, StartupKind};
+pub(crate) use self::pool::{PoolConfig, ReadyKind, SELF_EXE, StartupKind, check_env_name};
 pub(crate) use self::reconfig::{LIVE_POLICIES, ReconfigBody};
 pub(crate) use self::runtime::RuntimeThreads;
 pub(crate) use self::server::{DEFAULT_BODY_LIMIT, LogFormat, ServerConfig, parse_listen};
@@ -183,17 +183,16 @@ impl Config {
             let at = |k: &str| join(&format!("pool[{i}]"), k);
             pool.validate(source).map_err(|(k, m)| (at(&k), m))?;
             if let Some(token) = &self.server.token_env {
-                if pool.env.contains_key(token) {
+                let passed = if pool.env.contains_key(token) {
+                    Some(format!("env.{token}"))
+                } else if pool.env_keep.as_ref().is_some_and(|k| k.contains(token)) {
+                    Some("env_keep".to_owned())
+                } else {
+                    None
+                };
+                if let Some(key) = passed {
                     return Err((
-                        at(&format!("env.{token}")),
-                        format!(
-                            "{token} is the server's `token_env`: the bearer token never goes to a worker (allowed: any other variable)"
-                        ),
-                    ));
-                }
-                if pool.env_keep.as_ref().is_some_and(|k| k.contains(token)) {
-                    return Err((
-                        at("env_keep"),
+                        at(&key),
                         format!(
                             "{token} is the server's `token_env`: the bearer token never goes to a worker (allowed: any other variable)"
                         ),

@@ -165,23 +165,7 @@ impl RawSizing {
 impl TryFrom<Table<RawSizing>> for SizingConfig {
     type Error = String;
 
-    fn try_from(raw: Table<RawSizing>) -> Result<Self, String> {
-        raw.0.try_into()
-    }
-}
-
-impl TryFrom<Table<RawEviction>> for EvictionConfig {
-    type Error = String;
-
-    fn try_from(raw: Table<RawEviction>) -> Result<Self, String> {
-        raw.0.try_into()
-    }
-}
-
-impl TryFrom<RawSizing> for SizingConfig {
-    type Error = String;
-
-    fn try_from(mut raw: RawSizing) -> Result<Self, String> {
+    fn try_from(Table(mut raw): Table<RawSizing>) -> Result<Self, String> {
         let learning = raw.learning();
         if learning.is_set() && !matches!(raw.kind, SizingKind::HillClimbing | SizingKind::Gradient)
         {
@@ -270,10 +254,10 @@ struct RawEviction {
     keep: Option<usize>,
 }
 
-impl TryFrom<RawEviction> for EvictionConfig {
+impl TryFrom<Table<RawEviction>> for EvictionConfig {
     type Error = String;
 
-    fn try_from(raw: RawEviction) -> Result<Self, String> {
+    fn try_from(Table(raw): Table<RawEviction>) -> Result<Self, String> {
         match raw {
             RawEviction {
                 kind: EvictionKind::None,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Source;
 use super::error::{Refusal, refusal};
-use super::human::{HumanDuration, HumanSize};
+use super::human::{HumanDuration, HumanSize, at_most_longest};
 use super::policy::{EvictionConfig, SizingConfig};
 use super::protocol::{InitializeConfig, ProtocolKind};
 use super::server::MAX_BODY_LIMIT;
@@ -234,16 +234,7 @@ impl PoolConfig {
                 check_env_name(k).map_err(|m| (format!("env_keep[{i}]"), m))?;
             }
         }
-        let grace = self.worker_close_grace;
-        if grace.0 > kennel::MAX_DURATION {
-            return Err((
-                at("worker_close_grace"),
-                format!(
-                    "{grace} is out of range (allowed: 0 to {})",
-                    HumanDuration(kennel::MAX_DURATION)
-                ),
-            ));
-        }
+        at_most_longest(self.worker_close_grace).map_err(|m| (at("worker_close_grace"), m))?;
         let cwd = match &self.cwd {
             Some(c) if c.is_absolute() => c.clone(),
             Some(c) => source.dir.join(c),
@@ -285,21 +276,18 @@ impl PoolConfig {
             self.method.as_deref(),
             self.initialize.as_ref(),
         )?;
-        if let Some(m) = self.upload_limit
-            && (m.0 == 0 || m.0 > MAX_BODY_LIMIT)
-        {
-            return Err((
-                at("upload_limit"),
-                format!("{m} is out of range (allowed: 1 byte to 1 GiB)"),
-            ));
-        }
-        if let Some(m) = self.max_reply
-            && (m.0 == 0 || m.0 > MAX_BODY_LIMIT)
-        {
-            return Err((
-                at("max_reply"),
-                format!("{m} is out of range (allowed: 1 byte to 1 GiB)"),
-            ));
+        for (key, size) in [
+            ("upload_limit", self.upload_limit),
+            ("max_reply", self.max_reply),
+        ] {
+            if let Some(m) = size
+                && (m.0 == 0 || m.0 > MAX_BODY_LIMIT)
+            {
+                return Err((
+                    at(key),
+                    format!("{m} is out of range (allowed: 1 byte to 1 GiB)"),
+                ));
+            }
         }
         if let Some(q) = &mut self.queue {
             if let Some(f) = &q.creds_file {

@@ -11,12 +11,10 @@ use super::keys::{OPTION_KEYS, names};
 use super::policy::{EvictionConfig, SizingConfig};
 use super::pool::check_name;
 
-/// The keys of the body that are the service's, not kennel's options.
-const OWN_KEYS: [&str; 3] = ["sizing", "eviction", "group"];
-
 /// The `[[pool]]` keys beside kennel's options that a live change applies
-/// (the fields of [`ReconfigBody`] but its options); a reload changes a
-/// pool in place when only these and options changed.
+/// (the keys of the body that are the service's, the fields of
+/// [`ReconfigBody`] but its options); a reload changes a pool in place
+/// when only these and options changed.
 pub(crate) const LIVE_POLICIES: [&str; 3] = ["sizing", "eviction", "group"];
 
 /// A change of a live pool, read from the body of `PUT /pools/{name}/config`.
@@ -70,9 +68,9 @@ impl ReconfigBody {
         };
         if let Some(key) = patch
             .keys()
-            .find(|k| !OWN_KEYS.contains(&k.as_str()) && !OPTION_KEYS.contains(k))
+            .find(|k| !LIVE_POLICIES.contains(&k.as_str()) && !OPTION_KEYS.contains(k))
         {
-            let mut allowed = OWN_KEYS.to_vec();
+            let mut allowed = LIVE_POLICIES.to_vec();
             allowed.extend(names(&OPTION_KEYS));
             return Err((key.clone(), unknown_key(key, &allowed)));
         }
@@ -154,9 +152,7 @@ fn merge(target: &mut Value, patch: Value) {
     if !target.is_object() {
         *target = Value::Object(Map::new());
     }
-    let Value::Object(target) = target else {
-        unreachable!("made an object above");
-    };
+    let target = target.as_object_mut().expect("made an object above");
     for (key, value) in patch {
         if value.is_null() {
             target.remove(&key);

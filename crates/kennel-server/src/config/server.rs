@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::error::Refusal;
-use super::human::{HumanDuration, HumanSize};
+use super::human::{HumanDuration, HumanSize, at_most_longest};
 use super::runtime::RuntimeThreads;
 pub(crate) use super::server_http::{Buckets, LogFormat};
 
@@ -133,16 +133,8 @@ impl ServerConfig {
             super::pool::check_env_name(name).map_err(|m| ("server.token_env".to_owned(), m))?;
         }
         self.validate_http()?;
-        if self.shutdown_grace.0 > kennel::MAX_DURATION {
-            return Err((
-                "server.shutdown_grace".into(),
-                format!(
-                    "{} is out of range (allowed: 0 to {})",
-                    self.shutdown_grace,
-                    HumanDuration(kennel::MAX_DURATION)
-                ),
-            ));
-        }
+        at_most_longest(self.shutdown_grace)
+            .map_err(|m| ("server.shutdown_grace".to_owned(), m))?;
         Ok(())
     }
 

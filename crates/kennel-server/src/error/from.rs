@@ -13,7 +13,7 @@ fn last_line(stderr: &[String]) -> String {
 }
 
 /// Whole seconds, rounded up, at least 1.
-fn whole_secs(d: std::time::Duration) -> u64 {
+pub(super) fn whole_secs(d: std::time::Duration) -> u64 {
     (d.as_secs() + u64::from(d.subsec_nanos() > 0)).max(1)
 }
 

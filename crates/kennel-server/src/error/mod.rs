@@ -350,8 +350,7 @@ impl ApiError {
             Some(wait),
         ) = (&mut self, wait)
         {
-            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            *retry_after = secs.clamp(1, MAX_RETRY_AFTER_SECS);
+            *retry_after = from::whole_secs(wait).min(MAX_RETRY_AFTER_SECS);
         }
         self
     }

@@ -21,9 +21,9 @@ pub(crate) fn event_json(pool: &str, event: &Event) -> Value {
     }
     let fields = match event {
         Event::Ready { warmup, .. } => json!({ "warmup_ms": ms(*warmup) }),
-        Event::WarmupFailed { message, .. } | Event::Warning { message } => {
-            json!({ "message": message })
-        }
+        Event::WarmupFailed { message, .. }
+        | Event::Warning { message }
+        | Event::ProbeFailed { message, .. } => json!({ "message": message }),
         Event::Exited { exit, early, .. } => json!({
             "status": exit.status.to_string(),
             "ran_for_ms": ms(exit.ran_for),
@@ -45,7 +45,6 @@ pub(crate) fn event_json(pool: &str, event: &Event) -> Value {
             "outcome": outcome.as_str(),
             "took_ms": ms(*took),
         }),
-        Event::ProbeFailed { message, .. } => json!({ "message": message }),
         Event::TimedOut { after, .. } => json!({ "after_ms": ms(*after) }),
         Event::Evicted { idle_for, .. } => json!({ "idle_for_ms": ms(*idle_for) }),
         Event::Retired { reason, .. }

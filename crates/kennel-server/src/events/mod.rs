@@ -58,12 +58,6 @@ impl Ring {
     }
 }
 
-impl Default for EventHub {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// A new subscription: the frames to replay first, then the live ones.
 #[derive(Debug)]
 pub(crate) struct Subscription {

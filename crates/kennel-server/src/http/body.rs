@@ -135,19 +135,29 @@ impl BodyGate {
     }
 
     async fn read(&self, body: Body) -> Result<Bytes, ApiError> {
-        let collect = Limited::new(body, self.limit).collect();
-        match tokio::time::timeout(self.timeout, collect).await {
-            Err(_) => Err(ApiError::BodyTimeout {
+        tokio::time::timeout(self.timeout, read(body, self.limit))
+            .await
+            .unwrap_or(Err(ApiError::BodyTimeout {
                 after: self.timeout,
-            }),
-            Ok(Ok(collected)) => Ok(collected.to_bytes()),
-            Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
-                Err(ApiError::TooLarge { limit: self.limit })
-            }
-            Ok(Err(e)) => Err(ApiError::BadRequest {
-                message: format!("the body could not be read: {e}"),
-            }),
+            }))
+    }
+}
+
+/// Reads the whole body, at most `limit` bytes.
+///
+/// # Errors
+///
+/// [`ApiError::TooLarge`] past the limit, [`ApiError::BadRequest`] for a
+/// body that breaks off.
+pub(crate) async fn read(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(ApiError::TooLarge { limit })
         }
+        Err(e) => Err(ApiError::BadRequest {
+            message: format!("the body could not be read: {e}"),
+        }),
     }
 }
 
@@ -162,11 +172,7 @@ pub(crate) struct BodyPermit(#[allow(dead_code)] tokio::sync::OwnedSemaphorePerm
 ///
 /// [`ApiError::BadJson`] for an empty body or one that is not JSON.
 pub(crate) fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::BadJson {
-            message: "the body is empty (allowed: one JSON value, such as {})".into(),
-        });
-    }
+    not_empty(bytes)?;
     serde_json::from_slice(bytes).map_err(|e| ApiError::BadJson {
         message: e.to_string(),
     })
@@ -179,14 +185,20 @@ pub(crate) fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
 /// [`ApiError::BadJson`] for an empty body or one that is not JSON, with
 /// the message [`parse_json`] gives.
 pub(crate) fn check_json(bytes: Bytes) -> Result<JsonBytes<Bytes>, ApiError> {
+    not_empty(&bytes)?;
+    JsonBytes::new(bytes).map_err(|e| ApiError::BadJson {
+        message: e.to_string(),
+    })
+}
+
+/// Refuses a body of nothing but whitespace.
+fn not_empty(bytes: &[u8]) -> Result<(), ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::BadJson {
             message: "the body is empty (allowed: one JSON value, such as {})".into(),
         });
     }
-    JsonBytes::new(bytes).map_err(|e| ApiError::BadJson {
-        message: e.to_string(),
-    })
+    Ok(())
 }
 
 #[cfg(test)]

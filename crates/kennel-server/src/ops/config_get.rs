@@ -38,16 +38,14 @@ pub(crate) fn live_config(state: &AppState, name: &str) -> Result<Value, ApiErro
     let _one_at_a_time = state.reconfig_lock();
     let group = state.pools().with(name, |e| e.group.clone()).flatten();
     let policies = state.policies(name);
-    let mut body = Map::new();
-    body.insert("group".into(), group.map_or(Value::Null, Value::from));
-    body.insert(
-        "sizing".into(),
-        policies.map_or(Value::Null, |p| to_json(&p.sizing)),
-    );
-    body.insert(
-        "eviction".into(),
-        policies.map_or(Value::Null, |p| to_json(&p.eviction)),
-    );
+    let mut body = Map::from_iter([
+        ("group".to_owned(), to_json(&group)),
+        ("sizing".to_owned(), to_json(&policies.map(|p| p.sizing))),
+        (
+            "eviction".to_owned(),
+            to_json(&policies.map(|p| p.eviction)),
+        ),
+    ]);
     if let Value::Object(options) = to_json(&pool.options()) {
         body.extend(options);
     }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use axum::http::{HeaderValue, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use kennel::Options;
 use serde::{Deserialize, Serialize};
@@ -84,12 +84,7 @@ pub(crate) fn json() -> &'static str {
     responses((status = 200, description = "the OpenAPI 3.1 description of every route", content_type = "application/json"))
 )]
 pub(crate) async fn serve() -> Response {
-    let mut response = json().into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+    ([(header::CONTENT_TYPE, "application/json")], json()).into_response()
 }
 
 /// Every error's body.

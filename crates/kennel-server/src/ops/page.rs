@@ -11,7 +11,7 @@
 //! send one on a navigation); the script asks for the token when the
 //! service answers 401 and sends it with each of its requests.
 
-use axum::http::{HeaderValue, header};
+use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 
 /// The page's path.
@@ -34,16 +34,13 @@ const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'un
     responses((status = 200, description = "the status page (HTML); it asks for no token, its requests do", content_type = "text/html"))
 )]
 pub(crate) async fn page() -> Response {
-    let mut response = Html(HTML).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    response
+    (
+        [
+            (header::CONTENT_SECURITY_POLICY, CSP),
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        Html(HTML),
+    )
+        .into_response()
 }

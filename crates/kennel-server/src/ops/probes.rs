@@ -50,13 +50,12 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
         .collect();
     // With no pool there is nothing to serve.
     let ready = !detail.is_empty() && detail.values().all(|w| w == "ready");
-    let status = if ready {
-        StatusCode::OK
+    let (status, word) = if ready {
+        (StatusCode::OK, "ok")
     } else {
-        StatusCode::SERVICE_UNAVAILABLE
+        (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
     };
-    let body = json!({ "status": if ready { "ok" } else { "unavailable" }, "pools": detail });
-    (status, Json(body)).into_response()
+    (status, Json(json!({ "status": word, "pools": detail }))).into_response()
 }
 
 /// The same as `/readyz`, for older probes.

@@ -245,36 +245,22 @@ impl QueueConfig {
             Duration::from_millis(1),
             MAX_DURATION,
         )?;
-        if !(1..=MAX_MAX_DELIVER).contains(&self.max_deliver) {
-            return Err((
-                at("max_deliver"),
-                format!(
-                    "{} is out of range (allowed: 1 to {MAX_MAX_DELIVER})",
-                    self.max_deliver
-                ),
-            ));
-        }
-        if !(1..=MAX_MAX_ACK_PENDING).contains(&self.max_ack_pending) {
-            return Err((
-                at("max_ack_pending"),
-                format!(
-                    "{} is out of range (allowed: 1 to {MAX_MAX_ACK_PENDING})",
-                    self.max_ack_pending
-                ),
-            ));
+        for (key, n, max) in [
+            ("max_deliver", self.max_deliver, MAX_MAX_DELIVER),
+            ("max_ack_pending", self.max_ack_pending, MAX_MAX_ACK_PENDING),
+        ] {
+            if !(1..=max).contains(&n) {
+                return Err((
+                    at(key),
+                    format!("{n} is out of range (allowed: 1 to {max})"),
+                ));
+            }
         }
         if let Some(s) = &self.result_subject {
             check_subject(s).map_err(|m| (at("result_subject"), m))?;
         }
-        if let Some(v) = &self.token_env
-            && (v.is_empty() || v.contains('=') || v.contains('\0'))
-        {
-            return Err((
-                at("token_env"),
-                format!(
-                    "{v:?} is not a variable name (allowed: a non-empty name without '=' or NUL)"
-                ),
-            ));
+        if let Some(v) = &self.token_env {
+            crate::config::check_env_name(v).map_err(|m| (at("token_env"), m))?;
         }
         if let Some(f) = &self.creds_file
             && !f.is_file()
@@ -322,18 +308,19 @@ fn check_js_name(name: &str) -> Result<(), String> {
 }
 
 /// A subject to publish to: dot-separated tokens of printable ASCII, none
-/// empty, no wildcard (`*`, `>`).
-fn check_subject(subject: &str) -> Result<(), String> {
-    let ok = !subject.is_empty()
+/// empty, no wildcard (`*`, `>`), at most 255 bytes.
+pub(crate) fn is_subject(subject: &str) -> bool {
+    !subject.is_empty()
         && subject.len() <= 255
         && subject.split('.').all(|t| {
             !t.is_empty()
-                && t != "*"
-                && t != ">"
                 && t.bytes()
                     .all(|b| b.is_ascii_graphic() && b != b'*' && b != b'>')
-        });
-    if ok {
+        })
+}
+
+fn check_subject(subject: &str) -> Result<(), String> {
+    if is_subject(subject) {
         Ok(())
     } else {
         Err(format!(

@@ -17,9 +17,8 @@ use tokio::time::Instant;
 use super::outcome::{Disposition, dispose};
 use super::{DELIVERY, HEADROOM, INSTANCE, JOB_ID, META_KEY, MSG_ID, REPLY_TO, STATUS, Source};
 use crate::ApiError;
-use crate::error::with_last_words;
 use crate::http::body::parse_json;
-use crate::watch::last_words;
+use crate::watch::pool_error;
 
 /// Releases the message's credit once: when its job gets a worker, or when
 /// it ends without one.
@@ -149,14 +148,7 @@ fn delivery(source: &Source, message: &jetstream::Message) -> Option<Delivery> {
 /// own (`$JS.API…`, `$SYS…`), so that a job cannot make kennel call the
 /// JetStream API.
 fn is_reply_subject(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 255
-        && !s.starts_with('$')
-        && s.split('.').all(|t| {
-            !t.is_empty()
-                && t.bytes()
-                    .all(|b| b.is_ascii_graphic() && b != b'*' && b != b'>')
-        })
+    !s.starts_with('$') && super::config::is_subject(s)
 }
 
 /// The job: the message's JSON, with `_kennel` added to an object when
@@ -222,23 +214,10 @@ async fn run(source: &Source, job: Value, unplaced: Arc<Unplaced>) -> Result<Val
     let answer = match result {
         Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => Err(e.into()),
-        Err(e @ kennel::Error::Crashed { .. }) => {
+        Err(e) => {
             let tail = tail.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            Err(with_last_words(e, last_words(tail.as_ref()).await))
+            Err(pool_error(e, tail, source.watch.as_ref()).await)
         }
-        Err(e @ kennel::Error::WarmupFailed { slot, .. }) => {
-            let tail = source.watch.as_ref().and_then(|w| w.tail_of(slot));
-            Err(with_last_words(e, last_words(tail.as_ref()).await))
-        }
-        Err(e @ kennel::Error::Unavailable { .. }) => {
-            let words = source
-                .watch
-                .as_ref()
-                .map(crate::watch::Watch::last_failed_words)
-                .unwrap_or_default();
-            Err(with_last_words(e, words))
-        }
-        Err(e) => Err(e.into()),
     };
     answer.map_err(|e: ApiError| e.retry_after_projected(pool.projected_wait()))
 }
