@@ -1,6 +1,7 @@
 //! `AppState`: the pools the service lends from (one record per pool, in
 //! [`Pools`]), and what its routes share.
 
+mod builder;
 mod pools;
 mod queues;
 
@@ -8,24 +9,20 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use std::time::Duration;
-
 use kennel::{Action, Pool};
 use kennel_process::Coprocess;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::watch;
 
-use crate::config::{
-    Config, DEFAULT_BODY_LIMIT, PoolConfig, ReconfigBody, ServerConfig, SizingConfig,
-};
+use crate::config::{Config, PoolConfig, ReconfigBody, ServerConfig, SizingConfig};
 use crate::events::{EventHub, Ring, Subscription};
-use crate::http::body::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODIES};
 use crate::http::{BodyGate, HostPolicy};
 use crate::pools::build_watched_pool;
 use crate::queue::Source;
 use crate::rundir::RunDir;
 use crate::watch::Watch;
 
+pub use self::builder::{AppStateBuilder, StartError};
 pub(crate) use self::pools::{Group, Pools};
 pub(crate) use self::pools::{Policies, PoolEntry};
 
@@ -76,125 +73,6 @@ impl fmt::Debug for AppState {
             .field("body_limit", &self.inner.bodies.limit())
             .field("host", &self.inner.host)
             .finish_non_exhaustive()
-    }
-}
-
-/// Builds an [`AppState`].
-#[derive(Debug, Default)]
-#[must_use = "a builder does nothing until `build` is called"]
-pub struct AppStateBuilder {
-    token: Option<String>,
-    body_limit: Option<usize>,
-    max_bodies: Option<usize>,
-    body_timeout: Option<Duration>,
-    host: Option<HostPolicy>,
-    access_log: bool,
-    metrics: Option<PrometheusHandle>,
-    run_dir: Option<Arc<RunDir>>,
-}
-
-impl AppStateBuilder {
-    /// Records each worker process group of the pools built by
-    /// [`AppState::start_pools`] in `dir`, for the next server to reap if
-    /// this one dies without closing them.
-    pub(crate) fn run_dir(mut self, dir: Arc<RunDir>) -> Self {
-        self.run_dir = Some(dir);
-        self
-    }
-
-    /// Asks every route but the probes (`/livez`, `/readyz`, `/healthz`) for
-    /// `Authorization: Bearer <token>`.
-    pub fn token(mut self, token: impl Into<String>) -> Self {
-        self.token = Some(token.into());
-        self
-    }
-
-    /// The largest request body, in bytes (default 1 MiB).
-    pub fn body_limit(mut self, bytes: usize) -> Self {
-        self.body_limit = Some(bytes);
-        self
-    }
-
-    /// At most `n` request bodies read and parsed at once (default 16).
-    pub fn max_bodies(mut self, n: usize) -> Self {
-        self.max_bodies = Some(n);
-        self
-    }
-
-    /// How long a request body may take to arrive, whole (default 30 s).
-    pub fn body_timeout(mut self, d: Duration) -> Self {
-        self.body_timeout = Some(d);
-        self
-    }
-
-    /// The `Host` and `Origin` values requests may carry (default: the
-    /// loopback names, and no cross-site origin).
-    pub fn host_policy(mut self, policy: HostPolicy) -> Self {
-        self.host = Some(policy);
-        self
-    }
-
-    /// Logs one INFO line per request (target `kennel_server::access`).
-    pub fn access_log(mut self, on: bool) -> Self {
-        self.access_log = on;
-        self
-    }
-
-    /// Serves this recorder's rendering at `/metrics` (default: the one
-    /// [`metrics::install`](crate::metrics::install) installs).
-    pub fn metrics(mut self, handle: PrometheusHandle) -> Self {
-        self.metrics = Some(handle);
-        self
-    }
-
-    /// The state, with no pool yet: add them with [`AppState::add_pool`].
-    pub fn build(self) -> AppState {
-        let (shutdown, _) = watch::channel(false);
-        let body_limit = self
-            .body_limit
-            .unwrap_or(usize::try_from(DEFAULT_BODY_LIMIT).unwrap_or(usize::MAX));
-        AppState {
-            inner: Arc::new(Inner {
-                pools: Pools::default(),
-                token: self.token,
-                bodies: BodyGate::new(
-                    body_limit,
-                    self.max_bodies.unwrap_or(DEFAULT_MAX_BODIES),
-                    self.body_timeout.unwrap_or(DEFAULT_BODY_TIMEOUT),
-                ),
-                host: self.host.unwrap_or_default(),
-                access_log: self.access_log,
-                metrics: self.metrics,
-                events: EventHub::new(),
-                reload: tokio::sync::Mutex::new(None),
-                shutdown,
-                reconfig: Mutex::new(()),
-                run_dir: self.run_dir,
-            }),
-        }
-    }
-}
-
-/// A failure to start the pools of a config.
-#[derive(Debug)]
-pub struct StartError {
-    /// The pool's name.
-    pub pool: String,
-    /// The key path of the pool in the config (`pool[1]`).
-    pub key: String,
-    /// What went wrong.
-    pub error: kennel::Error,
-}
-
-impl fmt::Display for StartError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}` ({:?}): {}", self.key, self.pool, self.error)
-    }
-}
-
-impl std::error::Error for StartError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
     }
 }
 
