@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use futures_core::future::BoxFuture;
 use kennel::{Exit, ExitStatus};
 use nix::sys::signal::Signal;
 
@@ -73,18 +72,7 @@ impl Coprocess {
     /// until the exit is published, so that when the error reaches the caller
     /// the process is gone and [`exited`](Self::exited) has resolved.
     /// Returns `err`, after logging it.
-    ///
-    /// Boxed, as every path of a worker's end here: these paths are rare,
-    /// and an `.await` of an unboxed one reserves room for its state in the
-    /// future of every request that could take it (a request's future is
-    /// 560 bytes with them boxed, 1,480 with them inline, most of it for
-    /// paths a healthy worker never takes), and a request's future is moved
-    /// several times on its way to the task that polls it.
-    pub(super) fn break_stream(&mut self, err: ProcessError) -> BoxFuture<'_, ProcessError> {
-        Box::pin(self.break_stream_inline(err))
-    }
-
-    async fn break_stream_inline(&mut self, err: ProcessError) -> ProcessError {
+    pub(super) async fn break_stream(&mut self, err: ProcessError) -> ProcessError {
         tracing::warn!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, %err, "killing the worker: its output can no longer be trusted");
         self.phase = Phase::Broken;
         if self.watched
@@ -117,15 +105,8 @@ impl Coprocess {
     /// The worker closed its stdout (or a pipe failed): waits a moment for
     /// it to exit by itself, so that the error can say how it ended, then
     /// marks the stream broken, kills the group and waits (a bounded time)
-    /// for the exit. Boxed, as [`break_stream`](Self::break_stream).
-    pub(super) fn break_after_eof<'a>(
-        &'a mut self,
-        what: &'a str,
-    ) -> BoxFuture<'a, Option<ExitStatus>> {
-        Box::pin(self.break_after_eof_inline(what))
-    }
-
-    async fn break_after_eof_inline(&mut self, what: &str) -> Option<ExitStatus> {
+    /// for the exit.
+    pub(super) async fn break_after_eof(&mut self, what: &str) -> Option<ExitStatus> {
         tracing::warn!(
             pool = self.label.pool.as_deref(),
             slot = self.label.slot,
@@ -149,12 +130,9 @@ impl Coprocess {
 
     /// The tail of the worker's stderr, once the stream has closed (or after
     /// a bounded wait): call it after the worker has been killed or reaped.
-    /// Boxed, as [`break_stream`](Self::break_stream).
-    pub(super) fn last_words(&self) -> BoxFuture<'_, Vec<String>> {
-        Box::pin(async move {
-            let _ = tokio::time::timeout(LAST_WORDS_WAIT, self.tail.closed()).await;
-            self.tail.lines()
-        })
+    pub(super) async fn last_words(&self) -> Vec<String> {
+        let _ = tokio::time::timeout(LAST_WORDS_WAIT, self.tail.closed()).await;
+        self.tail.lines()
     }
 
     pub(super) fn status_now(&self) -> Option<ExitStatus> {

@@ -319,8 +319,7 @@ impl Coprocess {
     ) -> Result<JsonBytes, ProcessError> {
         let reply = self.exchange(job, on_progress).await;
         if let Err(ProcessError::Crashed { .. }) = &reply {
-            // Boxed: once in a worker's life (see `break_stream`).
-            Box::pin(crash::leave_to_pool(self.watched)).await;
+            crash::leave_to_pool(self.watched).await;
         }
         reply
     }
@@ -333,9 +332,7 @@ impl Coprocess {
     ) -> Result<JsonBytes, ProcessError> {
         let rpc = self.talk.framing.is_rpc();
         match self.phase {
-            // Boxed: once in a worker's life, and inline its state would
-            // grow every request's future (see `break_stream`).
-            Phase::Warming => Box::pin(self.ready()).await?,
+            Phase::Warming => self.ready().await?,
             Phase::Idle if !rpc => {
                 if let Some(head) = self.stdout.lines().unsolicited() {
                     let err = ProcessError::Protocol {

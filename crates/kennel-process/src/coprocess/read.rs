@@ -2,8 +2,6 @@
 //! a message over the limit and broken framing turned into the errors of
 //! the protocol (the worker is killed for each).
 
-use futures_core::future::BoxFuture;
-
 use super::Coprocess;
 use crate::error::ProcessError;
 use crate::frames::Frame;
@@ -56,12 +54,7 @@ impl Coprocess {
         }
     }
 
-    /// Boxed, as [`break_stream`](Self::break_stream).
-    fn ended<'a>(&'a mut self, reading: Reading, what: &'a str) -> BoxFuture<'a, ProcessError> {
-        Box::pin(self.ended_inline(reading, what))
-    }
-
-    async fn ended_inline(&mut self, reading: Reading, what: &str) -> ProcessError {
+    async fn ended(&mut self, reading: Reading, what: &str) -> ProcessError {
         let status = self.break_after_eof(what).await;
         let stderr = self.last_words().await;
         match reading {

@@ -145,9 +145,7 @@ impl Coprocess {
                     self.heartbeat.beat();
                     on_progress(progress);
                 }
-                // Boxed: its state would grow every request's future (see
-                // `break_stream`), and a skipped message is parsed JSON already.
-                other => Box::pin(self.skip(other, &bytes)).await,
+                other => self.skip(other, &bytes).await,
             }
         }
     }
