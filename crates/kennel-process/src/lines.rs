@@ -124,30 +124,6 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
-    /// Reads past the next line without keeping it: the cheap way to drop
-    /// output. True when a line (or the rest of one) was skipped, false at
-    /// the end of the stream.
-    ///
-    /// # Cancel safety
-    ///
-    /// This method is cancel safe, as [`next_line`](Self::next_line).
-    pub(crate) async fn skip_line(&mut self) -> io::Result<bool> {
-        self.buf.clear();
-        self.dropping = false;
-        loop {
-            let available = self.inner.fill_buf().await?;
-            if available.is_empty() {
-                return Ok(false);
-            }
-            if let Some(at) = available.iter().position(|&b| b == b'\n') {
-                self.inner.consume(at + 1);
-                return Ok(true);
-            }
-            let len = available.len();
-            self.inner.consume(len);
-        }
-    }
-
     /// Reads exactly `n` bytes (a `Content-Length` body); `None` at the end
     /// of the stream before all of them came.
     ///

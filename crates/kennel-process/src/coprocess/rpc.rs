@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use super::reply::message_of;
 use crate::error::ProcessError;
 use crate::framing::Framing;
+use crate::json::null;
 use crate::progress::Progress;
 
 /// What a message from the worker is.
@@ -98,10 +99,6 @@ pub(super) fn classify(bytes: &[u8]) -> Inbound {
         _ => Ok(envelope.result.map_or_else(null, |r| r.to_owned())),
     };
     Inbound::Response { id, outcome }
-}
-
-fn null() -> Box<RawValue> {
-    RawValue::from_string("null".to_owned()).unwrap_or_else(|_| unreachable!("null is JSON"))
 }
 
 /// A JSON-RPC error object as a worker error with its code, message and

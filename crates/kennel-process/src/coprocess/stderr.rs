@@ -159,12 +159,12 @@ pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32, 
     let mut drops = Drops::new(&label, pid);
     loop {
         if !budget.allows_line() {
-            match reader.skip_line().await {
-                Ok(true) => {
+            match reader.next_line().await {
+                Ok(Line::Eof { .. }) | Err(_) => break,
+                Ok(_) => {
                     drops.one();
                     continue;
                 }
-                Ok(false) | Err(_) => break,
             }
         }
         let (bytes, last) = match reader.next_line().await {
