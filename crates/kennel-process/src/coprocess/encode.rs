@@ -17,10 +17,6 @@ use super::rpc;
 use crate::error::ProcessError;
 use crate::framing::Framing;
 
-/// A buffer grown past this is dropped after its request, so that one
-/// large job does not keep its memory for the worker's life.
-pub(super) const KEEP_BUFFER_BYTES: usize = 64 * 1024;
-
 /// A job to write.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Job<'a> {

@@ -10,6 +10,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::encode::{self, Job};
+use super::read::Reading;
 use super::reply;
 use super::{Coprocess, Open, Phase};
 use crate::crash;
@@ -70,19 +71,8 @@ impl Coprocess {
                     return Err(self.break_stream(err).await);
                 }
                 Ok(Line::Eof { .. }) => {
-                    let status = self
-                        .break_after_eof("it closed its stdout before its ready line")
-                        .await;
-                    let reason = match &status {
-                        Some(status) => status.to_string(),
-                        None => "it closed its stdout".to_owned(),
-                    };
-                    let stderr = self.last_words().await;
-                    return Err(ProcessError::NotReady {
-                        reason,
-                        status,
-                        stderr,
-                    });
+                    let what = "it closed its stdout before its ready line";
+                    return Err(self.ended(Reading::WarmUp, what).await);
                 }
                 Err(err) => {
                     let reason = format!("reading its stdout failed: {err}");
@@ -360,8 +350,7 @@ impl Coprocess {
             Phase::InFlight => {}
             Phase::Broken => return Err(self.crashed_now()),
         }
-        let mut out = std::mem::take(&mut self.out);
-        out.clear();
+        let mut out = Vec::new();
         let open = if rpc {
             let id = self.next_id;
             // A token only for someone who reads the progress.
@@ -388,17 +377,10 @@ impl Coprocess {
         self.open = Some(open.clone());
         // Dropping this future from here on leaves the stream out of step.
         let guard = KillOnDrop(Some(Arc::clone(&self.group)));
-        let written = self.write(&out).await;
-        if out.capacity() <= encode::KEEP_BUFFER_BYTES {
-            self.out = out;
-        }
-        if let Err(err) = written {
+        if let Err(err) = self.write(&out).await {
             guard.disarm();
-            let status = self
-                .break_after_eof(&format!("writing a request failed: {err}"))
-                .await;
-            let stderr = self.last_words().await;
-            return Err(ProcessError::Crashed { status, stderr });
+            let what = format!("writing a request failed: {err}");
+            return Err(self.ended(Reading::Reply, &what).await);
         }
         // Written whole: a framing that can cancel settles a drop from here.
         let guard = if self.can_cancel() {

@@ -174,9 +174,6 @@ pub struct Coprocess {
     label: Label,
     /// The last lines of its stderr.
     tail: StderrTail,
-    /// The bytes of the request being written, kept between requests
-    /// (up to [`encode::KEEP_BUFFER_BYTES`]).
-    out: Vec<u8>,
     /// The request its probe sends, if the spec gave one.
     probe: Option<std::sync::Arc<serde_json::Value>>,
 }

@@ -54,7 +54,8 @@ impl Coprocess {
         }
     }
 
-    async fn ended(&mut self, reading: Reading, what: &str) -> ProcessError {
+    /// The worker's end, met while `reading`: the error to return.
+    pub(super) async fn ended(&mut self, reading: Reading, what: &str) -> ProcessError {
         let status = self.break_after_eof(what).await;
         let stderr = self.last_words().await;
         match reading {
