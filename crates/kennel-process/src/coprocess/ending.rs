@@ -99,6 +99,9 @@ impl Coprocess {
         {
             *stderr = self.last_words().await;
         }
+        if let ProcessError::NotReady { status, .. } = &mut err {
+            *status = self.status_now();
+        }
         err
     }
 
@@ -120,6 +123,18 @@ impl Coprocess {
         }
         self.group.signal(Signal::SIGKILL);
         self.wait_for_exit(REAP_WAIT).await
+    }
+
+    /// The warm-up failed for `reason` (the end of its stdout, a failed
+    /// write): the worker is killed, and its error says how it ended.
+    pub(super) async fn not_ready(&mut self, reason: String) -> ProcessError {
+        let status = self.break_after_eof(&reason).await;
+        let stderr = self.last_words().await;
+        ProcessError::NotReady {
+            reason,
+            status,
+            stderr,
+        }
     }
 
     /// Waits at most `limit` for the exit; returns its status if it came.

@@ -76,13 +76,7 @@ impl Coprocess {
                 }
                 Err(err) => {
                     let reason = format!("reading its stdout failed: {err}");
-                    let status = self.break_after_eof(&reason).await;
-                    let stderr = self.last_words().await;
-                    return Err(ProcessError::NotReady {
-                        reason,
-                        status,
-                        stderr,
-                    });
+                    return Err(self.not_ready(reason).await);
                 }
             };
             if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -115,11 +109,7 @@ impl Coprocess {
                         status: None,
                         stderr: Vec::new(),
                     };
-                    let mut err = self.break_stream(err).await;
-                    if let ProcessError::NotReady { status, .. } = &mut err {
-                        *status = self.status_now();
-                    }
-                    return Err(err);
+                    return Err(self.break_stream(err).await);
                 }
                 _ => {
                     tracing::warn!(
