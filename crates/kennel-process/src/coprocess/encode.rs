@@ -1,5 +1,5 @@
-//! Writing a job in the worker's framing into the coprocess's reused
-//! buffer: a tree through serde, bytes as they are (docs/internals.md).
+//! Writing a job in the worker's framing: a tree through serde, bytes as
+//! they are (docs/internals.md).
 //!
 //! Bytes already checked to be one JSON value are copied, not parsed: the
 //! JSON-lines request is the job's bytes and a newline, the JSON-RPC call
@@ -122,7 +122,7 @@ fn write_id(out: &mut Vec<u8>, id: u64) {
     out.extend_from_slice(b"{\"");
     out.extend_from_slice(ID_KEY.as_bytes());
     out.extend_from_slice(b"\":");
-    write_number(out, id);
+    out.extend_from_slice(id.to_string().as_bytes());
 }
 
 /// Whether checked JSON bytes of an object have a `kennel_id` key of their
@@ -184,7 +184,7 @@ pub(super) fn call(
     let own = own_token(params);
     let add_token = token && framing == Framing::JsonRpc && own.is_none();
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    write_number(out, id);
+    out.extend_from_slice(id.to_string().as_bytes());
     out.extend_from_slice(b",\"method\":");
     serde_json::to_writer(&mut *out, &*method).map_err(|source| ProcessError::Encode { source })?;
     match params {
@@ -205,7 +205,7 @@ pub(super) fn call(
                     rpc::write_params(out, &tree, Some(id))?;
                 } else {
                     out.extend_from_slice(b"{\"_meta\":{\"progressToken\":");
-                    write_number(out, id);
+                    out.extend_from_slice(id.to_string().as_bytes());
                     out.push(b'}');
                     let rest = &b[1..];
                     if rest.iter().find(|c| !c.is_ascii_whitespace()) != Some(&b'}') {
@@ -258,12 +258,6 @@ fn one_line(out: &mut Vec<u8>, json: &[u8]) {
             }
         }
     }
-}
-
-fn write_number(out: &mut Vec<u8>, n: u64) {
-    use std::io::Write;
-    // Writing to a Vec cannot fail.
-    let _ = write!(out, "{n}");
 }
 
 #[cfg(test)]

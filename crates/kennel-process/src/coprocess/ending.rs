@@ -105,6 +105,16 @@ impl Coprocess {
         err
     }
 
+    /// The worker broke the protocol, as `message` says: the error, once
+    /// the stream is broken (see [`break_stream`](Self::break_stream)).
+    pub(super) async fn protocol_error(&mut self, message: String) -> ProcessError {
+        let err = ProcessError::Protocol {
+            message,
+            stderr: Vec::new(),
+        };
+        self.break_stream(err).await
+    }
+
     /// The worker closed its stdout (or a pipe failed): waits a moment for
     /// it to exit by itself, so that the error can say how it ended, then
     /// marks the stream broken, kills the group and waits (a bounded time)

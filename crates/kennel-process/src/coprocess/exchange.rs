@@ -67,8 +67,7 @@ impl Coprocess {
             let bytes = match self.stdout.lines().next_line().await {
                 Ok(Line::Complete(bytes) | Line::Truncated(bytes)) => bytes,
                 Ok(Line::TooLong(head)) => {
-                    let err = self.too_long(&head);
-                    return Err(self.break_stream(err).await);
+                    return Err(self.protocol_error(self.too_long(&head)).await);
                 }
                 Ok(Line::Eof { .. }) => {
                     let what = "it closed its stdout before its ready line";
@@ -315,26 +314,19 @@ impl Coprocess {
             Phase::Warming => self.ready().await?,
             Phase::Idle if !rpc => {
                 if let Some(head) = self.stdout.lines().unsolicited() {
-                    let err = ProcessError::Protocol {
-                        message: format!(
-                            "the worker wrote output no request asked for, so replies would no \
-                             longer match requests; it reads {}",
-                            excerpt(&head)
-                        ),
-                        stderr: Vec::new(),
-                    };
-                    return Err(self.break_stream(err).await);
+                    let message = format!(
+                        "the worker wrote output no request asked for, so replies would no \
+                         longer match requests; it reads {}",
+                        excerpt(&head)
+                    );
+                    return Err(self.protocol_error(message).await);
                 }
             }
             Phase::Idle => {}
             Phase::InFlight if !rpc => {
-                let err = ProcessError::Protocol {
-                    message: "an earlier request was dropped before its reply was read, so \
-                              replies no longer match requests; the worker was killed"
-                        .to_owned(),
-                    stderr: Vec::new(),
-                };
-                return Err(self.break_stream(err).await);
+                let message = "an earlier request was dropped before its reply was read, so \
+                               replies no longer match requests; the worker was killed";
+                return Err(self.protocol_error(message.to_owned()).await);
             }
             // The dropped request's reply will be skipped by its id.
             Phase::InFlight => {}

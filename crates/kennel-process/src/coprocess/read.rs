@@ -33,16 +33,10 @@ impl Coprocess {
         };
         match frame {
             Frame::Message(bytes) => Ok(bytes),
-            Frame::TooLong(head) => {
-                let err = self.too_long(&head);
-                Err(self.break_stream(err).await)
-            }
+            Frame::TooLong(head) => Err(self.protocol_error(self.too_long(&head)).await),
             Frame::BadHeader(message) => {
-                let err = ProcessError::Protocol {
-                    message: format!("the worker broke the Content-Length framing: {message}"),
-                    stderr: Vec::new(),
-                };
-                Err(self.break_stream(err).await)
+                let message = format!("the worker broke the Content-Length framing: {message}");
+                Err(self.protocol_error(message).await)
             }
             Frame::Eof => {
                 let what = match reading {
@@ -71,16 +65,14 @@ impl Coprocess {
         }
     }
 
-    /// The protocol error of a line over the limit that starts with `head`.
-    pub(super) fn too_long(&self, head: &[u8]) -> ProcessError {
-        ProcessError::Protocol {
-            message: format!(
-                "a line is over the {}-byte limit; it starts with {}",
-                self.max_line_bytes,
-                excerpt(head)
-            ),
-            stderr: Vec::new(),
-        }
+    /// The protocol error's message for a line over the limit that starts
+    /// with `head`.
+    pub(super) fn too_long(&self, head: &[u8]) -> String {
+        format!(
+            "a line is over the {}-byte limit; it starts with {}",
+            self.max_line_bytes,
+            excerpt(head)
+        )
     }
 
     /// Writes `bytes` to the worker's stdin and flushes.
