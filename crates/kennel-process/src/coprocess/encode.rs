@@ -58,13 +58,6 @@ struct TokenPeek {
     progress_token: Option<Value>,
 }
 
-/// What the request in hand needs besides its bytes: the token its
-/// progress carries.
-#[derive(Debug)]
-pub(super) struct Written {
-    pub(super) token: Value,
-}
-
 /// The key of the id kennel adds to a JSON-lines request that is an object
 /// (and that a worker echoes in its reply).
 pub(crate) const ID_KEY: &str = "kennel_id";
@@ -144,7 +137,8 @@ fn has_own_id(b: &[u8]) -> bool {
 /// Writes `job` as a JSON-RPC call with `id` in `framing` into `out`: the
 /// pool's `method` with the job as params, or the job's own method and
 /// params. In `json-rpc`, with `token`, object params get
-/// `_meta.progressToken` (the id) unless they carry one.
+/// `_meta.progressToken` (the id) unless they carry one. Returns the token
+/// the call's progress carries.
 ///
 /// # Errors
 ///
@@ -157,7 +151,7 @@ pub(super) fn call(
     method: Option<&str>,
     job: Job<'_>,
     token: bool,
-) -> Result<Written, ProcessError> {
+) -> Result<Value, ProcessError> {
     let (method, params): (Cow<'_, str>, Params<'_>) = match (method, job) {
         (Some(m), Job::Value(v)) => (m.into(), Params::Value(v)),
         (Some(m), Job::Bytes(b)) => (m.into(), Params::Bytes(b)),
@@ -227,9 +221,7 @@ pub(super) fn call(
     } else {
         out.push(b'\n');
     }
-    Ok(Written {
-        token: own.unwrap_or_else(|| id.into()),
-    })
+    Ok(own.unwrap_or_else(|| id.into()))
 }
 
 /// The progress token params carry themselves (`_meta.progressToken`).
@@ -412,7 +404,7 @@ mod tests {
             true,
         )
         .unwrap();
-        assert_eq!(w.token, json!("abc"));
+        assert_eq!(w, json!("abc"));
         out.clear();
         let w = call(
             &mut out,
@@ -423,6 +415,6 @@ mod tests {
             false,
         )
         .unwrap();
-        assert_eq!(w.token, json!(3));
+        assert_eq!(w, json!(3));
     }
 }

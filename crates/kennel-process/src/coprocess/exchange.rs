@@ -65,7 +65,7 @@ impl Coprocess {
         }
         loop {
             let bytes = match self.stdout.lines().next_line().await {
-                Ok(Line::Complete(bytes) | Line::Truncated(bytes)) => bytes,
+                Ok(Line::Complete(bytes)) => bytes,
                 Ok(Line::TooLong(head)) => {
                     return Err(self.protocol_error(self.too_long(&head)).await);
                 }
@@ -338,12 +338,12 @@ impl Coprocess {
             // A token only for someone who reads the progress.
             let token = on_progress.is_some() || self.heartbeat.is_watched();
             let method = self.talk.method.as_deref();
-            let written = encode::call(&mut out, self.talk.framing, id, method, job, token)?;
+            let token = encode::call(&mut out, self.talk.framing, id, method, job, token)?;
             self.next_id += 1;
             Open {
                 id,
                 carries_id: false,
-                token: written.token,
+                token,
             }
         } else {
             let id = self.next_id;

@@ -168,9 +168,7 @@ pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32, 
             }
         }
         let (bytes, last) = match reader.next_line().await {
-            Ok(Line::Complete(bytes) | Line::Truncated(bytes) | Line::TooLong(bytes)) => {
-                (bytes, false)
-            }
+            Ok(Line::Complete(bytes) | Line::TooLong(bytes)) => (bytes, false),
             Ok(Line::Eof { partial }) => (partial, true),
             Err(_) => break,
         };
