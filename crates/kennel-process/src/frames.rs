@@ -65,7 +65,7 @@ impl<R: AsyncRead + Unpin> Frames<R> {
         if self.framing != Framing::ContentLength {
             loop {
                 match self.lines.next_line().await? {
-                    Line::Complete(bytes) | Line::Truncated(bytes) => {
+                    Line::Complete(bytes) => {
                         if !bytes.iter().all(u8::is_ascii_whitespace) {
                             return Ok(Frame::Message(bytes));
                         }
@@ -86,7 +86,7 @@ impl<R: AsyncRead + Unpin> Frames<R> {
                 });
             }
             let line = match self.lines.next_line().await? {
-                Line::Complete(bytes) | Line::Truncated(bytes) => bytes,
+                Line::Complete(bytes) => bytes,
                 Line::TooLong(head) => return Ok(Frame::TooLong(head)),
                 Line::Eof { .. } => return Ok(Frame::Eof),
             };

@@ -5,8 +5,7 @@
 //! reply a worker wrote as a line need no tree of values in between: the
 //! service checks that the bytes are one JSON value, writes them to the
 //! worker, and hands the reply's bytes back, never re-serialised. The bytes
-//! stay where they are (`B` may be the HTTP stack's own buffer), so the
-//! check costs one pass and no allocation.
+//! stay where they are (`B` may be the HTTP stack's own buffer).
 
 use std::fmt;
 use std::ops::Range;
@@ -34,10 +33,9 @@ pub struct JsonBytes<B = Vec<u8>> {
 }
 
 impl<B: AsRef<[u8]>> JsonBytes<B> {
-    /// Checks that `bytes` are one JSON value, as serde_json would read
-    /// it into a [`Value`] (nesting up to 128 levels, numbers within
-    /// range, escapes that stand for characters), without building the
-    /// tree; and keeps them.
+    /// Checks that `bytes` are one JSON value, as serde_json reads it into
+    /// a [`Value`] (nesting up to 128 levels, numbers within range, escapes
+    /// that stand for characters), and keeps them.
     ///
     /// # Errors
     ///
@@ -45,23 +43,18 @@ impl<B: AsRef<[u8]>> JsonBytes<B> {
     /// more than one value, too deep, a number out of range, a lone
     /// surrogate).
     pub fn new(bytes: B) -> Result<Self, serde_json::Error> {
-        match serde_json::from_slice::<Checked>(bytes.as_ref()) {
-            Ok(_) => {
-                let span = trimmed(bytes.as_ref());
-                Ok(Self { bytes, span })
-            }
-            Err(err) => Err(err),
-        }
+        serde_json::from_slice::<Value>(bytes.as_ref())?;
+        let span = trimmed(bytes.as_ref());
+        Ok(Self { bytes, span })
     }
 
     /// Checks the syntax only, as a [`RawValue`] does (any depth, any
     /// number, escapes as written): what a worker's reply is held to. The
     /// bytes come back with the error.
     pub(crate) fn check(bytes: B) -> Result<Self, (serde_json::Error, B)> {
-        let all = bytes.as_ref();
-        match serde_json::from_slice::<&RawValue>(all) {
-            Ok(raw) => {
-                let span = span_of(all, raw.get().as_bytes());
+        match serde_json::from_slice::<&RawValue>(bytes.as_ref()) {
+            Ok(_) => {
+                let span = trimmed(bytes.as_ref());
                 Ok(Self { bytes, span })
             }
             Err(err) => Err((err, bytes)),
@@ -147,61 +140,6 @@ impl JsonBytes<Vec<u8>> {
     }
 }
 
-/// A value read as serde_json reads a [`Value`], and thrown away as it is
-/// read: the same errors, no tree. (serde's `IgnoredAny` would not do:
-/// serde_json skips it by its syntax only.)
-struct Checked;
-
-impl<'de> serde::Deserialize<'de> for Checked {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(CheckVisitor)
-    }
-}
-
-struct CheckVisitor;
-
-impl<'de> serde::de::Visitor<'de> for CheckVisitor {
-    type Value = Checked;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_unit<E>(self) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
-        while seq.next_element::<Checked>()?.is_some() {}
-        Ok(Checked)
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
-        while map.next_entry::<Checked, Checked>()?.is_some() {}
-        Ok(Checked)
-    }
-}
-
 /// `null`, as a [`RawValue`].
 pub(crate) fn null() -> Box<RawValue> {
     RawValue::from_string("null".to_owned()).unwrap_or_else(|_| unreachable!("null is JSON"))
@@ -222,17 +160,6 @@ impl<B: AsRef<[u8]>> fmt::Display for JsonBytes<B> {
 impl<B: AsRef<[u8]>, C: AsRef<[u8]>> PartialEq<JsonBytes<C>> for JsonBytes<B> {
     fn eq(&self, other: &JsonBytes<C>) -> bool {
         self.as_bytes() == other.as_bytes()
-    }
-}
-
-/// Where `inner` (a slice of `all`) is in `all`.
-fn span_of(all: &[u8], inner: &[u8]) -> Range<usize> {
-    let start = (inner.as_ptr() as usize).wrapping_sub(all.as_ptr() as usize);
-    if start <= all.len() && inner.len() <= all.len() - start {
-        start..start + inner.len()
-    } else {
-        // Not borrowed from `all` (never with serde_json's slice reader).
-        trimmed(all)
     }
 }
 

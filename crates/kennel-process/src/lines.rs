@@ -17,10 +17,9 @@ const EXCERPT_BYTES: usize = 80;
 /// The outcome of reading one line.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Line {
-    /// A whole line, without its `\n` (and without a `\r` before it).
+    /// A whole line, without its `\n` (and without a `\r` before it); in
+    /// [`Overflow::Truncate`] mode cut at the limit.
     Complete(Vec<u8>),
-    /// A line cut at the limit; the rest of it was read and dropped.
-    Truncated(Vec<u8>),
     /// A line longer than the limit (only when the reader fails on long
     /// lines). The first bytes are kept for an excerpt; the stream is left in
     /// the middle of the line.
@@ -38,7 +37,7 @@ pub(crate) enum Line {
 pub(crate) enum Overflow {
     /// Stop and return [`Line::TooLong`].
     Fail,
-    /// Keep the first `limit` bytes, drop the rest, return [`Line::Truncated`].
+    /// Keep the first `limit` bytes, drop the rest.
     Truncate,
 }
 
@@ -49,8 +48,6 @@ pub(crate) struct LineReader<R> {
     buf: Vec<u8>,
     limit: usize,
     overflow: Overflow,
-    /// In `Truncate` mode: the current line went over the limit.
-    dropping: bool,
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
@@ -60,7 +57,6 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             buf: Vec::new(),
             limit,
             overflow,
-            dropping: false,
         }
     }
 
@@ -74,7 +70,6 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         loop {
             let available = self.inner.fill_buf().await?;
             if available.is_empty() {
-                self.dropping = false;
                 return Ok(Line::Eof {
                     partial: std::mem::take(&mut self.buf),
                 });
@@ -85,16 +80,15 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             if chunk_len > room {
                 match self.overflow {
                     Overflow::Fail => {
-                        let keep = EXCERPT_BYTES.min(chunk_len);
                         let mut head = std::mem::take(&mut self.buf);
                         head.truncate(EXCERPT_BYTES);
-                        let more = EXCERPT_BYTES.saturating_sub(head.len()).min(keep);
+                        let more = EXCERPT_BYTES.saturating_sub(head.len()).min(chunk_len);
                         head.extend_from_slice(&available[..more]);
                         return Ok(Line::TooLong(head));
                     }
                     Overflow::Truncate => {
+                        // Past the limit `room` is 0: the rest is dropped.
                         self.buf.extend_from_slice(&available[..room]);
-                        self.dropping = true;
                     }
                 }
             } else {
@@ -107,12 +101,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                     if line.last() == Some(&b'\r') {
                         line.pop();
                     }
-                    let truncated = std::mem::replace(&mut self.dropping, false);
-                    return Ok(if truncated {
-                        Line::Truncated(line)
-                    } else {
-                        Line::Complete(line)
-                    });
+                    return Ok(Line::Complete(line));
                 }
                 None => {
                     let len = available.len();
@@ -124,30 +113,6 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
-    /// Reads past the next line without keeping it: the cheap way to drop
-    /// output. True when a line (or the rest of one) was skipped, false at
-    /// the end of the stream.
-    ///
-    /// # Cancel safety
-    ///
-    /// This method is cancel safe, as [`next_line`](Self::next_line).
-    pub(crate) async fn skip_line(&mut self) -> io::Result<bool> {
-        self.buf.clear();
-        self.dropping = false;
-        loop {
-            let available = self.inner.fill_buf().await?;
-            if available.is_empty() {
-                return Ok(false);
-            }
-            if let Some(at) = available.iter().position(|&b| b == b'\n') {
-                self.inner.consume(at + 1);
-                return Ok(true);
-            }
-            let len = available.len();
-            self.inner.consume(len);
-        }
-    }
-
     /// Reads exactly `n` bytes (a `Content-Length` body); `None` at the end
     /// of the stream before all of them came.
     ///
@@ -314,7 +279,7 @@ mod tests {
             assert_eq!(
                 lines,
                 vec![
-                    Line::Truncated(b"abc".to_vec()),
+                    Line::Complete(b"abc".to_vec()),
                     Line::Complete(b"ok".to_vec()),
                     Line::Eof {
                         partial: Vec::new()

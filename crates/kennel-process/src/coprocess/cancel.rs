@@ -65,7 +65,7 @@ impl Coprocess {
                 CANCEL_LINE.to_vec()
             };
             if let Some(ping) = ping {
-                bytes.extend(rpc::request(framing, ping, "ping", None, false)?);
+                bytes.extend(rpc::request(framing, ping, "ping", None)?);
             }
             self.write(&bytes)
                 .await
@@ -132,8 +132,9 @@ impl Coprocess {
         }
     }
 
-    /// The cancel failed: the stream is out of step, so the group goes.
-    fn kill_in_hand(&mut self) {
+    /// The stream is out of step (a failed cancel, a line after a reply):
+    /// the group goes.
+    pub(super) fn kill_in_hand(&mut self) {
         self.phase = Phase::Broken;
         self.group.signal(Signal::SIGKILL);
         self.stdin = None;

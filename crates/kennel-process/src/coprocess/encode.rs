@@ -1,5 +1,5 @@
-//! Writing a job in the worker's framing into the coprocess's reused
-//! buffer: a tree through serde, bytes as they are (docs/internals.md).
+//! Writing a job in the worker's framing: a tree through serde, bytes as
+//! they are (docs/internals.md).
 //!
 //! Bytes already checked to be one JSON value are copied, not parsed: the
 //! JSON-lines request is the job's bytes and a newline, the JSON-RPC call
@@ -16,10 +16,6 @@ use serde_json::value::RawValue;
 use super::rpc;
 use crate::error::ProcessError;
 use crate::framing::Framing;
-
-/// A buffer grown past this is dropped after its request, so that one
-/// large job does not keep its memory for the worker's life.
-pub(super) const KEEP_BUFFER_BYTES: usize = 64 * 1024;
 
 /// A job to write.
 #[derive(Debug, Clone, Copy)]
@@ -60,13 +56,6 @@ struct MetaPeek {
 struct TokenPeek {
     #[serde(default, rename = "progressToken")]
     progress_token: Option<Value>,
-}
-
-/// What the request in hand needs besides its bytes: the token its
-/// progress carries.
-#[derive(Debug)]
-pub(super) struct Written {
-    pub(super) token: Value,
 }
 
 /// The key of the id kennel adds to a JSON-lines request that is an object
@@ -126,7 +115,7 @@ fn write_id(out: &mut Vec<u8>, id: u64) {
     out.extend_from_slice(b"{\"");
     out.extend_from_slice(ID_KEY.as_bytes());
     out.extend_from_slice(b"\":");
-    write_number(out, id);
+    out.extend_from_slice(id.to_string().as_bytes());
 }
 
 /// Whether checked JSON bytes of an object have a `kennel_id` key of their
@@ -148,7 +137,8 @@ fn has_own_id(b: &[u8]) -> bool {
 /// Writes `job` as a JSON-RPC call with `id` in `framing` into `out`: the
 /// pool's `method` with the job as params, or the job's own method and
 /// params. In `json-rpc`, with `token`, object params get
-/// `_meta.progressToken` (the id) unless they carry one.
+/// `_meta.progressToken` (the id) unless they carry one. Returns the token
+/// the call's progress carries.
 ///
 /// # Errors
 ///
@@ -161,7 +151,7 @@ pub(super) fn call(
     method: Option<&str>,
     job: Job<'_>,
     token: bool,
-) -> Result<Written, ProcessError> {
+) -> Result<Value, ProcessError> {
     let (method, params): (Cow<'_, str>, Params<'_>) = match (method, job) {
         (Some(m), Job::Value(v)) => (m.into(), Params::Value(v)),
         (Some(m), Job::Bytes(b)) => (m.into(), Params::Bytes(b)),
@@ -188,7 +178,7 @@ pub(super) fn call(
     let own = own_token(params);
     let add_token = token && framing == Framing::JsonRpc && own.is_none();
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    write_number(out, id);
+    out.extend_from_slice(id.to_string().as_bytes());
     out.extend_from_slice(b",\"method\":");
     serde_json::to_writer(&mut *out, &*method).map_err(|source| ProcessError::Encode { source })?;
     match params {
@@ -209,7 +199,7 @@ pub(super) fn call(
                     rpc::write_params(out, &tree, Some(id))?;
                 } else {
                     out.extend_from_slice(b"{\"_meta\":{\"progressToken\":");
-                    write_number(out, id);
+                    out.extend_from_slice(id.to_string().as_bytes());
                     out.push(b'}');
                     let rest = &b[1..];
                     if rest.iter().find(|c| !c.is_ascii_whitespace()) != Some(&b'}') {
@@ -231,9 +221,7 @@ pub(super) fn call(
     } else {
         out.push(b'\n');
     }
-    Ok(Written {
-        token: own.unwrap_or_else(|| id.into()),
-    })
+    Ok(own.unwrap_or_else(|| id.into()))
 }
 
 /// The progress token params carry themselves (`_meta.progressToken`).
@@ -241,19 +229,13 @@ fn own_token(params: Params<'_>) -> Option<Value> {
     match params {
         Params::None => None,
         Params::Value(v) => v.get("_meta")?.get("progressToken").cloned(),
-        Params::Bytes(b) => {
-            if b.first() != Some(&b'{') || !b.windows(13).any(|w| w == b"progressToken") {
-                // Without the key spelt out, none (an escaped spelling is
-                // looked for through serde below).
-                if !b.contains(&b'\\') {
-                    return None;
-                }
-            }
+        Params::Bytes(b) if b.first() == Some(&b'{') => {
             serde_json::from_slice::<MetaPeek>(b)
                 .ok()?
                 .meta?
                 .progress_token
         }
+        Params::Bytes(_) => None,
     }
 }
 
@@ -268,12 +250,6 @@ fn one_line(out: &mut Vec<u8>, json: &[u8]) {
             }
         }
     }
-}
-
-fn write_number(out: &mut Vec<u8>, n: u64) {
-    use std::io::Write;
-    // Writing to a Vec cannot fail.
-    let _ = write!(out, "{n}");
 }
 
 #[cfg(test)]
@@ -428,7 +404,7 @@ mod tests {
             true,
         )
         .unwrap();
-        assert_eq!(w.token, json!("abc"));
+        assert_eq!(w, json!("abc"));
         out.clear();
         let w = call(
             &mut out,
@@ -439,6 +415,6 @@ mod tests {
             false,
         )
         .unwrap();
-        assert_eq!(w.token, json!(3));
+        assert_eq!(w, json!(3));
     }
 }

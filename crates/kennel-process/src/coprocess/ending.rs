@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use futures_core::future::BoxFuture;
 use kennel::{Exit, ExitStatus};
 use nix::sys::signal::Signal;
 
@@ -73,18 +72,7 @@ impl Coprocess {
     /// until the exit is published, so that when the error reaches the caller
     /// the process is gone and [`exited`](Self::exited) has resolved.
     /// Returns `err`, after logging it.
-    ///
-    /// Boxed, as every path of a worker's end here: these paths are rare,
-    /// and an `.await` of an unboxed one reserves room for its state in the
-    /// future of every request that could take it (a request's future is
-    /// 560 bytes with them boxed, 1,480 with them inline, most of it for
-    /// paths a healthy worker never takes), and a request's future is moved
-    /// several times on its way to the task that polls it.
-    pub(super) fn break_stream(&mut self, err: ProcessError) -> BoxFuture<'_, ProcessError> {
-        Box::pin(self.break_stream_inline(err))
-    }
-
-    async fn break_stream_inline(&mut self, err: ProcessError) -> ProcessError {
+    pub(super) async fn break_stream(&mut self, err: ProcessError) -> ProcessError {
         tracing::warn!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, %err, "killing the worker: its output can no longer be trusted");
         self.phase = Phase::Broken;
         if self.watched
@@ -111,21 +99,27 @@ impl Coprocess {
         {
             *stderr = self.last_words().await;
         }
+        if let ProcessError::NotReady { status, .. } = &mut err {
+            *status = self.status_now();
+        }
         err
+    }
+
+    /// The worker broke the protocol, as `message` says: the error, once
+    /// the stream is broken (see [`break_stream`](Self::break_stream)).
+    pub(super) async fn protocol_error(&mut self, message: String) -> ProcessError {
+        let err = ProcessError::Protocol {
+            message,
+            stderr: Vec::new(),
+        };
+        self.break_stream(err).await
     }
 
     /// The worker closed its stdout (or a pipe failed): waits a moment for
     /// it to exit by itself, so that the error can say how it ended, then
     /// marks the stream broken, kills the group and waits (a bounded time)
-    /// for the exit. Boxed, as [`break_stream`](Self::break_stream).
-    pub(super) fn break_after_eof<'a>(
-        &'a mut self,
-        what: &'a str,
-    ) -> BoxFuture<'a, Option<ExitStatus>> {
-        Box::pin(self.break_after_eof_inline(what))
-    }
-
-    async fn break_after_eof_inline(&mut self, what: &str) -> Option<ExitStatus> {
+    /// for the exit.
+    pub(super) async fn break_after_eof(&mut self, what: &str) -> Option<ExitStatus> {
         tracing::warn!(
             pool = self.label.pool.as_deref(),
             slot = self.label.slot,
@@ -141,6 +135,18 @@ impl Coprocess {
         self.wait_for_exit(REAP_WAIT).await
     }
 
+    /// The warm-up failed for `reason` (the end of its stdout, a failed
+    /// write): the worker is killed, and its error says how it ended.
+    pub(super) async fn not_ready(&mut self, reason: String) -> ProcessError {
+        let status = self.break_after_eof(&reason).await;
+        let stderr = self.last_words().await;
+        ProcessError::NotReady {
+            reason,
+            status,
+            stderr,
+        }
+    }
+
     /// Waits at most `limit` for the exit; returns its status if it came.
     pub(super) async fn wait_for_exit(&self, limit: Duration) -> Option<ExitStatus> {
         let exit = tokio::time::timeout(limit, self.exit.exited()).await;
@@ -149,12 +155,9 @@ impl Coprocess {
 
     /// The tail of the worker's stderr, once the stream has closed (or after
     /// a bounded wait): call it after the worker has been killed or reaped.
-    /// Boxed, as [`break_stream`](Self::break_stream).
-    pub(super) fn last_words(&self) -> BoxFuture<'_, Vec<String>> {
-        Box::pin(async move {
-            let _ = tokio::time::timeout(LAST_WORDS_WAIT, self.tail.closed()).await;
-            self.tail.lines()
-        })
+    pub(super) async fn last_words(&self) -> Vec<String> {
+        let _ = tokio::time::timeout(LAST_WORDS_WAIT, self.tail.closed()).await;
+        self.tail.lines()
     }
 
     pub(super) fn status_now(&self) -> Option<ExitStatus> {

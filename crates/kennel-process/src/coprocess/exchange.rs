@@ -10,6 +10,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::encode::{self, Job};
+use super::read::Reading;
 use super::reply;
 use super::{Coprocess, Open, Phase};
 use crate::crash;
@@ -64,35 +65,17 @@ impl Coprocess {
         }
         loop {
             let bytes = match self.stdout.lines().next_line().await {
-                Ok(Line::Complete(bytes) | Line::Truncated(bytes)) => bytes,
+                Ok(Line::Complete(bytes)) => bytes,
                 Ok(Line::TooLong(head)) => {
-                    let err = self.too_long(&head);
-                    return Err(self.break_stream(err).await);
+                    return Err(self.protocol_error(self.too_long(&head)).await);
                 }
                 Ok(Line::Eof { .. }) => {
-                    let status = self
-                        .break_after_eof("it closed its stdout before its ready line")
-                        .await;
-                    let reason = match &status {
-                        Some(status) => status.to_string(),
-                        None => "it closed its stdout".to_owned(),
-                    };
-                    let stderr = self.last_words().await;
-                    return Err(ProcessError::NotReady {
-                        reason,
-                        status,
-                        stderr,
-                    });
+                    let what = "it closed its stdout before its ready line";
+                    return Err(self.ended(Reading::WarmUp, what).await);
                 }
                 Err(err) => {
                     let reason = format!("reading its stdout failed: {err}");
-                    let status = self.break_after_eof(&reason).await;
-                    let stderr = self.last_words().await;
-                    return Err(ProcessError::NotReady {
-                        reason,
-                        status,
-                        stderr,
-                    });
+                    return Err(self.not_ready(reason).await);
                 }
             };
             if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -125,11 +108,7 @@ impl Coprocess {
                         status: None,
                         stderr: Vec::new(),
                     };
-                    let mut err = self.break_stream(err).await;
-                    if let ProcessError::NotReady { status, .. } = &mut err {
-                        *status = self.status_now();
-                    }
-                    return Err(err);
+                    return Err(self.break_stream(err).await);
                 }
                 _ => {
                     tracing::warn!(
@@ -319,8 +298,7 @@ impl Coprocess {
     ) -> Result<JsonBytes, ProcessError> {
         let reply = self.exchange(job, on_progress).await;
         if let Err(ProcessError::Crashed { .. }) = &reply {
-            // Boxed: once in a worker's life (see `break_stream`).
-            Box::pin(crash::leave_to_pool(self.watched)).await;
+            crash::leave_to_pool(self.watched).await;
         }
         reply
     }
@@ -333,49 +311,39 @@ impl Coprocess {
     ) -> Result<JsonBytes, ProcessError> {
         let rpc = self.talk.framing.is_rpc();
         match self.phase {
-            // Boxed: once in a worker's life, and inline its state would
-            // grow every request's future (see `break_stream`).
-            Phase::Warming => Box::pin(self.ready()).await?,
+            Phase::Warming => self.ready().await?,
             Phase::Idle if !rpc => {
                 if let Some(head) = self.stdout.lines().unsolicited() {
-                    let err = ProcessError::Protocol {
-                        message: format!(
-                            "the worker wrote output no request asked for, so replies would no \
-                             longer match requests; it reads {}",
-                            excerpt(&head)
-                        ),
-                        stderr: Vec::new(),
-                    };
-                    return Err(self.break_stream(err).await);
+                    let message = format!(
+                        "the worker wrote output no request asked for, so replies would no \
+                         longer match requests; it reads {}",
+                        excerpt(&head)
+                    );
+                    return Err(self.protocol_error(message).await);
                 }
             }
             Phase::Idle => {}
             Phase::InFlight if !rpc => {
-                let err = ProcessError::Protocol {
-                    message: "an earlier request was dropped before its reply was read, so \
-                              replies no longer match requests; the worker was killed"
-                        .to_owned(),
-                    stderr: Vec::new(),
-                };
-                return Err(self.break_stream(err).await);
+                let message = "an earlier request was dropped before its reply was read, so \
+                               replies no longer match requests; the worker was killed";
+                return Err(self.protocol_error(message.to_owned()).await);
             }
             // The dropped request's reply will be skipped by its id.
             Phase::InFlight => {}
             Phase::Broken => return Err(self.crashed_now()),
         }
-        let mut out = std::mem::take(&mut self.out);
-        out.clear();
+        let mut out = Vec::new();
         let open = if rpc {
             let id = self.next_id;
             // A token only for someone who reads the progress.
             let token = on_progress.is_some() || self.heartbeat.is_watched();
             let method = self.talk.method.as_deref();
-            let written = encode::call(&mut out, self.talk.framing, id, method, job, token)?;
+            let token = encode::call(&mut out, self.talk.framing, id, method, job, token)?;
             self.next_id += 1;
             Open {
                 id,
                 carries_id: false,
-                token: written.token,
+                token,
             }
         } else {
             let id = self.next_id;
@@ -391,17 +359,10 @@ impl Coprocess {
         self.open = Some(open.clone());
         // Dropping this future from here on leaves the stream out of step.
         let guard = KillOnDrop(Some(Arc::clone(&self.group)));
-        let written = self.write(&out).await;
-        if out.capacity() <= encode::KEEP_BUFFER_BYTES {
-            self.out = out;
-        }
-        if let Err(err) = written {
+        if let Err(err) = self.write(&out).await {
             guard.disarm();
-            let status = self
-                .break_after_eof(&format!("writing a request failed: {err}"))
-                .await;
-            let stderr = self.last_words().await;
-            return Err(ProcessError::Crashed { status, stderr });
+            let what = format!("writing a request failed: {err}");
+            return Err(self.ended(Reading::Reply, &what).await);
         }
         // Written whole: a framing that can cancel settles a drop from here.
         let guard = if self.can_cancel() {

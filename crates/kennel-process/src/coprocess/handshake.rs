@@ -24,22 +24,11 @@ impl Coprocess {
         };
         let framing = self.talk.framing;
         if !self.handshake_sent {
-            let bytes = rpc::request(
-                framing,
-                HANDSHAKE_ID,
-                &handshake.method,
-                Some(&handshake.params),
-                false,
-            )?;
+            let params = Some(&handshake.params);
+            let bytes = rpc::request(framing, HANDSHAKE_ID, &handshake.method, params)?;
             if let Err(err) = self.write(&bytes).await {
                 let reason = format!("writing the handshake failed: {err}");
-                let status = self.break_after_eof(&reason).await;
-                let stderr = self.last_words().await;
-                return Err(ProcessError::NotReady {
-                    reason,
-                    status,
-                    stderr,
-                });
+                return Err(self.not_ready(reason).await);
             }
             self.handshake_sent = true;
         }
@@ -55,13 +44,7 @@ impl Coprocess {
                         let note = rpc::notification(framing, method, &serde_json::json!({}));
                         if let Err(err) = self.write(&note).await {
                             let reason = format!("writing {method} failed: {err}");
-                            let status = self.break_after_eof(&reason).await;
-                            let stderr = self.last_words().await;
-                            return Err(ProcessError::NotReady {
-                                reason,
-                                status,
-                                stderr,
-                            });
+                            return Err(self.not_ready(reason).await);
                         }
                     }
                     self.phase = Phase::Idle;
@@ -88,11 +71,7 @@ impl Coprocess {
                         status: None,
                         stderr: Vec::new(),
                     };
-                    let mut err = self.break_stream(err).await;
-                    if let ProcessError::NotReady { status, .. } = &mut err {
-                        *status = self.status_now();
-                    }
-                    return Err(err);
+                    return Err(self.break_stream(err).await);
                 }
                 other => self.skip(other, &bytes).await,
             }

@@ -1,11 +1,5 @@
-//! [`Coprocess`]: a child process that speaks JSON lines or JSON-RPC.
-//!
-//! The type and what it shares are here; how it starts (`spawn.rs`), reads
-//! its ready line and exchanges requests and replies (`exchange.rs`), reads
-//! one message (`read.rs`) and tells a reply from progress (`reply.rs` for
-//! JSON lines, `rpc.rs` for JSON-RPC), warms up by a handshake
-//! (`handshake.rs`), cancels (`cancel.rs`), ends (`ending.rs`), is reaped
-//! (`reap.rs`) and forwards its stderr (`stderr.rs`) each have a file.
+//! [`Coprocess`]: a child process that speaks JSON lines or JSON-RPC. The
+//! type is here; each step of its life has a file of its own.
 
 use std::fmt;
 use std::sync::Arc;
@@ -174,9 +168,6 @@ pub struct Coprocess {
     label: Label,
     /// The last lines of its stderr.
     tail: StderrTail,
-    /// The bytes of the request being written, kept between requests
-    /// (up to [`encode::KEEP_BUFFER_BYTES`]).
-    out: Vec<u8>,
     /// The request its probe sends, if the spec gave one.
     probe: Option<std::sync::Arc<serde_json::Value>>,
 }

@@ -2,8 +2,6 @@
 //! a message over the limit and broken framing turned into the errors of
 //! the protocol (the worker is killed for each).
 
-use futures_core::future::BoxFuture;
-
 use super::Coprocess;
 use crate::error::ProcessError;
 use crate::frames::Frame;
@@ -35,16 +33,10 @@ impl Coprocess {
         };
         match frame {
             Frame::Message(bytes) => Ok(bytes),
-            Frame::TooLong(head) => {
-                let err = self.too_long(&head);
-                Err(self.break_stream(err).await)
-            }
+            Frame::TooLong(head) => Err(self.protocol_error(self.too_long(&head)).await),
             Frame::BadHeader(message) => {
-                let err = ProcessError::Protocol {
-                    message: format!("the worker broke the Content-Length framing: {message}"),
-                    stderr: Vec::new(),
-                };
-                Err(self.break_stream(err).await)
+                let message = format!("the worker broke the Content-Length framing: {message}");
+                Err(self.protocol_error(message).await)
             }
             Frame::Eof => {
                 let what = match reading {
@@ -56,12 +48,8 @@ impl Coprocess {
         }
     }
 
-    /// Boxed, as [`break_stream`](Self::break_stream).
-    fn ended<'a>(&'a mut self, reading: Reading, what: &'a str) -> BoxFuture<'a, ProcessError> {
-        Box::pin(self.ended_inline(reading, what))
-    }
-
-    async fn ended_inline(&mut self, reading: Reading, what: &str) -> ProcessError {
+    /// The worker's end, met while `reading`: the error to return.
+    pub(super) async fn ended(&mut self, reading: Reading, what: &str) -> ProcessError {
         let status = self.break_after_eof(what).await;
         let stderr = self.last_words().await;
         match reading {
@@ -77,16 +65,14 @@ impl Coprocess {
         }
     }
 
-    /// The protocol error of a line over the limit that starts with `head`.
-    pub(super) fn too_long(&self, head: &[u8]) -> ProcessError {
-        ProcessError::Protocol {
-            message: format!(
-                "a line is over the {}-byte limit; it starts with {}",
-                self.max_line_bytes,
-                excerpt(head)
-            ),
-            stderr: Vec::new(),
-        }
+    /// The protocol error's message for a line over the limit that starts
+    /// with `head`.
+    pub(super) fn too_long(&self, head: &[u8]) -> String {
+        format!(
+            "a line is over the {}-byte limit; it starts with {}",
+            self.max_line_bytes,
+            excerpt(head)
+        )
     }
 
     /// Writes `bytes` to the worker's stdin and flushes.

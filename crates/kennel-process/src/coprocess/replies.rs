@@ -3,7 +3,6 @@
 //! progress handed on and everything else skipped.
 
 use super::read::Reading;
-use nix::sys::signal::Signal;
 
 use super::reply::{self, Line, LineId, LineKind};
 use super::rpc::{self, Inbound};
@@ -25,11 +24,7 @@ impl Coprocess {
             let bytes = self.next_message(Reading::Reply).await?;
             let line = reply::classify(bytes);
             if let Err(message) = self.check_id(open, &line) {
-                let err = ProcessError::Protocol {
-                    message,
-                    stderr: Vec::new(),
-                };
-                return Err(self.break_stream(err).await);
+                return Err(self.protocol_error(message).await);
             }
             let Line { kind, id } = line;
             match kind {
@@ -52,20 +47,13 @@ impl Coprocess {
                     on_progress(progress);
                 }
                 LineKind::Ready => {
-                    let err = ProcessError::Protocol {
-                        message: "the worker wrote a second ready line where a reply was due, \
-                                  so replies would no longer match requests"
-                            .to_owned(),
-                        stderr: Vec::new(),
-                    };
-                    return Err(self.break_stream(err).await);
+                    let message = "the worker wrote a second ready line where a reply was due, \
+                                   so replies would no longer match requests";
+                    return Err(self.protocol_error(message.to_owned()).await);
                 }
                 LineKind::NotJson(err, excerpt) => {
-                    let err = ProcessError::Protocol {
-                        message: format!("reply is not JSON ({err}); it reads {excerpt}"),
-                        stderr: Vec::new(),
-                    };
-                    return Err(self.break_stream(err).await);
+                    let message = format!("reply is not JSON ({err}); it reads {excerpt}");
+                    return Err(self.protocol_error(message).await);
                 }
             }
         }
@@ -117,9 +105,7 @@ impl Coprocess {
                 line = %excerpt(&head),
                 "the worker wrote more than one line for a request; killing it"
             );
-            self.phase = Phase::Broken;
-            self.group.signal(Signal::SIGKILL);
-            self.stdin = None;
+            self.kill_in_hand();
         }
     }
 
@@ -145,9 +131,7 @@ impl Coprocess {
                     self.heartbeat.beat();
                     on_progress(progress);
                 }
-                // Boxed: its state would grow every request's future (see
-                // `break_stream`), and a skipped message is parsed JSON already.
-                other => Box::pin(self.skip(other, &bytes)).await,
+                other => self.skip(other, &bytes).await,
             }
         }
     }

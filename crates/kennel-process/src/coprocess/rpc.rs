@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use super::reply::message_of;
 use crate::error::ProcessError;
 use crate::framing::Framing;
+use crate::json::null;
 use crate::progress::Progress;
 
 /// What a message from the worker is.
@@ -100,10 +101,6 @@ pub(super) fn classify(bytes: &[u8]) -> Inbound {
     Inbound::Response { id, outcome }
 }
 
-fn null() -> Box<RawValue> {
-    RawValue::from_string("null".to_owned()).unwrap_or_else(|_| unreachable!("null is JSON"))
-}
-
 /// A JSON-RPC error object as a worker error with its code, message and
 /// data.
 fn failure(error: Value) -> ProcessError {
@@ -191,12 +188,12 @@ impl Serialize for WithToken<'_> {
 }
 
 #[derive(serde::Serialize)]
-struct Call<'a, P: Serialize> {
+struct Call<'a> {
     jsonrpc: &'static str,
     id: u64,
     method: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<P>,
+    params: Option<&'a Value>,
 }
 
 /// Writes `params` into `out`, with `_meta.progressToken` set to `token`
@@ -219,42 +216,20 @@ pub(super) fn write_params(
     written.map_err(|source| ProcessError::Encode { source })
 }
 
-/// A request, framed. In `json-rpc`, with `token`, an object's params get
-/// `_meta.progressToken` (the id) unless they carry one.
+/// A request of kennel's own (the handshake, a ping), framed.
 pub(super) fn request(
     framing: Framing,
     id: u64,
     method: &str,
     params: Option<&Value>,
-    token: bool,
 ) -> Result<Vec<u8>, ProcessError> {
-    let body = match params {
-        Some(Value::Object(map))
-            if token
-                && framing == Framing::JsonRpc
-                && map
-                    .get("_meta")
-                    .and_then(|m| m.get("progressToken"))
-                    .is_none() =>
-        {
-            serde_json::to_vec(&Call {
-                jsonrpc: "2.0",
-                id,
-                method,
-                params: Some(WithToken {
-                    params: map,
-                    token: id,
-                }),
-            })
-        }
-        _ => serde_json::to_vec(&Call {
-            jsonrpc: "2.0",
-            id,
-            method,
-            params,
-        }),
-    }
-    .map_err(|source| ProcessError::Encode { source })?;
+    let call = Call {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    };
+    let body = serde_json::to_vec(&call).map_err(|source| ProcessError::Encode { source })?;
     Ok(frame(framing, body))
 }
 
@@ -336,12 +311,18 @@ mod tests {
     #[test]
     fn a_request_gets_a_progress_token_in_json_rpc_only() {
         let params = json!({"name": "x"});
-        let line = request(Framing::JsonRpc, 7, "tools/call", Some(&params), true).unwrap();
+        let request = |framing, method| {
+            let mut out = Vec::new();
+            let job = super::super::encode::Job::Value(&params);
+            super::super::encode::call(&mut out, framing, 7, Some(method), job, true).unwrap();
+            out
+        };
+        let line = request(Framing::JsonRpc, "tools/call");
         let v: Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(v["params"]["_meta"]["progressToken"], 7);
         assert_eq!(v["params"]["name"], "x");
         assert!(line.ends_with(b"\n"));
-        let framed = request(Framing::ContentLength, 7, "m", Some(&params), true).unwrap();
+        let framed = request(Framing::ContentLength, "m");
         let text = String::from_utf8(framed).unwrap();
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
         assert_eq!(head, format!("Content-Length: {}", body.len()));

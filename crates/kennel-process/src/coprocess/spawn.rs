@@ -132,7 +132,6 @@ impl Coprocess {
             label,
             tail,
             probe: spec.probe.clone(),
-            out: Vec::new(),
         })
     }
 }

@@ -159,18 +159,16 @@ pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32, 
     let mut drops = Drops::new(&label, pid);
     loop {
         if !budget.allows_line() {
-            match reader.skip_line().await {
-                Ok(true) => {
+            match reader.next_line().await {
+                Ok(Line::Eof { .. }) | Err(_) => break,
+                Ok(_) => {
                     drops.one();
                     continue;
                 }
-                Ok(false) | Err(_) => break,
             }
         }
         let (bytes, last) = match reader.next_line().await {
-            Ok(Line::Complete(bytes) | Line::Truncated(bytes) | Line::TooLong(bytes)) => {
-                (bytes, false)
-            }
+            Ok(Line::Complete(bytes) | Line::TooLong(bytes)) => (bytes, false),
             Ok(Line::Eof { partial }) => (partial, true),
             Err(_) => break,
         };

@@ -21,21 +21,17 @@ pub(super) fn serve<S, F, E>(
     F: FnOnce() -> Result<S, E>,
     E: Into<BoxError>,
 {
-    let mut state = match catch_unwind(AssertUnwindSafe(init)) {
-        Ok(Ok(state)) => state,
-        Ok(Err(err)) => {
-            let err: BoxError = err.into();
+    let init: Result<S, BoxError> = match catch_unwind(AssertUnwindSafe(init)) {
+        Ok(result) => result.map_err(Into::into),
+        Err(payload) => Err(format!("init panicked: {}", panic_message(payload.as_ref())).into()),
+    };
+    let mut state = match init {
+        Ok(state) => state,
+        Err(err) => {
             let message = err.to_string();
             let _ = shared.warmup_failed.set(message.clone());
             shared.exit(ExitStatus::Other(format!("warm-up failed: {message}")));
             let _ = ready.send(Err(err));
-            return;
-        }
-        Err(payload) => {
-            let message = format!("init panicked: {}", panic_message(payload.as_ref()));
-            let _ = shared.warmup_failed.set(message.clone());
-            shared.exit(ExitStatus::Other(format!("warm-up failed: {message}")));
-            let _ = ready.send(Err(message.into()));
             return;
         }
     };
