@@ -72,3 +72,5 @@ export interface File {
 
 /** The files of a binary job (`request.files`), their bytes decoded. */
 export function filesOf(request: unknown): File[];
+/** The worker's thread budget (KENNEL_THREADS), or null when kennel gave none. */
+export function threads(env?: Record<string, string | undefined>): number | null;

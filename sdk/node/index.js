@@ -59,6 +59,18 @@ export function filesOf(request) {
   });
 }
 
+/**
+ * The worker's thread budget (KENNEL_THREADS, its share of the cores), or
+ * null when kennel gave none. For a runtime with a setting of its own:
+ * onnxruntime-node's `intraOpNumThreads`, a worker_threads pool's size.
+ */
+export function threads(env = process.env) {
+  const raw = (env.KENNEL_THREADS ?? '').trim();
+  if (!/^[0-9]+$/.test(raw)) return null;
+  const value = Number(raw);
+  return Number.isSafeInteger(value) && value >= 1 ? value : null;
+}
+
 /** Which framing: the argument, else KENNEL_FRAMING, else json-lines. */
 export function resolveFraming(framing, env = process.env) {
   const chosen = framing ?? (env.KENNEL_FRAMING || 'json-lines');

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 
 import { DEADLINE, Worker } from '../fixtures/child.mjs';
-import { FRAMINGS, resolveFraming } from '../index.js';
+import { FRAMINGS, resolveFraming, threads } from '../index.js';
 
 const CANCEL_BOUND = 2_000; // a cancelled job is answered within this
 
@@ -412,5 +412,17 @@ describe('filesOf', () => {
   test('bad base64 is a 400 worker error', async () => {
     const { filesOf, WorkerError } = await import('../index.js');
     assert.throws(() => filesOf({ files: [{ name: 'x', base64: 'not base64!' }] }), (err) => err instanceof WorkerError && err.status === 400);
+  });
+});
+
+describe('threads', () => {
+  test('the budget is KENNEL_THREADS as a whole number of at least 1', () => {
+    assert.equal(threads({ KENNEL_THREADS: '3' }), 3);
+    assert.equal(threads({ KENNEL_THREADS: ' 1 ' }), 1);
+  });
+  test('without a budget, or with a value that is not one, there is none', () => {
+    for (const raw of [undefined, '', '0', '-2', '1.5', 'four', '99999999999999999999']) {
+      assert.equal(threads({ KENNEL_THREADS: raw }), null, `KENNEL_THREADS=${raw}`);
+    }
   });
 });

@@ -36,6 +36,9 @@ def _metadata():
         f"Summary: {SUMMARY}\n"
         "License: MIT OR Apache-2.0\n"
         f"Requires-Python: {REQUIRES_PYTHON}\n"
+        # The optional extra: the thread budget reaches numpy's BLAS and OpenMP pools.
+        "Provides-Extra: threads\n"
+        'Requires-Dist: threadpoolctl>=3; extra == "threads"\n'
         "Description-Content-Type: text/markdown\n"
         "\n" + readme
     )

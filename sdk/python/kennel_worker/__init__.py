@@ -12,7 +12,9 @@ status and fields), sends progress (`report(...)`), reads stdin while a job
 runs so that a cancel request sets the job's flag (`cancelled()`,
 `raise_if_cancelled()`), and returns when stdin ends. It speaks the three
 framings of docs/PROTOCOL.md: "json-lines" (the default), "json-rpc" and
-"content-length".
+"content-length". Before `load()` it applies the worker's thread budget
+(`KENNEL_THREADS`, also `threads()`) to the runtimes that do not read it
+themselves: onnxruntime, OpenCV, and numpy's BLAS through threadpoolctl.
 """
 
 import base64
@@ -21,6 +23,7 @@ import sys
 
 from ._job import Cancelled, Job, WorkerError, cancelled, current_job, raise_if_cancelled, report
 from ._server import _Server
+from ._threads import apply_budget, threads
 
 # The protocol's constants, defined beside the server that writes them.
 from ._server import (  # noqa: F401
@@ -44,6 +47,7 @@ __all__ = [
     "raise_if_cancelled",
     "report",
     "serve",
+    "threads",
 ]
 
 __version__ = "0.1.0"
@@ -126,7 +130,7 @@ def _protect_stdio():
     return os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
 
 
-def serve(handle, load=None, framing=None, name=None, version=None):
+def serve(handle, load=None, framing=None, name=None, version=None, apply_threads=True):
     """Serves jobs on stdin/stdout until stdin ends, then returns.
 
     - `handle(request)` or `handle(request, job)`: returns the reply (any
@@ -141,8 +145,14 @@ def serve(handle, load=None, framing=None, name=None, version=None):
     - `framing`: "json-lines" (default), "json-rpc" or "content-length";
       when None, the `KENNEL_FRAMING` environment variable names it.
     - `name`, `version`: the `serverInfo` answered to `initialize`.
+    - `apply_threads`: apply the worker's thread budget (`threads()`) to
+      onnxruntime sessions made without thread options, OpenCV, and numpy's
+      and scipy's BLAS and OpenMP pools (with threadpoolctl installed), each
+      as it is imported; False leaves every runtime at its own default.
     """
     framing = _resolve_framing(framing)
+    if apply_threads:
+        apply_budget()
     if name is None:
         name = os.path.splitext(os.path.basename(sys.argv[0] or ""))[0] or "kennel-worker"
     proto_in, proto_out = _protect_stdio()
