@@ -280,7 +280,7 @@ fn check_prints_what_serve_would_start_and_refuses_bad_configs() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("bad.toml"), "{stderr}");
     assert!(stderr.contains("pool[0].job_timeout"), "{stderr}");
-    assert!(stderr.contains("above 0"), "{stderr}");
+    assert!(stderr.contains("at least 1ms"), "{stderr}");
 
     // serve refuses the same file at start.
     let out = Command::new(env!("CARGO_BIN_EXE_kennel"))

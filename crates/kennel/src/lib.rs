@@ -97,7 +97,7 @@ pub use crate::lease::Lease;
 pub use crate::metric_families::{METRIC_FAMILIES, MetricFamily, MetricKind, describe_metrics};
 pub use crate::options::{
     MAX_DURATION, MAX_RETRIES, MAX_SURGE, MAX_WAITING, MIN_LIFETIME, MIN_MEMORY_CHECK_EVERY,
-    MIN_PROBE_EVERY, Options,
+    MIN_PROBE_EVERY, MIN_TIMER, Options,
 };
 pub use crate::pool::Pool;
 pub use crate::reconfig::{Action, Reconfig};

@@ -14,6 +14,11 @@ use std::time::Duration;
 use crate::dispatch::Dispatch;
 use crate::error::BuildError;
 
+mod range;
+pub use range::MIN_TIMER;
+pub(crate) use range::Range;
+use range::{Ranged, TIMER_WHY};
+
 /// The longest time limit a pool takes (2,147,483,647 ms, about 24.8 days),
 /// for every timer: a limit read from a config cannot overflow a timer, and
 /// configurations port from pools that keep the same bound.
@@ -48,15 +53,15 @@ pub const MAX_SURGE: usize = 64;
 pub(crate) const WAITING_PER_WORKER: usize = 8;
 
 /// Declares [`Options`]: each field with its doc, its default and, after
-/// a comma, the check of its range (a function of the value, or of the value
-/// inside an `Option`; none: any value).
+/// a comma, its [`Range`] (of the value, or of the value inside an
+/// `Option`; none: any value).
 macro_rules! options {
     (
         $(#[$smeta:meta])*
         pub struct Options {
             $(
                 $(#[$meta:meta])*
-                $field:ident: $ty:ty = $default:expr $(, $check:ident)?;
+                $field:ident: $ty:ty = $default:expr $(, $range:expr)?;
             )*
         }
     ) => {
@@ -82,10 +87,18 @@ macro_rules! options {
             /// Checks each option against its own range, in the order declared.
             fn check_each(&self) -> Result<(), BuildError> {
                 $($(
-                    Each::each(&self.$field, $check)
+                    Ranged::check(&self.$field, &$range)
                         .map_err(|m| BuildError::new(stringify!($field), m))?;
                 )?)*
                 Ok(())
+            }
+
+            /// Each option with a range, in the order declared.
+            #[cfg(test)]
+            pub(crate) fn ranges() -> Vec<(&'static str, Range)> {
+                let mut ranges = Vec::new();
+                $($(ranges.push((stringify!($field), $range));)?)*
+                ranges
             }
 
             /// The names of the options whose values differ in `other`.
@@ -122,18 +135,18 @@ options! {
         /// stop and kept if it answers within `cancel_grace` (a soft limit).
         /// `None`: no limit (the default).
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        job_timeout: Option<Duration> = None, limit;
+        job_timeout: Option<Duration> = None, Range::time(MIN_TIMER, TIMER_WHY);
         /// The hard limit on a job, from the moment it got its worker: past it
         /// the worker is killed at once, cancel or not, progress or not.
         /// Above `job_timeout` when both are set.
         /// `None`: no hard limit.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        job_kill_after: Option<Duration> = None, limit;
+        job_kill_after: Option<Duration> = None, Range::time(MIN_TIMER, TIMER_WHY);
         /// How long a worker asked to cancel (its job aborted or past
         /// `job_timeout`) has to answer before it is killed (default 5 s; 0
         /// kills at once, as for a worker that cannot cancel).
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        cancel_grace: Duration = Duration::from_secs(5), grace;
+        cancel_grace: Duration = Duration::from_secs(5), Range::grace("kills at once");
         /// Each progress item a job's worker sends (its
         /// [`Heartbeat`](crate::Heartbeat)) moves the job's `job_timeout`
         /// deadline to a full `job_timeout` from then: a long job that keeps
@@ -143,26 +156,28 @@ options! {
         /// The longest a warm-up may take; past it the worker is killed and the
         /// job waiting for it fails with `WarmupFailed`. `None`: no limit.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        warmup_timeout: Option<Duration> = None, limit;
+        warmup_timeout: Option<Duration> = None, Range::time(MIN_TIMER, TIMER_WHY);
         /// The most jobs queued for a worker; one more is rejected at once with
         /// `QueueFull`. 0 means no queue. `None`: 8 × the capacity.
-        max_waiting: Option<usize> = None, waiting;
+        max_waiting: Option<usize> = None,
+            Range::count(0, MAX_WAITING as u64, "a waiting job holds memory until it runs: the queue has a bound");
         /// Rejects at once, with `QueueWait`, a job whose projected wait is
         /// above this; rejects nothing until a first job has been timed.
         /// `None`: off.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        max_queue_wait: Option<Duration> = None, limit;
+        max_queue_wait: Option<Duration> = None, Range::time(MIN_TIMER, TIMER_WHY);
         /// The job grace: how long `close` lets lent jobs finish before it
         /// kills their workers (default 30 s). Not the grace of one worker's
         /// own close, which belongs to the worker (`kennel-process`'s
         /// `CoprocessSpec::close_grace`, the service's `worker_close_grace`).
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        job_grace: Duration = Duration::from_secs(30), grace;
+        job_grace: Duration = Duration::from_secs(30), Range::grace("kills at once");
         /// Which idle worker a job takes.
         dispatch: Dispatch = Dispatch::LowestSlot;
         /// Closes and replaces a worker older than this: an idle one at once, a lent one when it comes back.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        max_lifetime: Option<Duration> = None, lifetime;
+        max_lifetime: Option<Duration> = None,
+            Range::time(MIN_LIFETIME, "each retirement starts a worker: a slot is replaced at most once a second");
         /// Moves each worker's lifetime by a random amount in `[-j, +j]`, so
         /// workers do not all end together. Below `max_lifetime`.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
@@ -177,16 +192,19 @@ options! {
         /// `Unavailable`, and trial starts, one at a time and 1, 2, 4 … 60 s
         /// apart, find out when the workers come up again.
         /// Default 5; `None`: never break.
-        break_after_failed_starts: Option<u32> = Some(5), failed_starts;
+        break_after_failed_starts: Option<u32> = Some(5),
+            Range::count(1, u64::MAX, "0 failed starts would break a pool that never failed; none: never break");
         /// How many times [`Pool::run_idempotent`](crate::Pool::run_idempotent)
         /// runs a job again, on another worker, when its worker crashed under
         /// it (not for a job's own error, nor a timeout).
         /// Only for jobs that may run twice. Default 0.
-        retry_on_crash: u32 = 0, retries;
+        retry_on_crash: u32 = 0,
+            Range::count(0, MAX_RETRIES as u64, "a job that crashes every worker it meets stops after a few");
         /// Retires a worker after it served this many jobs, when the last one
         /// returns: workers that leak or
         /// fragment memory start fresh. `None`: no limit.
-        max_jobs: Option<u64> = None, jobs;
+        max_jobs: Option<u64> = None,
+            Range::count(1, u64::MAX, "a worker serves at least one job; none: no limit");
         /// Moves each worker's `max_jobs` by a random whole number in
         /// `[-j, +j]`, so workers do not all retire together. Below `max_jobs`.
         max_jobs_jitter: u64 = 0;
@@ -199,7 +217,7 @@ options! {
         /// event, with its slot and how long it has run (a lease held past it
         /// is reported the same way). `None`: off.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        slow_job: Option<Duration> = None, limit;
+        slow_job: Option<Duration> = None, Range::time(MIN_TIMER, TIMER_WHY);
         /// Retires a worker whose memory passes this many bytes: an idle one at once, a lent one when
         /// its job returns; a job is never cut short. The memory is what the
         /// worker's [`Meter`](crate::Meter) reads (for a `Coprocess`, the
@@ -207,22 +225,25 @@ options! {
         /// every `memory_check_every` and when a job returns. With the `serde`
         /// feature, a size such as `"2GiB"`. `None`: no limit.
         #[cfg_attr(feature = "serde", serde(with = "crate::size_serde"))]
-        max_memory: Option<u64> = None, bytes;
+        max_memory: Option<u64> = None,
+            Range::count(1, u64::MAX, "bytes: 0 would retire every worker; none: no limit");
         /// How often the memory of idle and lent workers is sampled for
         /// `max_memory` (default 10 s). At least 100 ms.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        memory_check_every: Duration = Duration::from_secs(10), memory_check_every;
+        memory_check_every: Duration = Duration::from_secs(10),
+            Range::time(MIN_MEMORY_CHECK_EVERY, "each sample reads every worker's memory (a process group's from `/proc`): at most ten a second");
         /// Probes each idle worker that has been idle this long with
         /// [`Worker::check`](crate::Worker::check), then again as often: a worker that fails it, or does not
         /// answer within `probe_timeout`, is retired and replaced. A probed
         /// worker is not lent meanwhile; a job takes another or waits at most
         /// the probe. At least 1 s. `None`: no probes (the default).
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        probe_every: Option<Duration> = None, probe_every;
+        probe_every: Option<Duration> = None,
+            Range::time(MIN_PROBE_EVERY, "a probe is a round trip that holds the worker: at most one a second per worker");
         /// The longest a probe may take; past it the worker counts as failed
         /// (default 5 s).
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        probe_timeout: Duration = Duration::from_secs(5), limit;
+        probe_timeout: Duration = Duration::from_secs(5), Range::time(MIN_TIMER, TIMER_WHY);
         /// Probes every worker before a job gets it: one more round trip per job; a
         /// worker that fails is retired and the job gets another.
         probe_on_lend: bool = false;
@@ -238,7 +259,8 @@ options! {
         /// is retired first, as with 0. Default 0: the capacity rule holds, and
         /// a recycle retires first, then starts (as most process managers do).
         /// At most 64.
-        max_surge: usize = 0, max_surge;
+        max_surge: usize = 0,
+            Range::count(0, MAX_SURGE as u64, "each surge place is one more warm-up and one more worker's memory at once");
         /// Replaces each running worker started at another size when the size
         /// changes (its thread budget was that size's share): an idle one now,
         /// a lent one when its job returns, warm first within `max_surge` (set
@@ -310,117 +332,6 @@ impl Options {
         self.max_waiting
             .unwrap_or_else(|| capacity.saturating_mul(WAITING_PER_WORKER))
     }
-}
-
-/// A check of one option's value, applied to an option's value or to the
-/// value inside its `Option` (none is always allowed).
-trait Each<T> {
-    fn each(&self, check: fn(&T) -> Result<(), String>) -> Result<(), String>;
-}
-
-impl<T> Each<T> for Option<T> {
-    fn each(&self, check: fn(&T) -> Result<(), String>) -> Result<(), String> {
-        self.as_ref().map_or(Ok(()), check)
-    }
-}
-
-macro_rules! each_of_itself {
-    ($($t:ty),*) => {$(
-        impl Each<$t> for $t {
-            fn each(&self, check: fn(&$t) -> Result<(), String>) -> Result<(), String> {
-                check(self)
-            }
-        }
-    )*};
-}
-each_of_itself!(Duration, usize, u32, u64);
-
-/// A time limit: above 0 and at most [`MAX_DURATION`].
-fn limit(d: &Duration) -> Result<(), String> {
-    if d.is_zero() || *d > MAX_DURATION {
-        return Err(format!(
-            "{d:?} is out of range (allowed: above 0 and at most {} ms)",
-            MAX_DURATION.as_millis()
-        ));
-    }
-    Ok(())
-}
-
-/// A grace: 0 (none) to [`MAX_DURATION`].
-fn grace(d: &Duration) -> Result<(), String> {
-    if *d > MAX_DURATION {
-        return Err(format!(
-            "{d:?} is out of range (allowed: at most {} ms)",
-            MAX_DURATION.as_millis()
-        ));
-    }
-    Ok(())
-}
-
-/// A limit of at least `floor`.
-fn at_least(d: &Duration, floor: Duration) -> Result<(), String> {
-    if *d < floor || *d > MAX_DURATION {
-        return Err(format!(
-            "{d:?} is out of range (allowed: at least {floor:?} and at most {} ms)",
-            MAX_DURATION.as_millis()
-        ));
-    }
-    Ok(())
-}
-
-fn lifetime(d: &Duration) -> Result<(), String> {
-    limit(d)?;
-    at_least(d, MIN_LIFETIME)
-}
-
-fn probe_every(d: &Duration) -> Result<(), String> {
-    at_least(d, MIN_PROBE_EVERY)
-}
-
-fn memory_check_every(d: &Duration) -> Result<(), String> {
-    at_least(d, MIN_MEMORY_CHECK_EVERY)
-}
-
-fn max_surge(n: &usize) -> Result<(), String> {
-    if *n > MAX_SURGE {
-        return Err(format!("{n} is out of range (allowed: 0 to {MAX_SURGE})"));
-    }
-    Ok(())
-}
-
-fn waiting(n: &usize) -> Result<(), String> {
-    if *n > MAX_WAITING {
-        return Err(format!("{n} is out of range (allowed: 0 to {MAX_WAITING})"));
-    }
-    Ok(())
-}
-
-fn retries(n: &u32) -> Result<(), String> {
-    if *n > MAX_RETRIES {
-        return Err(format!("{n} is out of range (allowed: 0 to {MAX_RETRIES})"));
-    }
-    Ok(())
-}
-
-fn bytes(n: &u64) -> Result<(), String> {
-    if *n == 0 {
-        return Err("0 is out of range (allowed: 1 byte or more, or none for no limit)".into());
-    }
-    Ok(())
-}
-
-fn jobs(n: &u64) -> Result<(), String> {
-    if *n == 0 {
-        return Err("0 is out of range (allowed: 1 or more, or none for no limit)".into());
-    }
-    Ok(())
-}
-
-fn failed_starts(n: &u32) -> Result<(), String> {
-    if *n == 0 {
-        return Err("0 is out of range (allowed: 1 or more, or none to never break)".into());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

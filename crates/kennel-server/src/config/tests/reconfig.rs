@@ -77,7 +77,7 @@ fn reconfig_bodies_name_their_keys() {
         (
             br#"{"job_timeout":"0s"}"#,
             "job_timeout",
-            "0ns is out of range (allowed: above 0 and at most 2147483647 ms)",
+            "0ns is out of range (allowed: at least 1ms and at most 2147483647 ms; the timers run in whole milliseconds: a shorter limit fires at the same tick)",
         ),
         (
             br#"{"job_timeout":5}"#,

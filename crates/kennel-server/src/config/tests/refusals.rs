@@ -204,7 +204,7 @@ fn each_bad_value_is_refused_with_its_key() {
         (
             &pool_with("job_timeout = \"0s\""),
             "pool[0].job_timeout",
-            "above 0",
+            "at least 1ms",
         ),
         (
             &pool_with("job_timeout = \"5 fortnights\""),
@@ -229,12 +229,12 @@ fn each_bad_value_is_refused_with_its_key() {
         (
             &pool_with("max_queue_wait = \"0ms\""),
             "pool[0].max_queue_wait",
-            "above 0",
+            "at least 1ms",
         ),
         (
             &pool_with("max_lifetime = \"0s\""),
             "pool[0].max_lifetime",
-            "above 0",
+            "at least 1s",
         ),
         (
             &pool_with("max_lifetime_jitter = \"1m\""),
@@ -254,13 +254,13 @@ fn each_bad_value_is_refused_with_its_key() {
         (
             &pool_with("job_grace = \"30days\""),
             "pool[0].job_grace",
-            "(allowed: at most 2147483647 ms)",
+            "(allowed: 0 (kills at once), or at least 1ms and at most 2147483647 ms;",
         ),
         (&pool_with("max_reply = 0"), "pool[0].max_reply", "1 byte"),
         (
             &pool_with("memory_check_every = \"1ns\""),
             "pool[0].memory_check_every",
-            "(allowed: at least 100ms and at most 2147483647 ms)",
+            "(allowed: at least 100ms and at most 2147483647 ms;",
         ),
     ];
     for (text, key, allowed) in cases {
