@@ -10,8 +10,13 @@
 #   http ...             `kennel serve`, 4 HTTP clients, Fixed(1), Fixed(2)
 #                        and hill-climbing, threads = "auto" and "off", and
 #                        hill-climbing with replace_on_resize = true and
-#                        max_surge = 1
+#                        max_surge = 1; Fixed(2) with the SDK's thread
+#                        budget off (the runtimes at their defaults)
 #   run ...              the same pools through `kennel run`
+#
+# The worker (bench/model/ocr.py) has no thread code: under kennel the SDK
+# applies the budget. Each result has the worker's own time per image
+# (own_p50_ms) beside its rate.
 #
 # Prints one JSON line per run on stdout (images/s, p50/p95 latency, worker
 # RSS, for hill-climbing its time at each size), progress on stderr.
@@ -27,7 +32,7 @@ if ! "$VENV/bin/python" -c "import rapidocr_onnxruntime, PIL" >/dev/null 2>&1; t
     say "== installing rapidocr-onnxruntime and pillow into $VENV"
     rm -rf "$VENV"
     python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet rapidocr-onnxruntime pillow
+    "$VENV/bin/pip" install --quiet "rapidocr-onnxruntime==1.4.4" "onnxruntime==1.32.0" pillow
 fi
 "$VENV/bin/python" -m pip show rapidocr-onnxruntime onnxruntime 2>/dev/null \
     | awk '/^(Name|Version):/ {printf "%s ", $2} END {print ""}' >&2

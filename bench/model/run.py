@@ -101,7 +101,8 @@ class RssWatch:
 
 def closed_loop(clients, paths, call):
     """`clients` threads, each calling `call(path)` for the next image until
-    all of `paths` are done. Returns [(start, end)] per job."""
+    all of `paths` are done; `call` returns the worker's own seconds for the
+    image. Returns [(start, end, own seconds)] per job."""
     lock = threading.Lock()
     queue = list(paths)
     spans = []
@@ -115,13 +116,13 @@ def closed_loop(clients, paths, call):
                 path = queue.pop()
             start = time.monotonic()
             try:
-                call(path)
+                own = call(path)
             except Exception as e:  # noqa: BLE001
                 errors.append(repr(e))
                 return
             end = time.monotonic()
             with lock:
-                spans.append((start, end))
+                spans.append((start, end, own))
 
     threads = [threading.Thread(target=client) for _ in range(clients)]
     for t in threads:
@@ -134,14 +135,16 @@ def closed_loop(clients, paths, call):
 
 
 def summary(spans, extra=None):
-    t0 = min(s for s, _ in spans)
-    t1 = max(e for _, e in spans)
-    lat = [e - s for s, e in spans]
+    t0 = min(s for s, _, _ in spans)
+    t1 = max(e for _, e, _ in spans)
+    lat = [e - s for s, e, _ in spans]
+    own = [o for _, _, o in spans if o is not None]
     out = {
         "jobs": len(spans),
         "images_per_s": len(spans) / (t1 - t0),
         "p50_ms": percentile(lat, 0.5) * 1000,
         "p95_ms": percentile(lat, 0.95) * 1000,
+        "own_p50_ms": percentile(own, 0.5) * 1000 if own else None,
     }
     out.update(extra or {})
     return out
@@ -182,7 +185,7 @@ def run_pool(args, workers):
         pids = set(ex.map(_warm, range(workers)))
         watch = RssWatch(os.getpid(), "")
         spans = closed_loop(args.clients, images(args.images, args.jobs),
-                            lambda p: ex.submit(ocr.read, p).result(timeout=300))
+                            lambda p: ex.submit(ocr.read, p).result(timeout=300)["seconds"])
         rss = watch.finish()
     return summary(spans, {"workers": workers, "processes": len(pids), "rss_mib": rss})
 
@@ -190,7 +193,7 @@ def run_pool(args, workers):
 # -- kennel ------------------------------------------------------------------
 
 
-def config(sizing, threads, pin, replace=False):
+def config(sizing, threads, pin, replace=False, sdk_budget=True):
     python = sys.executable
     lines = [
         "[server]",
@@ -199,7 +202,8 @@ def config(sizing, threads, pin, replace=False):
         "[[pool]]",
         'name = "ocr"',
         f'argv = ["{python}", "{HERE / "worker.py"}"]',
-        f'env = {{ PYTHONPATH = "{ROOT / "sdk" / "python"}" }}',
+        f'env = {{ PYTHONPATH = "{ROOT / "sdk" / "python"}"'
+        + ("" if sdk_budget else ', BENCH_SDK_BUDGET = "off"') + " }",
         'startup = "parallel"',
         f"sizing = {sizing}",
         f'threads = "{threads}"' if threads in ("auto", "off") else f"threads = {threads}",
@@ -231,11 +235,11 @@ def get_json(url, path):
     return json.loads(body)
 
 
-def run_http(args, sizing, threads, pin, replace=False):
+def run_http(args, sizing, threads, pin, replace=False, sdk_budget=True):
     n = args.hc_jobs if sizing == "hill-climbing" else args.jobs
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "kennel.toml"
-        cfg.write_text(config(SIZINGS[sizing], threads, pin, replace))
+        cfg.write_text(config(SIZINGS[sizing], threads, pin, replace, sdk_budget))
         out = open(Path(tmp) / "stdout", "w+")
         server = subprocess.Popen([args.kennel, "serve", "--config", str(cfg)], stdout=out,
                                   stderr=subprocess.DEVNULL, env={**os.environ, "RUST_LOG": "error"})
@@ -288,6 +292,7 @@ def run_http(args, sizing, threads, pin, replace=False):
                 body = resp.read()
                 if resp.status != 200:
                     raise RuntimeError(f"{resp.status}: {body[:200]!r}")
+                return json.loads(body).get("seconds")
 
             spans = closed_loop(args.clients, images(args.images, n), call)
             rss = watch.finish()
@@ -314,10 +319,10 @@ def run_http(args, sizing, threads, pin, replace=False):
 def learning(spans, sizes, first=60.0):
     """After the first minute of load: the rate, and the share of time at
     each size."""
-    t0 = min(s for s, _ in spans)
-    t1 = max(e for _, e in spans)
+    t0 = min(s for s, _, _ in spans)
+    t1 = max(e for _, e, _ in spans)
     after = t0 + first
-    done = [e for _, e in spans if e > after]
+    done = [e for _, e, _ in spans if e > after]
     out = {"after_first_minute_s": max(0.0, t1 - after)}
     if t1 > after and done:
         out["images_per_s_after_first_minute"] = len(done) / (t1 - after)
@@ -384,6 +389,9 @@ def scenarios(args):
     for s, t, pin in combos:
         tag = f"{s} threads={t}" + (" pin" if pin else "")
         out.append((f"http {tag}", lambda s=s, t=t, pin=pin: run_http(args, s, t, pin)))
+    # The SDK's budget off: each worker's runtimes at their defaults.
+    out.append(("http fixed-2 threads=auto sdk-budget=off",
+                lambda: run_http(args, "fixed-2", "auto", False, sdk_budget=False)))
     # Each size at its own thread budget: running workers replaced on a resize.
     out.append(("http hill-climbing threads=auto replace_on_resize max_surge=1",
                 lambda: run_http(args, "hill-climbing", "auto", False, True)))

@@ -1,5 +1,7 @@
 """A kennel worker (sdk/python) that reads receipts with RapidOCR: each job is
-{"image": "/path/to/receipt.png"}, each reply {"lines": n, "first": "..."}."""
+{"image": "/path/to/receipt.png"}, each reply {"lines": n, "first": "...",
+"seconds": its own time}. BENCH_SDK_BUDGET=off serves with
+apply_threads=False: the runtimes keep their defaults."""
 
 import os
 import sys
@@ -15,4 +17,4 @@ def handle(request):
 
 
 if __name__ == "__main__":
-    serve(handle, load=ocr.load)
+    serve(handle, load=ocr.load, apply_threads=os.environ.get("BENCH_SDK_BUDGET") != "off")
