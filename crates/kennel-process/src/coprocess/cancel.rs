@@ -65,7 +65,7 @@ impl Coprocess {
                 CANCEL_LINE.to_vec()
             };
             if let Some(ping) = ping {
-                bytes.extend(rpc::request(framing, ping, "ping", None)?);
+                bytes.extend(rpc::request(framing, ping, "ping", None));
             }
             self.write(&bytes)
                 .await

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::encode::{self, Job};
+use super::encode;
 use super::read::Reading;
 use super::reply;
 use super::{Coprocess, Open, Phase};
@@ -171,7 +171,7 @@ impl Coprocess {
     /// does, on an abort or a timeout); in JSON-RPC a later request also
     /// works, the dropped one's reply being skipped by its id.
     pub async fn request(&mut self, request: &Value) -> Result<Value, ProcessError> {
-        let reply = self.job(Job::Value(request), None).await?;
+        let reply = self.job(&encode::json(request)?, None).await?;
         reply
             .to_value()
             .map_err(|source| ProcessError::Decode { source })
@@ -189,7 +189,7 @@ impl Coprocess {
     ///
     /// As [`request`](Self::request).
     pub async fn request_raw(&mut self, request: &Value) -> Result<Box<RawValue>, ProcessError> {
-        Ok(self.job(Job::Value(request), None).await?.into_raw())
+        Ok(self.job(&encode::json(request)?, None).await?.into_raw())
     }
 
     /// As [`request_raw`](Self::request_raw), with each progress item the
@@ -208,9 +208,8 @@ impl Coprocess {
         request: &Value,
         mut on_progress: impl FnMut(Progress) + Send,
     ) -> Result<Box<RawValue>, ProcessError> {
-        let reply = self
-            .job(Job::Value(request), Some(&mut on_progress))
-            .await?;
+        let job = encode::json(request)?;
+        let reply = self.job(&job, Some(&mut on_progress)).await?;
         Ok(reply.into_raw())
     }
 
@@ -249,7 +248,7 @@ impl Coprocess {
         job: &JsonBytes<B>,
         on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
     ) -> Result<JsonBytes, ProcessError> {
-        self.job(Job::Bytes(job.as_bytes()), on_progress).await
+        self.job(job.as_bytes(), on_progress).await
     }
 
     /// Sends a typed request and decodes the typed reply, through serde.
@@ -283,9 +282,7 @@ impl Coprocess {
         Req: Serialize + ?Sized,
         Resp: DeserializeOwned,
     {
-        let request =
-            serde_json::to_value(request).map_err(|source| ProcessError::Encode { source })?;
-        let reply = self.job(Job::Value(&request), None).await?;
+        let reply = self.job(&encode::json(request)?, None).await?;
         serde_json::from_slice(reply.as_bytes()).map_err(|source| ProcessError::Decode { source })
     }
 
@@ -293,7 +290,7 @@ impl Coprocess {
     /// left to a pool that watches the end ([`crash::leave_to_pool`]).
     async fn job(
         &mut self,
-        job: Job<'_>,
+        job: &[u8],
         on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
     ) -> Result<JsonBytes, ProcessError> {
         let reply = self.exchange(job, on_progress).await;
@@ -306,7 +303,7 @@ impl Coprocess {
     /// Sends `job` and reads its reply, the worker's end as `Crashed`.
     pub(super) async fn exchange(
         &mut self,
-        job: Job<'_>,
+        job: &[u8],
         on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
     ) -> Result<JsonBytes, ProcessError> {
         let rpc = self.talk.framing.is_rpc();
@@ -332,28 +329,28 @@ impl Coprocess {
             Phase::InFlight => {}
             Phase::Broken => return Err(self.crashed_now()),
         }
-        let mut out = Vec::new();
-        let open = if rpc {
-            let id = self.next_id;
+        let id = self.next_id;
+        let (out, open) = if rpc {
             // A token only for someone who reads the progress.
             let token = on_progress.is_some() || self.heartbeat.is_watched();
             let method = self.talk.method.as_deref();
-            let token = encode::call(&mut out, self.talk.framing, id, method, job, token)?;
+            let (out, token) = encode::call(self.talk.framing, id, method, job, token)?;
             self.next_id += 1;
-            Open {
+            let open = Open {
                 id,
                 carries_id: false,
                 token,
-            }
+            };
+            (out, open)
         } else {
-            let id = self.next_id;
-            let carries_id = encode::line(&mut out, job, self.talk.job_ids.then_some(id))?;
+            let (out, carries_id) = encode::line(job, self.talk.job_ids.then_some(id))?;
             self.next_id += u64::from(carries_id);
-            Open {
+            let open = Open {
                 id,
                 carries_id,
                 token: Value::Null,
-            }
+            };
+            (out, open)
         };
         self.phase = Phase::InFlight;
         self.open = Some(open.clone());

@@ -25,7 +25,7 @@ impl Coprocess {
         let framing = self.talk.framing;
         if !self.handshake_sent {
             let params = Some(&handshake.params);
-            let bytes = rpc::request(framing, HANDSHAKE_ID, &handshake.method, params)?;
+            let bytes = rpc::request(framing, HANDSHAKE_ID, &handshake.method, params);
             if let Err(err) = self.write(&bytes).await {
                 let reason = format!("writing the handshake failed: {err}");
                 return Err(self.not_ready(reason).await);

@@ -325,7 +325,7 @@ impl Worker for Coprocess {
         }
         match self.probe.clone() {
             Some(request) => {
-                let probe = self.exchange(encode::Job::Value(&request), None).await;
+                let probe = self.exchange(&encode::json(&*request)?, None).await;
                 probe.map(drop).map_err(Into::into)
             }
             None => Ok(()),
