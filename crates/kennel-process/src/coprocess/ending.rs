@@ -48,20 +48,18 @@ impl Coprocess {
         if let Ok(exit) = tokio::time::timeout(grace, &mut exited).await {
             return exit;
         }
-        tracing::debug!(
-            pool = self.label.pool.as_deref(),
-            slot = self.label.slot,
-            pid = self.pid,
+        event!(
+            debug,
+            self,
             "worker did not exit after stdin closed; sending SIGTERM"
         );
         self.group.signal(Signal::SIGTERM);
         if let Ok(exit) = tokio::time::timeout(grace, &mut exited).await {
             return exit;
         }
-        tracing::warn!(
-            pool = self.label.pool.as_deref(),
-            slot = self.label.slot,
-            pid = self.pid,
+        event!(
+            warn,
+            self,
             "worker did not exit after SIGTERM; sending SIGKILL"
         );
         self.group.signal(Signal::SIGKILL);
@@ -73,7 +71,7 @@ impl Coprocess {
     /// the process is gone and [`exited`](Self::exited) has resolved.
     /// Returns `err`, after logging it.
     pub(super) async fn break_stream(&mut self, err: ProcessError) -> ProcessError {
-        tracing::warn!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, %err, "killing the worker: its output can no longer be trusted");
+        event!(warn, self, %err, "killing the worker: its output can no longer be trusted");
         self.phase = Phase::Broken;
         if self.watched
             && let ProcessError::Protocol { message, .. } = err
@@ -120,12 +118,7 @@ impl Coprocess {
     /// marks the stream broken, kills the group and waits (a bounded time)
     /// for the exit.
     pub(super) async fn break_after_eof(&mut self, what: &str) -> Option<ExitStatus> {
-        tracing::warn!(
-            pool = self.label.pool.as_deref(),
-            slot = self.label.slot,
-            pid = self.pid,
-            "worker failed before responding: {what}"
-        );
+        event!(warn, self, "worker failed before responding: {what}");
         self.phase = Phase::Broken;
         self.stdin = None;
         if let Some(status) = self.wait_for_exit(EXIT_STATUS_WAIT).await {

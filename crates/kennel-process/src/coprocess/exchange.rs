@@ -17,7 +17,7 @@ use crate::crash;
 use crate::error::ProcessError;
 use crate::group::ProcessGroup;
 use crate::json::JsonBytes;
-use crate::lines::{Line, excerpt};
+use crate::lines::excerpt;
 use crate::progress::Progress;
 
 impl Coprocess {
@@ -64,23 +64,7 @@ impl Coprocess {
             return self.handshake().await;
         }
         loop {
-            let bytes = match self.stdout.lines().next_line().await {
-                Ok(Line::Complete(bytes)) => bytes,
-                Ok(Line::TooLong(head)) => {
-                    return Err(self.protocol_error(self.too_long(&head)).await);
-                }
-                Ok(Line::Eof { .. }) => {
-                    let what = "it closed its stdout before its ready line";
-                    return Err(self.ended(Reading::WarmUp, what).await);
-                }
-                Err(err) => {
-                    let reason = format!("reading its stdout failed: {err}");
-                    return Err(self.not_ready(reason).await);
-                }
-            };
-            if bytes.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
+            let bytes = self.next_message(Reading::WarmUp).await?;
             match serde_json::from_slice::<Value>(&bytes) {
                 Ok(mut value) if value.get("ready") == Some(&Value::Bool(true)) => {
                     self.phase = Phase::Idle;
@@ -94,12 +78,7 @@ impl Coprocess {
                             self.about = Some(value.to_string());
                         }
                     }
-                    tracing::debug!(
-                        pool = self.label.pool.as_deref(),
-                        slot = self.label.slot,
-                        pid = self.pid,
-                        "worker is ready"
-                    );
+                    event!(debug, self, "worker is ready");
                     return Ok(());
                 }
                 Ok(value) if is_error_reply(&value) => {
@@ -111,10 +90,9 @@ impl Coprocess {
                     return Err(self.break_stream(err).await);
                 }
                 _ => {
-                    tracing::warn!(
-                        pool = self.label.pool.as_deref(),
-                        slot = self.label.slot,
-                        pid = self.pid,
+                    event!(
+                        warn,
+                        self,
                         line = %excerpt(&bytes),
                         "worker wrote a line before its ready line; skipped"
                     );
@@ -371,7 +349,7 @@ impl Coprocess {
         let mut ignore = |_: Progress| {};
         let on_progress = on_progress.unwrap_or(&mut ignore);
         let result = if rpc {
-            self.rpc_reply(&open, on_progress).await
+            self.rpc_reply(&open, None, on_progress).await
         } else {
             self.line_reply(&open, on_progress).await
         };

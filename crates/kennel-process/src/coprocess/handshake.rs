@@ -48,12 +48,7 @@ impl Coprocess {
                         }
                     }
                     self.phase = Phase::Idle;
-                    tracing::debug!(
-                        pool = self.label.pool.as_deref(),
-                        slot = self.label.slot,
-                        pid = self.pid,
-                        "worker answered the handshake; ready"
-                    );
+                    event!(debug, self, "worker answered the handshake; ready");
                     return Ok(());
                 }
                 Inbound::Response {

@@ -15,6 +15,19 @@ use crate::frames::Frames;
 use crate::framing::{Framing, Handshake};
 use crate::group::ProcessGroup;
 
+/// A `tracing` event about a coprocess, with its `pool`, `slot` and `pid`:
+/// `event!(warn, self, %err, "…")`.
+macro_rules! event {
+    ($level:ident, $me:expr, $($rest:tt)+) => {
+        tracing::$level!(
+            pool = $me.label.pool.as_deref(),
+            slot = $me.label.slot,
+            pid = $me.pid,
+            $($rest)+
+        )
+    };
+}
+
 mod budget;
 mod cancel;
 mod encode;
