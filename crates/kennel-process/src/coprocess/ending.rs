@@ -20,10 +20,11 @@ const EXIT_STATUS_WAIT: Duration = Duration::from_millis(200);
 const REAP_WAIT: Duration = Duration::from_secs(1);
 
 /// How long to wait, once the worker has been reaped, for the last of its
-/// stderr to be read, so that an error carries its last words. Its stderr
-/// closes when the last process of its group has ended; one that left the
-/// group and keeps the pipe open only costs this wait.
-const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
+/// stderr to be read, so that its exit and an error carry its last words
+/// (often the lines it wrote just before it died). Its stderr closes when
+/// the last process of its group has ended; one that left the group and
+/// keeps the pipe open only costs this wait.
+pub(super) const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
 
 impl Coprocess {
     /// Ends the worker gracefully and returns how it ended.
@@ -126,18 +127,6 @@ impl Coprocess {
         }
         self.group.signal(Signal::SIGKILL);
         self.wait_for_exit(REAP_WAIT).await
-    }
-
-    /// The warm-up failed for `reason` (the end of its stdout, a failed
-    /// write): the worker is killed, and its error says how it ended.
-    pub(super) async fn not_ready(&mut self, reason: String) -> ProcessError {
-        let status = self.break_after_eof(&reason).await;
-        let stderr = self.last_words().await;
-        ProcessError::NotReady {
-            reason,
-            status,
-            stderr,
-        }
     }
 
     /// Waits at most `limit` for the exit; returns its status if it came.

@@ -27,8 +27,8 @@ impl Coprocess {
             let params = Some(&handshake.params);
             let bytes = rpc::request(framing, HANDSHAKE_ID, &handshake.method, params);
             if let Err(err) = self.write(&bytes).await {
-                let reason = format!("writing the handshake failed: {err}");
-                return Err(self.not_ready(reason).await);
+                let what = format!("writing the handshake failed: {err}");
+                return Err(self.ended(Reading::WarmUp, &what).await);
             }
             self.handshake_sent = true;
         }
@@ -43,8 +43,8 @@ impl Coprocess {
                     if let Some(method) = &handshake.initialized {
                         let note = rpc::notification(framing, method, &serde_json::json!({}));
                         if let Err(err) = self.write(&note).await {
-                            let reason = format!("writing {method} failed: {err}");
-                            return Err(self.not_ready(reason).await);
+                            let what = format!("writing {method} failed: {err}");
+                            return Err(self.ended(Reading::WarmUp, &what).await);
                         }
                     }
                     self.phase = Phase::Idle;

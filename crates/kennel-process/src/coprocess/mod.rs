@@ -128,21 +128,6 @@ struct Label {
 /// for it; it publishes the exit, so [`exited`](Self::exited) and
 /// [`kill`](Self::kill) never borrow the worker.
 ///
-/// # Example
-///
-/// ```no_run
-/// use kennel_process::CoprocessSpec;
-/// use serde_json::json;
-///
-/// # async fn demo() -> Result<(), kennel_process::ProcessError> {
-/// let mut worker = CoprocessSpec::new(["python3", "examples/workers/echo.py"]).spawn()?;
-/// worker.ready().await?;
-/// let reply = worker.request(&json!({"hello": "world"})).await?;
-/// assert_eq!(reply, json!({"hello": "world"}));
-/// worker.close().await;
-/// # Ok(()) }
-/// ```
-///
 /// [`CoprocessSpec::spawn`]: crate::CoprocessSpec::spawn
 /// [`max_line_bytes`]: crate::CoprocessSpec::max_line_bytes
 /// [`ProcessError::Protocol`]: crate::ProcessError::Protocol

@@ -61,10 +61,9 @@ impl Coprocess {
         let stderr = self.last_words().await;
         match reading {
             Reading::WarmUp => ProcessError::NotReady {
-                reason: match &status {
-                    Some(status) => status.to_string(),
-                    None => "it closed its stdout".to_owned(),
-                },
+                reason: status
+                    .as_ref()
+                    .map_or_else(|| what.to_owned(), ToString::to_string),
                 status,
                 stderr,
             },

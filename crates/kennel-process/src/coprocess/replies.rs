@@ -145,17 +145,6 @@ impl Coprocess {
                 // A closed pipe shows as the end of stdout, next read.
                 let _ = self.write(&answer).await;
             }
-            Inbound::Notification { method } => {
-                event!(debug, self, %method, "skipped a notification");
-            }
-            Inbound::Response { .. } | Inbound::Progress { .. } => {
-                event!(
-                    debug,
-                    self,
-                    message = %excerpt(bytes),
-                    "skipped a message that is not for the request in hand"
-                );
-            }
             Inbound::Other | Inbound::NotJson(_) => {
                 let why = match &message {
                     Inbound::NotJson(err) => err.as_str(),
@@ -169,6 +158,12 @@ impl Coprocess {
                     "worker wrote a message that is not JSON-RPC; skipped"
                 );
             }
+            _ => event!(
+                debug,
+                self,
+                message = %excerpt(bytes),
+                "skipped a message that is not for the request in hand"
+            ),
         }
     }
 

@@ -26,7 +26,7 @@ pub(super) enum Inbound {
     /// A request from the worker to kennel (MCP's `ping`, `roots/list`…).
     Request { id: Box<RawValue>, method: String },
     /// Any other notification.
-    Notification { method: String },
+    Notification,
     /// JSON, but not a JSON-RPC message.
     Other,
     /// Not JSON.
@@ -75,9 +75,7 @@ pub(super) fn classify(bytes: &[u8]) -> Inbound {
             },
             None => match progress_of(&method, envelope.params) {
                 Some((token, progress)) => Inbound::Progress { token, progress },
-                None => Inbound::Notification {
-                    method: method.into_owned(),
-                },
+                None => Inbound::Notification,
             },
         };
     }
