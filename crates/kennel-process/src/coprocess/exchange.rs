@@ -81,7 +81,7 @@ impl Coprocess {
                     event!(debug, self, "worker is ready");
                     return Ok(());
                 }
-                Ok(value) if is_error_reply(&value) => {
+                Ok(value) if value.get("error") == Some(&Value::Bool(true)) => {
                     let err = ProcessError::NotReady {
                         reason: reply::message_of(value.get("message").cloned()),
                         status: None,
@@ -375,8 +375,4 @@ impl Drop for KillOnDrop {
             group.signal(Signal::SIGKILL);
         }
     }
-}
-
-fn is_error_reply(value: &Value) -> bool {
-    value.get("error") == Some(&Value::Bool(true))
 }

@@ -114,18 +114,13 @@ impl Coprocess {
             about: None,
             heartbeat: kennel::Heartbeat::new(),
             exit,
-            phase: if spec.framing.is_rpc() {
-                // The warm-up of a JSON-RPC worker is its handshake, if any.
-                if spec.handshake.is_some() {
-                    Phase::Warming
-                } else {
-                    Phase::Idle
-                }
+            // The warm-up of a JSON-RPC worker is its handshake, if any.
+            phase: if spec.framing.is_rpc() && spec.handshake.is_some()
+                || !spec.framing.is_rpc() && spec.ready == ReadyMode::Line
+            {
+                Phase::Warming
             } else {
-                match spec.ready {
-                    ReadyMode::Line => Phase::Warming,
-                    ReadyMode::Immediate => Phase::Idle,
-                }
+                Phase::Idle
             },
             max_line_bytes: spec.max_line_bytes,
             close_grace: spec.close_grace,

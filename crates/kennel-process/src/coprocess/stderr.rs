@@ -158,21 +158,17 @@ pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32, 
     let mut budget = StderrBudget::new();
     let mut drops = Drops::new(&label, pid);
     loop {
-        if !budget.allows_line() {
-            match reader.next_line().await {
-                Ok(Line::Eof { .. }) | Err(_) => break,
-                Ok(_) => {
-                    drops.one();
-                    continue;
-                }
-            }
-        }
+        let allowed = budget.allows_line();
         let (bytes, last) = match reader.next_line().await {
             Ok(Line::Complete(bytes) | Line::TooLong(bytes)) => (bytes, false),
             Ok(Line::Eof { partial }) => (partial, true),
             Err(_) => break,
         };
-        if !bytes.is_empty() || !last {
+        if bytes.is_empty() && last {
+            break;
+        } else if !allowed {
+            drops.one();
+        } else {
             budget.spend(bytes.len());
             drops.note(false);
             tail.push(&bytes);
