@@ -90,18 +90,13 @@ pub(super) fn line(job: &[u8], id: Option<u64>) -> Result<(Vec<u8>, bool), Proce
 }
 
 /// Whether checked JSON bytes of an object have a `kennel_id` key of their
-/// own (looked for through serde only when the key, or an escape that could
-/// spell it, is in the bytes).
+/// own (or duplicate keys, which the tree makes one).
 fn has_own_id(b: &[u8]) -> bool {
     #[derive(Deserialize)]
     struct IdPeek {
         #[serde(default, rename = "kennel_id")]
         id: Option<serde::de::IgnoredAny>,
     }
-    if !b.contains(&b'\\') && !b.windows(ID_KEY.len()).any(|w| w == ID_KEY.as_bytes()) {
-        return false;
-    }
-    // Duplicate keys fail here: the tree then keeps one.
     serde_json::from_slice::<IdPeek>(b).map_or(true, |p| p.id.is_some())
 }
 

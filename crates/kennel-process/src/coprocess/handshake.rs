@@ -25,7 +25,7 @@ impl Coprocess {
         let framing = self.talk.framing;
         if !self.handshake_sent {
             let params = Some(&handshake.params);
-            let bytes = rpc::request(framing, HANDSHAKE_ID, &handshake.method, params);
+            let bytes = rpc::request(framing, HANDSHAKE_ID, "initialize", params);
             if let Err(err) = self.write(&bytes).await {
                 let what = format!("writing the handshake failed: {err}");
                 return Err(self.ended(Reading::WarmUp, &what).await);
@@ -57,7 +57,7 @@ impl Coprocess {
                 } => {
                     let reason = match &err {
                         ProcessError::Worker { message, .. } => {
-                            format!("it answered {} with an error: {message}", handshake.method)
+                            format!("it answered initialize with an error: {message}")
                         }
                         other => other.to_string(),
                     };
