@@ -308,27 +308,22 @@ impl Coprocess {
             Phase::Broken => return Err(self.crashed_now()),
         }
         let id = self.next_id;
-        let (out, open) = if rpc {
+        let (out, carries_id, token) = if rpc {
             // A token only for someone who reads the progress.
             let token = on_progress.is_some() || self.heartbeat.is_watched();
             let method = self.talk.method.as_deref();
             let (out, token) = encode::call(self.talk.framing, id, method, job, token)?;
             self.next_id += 1;
-            let open = Open {
-                id,
-                carries_id: false,
-                token,
-            };
-            (out, open)
+            (out, false, token)
         } else {
             let (out, carries_id) = encode::line(job, self.talk.job_ids.then_some(id))?;
             self.next_id += u64::from(carries_id);
-            let open = Open {
-                id,
-                carries_id,
-                token: Value::Null,
-            };
-            (out, open)
+            (out, carries_id, Value::Null)
+        };
+        let open = Open {
+            id,
+            carries_id,
+            token,
         };
         self.phase = Phase::InFlight;
         self.open = Some(open.clone());

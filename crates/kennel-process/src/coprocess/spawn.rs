@@ -30,17 +30,13 @@ fn cpu_set(cpus: Option<&[usize]>) -> Option<nix::sched::CpuSet> {
 
 impl Coprocess {
     pub(crate) fn spawn(spec: &CoprocessSpec) -> Result<Self, ProcessError> {
-        let program = spec
-            .argv
-            .first()
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let Some((first, rest)) = spec.argv.split_first() else {
             return Err(ProcessError::Spawn {
-                program,
+                program: String::new(),
                 source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "the argv is empty"),
             });
         };
+        let program = first.to_string_lossy().into_owned();
         let mut command = Command::new(first);
         command
             .args(rest)

@@ -1,7 +1,6 @@
 //! [`ThreadWorker`]: a dedicated OS thread that holds state.
 //!
-//! The worker's handle is here; the job as the thread receives it is in
-//! `job.rs`, and the thread's own loop in `serve.rs`.
+//! The worker's handle is here; what runs on its thread is in `serve.rs`.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -13,11 +12,9 @@ use tokio::sync::oneshot;
 
 use crate::error::ThreadError;
 
-mod job;
 mod serve;
 
-use job::Job;
-use serve::serve;
+use serve::{Job, serve};
 
 /// A worker that is one dedicated OS thread, holding state that it built
 /// itself, and running jobs on it one at a time.
@@ -220,7 +217,7 @@ impl<S: 'static> ThreadWorker<S> {
         if let Some(status) = self.shared.status() {
             return Err(self.ended(status));
         }
-        let (job, result_rx) = job::wrap(job, Arc::clone(&self.shared));
+        let (job, result_rx) = serve::wrap(job, Arc::clone(&self.shared));
         let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
         if !matches!(sent, Some(Ok(()))) {
             return Err(self.gone());
