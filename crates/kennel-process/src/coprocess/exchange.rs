@@ -149,10 +149,7 @@ impl Coprocess {
     /// does, on an abort or a timeout); in JSON-RPC a later request also
     /// works, the dropped one's reply being skipped by its id.
     pub async fn request(&mut self, request: &Value) -> Result<Value, ProcessError> {
-        let reply = self.job(&encode::json(request)?, None).await?;
-        reply
-            .to_value()
-            .map_err(|source| ProcessError::Decode { source })
+        self.call(request).await
     }
 
     /// As [`request`](Self::request), the reply as the worker wrote it:

@@ -321,13 +321,10 @@ impl Worker for Coprocess {
         if self.try_exited().is_some() {
             return Err("the worker has ended".into());
         }
-        match self.probe.clone() {
-            Some(request) => {
-                let probe = self.exchange(&encode::json(&*request)?, None).await;
-                probe.map(drop).map_err(Into::into)
-            }
-            None => Ok(()),
+        if let Some(request) = self.probe.clone() {
+            self.exchange(&encode::json(&*request)?, None).await?;
         }
+        Ok(())
     }
 
     async fn close(self) {
