@@ -2,9 +2,6 @@
 //! the kernel for SIGKILL when its parent ends (`PR_SET_PDEATHSIG`), so that
 //! no worker outlives a server killed with `kill -9`.
 //!
-//! The same moment binds a pinned worker to its CPUs (`sched_setaffinity`,
-//! `pin.rs`), so that every thread the worker starts inherits the mask.
-//!
 //! This file holds the one `unsafe` block of the workspace (ADR 0016):
 //! [`Command::pre_exec`](tokio::process::Command::pre_exec) is an `unsafe`
 //! function, because its closure runs in the child between `fork` and

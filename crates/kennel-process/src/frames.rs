@@ -28,10 +28,8 @@ pub(crate) struct Frames<R> {
     lines: LineReader<R>,
     framing: Framing,
     limit: usize,
-    /// A `Content-Length` read from the headers of the frame in hand.
-    length: Option<usize>,
-    /// A header line of the frame in hand was read.
-    in_headers: bool,
+    /// Within the headers of a frame: its `Content-Length`, once read.
+    headers: Option<Option<usize>>,
     /// The headers ended: the body of this many bytes comes next.
     body: Option<usize>,
 }
@@ -42,14 +40,12 @@ impl<R: AsyncRead + Unpin> Frames<R> {
             lines: LineReader::new(inner, limit, Overflow::Fail),
             framing,
             limit,
-            length: None,
-            in_headers: false,
+            headers: None,
             body: None,
         }
     }
 
-    /// The lines underneath, for the JSON-lines warm-up and the check for
-    /// unasked output.
+    /// The lines underneath, for the check for unasked output.
     pub(crate) fn lines(&mut self) -> &mut LineReader<R> {
         &mut self.lines
     }
@@ -62,55 +58,40 @@ impl<R: AsyncRead + Unpin> Frames<R> {
     /// This method is cancel safe: a half-read line or frame stays here and
     /// the next call goes on with it.
     pub(crate) async fn next(&mut self) -> io::Result<Frame> {
-        if self.framing != Framing::ContentLength {
-            loop {
-                match self.lines.next_line().await? {
-                    Line::Complete(bytes) => {
-                        if !bytes.iter().all(u8::is_ascii_whitespace) {
-                            return Ok(Frame::Message(bytes));
-                        }
-                    }
-                    Line::TooLong(head) => return Ok(Frame::TooLong(head)),
-                    Line::Eof { .. } => return Ok(Frame::Eof),
-                }
-            }
-        }
         loop {
             if let Some(n) = self.body {
-                return Ok(match self.lines.next_bytes(n).await? {
-                    Some(body) => {
-                        self.body = None;
-                        Frame::Message(body)
-                    }
-                    None => Frame::Eof,
-                });
+                let body = self.lines.next_bytes(n).await?;
+                self.body = None;
+                return Ok(body.map_or(Frame::Eof, Frame::Message));
             }
             let line = match self.lines.next_line().await? {
                 Line::Complete(bytes) => bytes,
                 Line::TooLong(head) => return Ok(Frame::TooLong(head)),
                 Line::Eof { .. } => return Ok(Frame::Eof),
             };
+            if self.framing != Framing::ContentLength {
+                if !line.iter().all(u8::is_ascii_whitespace) {
+                    return Ok(Frame::Message(line));
+                }
+                continue;
+            }
             let text = String::from_utf8_lossy(&line);
             let text = text.trim();
             if text.is_empty() {
-                if !self.in_headers {
-                    continue; // blank lines between frames
-                }
-                self.in_headers = false;
-                match self.length.take() {
-                    Some(n) if n > self.limit => {
+                match self.headers.take() {
+                    None => {} // blank lines between frames
+                    Some(Some(n)) if n > self.limit => {
                         return Ok(Frame::TooLong(format!("Content-Length: {n}").into_bytes()));
                     }
-                    Some(n) => self.body = Some(n),
-                    None => {
-                        return Ok(Frame::BadHeader(
-                            "a frame has no Content-Length header".to_owned(),
-                        ));
+                    Some(Some(n)) => self.body = Some(n),
+                    Some(None) => {
+                        let message = "a frame has no Content-Length header".to_owned();
+                        return Ok(Frame::BadHeader(message));
                     }
                 }
                 continue;
             }
-            self.in_headers = true;
+            let length = self.headers.get_or_insert(None);
             let Some((name, value)) = text.split_once(':') else {
                 return Ok(Frame::BadHeader(format!(
                     "a header line has no colon: {}",
@@ -119,7 +100,7 @@ impl<R: AsyncRead + Unpin> Frames<R> {
             };
             if name.trim().eq_ignore_ascii_case("content-length") {
                 match value.trim().parse::<usize>() {
-                    Ok(n) => self.length = Some(n),
+                    Ok(n) => *length = Some(n),
                     Err(_) => {
                         return Ok(Frame::BadHeader(format!(
                             "a Content-Length that is not a number: {}",

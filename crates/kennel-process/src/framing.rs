@@ -82,7 +82,6 @@ pub const MCP_PROTOCOL_VERSION: &str = "2025-06-18";
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Handshake {
-    pub(crate) method: String,
     pub(crate) params: Value,
     pub(crate) initialized: Option<String>,
 }
@@ -93,7 +92,6 @@ impl Handshake {
     /// then `notifications/initialized`.
     pub fn mcp() -> Self {
         Self {
-            method: "initialize".to_owned(),
             params: json!({
                 "protocolVersion": MCP_PROTOCOL_VERSION,
                 "capabilities": {},
@@ -107,7 +105,6 @@ impl Handshake {
     /// `initialized` if given (LSP's is `"initialized"` with `{}`).
     pub fn custom(params: Value, initialized: Option<String>) -> Self {
         Self {
-            method: "initialize".to_owned(),
             params,
             initialized,
         }

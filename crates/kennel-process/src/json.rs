@@ -44,8 +44,7 @@ impl<B: AsRef<[u8]>> JsonBytes<B> {
     /// surrogate).
     pub fn new(bytes: B) -> Result<Self, serde_json::Error> {
         serde_json::from_slice::<Value>(bytes.as_ref())?;
-        let span = trimmed(bytes.as_ref());
-        Ok(Self { bytes, span })
+        Ok(Self::trimmed(bytes))
     }
 
     /// Checks the syntax only, as a [`RawValue`] does (any depth, any
@@ -53,12 +52,18 @@ impl<B: AsRef<[u8]>> JsonBytes<B> {
     /// bytes come back with the error.
     pub(crate) fn check(bytes: B) -> Result<Self, (serde_json::Error, B)> {
         match serde_json::from_slice::<&RawValue>(bytes.as_ref()) {
-            Ok(_) => {
-                let span = trimmed(bytes.as_ref());
-                Ok(Self { bytes, span })
-            }
+            Ok(_) => Ok(Self::trimmed(bytes)),
             Err(err) => Err((err, bytes)),
         }
+    }
+
+    /// `bytes`, the value being what is within the whitespace around.
+    fn trimmed(bytes: B) -> Self {
+        let all = bytes.as_ref();
+        let start = all.iter().position(|b| !b.is_ascii_whitespace());
+        let end = all.iter().rposition(|b| !b.is_ascii_whitespace());
+        let span = start.unwrap_or(0)..end.map_or(0, |e| e + 1);
+        Self { bytes, span }
     }
 
     /// The value's bytes, without the whitespace around it.
@@ -95,9 +100,7 @@ impl JsonBytes<Vec<u8>> {
     /// serde_json's, for a map whose keys are not strings (never for a
     /// [`Value`]).
     pub fn from_value(value: &Value) -> Result<Self, serde_json::Error> {
-        let bytes = serde_json::to_vec(value)?;
-        let span = 0..bytes.len();
-        Ok(Self { bytes, span })
+        Ok(Self::trimmed(serde_json::to_vec(value)?))
     }
 
     /// The value's bytes, without the whitespace that was around them (no
@@ -120,17 +123,13 @@ impl JsonBytes<Vec<u8>> {
     /// A [`RawValue`]'s bytes (no copy, no check).
     pub(crate) fn from_raw(raw: Box<RawValue>) -> Self {
         let text: Box<str> = raw.into();
-        let bytes = text.into_string().into_bytes();
-        let span = 0..bytes.len();
-        Self { bytes, span }
+        Self::trimmed(text.into_string().into_bytes())
     }
 
     /// The value's bytes in another buffer type made from a `Vec` (such as
     /// `bytes::Bytes`), without the whitespace that was around them.
     pub fn convert<C: From<Vec<u8>> + AsRef<[u8]>>(self) -> JsonBytes<C> {
-        let bytes = C::from(self.into_bytes());
-        let span = 0..bytes.as_ref().len();
-        JsonBytes { bytes, span }
+        JsonBytes::trimmed(C::from(self.into_bytes()))
     }
 
     /// The value as a [`RawValue`] (a copy, checked again).
@@ -161,19 +160,6 @@ impl<B: AsRef<[u8]>, C: AsRef<[u8]>> PartialEq<JsonBytes<C>> for JsonBytes<B> {
     fn eq(&self, other: &JsonBytes<C>) -> bool {
         self.as_bytes() == other.as_bytes()
     }
-}
-
-/// `all` without the whitespace around it.
-fn trimmed(all: &[u8]) -> Range<usize> {
-    let start = all
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(0);
-    let end = all
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    start..end
 }
 
 #[cfg(test)]

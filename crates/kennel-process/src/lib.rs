@@ -27,31 +27,11 @@
 //!
 //! [`CoprocessSpec::pool`] builds a pool whose workers are one spec; each
 //! worker is labelled with its pool and slot, so that its stderr lines carry
-//! them, and finds them in `KENNEL_POOL` and `KENNEL_SLOT`. (A factory of
-//! your own gets a [`kennel::SlotInfo`] and can do the same with
-//! [`CoprocessSpec::label`] and [`CoprocessSpec::env`].)
-//!
-//! ```no_run
-//! use kennel::{Fixed, Parallel};
-//! use kennel_process::{Coprocess, CoprocessSpec};
-//! use serde_json::json;
-//!
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-//! let pool = CoprocessSpec::new(["python3", "examples/workers/echo.py"])
-//!     .pool()
-//!     .name("echo")
-//!     .startup(Parallel)
-//!     .sizing(Fixed(2))
-//!     .build()?;
-//!
-//! // The outer `?` is the pool's error (timeout, crash, closed), the inner
-//! // one the worker's (an error reply, bad output).
-//! let reply = pool
-//!     .run(async |w: &mut Coprocess| w.request(&json!({"hello": "world"})).await)
-//!     .await??;
-//! pool.close().await;
-//! # Ok(()) }
-//! ```
+//! them, and finds them in `KENNEL_POOL` and `KENNEL_SLOT` (its docs have an
+//! example). A factory of your own gets a [`kennel::SlotInfo`] and can do
+//! the same with [`CoprocessSpec::for_slot`]. A job's result is two
+//! `Result`s: the outer one the pool's error (timeout, crash, closed), the
+//! inner one the worker's (an error reply, bad output).
 //!
 //! A job that is dropped or runs past the pool's `job_timeout` kills its
 //! worker's whole process group; a worker whose output broke the protocol

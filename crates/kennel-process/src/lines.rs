@@ -110,9 +110,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             }
         }
     }
-}
 
-impl<R: AsyncRead + Unpin> LineReader<R> {
     /// Reads exactly `n` bytes (a `Content-Length` body); `None` at the end
     /// of the stream before all of them came.
     ///

@@ -1,22 +1,14 @@
-//! CPU pinning: each worker of a pool bound to its share of the CPUs the
-//! server may use (`sched_setaffinity`), so that workers with a thread
-//! budget do not trade cores with one another (docs/internals.md).
-//!
-//! The CPUs shared out are those of the server's own affinity mask, within
-//! its cgroup's cpuset (`cpuset.cpus.effective` in cgroup v2,
-//! `cpuset.effective_cpus` in v1) when that can be read: a container limited
-//! to CPUs 2-3 pins its workers within 2-3. The worker in slot `s` of a pool
-//! whose workers get `k` threads each is bound to the `k` CPUs from the
-//! `s × k`-th of that list on, wrapping around; `k` of at least the number
-//! of CPUs leaves the worker on all of them. The mask is set in the child
-//! before it runs its program, so every thread and child it starts inherits
-//! it.
+//! CPU pinning ([`CoprocessSpec::pin`](crate::CoprocessSpec::pin)): the
+//! share of the CPUs each worker of a pool is bound to, out of those this
+//! process may use (its affinity mask within its cgroup's cpuset), and the
+//! kernel's CPU list format. The mask itself is set in the child before it
+//! runs its program (`deathsig.rs`).
 
 use std::path::Path;
 
 /// The CPUs the worker of `slot` is bound to, when each worker gets
-/// `threads` of the `allowed` CPUs (sorted, without repeats); `None` when it
-/// gets them all.
+/// `threads` of the `allowed` CPUs (sorted, without repeats): those from the
+/// `slot × threads`-th on, wrapping around; `None` when it gets them all.
 pub(crate) fn share(allowed: &[usize], slot: usize, threads: usize) -> Option<Vec<usize>> {
     let n = allowed.len();
     if n == 0 || threads >= n {
@@ -117,21 +109,20 @@ pub(crate) fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
 
 /// Writes CPUs as the kernel does (`0-3,8`).
 pub(crate) fn cpu_list(cpus: &[usize]) -> String {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
+    let mut runs: Vec<String> = Vec::new();
+    let mut first = 0;
+    for (k, &cpu) in cpus.iter().enumerate() {
+        if cpus.get(k + 1) != Some(&(cpu + 1)) {
+            let lo = cpus[first];
+            runs.push(if lo == cpu {
+                lo.to_string()
+            } else {
+                format!("{lo}-{cpu}")
+            });
+            first = k + 1;
         }
-        out.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
     }
-    out.join(",")
+    runs.join(",")
 }
 
 #[cfg(test)]

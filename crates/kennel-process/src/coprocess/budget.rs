@@ -24,7 +24,7 @@ pub const STDERR_BYTES_BURST: u32 = 4 * 1024 * 1024;
 
 /// How often, at most, a worker that keeps flooding gets a log line saying
 /// how many of its lines were dropped.
-pub(crate) const DROP_NOTE_EVERY: Duration = Duration::from_secs(10);
+const DROP_NOTE_EVERY: Duration = Duration::from_secs(10);
 
 /// A token bucket: `rate` tokens a second, at most `burst` held.
 #[derive(Debug)]
@@ -52,11 +52,14 @@ impl Bucket {
     }
 }
 
-/// The stderr budget of one worker.
+/// The stderr budget of one worker, and the lines it dropped.
 #[derive(Debug)]
 pub(crate) struct StderrBudget {
     lines: Bucket,
     bytes: Bucket,
+    /// Dropped since the last note.
+    dropped: u64,
+    last_note: Option<Instant>,
 }
 
 impl StderrBudget {
@@ -65,6 +68,8 @@ impl StderrBudget {
         Self {
             lines: Bucket::new(STDERR_LINES_PER_SEC, STDERR_LINES_BURST, now),
             bytes: Bucket::new(STDERR_BYTES_PER_SEC, STDERR_BYTES_BURST, now),
+            dropped: 0,
+            last_note: None,
         }
     }
 
@@ -83,6 +88,26 @@ impl StderrBudget {
     pub(crate) fn spend(&mut self, len: usize) {
         self.lines.tokens -= 1.0;
         self.bytes.tokens -= len as f64;
+    }
+
+    /// Counts a line dropped over the budget.
+    pub(crate) fn dropped(&mut self) {
+        self.dropped += 1;
+    }
+
+    /// The lines dropped since the last note, when a note is due: at the
+    /// worker's first drop, then at most every [`DROP_NOTE_EVERY`], and at
+    /// the `end` of its stderr.
+    pub(crate) fn note_due(&mut self, end: bool) -> Option<u64> {
+        let due = end
+            || self
+                .last_note
+                .is_none_or(|t| t.elapsed() >= DROP_NOTE_EVERY);
+        if self.dropped == 0 || !due {
+            return None;
+        }
+        self.last_note = Some(Instant::now());
+        Some(std::mem::take(&mut self.dropped))
     }
 }
 

@@ -6,10 +6,8 @@ use std::time::Duration;
 use kennel::CancelOutcome;
 use nix::sys::signal::Signal;
 
-use super::read::Reading;
-use super::reply::{self, LineKind};
-use super::rpc::{self, Inbound};
-use super::{Coprocess, Open, Phase};
+use super::rpc;
+use super::{Coprocess, Phase};
 use crate::error::ProcessError;
 use crate::framing::Framing;
 
@@ -65,69 +63,28 @@ impl Coprocess {
                 CANCEL_LINE.to_vec()
             };
             if let Some(ping) = ping {
-                bytes.extend(rpc::request(framing, ping, "ping", None)?);
+                bytes.extend(rpc::request(framing, ping, "ping", None));
             }
-            self.write(&bytes)
-                .await
-                .map_err(|_| ProcessError::Crashed {
-                    status: None,
-                    stderr: Vec::new(),
-                })?;
-            self.answer_to(&open, ping).await
+            if self.write(&bytes).await.is_err() {
+                return false;
+            }
+            // Any answer settles it, an error reply too.
+            let answer = if framing.is_rpc() {
+                self.rpc_reply(&open, ping, &mut |_| {}).await
+            } else {
+                self.line_reply(&open, &mut |_| {}).await
+            };
+            matches!(answer, Ok(_) | Err(ProcessError::Worker { .. }))
         })
         .await;
         match outcome {
-            Ok(Ok(())) => {
-                self.settled();
-                if !framing.is_rpc() {
-                    self.nothing_after_reply();
-                }
-                tracing::debug!(
-                    pool = self.label.pool.as_deref(),
-                    slot = self.label.slot,
-                    pid = self.pid,
-                    "worker answered the cancel; kept"
-                );
+            Ok(true) => {
+                event!(debug, self, "worker answered the cancel; kept");
                 CancelOutcome::Kept
             }
-            Ok(Err(_)) | Err(_) => {
+            Ok(false) | Err(_) => {
                 self.kill_in_hand();
                 CancelOutcome::Killed
-            }
-        }
-    }
-
-    /// Reads until the worker answers the request in hand (or the `ping`).
-    async fn answer_to(&mut self, open: &Open, ping: Option<u64>) -> Result<(), ProcessError> {
-        let id = open.id;
-        loop {
-            let bytes = self.next_message(Reading::Reply).await?;
-            if self.talk.framing.is_rpc() {
-                match rpc::classify(&bytes) {
-                    Inbound::Response { id: Some(got), .. } if got == id || Some(got) == ping => {
-                        return Ok(());
-                    }
-                    other => self.skip(other, &bytes).await,
-                }
-            } else {
-                let line = reply::classify(bytes);
-                if let Err(message) = self.check_id(open, &line) {
-                    return Err(ProcessError::Protocol {
-                        message,
-                        stderr: Vec::new(),
-                    });
-                }
-                match line.kind {
-                    LineKind::Progress(_) => {}
-                    LineKind::Reply(_) | LineKind::Error(_) => return Ok(()),
-                    LineKind::Ready | LineKind::NotJson(..) => {
-                        return Err(ProcessError::Protocol {
-                            message: "the worker answered a cancel with a line that is not a reply"
-                                .to_owned(),
-                            stderr: Vec::new(),
-                        });
-                    }
-                }
             }
         }
     }

@@ -1,38 +1,24 @@
-//! Writing a job in the worker's framing: a tree through serde, bytes as
-//! they are (docs/internals.md).
+//! Writing a job in the worker's framing (docs/internals.md).
 //!
-//! Bytes already checked to be one JSON value are copied, not parsed: the
-//! JSON-lines request is the job's bytes and a newline, the JSON-RPC call
-//! the envelope around them. A newline or carriage return in checked JSON
-//! can only be whitespace between tokens (JSON strings cannot hold them
-//! raw), so each is written as a space and the message stays one line.
+//! A job is bytes checked to be one JSON value (a tree is written through
+//! serde first), copied, not parsed: the JSON-lines request is the job's
+//! bytes and a newline, the JSON-RPC call the envelope around them. Where a
+//! job must change (kennel's id over its own, a progress token merged into
+//! its `_meta`) it goes through a tree. A newline or carriage return in
+//! checked JSON can only be whitespace between tokens (JSON strings cannot
+//! hold them raw), so each is written as a space and the message stays one
+//! line.
 
 use std::borrow::Cow;
+use std::io::Write;
 
-use serde::Deserialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
 
 use super::rpc;
 use crate::error::ProcessError;
 use crate::framing::Framing;
-
-/// A job to write.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Job<'a> {
-    /// A tree, written through serde.
-    Value(&'a Value),
-    /// Bytes checked to be one JSON value, written as they are.
-    Bytes(&'a [u8]),
-}
-
-/// The params of a JSON-RPC call.
-#[derive(Debug, Clone, Copy)]
-enum Params<'a> {
-    None,
-    Value(&'a Value),
-    Bytes(&'a [u8]),
-}
 
 /// A job that is itself a call: `{"method": …, "params": …}` and no other
 /// key.
@@ -62,194 +48,165 @@ struct TokenPeek {
 /// (and that a worker echoes in its reply).
 pub(crate) const ID_KEY: &str = "kennel_id";
 
-/// Writes `job` as JSON lines (the job and a newline) into `out`; with
-/// `id`, a job that is an object gets `"kennel_id": id` as its first key
-/// (over a `kennel_id` of its own). Returns whether it got it.
+/// `value` as the bytes of a job.
 ///
 /// # Errors
 ///
-/// [`ProcessError::Encode`] for a tree serde cannot write.
-pub(super) fn line(out: &mut Vec<u8>, job: Job<'_>, id: Option<u64>) -> Result<bool, ProcessError> {
-    let encode = |source| ProcessError::Encode { source };
-    let carried = match (job, id) {
-        (Job::Value(Value::Object(fields)), Some(id)) => {
-            write_id(out, id);
-            for (key, value) in fields.iter().filter(|(k, _)| *k != ID_KEY) {
-                out.push(b',');
-                serde_json::to_writer(&mut *out, key).map_err(encode)?;
-                out.push(b':');
-                serde_json::to_writer(&mut *out, value).map_err(encode)?;
-            }
-            out.push(b'}');
-            true
-        }
-        (Job::Bytes(b), Some(id)) if b.first() == Some(&b'{') => {
-            if has_own_id(b) {
+/// [`ProcessError::Encode`] for a value serde cannot write.
+pub(super) fn json<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ProcessError> {
+    serde_json::to_vec(value).map_err(encode)
+}
+
+fn encode(source: serde_json::Error) -> ProcessError {
+    ProcessError::Encode { source }
+}
+
+/// `job` (checked JSON, without whitespace around it) as a JSON-lines
+/// request: the job and a newline; with `id`, a job that is an object gets
+/// `"kennel_id": id` as its first key (over a `kennel_id` of its own).
+/// Returns whether it got it.
+pub(super) fn line(job: &[u8], id: Option<u64>) -> Result<(Vec<u8>, bool), ProcessError> {
+    let mut out = Vec::new();
+    let carried = match id {
+        Some(id) if job.first() == Some(&b'{') => {
+            let _ = write!(out, "{{\"{ID_KEY}\":{id}");
+            if has_own_id(job) {
                 // Its own `kennel_id` goes: through the tree.
-                let tree: Value = serde_json::from_slice(b).map_err(encode)?;
-                return line(out, Job::Value(&tree), Some(id));
+                let mut tree: Map<String, Value> = serde_json::from_slice(job).map_err(encode)?;
+                tree.remove(ID_KEY);
+                rest_of_object(&mut out, &json(&tree)?);
+            } else {
+                rest_of_object(&mut out, job);
             }
-            write_id(out, id);
-            let rest = &b[1..];
-            if rest.iter().find(|c| !c.is_ascii_whitespace()) != Some(&b'}') {
-                out.push(b',');
-            }
-            one_line(out, rest);
             true
         }
-        (Job::Value(v), _) => {
-            serde_json::to_writer(&mut *out, v).map_err(encode)?;
-            false
-        }
-        (Job::Bytes(b), _) => {
-            one_line(out, b);
+        _ => {
+            one_line(&mut out, job);
             false
         }
     };
     out.push(b'\n');
-    Ok(carried)
-}
-
-/// `{"kennel_id":id`, the start of a request that carries its id.
-fn write_id(out: &mut Vec<u8>, id: u64) {
-    out.extend_from_slice(b"{\"");
-    out.extend_from_slice(ID_KEY.as_bytes());
-    out.extend_from_slice(b"\":");
-    out.extend_from_slice(id.to_string().as_bytes());
+    Ok((out, carried))
 }
 
 /// Whether checked JSON bytes of an object have a `kennel_id` key of their
-/// own (looked for through serde only when the key, or an escape that could
-/// spell it, is in the bytes).
+/// own (or duplicate keys, which the tree makes one).
 fn has_own_id(b: &[u8]) -> bool {
     #[derive(Deserialize)]
     struct IdPeek {
         #[serde(default, rename = "kennel_id")]
         id: Option<serde::de::IgnoredAny>,
     }
-    if !b.contains(&b'\\') && !b.windows(ID_KEY.len()).any(|w| w == ID_KEY.as_bytes()) {
-        return false;
-    }
-    // Duplicate keys fail here: the tree then keeps one.
     serde_json::from_slice::<IdPeek>(b).map_or(true, |p| p.id.is_some())
 }
 
-/// Writes `job` as a JSON-RPC call with `id` in `framing` into `out`: the
-/// pool's `method` with the job as params, or the job's own method and
-/// params. In `json-rpc`, with `token`, object params get
-/// `_meta.progressToken` (the id) unless they carry one. Returns the token
-/// the call's progress carries.
+/// `job` (checked JSON, without whitespace around it) as a JSON-RPC call
+/// with `id` in `framing`: the pool's `method` with the job as params, or
+/// the job's own method and params. In `json-rpc`, with `token`, object
+/// params get `_meta.progressToken` (the id) unless they carry one.
+/// Returns the call and the token its progress carries.
 ///
 /// # Errors
 ///
 /// [`ProcessError::NotACall`] when, without a method, the job is not a
-/// call; [`ProcessError::Encode`] for a tree serde cannot write.
+/// call; [`ProcessError::Encode`] for a job serde cannot read back.
 pub(super) fn call(
-    out: &mut Vec<u8>,
     framing: Framing,
     id: u64,
     method: Option<&str>,
-    job: Job<'_>,
+    job: &[u8],
     token: bool,
-) -> Result<Value, ProcessError> {
-    let (method, params): (Cow<'_, str>, Params<'_>) = match (method, job) {
-        (Some(m), Job::Value(v)) => (m.into(), Params::Value(v)),
-        (Some(m), Job::Bytes(b)) => (m.into(), Params::Bytes(b)),
-        (None, Job::Value(v)) => {
-            let (m, p) = rpc::call_of(None, v)?;
-            (m.into(), p.map_or(Params::None, Params::Value))
-        }
-        (None, Job::Bytes(b)) => match serde_json::from_slice::<CallShape<'_>>(b) {
-            Ok(shape) => (
-                shape.method,
-                shape
-                    .params
-                    .map_or(Params::None, |p| Params::Bytes(p.get().as_bytes())),
-            ),
-            // Not a call in the fast shape (another key, duplicate keys…):
-            // the tree says what is wrong, or writes it.
+) -> Result<(Vec<u8>, Value), ProcessError> {
+    let (method, params) = match method {
+        Some(m) => (Cow::Borrowed(m), Some(job)),
+        None => match serde_json::from_slice::<CallShape<'_>>(job) {
+            Ok(shape) => (shape.method, shape.params.map(|p| p.get().as_bytes())),
+            // Not a call in this shape (another key, duplicate keys…): the
+            // tree says what is wrong, or is written again without it.
             Err(_) => {
-                let tree: Value =
-                    serde_json::from_slice(b).map_err(|source| ProcessError::Encode { source })?;
-                return call(out, framing, id, None, Job::Value(&tree), token);
+                let tree: Value = serde_json::from_slice(job).map_err(encode)?;
+                check_call(&tree)?;
+                return call(framing, id, None, &json(&tree)?, token);
             }
         },
     };
-    let own = own_token(params);
+    let own = params.and_then(own_token);
     let add_token = token && framing == Framing::JsonRpc && own.is_none();
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    out.extend_from_slice(id.to_string().as_bytes());
-    out.extend_from_slice(b",\"method\":");
-    serde_json::to_writer(&mut *out, &*method).map_err(|source| ProcessError::Encode { source })?;
-    match params {
-        Params::None => {}
-        Params::Value(v) => {
-            out.extend_from_slice(b",\"params\":");
-            let with_token = add_token && v.is_object();
-            rpc::write_params(out, v, with_token.then_some(id))?;
-        }
-        Params::Bytes(b) => {
-            out.extend_from_slice(b",\"params\":");
-            if add_token && b.first() == Some(&b'{') {
-                if b.windows(5).any(|w| w == b"_meta") || b.contains(&b'\\') {
-                    // A `_meta` to merge into, or keys that may be spelt
-                    // with escapes: through the tree.
-                    let tree: Value = serde_json::from_slice(b)
-                        .map_err(|source| ProcessError::Encode { source })?;
-                    rpc::write_params(out, &tree, Some(id))?;
-                } else {
-                    out.extend_from_slice(b"{\"_meta\":{\"progressToken\":");
-                    out.extend_from_slice(id.to_string().as_bytes());
-                    out.push(b'}');
-                    let rest = &b[1..];
-                    if rest.iter().find(|c| !c.is_ascii_whitespace()) != Some(&b'}') {
-                        out.push(b',');
-                    }
-                    one_line(out, rest);
+    let mut out = Vec::new();
+    let _ = write!(out, "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":");
+    serde_json::to_writer(&mut out, &*method).map_err(encode)?;
+    if let Some(params) = params {
+        out.extend_from_slice(b",\"params\":");
+        if add_token && params.first() == Some(&b'{') {
+            if params.windows(5).any(|w| w == b"_meta") || params.contains(&b'\\') {
+                // A `_meta` to merge into, or keys that may be spelt with
+                // escapes: through the tree.
+                let mut tree: Map<String, Value> =
+                    serde_json::from_slice(params).map_err(encode)?;
+                let meta = tree.entry("_meta").or_insert_with(|| json!({}));
+                if !meta.is_object() {
+                    *meta = json!({});
                 }
-            } else if framing == Framing::ContentLength {
-                out.extend_from_slice(b);
+                meta["progressToken"] = id.into();
+                serde_json::to_writer(&mut out, &tree).map_err(encode)?;
             } else {
-                one_line(out, b);
+                let _ = write!(out, "{{\"_meta\":{{\"progressToken\":{id}}}");
+                rest_of_object(&mut out, params);
             }
+        } else if framing == Framing::ContentLength {
+            out.extend_from_slice(params);
+        } else {
+            one_line(&mut out, params);
         }
     }
     out.push(b'}');
-    if framing == Framing::ContentLength {
-        let header = format!("Content-Length: {}\r\n\r\n", out.len());
-        out.splice(0..0, header.into_bytes());
-    } else {
-        out.push(b'\n');
+    Ok((rpc::frame(framing, out), own.unwrap_or_else(|| id.into())))
+}
+
+/// Checks that a job is a method call: `{"method": "…", "params": …}`.
+fn check_call(job: &Value) -> Result<(), ProcessError> {
+    let not_a_call = |why: &str| ProcessError::NotACall {
+        message: format!(
+            "{why} (allowed: {{\"method\": \"…\", \"params\": …}}, or a pool with a method)"
+        ),
+    };
+    let Value::Object(map) = job else {
+        return Err(not_a_call("it is not an object"));
+    };
+    let Some(Value::String(_)) = map.get("method") else {
+        return Err(not_a_call("it has no \"method\" string"));
+    };
+    if let Some(key) = map.keys().find(|k| *k != "method" && *k != "params") {
+        return Err(not_a_call(&format!("it has the key {key:?}")));
     }
-    Ok(own.unwrap_or_else(|| id.into()))
+    Ok(())
 }
 
 /// The progress token params carry themselves (`_meta.progressToken`).
-fn own_token(params: Params<'_>) -> Option<Value> {
-    match params {
-        Params::None => None,
-        Params::Value(v) => v.get("_meta")?.get("progressToken").cloned(),
-        Params::Bytes(b) if b.first() == Some(&b'{') => {
-            serde_json::from_slice::<MetaPeek>(b)
-                .ok()?
-                .meta?
-                .progress_token
-        }
-        Params::Bytes(_) => None,
+fn own_token(params: &[u8]) -> Option<Value> {
+    if params.first() != Some(&b'{') {
+        return None;
     }
+    let peek = serde_json::from_slice::<MetaPeek>(params).ok()?;
+    peek.meta?.progress_token
+}
+
+/// Appends the rest of the checked JSON object `object` after a member
+/// already written: a comma unless it has no member, then its members.
+fn rest_of_object(out: &mut Vec<u8>, object: &[u8]) {
+    let rest = &object[1..];
+    if rest.iter().find(|c| !c.is_ascii_whitespace()) != Some(&b'}') {
+        out.push(b',');
+    }
+    one_line(out, rest);
 }
 
 /// Appends checked JSON with each newline and carriage return as a space.
 fn one_line(out: &mut Vec<u8>, json: &[u8]) {
-    let at = out.len();
-    out.extend_from_slice(json);
-    if json.iter().any(|&b| b == b'\n' || b == b'\r') {
-        for b in &mut out[at..] {
-            if *b == b'\n' || *b == b'\r' {
-                *b = b' ';
-            }
-        }
-    }
+    out.extend(json.iter().map(|&b| match b {
+        b'\n' | b'\r' => b' ',
+        b => b,
+    }));
 }
 
 #[cfg(test)]
@@ -259,23 +216,13 @@ mod tests {
     use super::*;
 
     fn written(framing: Framing, method: Option<&str>, job: &str, token: bool) -> String {
-        let mut out = Vec::new();
-        call(
-            &mut out,
-            framing,
-            7,
-            method,
-            Job::Bytes(job.as_bytes()),
-            token,
-        )
-        .unwrap();
+        let (out, _) = call(framing, 7, method, job.as_bytes(), token).unwrap();
         String::from_utf8(out).unwrap()
     }
 
     #[test]
     fn bytes_go_out_as_they_came_on_one_line() {
-        let mut out = Vec::new();
-        line(&mut out, Job::Bytes(b"{\"b\":1,\r\n \"a\":2.50}"), None).unwrap();
+        let (out, _) = line(b"{\"b\":1,\r\n \"a\":2.50}", None).unwrap();
         assert_eq!(out, b"{\"b\":1,   \"a\":2.50}\n");
         assert_eq!(
             written(
@@ -288,15 +235,14 @@ mod tests {
         );
     }
 
-    fn with_id(job: Job<'_>) -> (String, bool) {
-        let mut out = Vec::new();
-        let carried = line(&mut out, job, Some(7)).unwrap();
+    fn with_id(job: &[u8]) -> (String, bool) {
+        let (out, carried) = line(job, Some(7)).unwrap();
         (String::from_utf8(out).unwrap(), carried)
     }
 
     #[test]
     fn only_an_object_job_carries_its_id_first_and_its_own_is_replaced() {
-        let bytes = |b: &'static str| with_id(Job::Bytes(b.as_bytes()));
+        let bytes = |b: &'static str| with_id(b.as_bytes());
         assert_eq!(
             bytes(r#"{"b":1, "a":2.50}"#),
             ("{\"kennel_id\":7,\"b\":1, \"a\":2.50}\n".to_owned(), true)
@@ -319,16 +265,13 @@ mod tests {
             assert_eq!(v, json!({"kennel_id": 7, "a": 1}), "{own}");
         }
         let tree = json!({"z": 1, "kennel_id": "mine", "a": [2]});
-        let (text, carried) = with_id(Job::Value(&tree));
+        let (text, carried) = with_id(&json(&tree).unwrap());
         assert!(carried);
         assert!(text.starts_with("{\"kennel_id\":7,"), "{text}");
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v, json!({"kennel_id": 7, "z": 1, "a": [2]}));
-        assert_eq!(with_id(Job::Value(&json!({}))).0, "{\"kennel_id\":7}\n");
-        assert_eq!(
-            with_id(Job::Value(&json!([1]))),
-            ("[1]\n".to_owned(), false)
-        );
+        assert_eq!(with_id(b"{}").0, "{\"kennel_id\":7}\n");
+        assert_eq!(with_id(b"[1]"), ("[1]\n".to_owned(), false));
     }
 
     #[test]
@@ -375,13 +318,11 @@ mod tests {
             text,
             "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"echo\",\"params\":[1, 2]}\n"
         );
-        let mut out = Vec::new();
         let err = call(
-            &mut out,
             Framing::JsonRpc,
             1,
             None,
-            Job::Bytes(br#"{"method":"m","id":1}"#),
+            br#"{"method":"m","id":1}"#,
             false,
         )
         .unwrap_err();
@@ -394,27 +335,43 @@ mod tests {
 
     #[test]
     fn the_token_a_job_carries_is_the_one_its_progress_is_matched_by() {
-        let mut out = Vec::new();
-        let w = call(
-            &mut out,
-            Framing::JsonRpc,
-            3,
-            Some("m"),
-            Job::Bytes(br#"{"_meta":{"progressToken":"abc"}}"#),
-            true,
-        )
-        .unwrap();
+        let job = br#"{"_meta":{"progressToken":"abc"}}"#;
+        let (_, w) = call(Framing::JsonRpc, 3, Some("m"), job, true).unwrap();
         assert_eq!(w, json!("abc"));
-        out.clear();
-        let w = call(
-            &mut out,
-            Framing::JsonRpc,
-            3,
-            Some("m"),
-            Job::Bytes(b"{}"),
-            false,
-        )
-        .unwrap();
+        let (_, w) = call(Framing::JsonRpc, 3, Some("m"), b"{}", false).unwrap();
         assert_eq!(w, json!(3));
+    }
+
+    #[test]
+    fn a_job_is_a_call_only_in_the_shape_of_one() {
+        let text = written(
+            Framing::JsonRpc,
+            None,
+            r#"{"params":[1],"method":"m"}"#,
+            false,
+        );
+        assert!(text.contains(r#""method":"m","params":[1]}"#), "{text}");
+        let dup = written(
+            Framing::JsonRpc,
+            None,
+            r#"{"method":"a","method":"m"}"#,
+            false,
+        );
+        assert!(dup.contains(r#""method":"m"}"#), "{dup}");
+        for (job, why) in [
+            ("[1]", "it is not an object"),
+            (r#"{"text":"x"}"#, "it has no \"method\" string"),
+            (r#"{"method":"m","id":1}"#, "it has the key \"id\""),
+        ] {
+            let err = call(Framing::JsonRpc, 1, None, job.as_bytes(), false).unwrap_err();
+            assert!(err.to_string().contains(why), "{err}");
+        }
+        let text = written(
+            Framing::JsonRpc,
+            Some("tools/call"),
+            r#"{"name":"t"}"#,
+            false,
+        );
+        assert!(text.ends_with("\"method\":\"tools/call\",\"params\":{\"name\":\"t\"}}\n"));
     }
 }

@@ -20,10 +20,11 @@ const EXIT_STATUS_WAIT: Duration = Duration::from_millis(200);
 const REAP_WAIT: Duration = Duration::from_secs(1);
 
 /// How long to wait, once the worker has been reaped, for the last of its
-/// stderr to be read, so that an error carries its last words. Its stderr
-/// closes when the last process of its group has ended; one that left the
-/// group and keeps the pipe open only costs this wait.
-const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
+/// stderr to be read, so that its exit and an error carry its last words
+/// (often the lines it wrote just before it died). Its stderr closes when
+/// the last process of its group has ended; one that left the group and
+/// keeps the pipe open only costs this wait.
+pub(super) const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
 
 impl Coprocess {
     /// Ends the worker gracefully and returns how it ended.
@@ -48,20 +49,18 @@ impl Coprocess {
         if let Ok(exit) = tokio::time::timeout(grace, &mut exited).await {
             return exit;
         }
-        tracing::debug!(
-            pool = self.label.pool.as_deref(),
-            slot = self.label.slot,
-            pid = self.pid,
+        event!(
+            debug,
+            self,
             "worker did not exit after stdin closed; sending SIGTERM"
         );
         self.group.signal(Signal::SIGTERM);
         if let Ok(exit) = tokio::time::timeout(grace, &mut exited).await {
             return exit;
         }
-        tracing::warn!(
-            pool = self.label.pool.as_deref(),
-            slot = self.label.slot,
-            pid = self.pid,
+        event!(
+            warn,
+            self,
             "worker did not exit after SIGTERM; sending SIGKILL"
         );
         self.group.signal(Signal::SIGKILL);
@@ -73,7 +72,7 @@ impl Coprocess {
     /// the process is gone and [`exited`](Self::exited) has resolved.
     /// Returns `err`, after logging it.
     pub(super) async fn break_stream(&mut self, err: ProcessError) -> ProcessError {
-        tracing::warn!(pool = self.label.pool.as_deref(), slot = self.label.slot, pid = self.pid, %err, "killing the worker: its output can no longer be trusted");
+        event!(warn, self, %err, "killing the worker: its output can no longer be trusted");
         self.phase = Phase::Broken;
         if self.watched
             && let ProcessError::Protocol { message, .. } = err
@@ -120,12 +119,7 @@ impl Coprocess {
     /// marks the stream broken, kills the group and waits (a bounded time)
     /// for the exit.
     pub(super) async fn break_after_eof(&mut self, what: &str) -> Option<ExitStatus> {
-        tracing::warn!(
-            pool = self.label.pool.as_deref(),
-            slot = self.label.slot,
-            pid = self.pid,
-            "worker failed before responding: {what}"
-        );
+        event!(warn, self, "worker failed before responding: {what}");
         self.phase = Phase::Broken;
         self.stdin = None;
         if let Some(status) = self.wait_for_exit(EXIT_STATUS_WAIT).await {
@@ -133,18 +127,6 @@ impl Coprocess {
         }
         self.group.signal(Signal::SIGKILL);
         self.wait_for_exit(REAP_WAIT).await
-    }
-
-    /// The warm-up failed for `reason` (the end of its stdout, a failed
-    /// write): the worker is killed, and its error says how it ended.
-    pub(super) async fn not_ready(&mut self, reason: String) -> ProcessError {
-        let status = self.break_after_eof(&reason).await;
-        let stderr = self.last_words().await;
-        ProcessError::NotReady {
-            reason,
-            status,
-            stderr,
-        }
     }
 
     /// Waits at most `limit` for the exit; returns its status if it came.

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::encode::{self, Job};
+use super::encode;
 use super::read::Reading;
 use super::reply;
 use super::{Coprocess, Open, Phase};
@@ -17,7 +17,7 @@ use crate::crash;
 use crate::error::ProcessError;
 use crate::group::ProcessGroup;
 use crate::json::JsonBytes;
-use crate::lines::{Line, excerpt};
+use crate::lines::excerpt;
 use crate::progress::Progress;
 
 impl Coprocess {
@@ -64,23 +64,7 @@ impl Coprocess {
             return self.handshake().await;
         }
         loop {
-            let bytes = match self.stdout.lines().next_line().await {
-                Ok(Line::Complete(bytes)) => bytes,
-                Ok(Line::TooLong(head)) => {
-                    return Err(self.protocol_error(self.too_long(&head)).await);
-                }
-                Ok(Line::Eof { .. }) => {
-                    let what = "it closed its stdout before its ready line";
-                    return Err(self.ended(Reading::WarmUp, what).await);
-                }
-                Err(err) => {
-                    let reason = format!("reading its stdout failed: {err}");
-                    return Err(self.not_ready(reason).await);
-                }
-            };
-            if bytes.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
+            let bytes = self.next_message(Reading::WarmUp).await?;
             match serde_json::from_slice::<Value>(&bytes) {
                 Ok(mut value) if value.get("ready") == Some(&Value::Bool(true)) => {
                     self.phase = Phase::Idle;
@@ -94,15 +78,10 @@ impl Coprocess {
                             self.about = Some(value.to_string());
                         }
                     }
-                    tracing::debug!(
-                        pool = self.label.pool.as_deref(),
-                        slot = self.label.slot,
-                        pid = self.pid,
-                        "worker is ready"
-                    );
+                    event!(debug, self, "worker is ready");
                     return Ok(());
                 }
-                Ok(value) if is_error_reply(&value) => {
+                Ok(value) if value.get("error") == Some(&Value::Bool(true)) => {
                     let err = ProcessError::NotReady {
                         reason: reply::message_of(value.get("message").cloned()),
                         status: None,
@@ -111,10 +90,9 @@ impl Coprocess {
                     return Err(self.break_stream(err).await);
                 }
                 _ => {
-                    tracing::warn!(
-                        pool = self.label.pool.as_deref(),
-                        slot = self.label.slot,
-                        pid = self.pid,
+                    event!(
+                        warn,
+                        self,
                         line = %excerpt(&bytes),
                         "worker wrote a line before its ready line; skipped"
                     );
@@ -171,10 +149,7 @@ impl Coprocess {
     /// does, on an abort or a timeout); in JSON-RPC a later request also
     /// works, the dropped one's reply being skipped by its id.
     pub async fn request(&mut self, request: &Value) -> Result<Value, ProcessError> {
-        let reply = self.job(Job::Value(request), None).await?;
-        reply
-            .to_value()
-            .map_err(|source| ProcessError::Decode { source })
+        self.call(request).await
     }
 
     /// As [`request`](Self::request), the reply as the worker wrote it:
@@ -189,7 +164,7 @@ impl Coprocess {
     ///
     /// As [`request`](Self::request).
     pub async fn request_raw(&mut self, request: &Value) -> Result<Box<RawValue>, ProcessError> {
-        Ok(self.job(Job::Value(request), None).await?.into_raw())
+        Ok(self.job(&encode::json(request)?, None).await?.into_raw())
     }
 
     /// As [`request_raw`](Self::request_raw), with each progress item the
@@ -208,9 +183,8 @@ impl Coprocess {
         request: &Value,
         mut on_progress: impl FnMut(Progress) + Send,
     ) -> Result<Box<RawValue>, ProcessError> {
-        let reply = self
-            .job(Job::Value(request), Some(&mut on_progress))
-            .await?;
+        let job = encode::json(request)?;
+        let reply = self.job(&job, Some(&mut on_progress)).await?;
         Ok(reply.into_raw())
     }
 
@@ -249,7 +223,7 @@ impl Coprocess {
         job: &JsonBytes<B>,
         on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
     ) -> Result<JsonBytes, ProcessError> {
-        self.job(Job::Bytes(job.as_bytes()), on_progress).await
+        self.job(job.as_bytes(), on_progress).await
     }
 
     /// Sends a typed request and decodes the typed reply, through serde.
@@ -283,9 +257,7 @@ impl Coprocess {
         Req: Serialize + ?Sized,
         Resp: DeserializeOwned,
     {
-        let request =
-            serde_json::to_value(request).map_err(|source| ProcessError::Encode { source })?;
-        let reply = self.job(Job::Value(&request), None).await?;
+        let reply = self.job(&encode::json(request)?, None).await?;
         serde_json::from_slice(reply.as_bytes()).map_err(|source| ProcessError::Decode { source })
     }
 
@@ -293,7 +265,7 @@ impl Coprocess {
     /// left to a pool that watches the end ([`crash::leave_to_pool`]).
     async fn job(
         &mut self,
-        job: Job<'_>,
+        job: &[u8],
         on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
     ) -> Result<JsonBytes, ProcessError> {
         let reply = self.exchange(job, on_progress).await;
@@ -306,7 +278,7 @@ impl Coprocess {
     /// Sends `job` and reads its reply, the worker's end as `Crashed`.
     pub(super) async fn exchange(
         &mut self,
-        job: Job<'_>,
+        job: &[u8],
         on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
     ) -> Result<JsonBytes, ProcessError> {
         let rpc = self.talk.framing.is_rpc();
@@ -332,28 +304,23 @@ impl Coprocess {
             Phase::InFlight => {}
             Phase::Broken => return Err(self.crashed_now()),
         }
-        let mut out = Vec::new();
-        let open = if rpc {
-            let id = self.next_id;
+        let id = self.next_id;
+        let (out, carries_id, token) = if rpc {
             // A token only for someone who reads the progress.
             let token = on_progress.is_some() || self.heartbeat.is_watched();
             let method = self.talk.method.as_deref();
-            let token = encode::call(&mut out, self.talk.framing, id, method, job, token)?;
+            let (out, token) = encode::call(self.talk.framing, id, method, job, token)?;
             self.next_id += 1;
-            Open {
-                id,
-                carries_id: false,
-                token,
-            }
+            (out, false, token)
         } else {
-            let id = self.next_id;
-            let carries_id = encode::line(&mut out, job, self.talk.job_ids.then_some(id))?;
+            let (out, carries_id) = encode::line(job, self.talk.job_ids.then_some(id))?;
             self.next_id += u64::from(carries_id);
-            Open {
-                id,
-                carries_id,
-                token: Value::Null,
-            }
+            (out, carries_id, Value::Null)
+        };
+        let open = Open {
+            id,
+            carries_id,
+            token,
         };
         self.phase = Phase::InFlight;
         self.open = Some(open.clone());
@@ -374,7 +341,7 @@ impl Coprocess {
         let mut ignore = |_: Progress| {};
         let on_progress = on_progress.unwrap_or(&mut ignore);
         let result = if rpc {
-            self.rpc_reply(&open, on_progress).await
+            self.rpc_reply(&open, None, on_progress).await
         } else {
             self.line_reply(&open, on_progress).await
         };
@@ -400,8 +367,4 @@ impl Drop for KillOnDrop {
             group.signal(Signal::SIGKILL);
         }
     }
-}
-
-fn is_error_reply(value: &Value) -> bool {
-    value.get("error") == Some(&Value::Bool(true))
 }

@@ -25,10 +25,10 @@ impl Coprocess {
         let framing = self.talk.framing;
         if !self.handshake_sent {
             let params = Some(&handshake.params);
-            let bytes = rpc::request(framing, HANDSHAKE_ID, &handshake.method, params)?;
+            let bytes = rpc::request(framing, HANDSHAKE_ID, "initialize", params);
             if let Err(err) = self.write(&bytes).await {
-                let reason = format!("writing the handshake failed: {err}");
-                return Err(self.not_ready(reason).await);
+                let what = format!("writing the handshake failed: {err}");
+                return Err(self.ended(Reading::WarmUp, &what).await);
             }
             self.handshake_sent = true;
         }
@@ -43,17 +43,12 @@ impl Coprocess {
                     if let Some(method) = &handshake.initialized {
                         let note = rpc::notification(framing, method, &serde_json::json!({}));
                         if let Err(err) = self.write(&note).await {
-                            let reason = format!("writing {method} failed: {err}");
-                            return Err(self.not_ready(reason).await);
+                            let what = format!("writing {method} failed: {err}");
+                            return Err(self.ended(Reading::WarmUp, &what).await);
                         }
                     }
                     self.phase = Phase::Idle;
-                    tracing::debug!(
-                        pool = self.label.pool.as_deref(),
-                        slot = self.label.slot,
-                        pid = self.pid,
-                        "worker answered the handshake; ready"
-                    );
+                    event!(debug, self, "worker answered the handshake; ready");
                     return Ok(());
                 }
                 Inbound::Response {
@@ -62,7 +57,7 @@ impl Coprocess {
                 } => {
                     let reason = match &err {
                         ProcessError::Worker { message, .. } => {
-                            format!("it answered {} with an error: {message}", handshake.method)
+                            format!("it answered initialize with an error: {message}")
                         }
                         other => other.to_string(),
                     };

@@ -15,6 +15,19 @@ use crate::frames::Frames;
 use crate::framing::{Framing, Handshake};
 use crate::group::ProcessGroup;
 
+/// A `tracing` event about a coprocess, with its `pool`, `slot` and `pid`:
+/// `event!(warn, self, %err, "…")`.
+macro_rules! event {
+    ($level:ident, $me:expr, $($rest:tt)+) => {
+        tracing::$level!(
+            pool = $me.label.pool.as_deref(),
+            slot = $me.label.slot,
+            pid = $me.pid,
+            $($rest)+
+        )
+    };
+}
+
 mod budget;
 mod cancel;
 mod encode;
@@ -114,21 +127,6 @@ struct Label {
 /// One task per coprocess owns the [`Child`](tokio::process::Child) and waits
 /// for it; it publishes the exit, so [`exited`](Self::exited) and
 /// [`kill`](Self::kill) never borrow the worker.
-///
-/// # Example
-///
-/// ```no_run
-/// use kennel_process::CoprocessSpec;
-/// use serde_json::json;
-///
-/// # async fn demo() -> Result<(), kennel_process::ProcessError> {
-/// let mut worker = CoprocessSpec::new(["python3", "examples/workers/echo.py"]).spawn()?;
-/// worker.ready().await?;
-/// let reply = worker.request(&json!({"hello": "world"})).await?;
-/// assert_eq!(reply, json!({"hello": "world"}));
-/// worker.close().await;
-/// # Ok(()) }
-/// ```
 ///
 /// [`CoprocessSpec::spawn`]: crate::CoprocessSpec::spawn
 /// [`max_line_bytes`]: crate::CoprocessSpec::max_line_bytes
@@ -323,13 +321,10 @@ impl Worker for Coprocess {
         if self.try_exited().is_some() {
             return Err("the worker has ended".into());
         }
-        match self.probe.clone() {
-            Some(request) => {
-                let probe = self.exchange(encode::Job::Value(&request), None).await;
-                probe.map(drop).map_err(Into::into)
-            }
-            None => Ok(()),
+        if let Some(request) = self.probe.clone() {
+            self.exchange(&encode::json(&*request)?, None).await?;
         }
+        Ok(())
     }
 
     async fn close(self) {

@@ -10,7 +10,7 @@ use crate::lines::excerpt;
 /// What the read was for, which decides the error of an end.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Reading {
-    /// The warm-up (a handshake): an end is `NotReady`.
+    /// The warm-up (a ready line, a handshake): an end is `NotReady`.
     WarmUp,
     /// A reply: an end is `Crashed`.
     Reply,
@@ -33,14 +33,21 @@ impl Coprocess {
         };
         match frame {
             Frame::Message(bytes) => Ok(bytes),
-            Frame::TooLong(head) => Err(self.protocol_error(self.too_long(&head)).await),
+            Frame::TooLong(head) => {
+                let message = format!(
+                    "a line is over the {}-byte limit; it starts with {}",
+                    self.max_line_bytes,
+                    excerpt(&head)
+                );
+                Err(self.protocol_error(message).await)
+            }
             Frame::BadHeader(message) => {
                 let message = format!("the worker broke the Content-Length framing: {message}");
                 Err(self.protocol_error(message).await)
             }
             Frame::Eof => {
                 let what = match reading {
-                    Reading::WarmUp => "it closed its stdout before it answered the handshake",
+                    Reading::WarmUp => "it closed its stdout before it was ready",
                     Reading::Reply => "it closed its stdout before replying",
                 };
                 Err(self.ended(reading, what).await)
@@ -54,25 +61,14 @@ impl Coprocess {
         let stderr = self.last_words().await;
         match reading {
             Reading::WarmUp => ProcessError::NotReady {
-                reason: match &status {
-                    Some(status) => status.to_string(),
-                    None => "it closed its stdout".to_owned(),
-                },
+                reason: status
+                    .as_ref()
+                    .map_or_else(|| what.to_owned(), ToString::to_string),
                 status,
                 stderr,
             },
             Reading::Reply => ProcessError::Crashed { status, stderr },
         }
-    }
-
-    /// The protocol error's message for a line over the limit that starts
-    /// with `head`.
-    pub(super) fn too_long(&self, head: &[u8]) -> String {
-        format!(
-            "a line is over the {}-byte limit; it starts with {}",
-            self.max_line_bytes,
-            excerpt(head)
-        )
     }
 
     /// Writes `bytes` to the worker's stdin and flushes.

@@ -3,19 +3,14 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use kennel::{ExitSignal, ExitStatus};
 use tokio::process::Child;
 
 use super::Label;
+use super::ending::LAST_WORDS_WAIT;
 use super::stderr::StderrTail;
 use crate::group::ProcessGroup;
-
-/// How long the exit waits, once the child is reaped, for the rest of its
-/// stderr: its last words are often the lines it wrote just before it died.
-/// Bounded, as a child of the worker may hold the pipe open.
-const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
 
 /// Owns the child, waits for it, kills what is left of its group and
 /// records the exit with the worker's last words.

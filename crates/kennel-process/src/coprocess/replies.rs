@@ -98,10 +98,9 @@ impl Coprocess {
     /// lends the next job another.
     pub(super) fn nothing_after_reply(&mut self) {
         if let Some(head) = self.stdout.lines().unsolicited() {
-            tracing::warn!(
-                pool = self.label.pool.as_deref(),
-                slot = self.label.slot,
-                pid = self.pid,
+            event!(
+                warn,
+                self,
                 line = %excerpt(&head),
                 "the worker wrote more than one line for a request; killing it"
             );
@@ -109,12 +108,13 @@ impl Coprocess {
         }
     }
 
-    /// JSON-RPC: the response with the request's id; progress with its
-    /// token goes to `on_progress`; anything else is skipped (a request of
-    /// the worker's is answered).
+    /// JSON-RPC: the response with the request's id (or with `also`, a
+    /// cancel's `ping`); progress with its token goes to `on_progress`;
+    /// anything else is skipped (a request of the worker's is answered).
     pub(super) async fn rpc_reply(
         &mut self,
         open: &Open,
+        also: Option<u64>,
         on_progress: &mut (dyn FnMut(Progress) + Send),
     ) -> Result<JsonBytes, ProcessError> {
         loop {
@@ -123,7 +123,7 @@ impl Coprocess {
                 Inbound::Response {
                     id: Some(id),
                     outcome,
-                } if id == open.id => {
+                } if id == open.id || Some(id) == also => {
                     self.settled();
                     return outcome.map(JsonBytes::from_raw);
                 }
@@ -145,38 +145,25 @@ impl Coprocess {
                 // A closed pipe shows as the end of stdout, next read.
                 let _ = self.write(&answer).await;
             }
-            Inbound::Notification { method } => {
-                tracing::debug!(
-                    pool = self.label.pool.as_deref(),
-                    slot = self.label.slot,
-                    pid = self.pid,
-                    %method,
-                    "skipped a notification"
-                );
-            }
-            Inbound::Response { .. } | Inbound::Progress { .. } => {
-                tracing::debug!(
-                    pool = self.label.pool.as_deref(),
-                    slot = self.label.slot,
-                    pid = self.pid,
-                    message = %excerpt(bytes),
-                    "skipped a message that is not for the request in hand"
-                );
-            }
             Inbound::Other | Inbound::NotJson(_) => {
                 let why = match &message {
                     Inbound::NotJson(err) => err.as_str(),
                     _ => "JSON, but not a JSON-RPC message",
                 };
-                tracing::warn!(
-                    pool = self.label.pool.as_deref(),
-                    slot = self.label.slot,
-                    pid = self.pid,
+                event!(
+                    warn,
+                    self,
                     line = %excerpt(bytes),
                     why,
                     "worker wrote a message that is not JSON-RPC; skipped"
                 );
             }
+            _ => event!(
+                debug,
+                self,
+                message = %excerpt(bytes),
+                "skipped a message that is not for the request in hand"
+            ),
         }
     }
 

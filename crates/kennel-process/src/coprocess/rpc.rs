@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 
 use serde::Deserialize;
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -27,7 +26,7 @@ pub(super) enum Inbound {
     /// A request from the worker to kennel (MCP's `ping`, `roots/list`…).
     Request { id: Box<RawValue>, method: String },
     /// Any other notification.
-    Notification { method: String },
+    Notification,
     /// JSON, but not a JSON-RPC message.
     Other,
     /// Not JSON.
@@ -76,9 +75,7 @@ pub(super) fn classify(bytes: &[u8]) -> Inbound {
             },
             None => match progress_of(&method, envelope.params) {
                 Some((token, progress)) => Inbound::Progress { token, progress },
-                None => Inbound::Notification {
-                    method: method.into_owned(),
-                },
+                None => Inbound::Notification,
             },
         };
     }
@@ -149,88 +146,13 @@ fn progress_of(method: &str, params: Option<Value>) -> Option<(Value, Progress)>
     }
 }
 
-/// A request's params, with `_meta.progressToken` added (MCP servers send
-/// progress only for a request that carries one).
-struct WithToken<'a> {
-    params: &'a Map<String, Value>,
-    token: u64,
-}
-
-impl Serialize for WithToken<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(serde::Serialize)]
-        struct Meta {
-            #[serde(rename = "progressToken")]
-            progress_token: u64,
-        }
-        let mut map = s.serialize_map(Some(self.params.len() + 1))?;
-        for (k, v) in self.params {
-            if k != "_meta" {
-                map.serialize_entry(k, v)?;
-            }
-        }
-        match self.params.get("_meta") {
-            // Other `_meta` keys are kept beside the token.
-            Some(Value::Object(meta)) => {
-                let mut meta = meta.clone();
-                meta.insert("progressToken".to_owned(), self.token.into());
-                map.serialize_entry("_meta", &meta)?;
-            }
-            _ => map.serialize_entry(
-                "_meta",
-                &Meta {
-                    progress_token: self.token,
-                },
-            )?,
-        }
-        map.end()
-    }
-}
-
-#[derive(serde::Serialize)]
-struct Call<'a> {
-    jsonrpc: &'static str,
-    id: u64,
-    method: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a Value>,
-}
-
-/// Writes `params` into `out`, with `_meta.progressToken` set to `token`
-/// when given (`params` an object that carries none).
-///
-/// # Errors
-///
-/// [`ProcessError::Encode`] for a tree serde cannot write.
-pub(super) fn write_params(
-    out: &mut Vec<u8>,
-    params: &Value,
-    token: Option<u64>,
-) -> Result<(), ProcessError> {
-    let written = match (params, token) {
-        (Value::Object(map), Some(token)) => {
-            serde_json::to_writer(&mut *out, &WithToken { params: map, token })
-        }
-        _ => serde_json::to_writer(&mut *out, params),
-    };
-    written.map_err(|source| ProcessError::Encode { source })
-}
-
 /// A request of kennel's own (the handshake, a ping), framed.
-pub(super) fn request(
-    framing: Framing,
-    id: u64,
-    method: &str,
-    params: Option<&Value>,
-) -> Result<Vec<u8>, ProcessError> {
-    let call = Call {
-        jsonrpc: "2.0",
-        id,
-        method,
-        params,
-    };
-    let body = serde_json::to_vec(&call).map_err(|source| ProcessError::Encode { source })?;
-    Ok(frame(framing, body))
+pub(super) fn request(framing: Framing, id: u64, method: &str, params: Option<&Value>) -> Vec<u8> {
+    let mut body = json!({"jsonrpc": "2.0", "id": id, "method": method});
+    if let Some(params) = params {
+        body["params"] = params.clone();
+    }
+    frame(framing, body.to_string().into_bytes())
 }
 
 /// A notification, framed.
@@ -267,7 +189,8 @@ pub(super) fn cancel(framing: Framing, id: u64) -> Vec<u8> {
     }
 }
 
-fn frame(framing: Framing, mut body: Vec<u8>) -> Vec<u8> {
+/// `body` framed: a line, or a `Content-Length` frame.
+pub(super) fn frame(framing: Framing, mut body: Vec<u8>) -> Vec<u8> {
     if framing == Framing::ContentLength {
         let mut framed = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
         framed.append(&mut body);
@@ -278,32 +201,6 @@ fn frame(framing: Framing, mut body: Vec<u8>) -> Vec<u8> {
     }
 }
 
-/// A job as a method call: the pool's method with the job as params, or
-/// the job's own `{"method": …, "params": …}`.
-pub(super) fn call_of<'a>(
-    method: Option<&'a str>,
-    job: &'a Value,
-) -> Result<(&'a str, Option<&'a Value>), ProcessError> {
-    if let Some(method) = method {
-        return Ok((method, Some(job)));
-    }
-    let not_a_call = |why: &str| ProcessError::NotACall {
-        message: format!(
-            "{why} (allowed: {{\"method\": \"…\", \"params\": …}}, or a pool with a method)"
-        ),
-    };
-    let Value::Object(map) = job else {
-        return Err(not_a_call("it is not an object"));
-    };
-    let Some(Value::String(method)) = map.get("method") else {
-        return Err(not_a_call("it has no \"method\" string"));
-    };
-    if let Some(key) = map.keys().find(|k| *k != "method" && *k != "params") {
-        return Err(not_a_call(&format!("it has the key {key:?}")));
-    }
-    Ok((method, map.get("params")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,10 +209,10 @@ mod tests {
     fn a_request_gets_a_progress_token_in_json_rpc_only() {
         let params = json!({"name": "x"});
         let request = |framing, method| {
-            let mut out = Vec::new();
-            let job = super::super::encode::Job::Value(&params);
-            super::super::encode::call(&mut out, framing, 7, Some(method), job, true).unwrap();
-            out
+            let job = super::super::encode::json(&params).unwrap();
+            super::super::encode::call(framing, 7, Some(method), &job, true)
+                .unwrap()
+                .0
         };
         let line = request(Framing::JsonRpc, "tools/call");
         let v: Value = serde_json::from_slice(&line).unwrap();
@@ -368,18 +265,5 @@ mod tests {
         assert!(matches!(classify(br#"{"ready":true}"#), Inbound::Other));
         assert!(matches!(classify(b"[1]"), Inbound::Other));
         assert!(matches!(classify(b"Starting..."), Inbound::NotJson(_)));
-    }
-
-    #[test]
-    fn a_job_is_a_call_only_in_the_shape_of_one() {
-        let job = json!({"method": "m", "params": [1]});
-        assert_eq!(call_of(None, &job).unwrap(), ("m", Some(&json!([1]))));
-        assert!(call_of(None, &json!({"text": "x"})).is_err());
-        assert!(call_of(None, &json!({"method": "m", "id": 1})).is_err());
-        let job = json!({"name": "t"});
-        assert_eq!(
-            call_of(Some("tools/call"), &job).unwrap(),
-            ("tools/call", Some(&job))
-        );
     }
 }

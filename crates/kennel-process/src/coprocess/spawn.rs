@@ -30,17 +30,13 @@ fn cpu_set(cpus: Option<&[usize]>) -> Option<nix::sched::CpuSet> {
 
 impl Coprocess {
     pub(crate) fn spawn(spec: &CoprocessSpec) -> Result<Self, ProcessError> {
-        let program = spec
-            .argv
-            .first()
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let Some((first, rest)) = spec.argv.split_first() else {
             return Err(ProcessError::Spawn {
-                program,
+                program: String::new(),
                 source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "the argv is empty"),
             });
         };
+        let program = first.to_string_lossy().into_owned();
         let mut command = Command::new(first);
         command
             .args(rest)
@@ -114,18 +110,13 @@ impl Coprocess {
             about: None,
             heartbeat: kennel::Heartbeat::new(),
             exit,
-            phase: if spec.framing.is_rpc() {
-                // The warm-up of a JSON-RPC worker is its handshake, if any.
-                if spec.handshake.is_some() {
-                    Phase::Warming
-                } else {
-                    Phase::Idle
-                }
+            // The warm-up of a JSON-RPC worker is its handshake, if any.
+            phase: if spec.framing.is_rpc() && spec.handshake.is_some()
+                || !spec.framing.is_rpc() && spec.ready == ReadyMode::Line
+            {
+                Phase::Warming
             } else {
-                match spec.ready {
-                    ReadyMode::Line => Phase::Warming,
-                    ReadyMode::Immediate => Phase::Idle,
-                }
+                Phase::Idle
             },
             max_line_bytes: spec.max_line_bytes,
             close_grace: spec.close_grace,

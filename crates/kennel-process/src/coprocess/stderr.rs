@@ -9,10 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::process::ChildStderr;
 use tokio::sync::watch;
 
-use tokio::time::Instant;
-
 use super::Label;
-use super::budget::{DROP_NOTE_EVERY, STDERR_BYTES_PER_SEC, STDERR_LINES_PER_SEC, StderrBudget};
+use super::budget::{STDERR_BYTES_PER_SEC, STDERR_LINES_PER_SEC, StderrBudget};
 use crate::lines::{Line, LineReader, Overflow};
 
 /// The longest stderr line forwarded whole; longer ones are cut.
@@ -156,98 +154,47 @@ pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32, 
     // Closed however this task ends, even when its runtime stops.
     let _closed = CloseOnDrop(tail.clone());
     let mut budget = StderrBudget::new();
-    let mut drops = Drops::new(&label, pid);
+    let (pool, slot) = (label.pool.as_deref(), label.slot);
+    let dropped_lines = metrics::counter!(
+        "kennel_worker_stderr_dropped_lines_total",
+        "pool" => pool.unwrap_or_default().to_owned()
+    );
+    let note = |dropped: Option<u64>| {
+        let Some(dropped) = dropped else { return };
+        tracing::warn!(
+            target: "kennel_process::stderr",
+            pool,
+            slot,
+            pid,
+            dropped,
+            "the worker writes stderr faster than {STDERR_LINES_PER_SEC} lines or {} KiB a second: {dropped} line(s) dropped",
+            STDERR_BYTES_PER_SEC / 1024,
+        );
+    };
     loop {
-        if !budget.allows_line() {
-            match reader.next_line().await {
-                Ok(Line::Eof { .. }) | Err(_) => break,
-                Ok(_) => {
-                    drops.one();
-                    continue;
-                }
-            }
-        }
+        let allowed = budget.allows_line();
         let (bytes, last) = match reader.next_line().await {
             Ok(Line::Complete(bytes) | Line::TooLong(bytes)) => (bytes, false),
             Ok(Line::Eof { partial }) => (partial, true),
             Err(_) => break,
         };
-        if !bytes.is_empty() || !last {
+        if bytes.is_empty() && last {
+            break;
+        } else if !allowed {
+            dropped_lines.increment(1);
+            budget.dropped();
+        } else {
             budget.spend(bytes.len());
-            drops.note(false);
             tail.push(&bytes);
             let line = String::from_utf8_lossy(&bytes);
-            tracing::info!(
-                target: "kennel_process::stderr",
-                pool = label.pool.as_deref(),
-                slot = label.slot,
-                pid,
-                "{line}"
-            );
+            tracing::info!(target: "kennel_process::stderr", pool, slot, pid, "{line}");
         }
+        note(budget.note_due(false));
         if last {
             break;
         }
     }
-    drops.note(true);
-}
-
-/// The stderr lines of one worker dropped over its budget, and when the
-/// log last said so.
-struct Drops<'a> {
-    label: &'a Label,
-    pid: u32,
-    counter: metrics::Counter,
-    /// Dropped since the last note.
-    pending: u64,
-    last_note: Option<Instant>,
-}
-
-impl<'a> Drops<'a> {
-    fn new(label: &'a Label, pid: u32) -> Self {
-        let pool = label.pool.clone().unwrap_or_default();
-        Self {
-            label,
-            pid,
-            counter: metrics::counter!("kennel_worker_stderr_dropped_lines_total", "pool" => pool),
-            pending: 0,
-            last_note: None,
-        }
-    }
-
-    fn one(&mut self) {
-        self.counter.increment(1);
-        self.pending += 1;
-        if self.last_note.is_none() {
-            // The first drop of the worker is said at once.
-            self.note(true);
-        }
-    }
-
-    /// Logs the lines dropped since the last note, when there are some and
-    /// the last note is old enough (or `now`).
-    fn note(&mut self, now: bool) {
-        if self.pending == 0
-            || (!now
-                && self
-                    .last_note
-                    .is_some_and(|t| t.elapsed() < DROP_NOTE_EVERY))
-        {
-            return;
-        }
-        tracing::warn!(
-            target: "kennel_process::stderr",
-            pool = self.label.pool.as_deref(),
-            slot = self.label.slot,
-            pid = self.pid,
-            dropped = self.pending,
-            "the worker writes stderr faster than {STDERR_LINES_PER_SEC} lines or {} KiB a second: {} line(s) dropped",
-            STDERR_BYTES_PER_SEC / 1024,
-            self.pending,
-        );
-        self.pending = 0;
-        self.last_note = Some(Instant::now());
-    }
+    note(budget.note_due(true));
 }
 
 struct CloseOnDrop(StderrTail);

@@ -1,7 +1,6 @@
 //! [`ThreadWorker`]: a dedicated OS thread that holds state.
 //!
-//! The worker's handle is here; the job as the thread receives it is in
-//! `job.rs`, and the thread's own loop in `serve.rs`.
+//! The worker's handle is here; what runs on its thread is in `serve.rs`.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -13,11 +12,9 @@ use tokio::sync::oneshot;
 
 use crate::error::ThreadError;
 
-mod job;
 mod serve;
 
-use job::Job;
-use serve::serve;
+use serve::{Job, serve};
 
 /// A worker that is one dedicated OS thread, holding state that it built
 /// itself, and running jobs on it one at a time.
@@ -79,7 +76,8 @@ use serve::serve;
 /// ```
 pub struct ThreadWorker<S> {
     jobs: Option<mpsc::Sender<Job<S>>>,
-    ready: ReadyState,
+    /// The outcome of the warm-up, until it is read.
+    ready: Option<oneshot::Receiver<Result<(), BoxError>>>,
     shared: Arc<Shared>,
     /// Fires (by being dropped) when the thread has ended.
     finished: Option<oneshot::Receiver<()>>,
@@ -95,7 +93,8 @@ pub struct ThreadWorker<S> {
 #[derive(Debug)]
 struct Shared {
     exit: ExitSignal,
-    /// Set by the thread when its init failed, before it records the exit.
+    /// Why the warm-up failed: set by the thread before it records the
+    /// exit, or by the worker when the thread ended without a word.
     warmup_failed: OnceLock<String>,
 }
 
@@ -108,12 +107,6 @@ impl Shared {
     fn status(&self) -> Option<ExitStatus> {
         self.exit.try_exited().map(|exit| exit.status)
     }
-}
-
-enum ReadyState {
-    Pending(oneshot::Receiver<Result<(), BoxError>>),
-    Ready,
-    Failed(String),
 }
 
 impl<S: 'static> ThreadWorker<S> {
@@ -149,7 +142,7 @@ impl<S: 'static> ThreadWorker<S> {
             .map_err(|source| ThreadError::Spawn { source })?;
         Ok(Self {
             jobs: Some(jobs_tx),
-            ready: ReadyState::Pending(ready_rx),
+            ready: Some(ready_rx),
             shared,
             finished: Some(finished_rx),
             thread_id: handle.thread().id(),
@@ -178,21 +171,21 @@ impl<S: 'static> ThreadWorker<S> {
             })
     }
 
+    /// The init's own error the first time, its message afterwards.
     async fn ready_boxed(&mut self) -> Result<(), BoxError> {
-        match &mut self.ready {
-            ReadyState::Ready => Ok(()),
-            ReadyState::Failed(message) => Err(message.clone().into()),
-            ReadyState::Pending(rx) => {
-                let outcome = match rx.await {
-                    Ok(outcome) => outcome,
-                    Err(_) => Err("the worker thread ended during its warm-up".into()),
-                };
-                self.ready = match &outcome {
-                    Ok(()) => ReadyState::Ready,
-                    Err(err) => ReadyState::Failed(err.to_string()),
-                };
-                outcome
+        if let Some(rx) = &mut self.ready {
+            let outcome = rx
+                .await
+                .unwrap_or_else(|_| Err("the worker thread ended during its warm-up".into()));
+            self.ready = None;
+            if let Err(err) = &outcome {
+                let _ = self.shared.warmup_failed.set(err.to_string());
             }
+            return outcome;
+        }
+        match self.shared.warmup_failed.get() {
+            Some(message) => Err(message.clone().into()),
+            None => Ok(()),
         }
     }
 
@@ -224,7 +217,7 @@ impl<S: 'static> ThreadWorker<S> {
         if let Some(status) = self.shared.status() {
             return Err(self.ended(status));
         }
-        let (job, result_rx) = job::wrap(job, Arc::clone(&self.shared));
+        let (job, result_rx) = serve::wrap(job, Arc::clone(&self.shared));
         let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
         if !matches!(sent, Some(Ok(()))) {
             return Err(self.gone());
@@ -325,14 +318,9 @@ impl<S: 'static> ThreadWorker<S> {
 
 impl<S> fmt::Debug for ThreadWorker<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ready = match &self.ready {
-            ReadyState::Pending(_) => "pending",
-            ReadyState::Ready => "ready",
-            ReadyState::Failed(_) => "failed",
-        };
         f.debug_struct("ThreadWorker")
             .field("thread", &self.thread_id)
-            .field("ready", &ready)
+            .field("warming", &self.ready.is_some())
             .field("exited", &self.shared.exit.try_exited())
             .finish_non_exhaustive()
     }

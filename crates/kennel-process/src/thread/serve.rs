@@ -1,15 +1,17 @@
-//! The body of a [`ThreadWorker`](super::ThreadWorker)'s thread: build the
-//! state, then run jobs until the worker is closed, dropped, killed or a job
-//! panics.
+//! The side of a [`ThreadWorker`](super::ThreadWorker) that runs on its
+//! thread: the body (build the state, then run jobs until the worker is
+//! closed, dropped, killed or a job panics), and a job as it receives it
+//! (the caller's closure run on the state, its result sent back, a panic
+//! caught and recorded as the worker's end).
 
+use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 
 use kennel::{BoxError, ExitStatus};
 use tokio::sync::oneshot;
 
 use super::Shared;
-use super::job::{Job, panic_message};
 
 /// The body of the worker's thread.
 pub(super) fn serve<S, F, E>(
@@ -58,4 +60,50 @@ pub(super) fn serve<S, F, E>(
     // The channel closed: the worker was closed or dropped. A crash or a kill
     // recorded before keeps its status.
     shared.exit(ExitStatus::Closed);
+}
+
+/// A job as the thread receives it: runs on the state, sends its own result,
+/// and returns the panic message if it panicked.
+pub(super) type Job<S> = Box<dyn FnOnce(&mut S) -> Result<(), String> + Send + 'static>;
+
+/// Wraps `job` for the thread, and returns the receiver of its result: its
+/// value, or the panic message if it panicked (then `shared` has recorded
+/// [`ExitStatus::Panicked`] before the message is sent).
+pub(super) fn wrap<S, F, R>(
+    job: F,
+    shared: Arc<Shared>,
+) -> (Job<S>, oneshot::Receiver<Result<R, String>>)
+where
+    F: FnOnce(&mut S) -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let (result_tx, result_rx) = oneshot::channel::<Result<R, String>>();
+    let job: Job<S> = Box::new(move |state: &mut S| {
+        match catch_unwind(AssertUnwindSafe(|| job(state))) {
+            Ok(value) => {
+                // The caller may have gone; then the result is dropped.
+                let _ = result_tx.send(Ok(value));
+                Ok(())
+            }
+            Err(payload) => {
+                let message = panic_message(payload.as_ref());
+                // The exit first: when the caller sees `Crashed`, the
+                // worker has already ended.
+                shared.exit(ExitStatus::Panicked(message.clone()));
+                let _ = result_tx.send(Err(message.clone()));
+                Err(message)
+            }
+        }
+    });
+    (job, result_rx)
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(message) = payload.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = payload.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "the panic carried no message".to_owned()
+    }
 }
