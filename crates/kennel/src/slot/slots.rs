@@ -1,6 +1,6 @@
-//! All slots, their counts and the set of idle running slots.
+//! All slots and their counts.
 
-use super::counts::{Counts, Kind, SlotSet};
+use super::counts::{Counts, Kind};
 use super::transitions::Step;
 use super::{Side, Slot, SlotState};
 
@@ -14,7 +14,6 @@ pub(crate) struct Slots<W> {
     capacity: usize,
     size: usize,
     counts: Counts,
-    idle: SlotSet,
     /// Sides that hold a replacement (warming or warm).
     surging: usize,
     /// Sides that hold a worker on its way out.
@@ -28,7 +27,6 @@ impl<W> Slots<W> {
             capacity,
             size,
             counts: Counts::default(),
-            idle: SlotSet::with_capacity(capacity),
             surging: 0,
             leaving: 0,
         }
@@ -80,7 +78,7 @@ impl<W> Slots<W> {
 
     /// The lowest idle running slot in `from..to`.
     pub(crate) fn first_idle_in(&self, from: usize, to: usize) -> Option<usize> {
-        self.idle.first_in(from, to.min(self.size))
+        (from..to.min(self.size)).find(|&i| self.slots[i].state.is_idle())
     }
 
     /// Changes slot `i` by the transition `f`, which takes the state by value
@@ -99,8 +97,8 @@ impl<W> Slots<W> {
                 let new_kind = Kind::of(i, self.size, &new);
                 *state = new;
                 if old_kind != new_kind {
-                    self.count(old_kind, i, false);
-                    self.count(new_kind, i, true);
+                    self.count(old_kind, false);
+                    self.count(new_kind, true);
                 }
                 Some(r)
             }
@@ -120,14 +118,7 @@ impl<W> Slots<W> {
         r
     }
 
-    fn count(&mut self, kind: Kind, i: usize, add: bool) {
-        if kind == Kind::Idle {
-            if add {
-                self.idle.insert(i);
-            } else {
-                self.idle.remove(i);
-            }
-        }
+    fn count(&mut self, kind: Kind, add: bool) {
         if let Some(n) = self.counts.of(kind) {
             if add {
                 *n += 1;
@@ -141,12 +132,12 @@ impl<W> Slots<W> {
     fn rebound(&mut self, range: std::ops::Range<usize>, f: impl FnOnce(&mut Self)) {
         for i in range.clone() {
             let k = Kind::of(i, self.size, &self.slots[i].state);
-            self.count(k, i, false);
+            self.count(k, false);
         }
         f(self);
         for i in range {
             let k = Kind::of(i, self.size, &self.slots[i].state);
-            self.count(k, i, true);
+            self.count(k, true);
         }
     }
 
@@ -157,7 +148,6 @@ impl<W> Slots<W> {
         while self.slots.len() < capacity {
             self.slots.push(Slot::new());
         }
-        self.idle.grow(self.slots.len());
         self.rebound(0..self.slots.len(), |s| {
             s.capacity = capacity;
             s.size = s.size.min(capacity);
