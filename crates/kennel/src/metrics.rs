@@ -64,7 +64,7 @@ impl PoolMetrics {
     /// nothing (the builder's `metrics(false)`, the default).
     pub(crate) fn new(pool: &str, on: bool) -> Self {
         if !on {
-            return Self::off();
+            return metrics::with_local_recorder(&metrics::NoopRecorder, || Self::new(pool, true));
         }
         let p = pool.to_owned();
         let state = |s: &'static str| gauge!("kennel_workers", "pool" => p.clone(), "state" => s);
@@ -137,83 +137,22 @@ impl PoolMetrics {
         self.job_seconds.record(held.as_secs_f64());
     }
 
-    /// Sets the gauges whose numbers differ from what `last` shows.
-    pub(crate) fn publish(&self, now: &Stats, last: &mut Published) {
-        let Some(was) = last.stats.replace(*now) else {
-            for (gauge, n) in [
-                (&self.starting, now.starting),
-                (&self.idle, now.idle),
-                (&self.lent, now.lent),
-                (&self.kept, now.kept),
-                (&self.waiting, now.waiting),
-                (&self.capacity, now.capacity),
-                (&self.size, now.size),
-            ] {
-                gauge.set(n as f64);
-            }
-            return;
-        };
-        for (gauge, n, before) in [
-            (&self.starting, now.starting, was.starting),
-            (&self.idle, now.idle, was.idle),
-            (&self.lent, now.lent, was.lent),
-            (&self.kept, now.kept, was.kept),
-            (&self.waiting, now.waiting, was.waiting),
-            (&self.capacity, now.capacity, was.capacity),
-            (&self.size, now.size, was.size),
+    /// Sets the gauges, and the queue's high water when `now` passes it.
+    pub(crate) fn publish(&self, now: &Stats, high_water: &mut usize) {
+        for (gauge, n) in [
+            (&self.starting, now.starting),
+            (&self.idle, now.idle),
+            (&self.lent, now.lent),
+            (&self.kept, now.kept),
+            (&self.waiting, now.waiting),
+            (&self.capacity, now.capacity),
+            (&self.size, now.size),
         ] {
-            if n != before {
-                gauge.set(n as f64);
-            }
+            gauge.set(n as f64);
         }
-        if now.waiting > last.high_water {
-            last.high_water = now.waiting;
+        if now.waiting > *high_water {
+            *high_water = now.waiting;
             self.queue_high_water.set(now.waiting as f64);
-        }
-    }
-
-    fn off() -> Self {
-        Self {
-            jobs: Counter::noop(),
-            rejected_full: Counter::noop(),
-            rejected_wait: Counter::noop(),
-            retired: RETIRE_REASONS.map(|_| Counter::noop()),
-            started: Counter::noop(),
-            evicted: Counter::noop(),
-            exited: Counter::noop(),
-            crashed: Counter::noop(),
-            timed_out: Counter::noop(),
-            cancelled_kept: Counter::noop(),
-            cancelled_killed: Counter::noop(),
-            warmup_failed: Counter::noop(),
-            warmup_seconds: Histogram::noop(),
-            job_seconds: Histogram::noop(),
-            wait_seconds: Histogram::noop(),
-            queue_high_water: Gauge::noop(),
-            starting: Gauge::noop(),
-            idle: Gauge::noop(),
-            lent: Gauge::noop(),
-            kept: Gauge::noop(),
-            waiting: Gauge::noop(),
-            capacity: Gauge::noop(),
-            size: Gauge::noop(),
-        }
-    }
-}
-
-/// What the gauges last showed, kept under the pool's lock.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Published {
-    stats: Option<Stats>,
-    high_water: usize,
-}
-
-impl Published {
-    /// Nothing published yet: the first publish sets every gauge.
-    pub(crate) fn none() -> Self {
-        Self {
-            stats: None,
-            high_water: 0,
         }
     }
 }

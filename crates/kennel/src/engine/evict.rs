@@ -50,7 +50,7 @@ impl<W: Worker> State<W> {
                 pid,
                 idle_for: self.now.saturating_duration_since(since),
             });
-            fx.add().closes.push(closing);
+            fx.closes.push(closing);
         }
     }
 

@@ -4,8 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::effects::{Effects, Wake};
 use super::release::{Outcome, Returned};
 use super::state::State;
@@ -13,7 +11,7 @@ use crate::dispatch::{Choice, Grant, Granted, JobLimits, Waiters, Waiting, start
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
 use crate::slot::Held;
-use crate::slot::{EndReason, Now, SlotState, WorkerCell, transitions as t};
+use crate::slot::{EndReason, SlotState, WorkerCell, transitions as t};
 use crate::worker::Worker;
 
 /// How long the pool waits before it looks again at a start its sizing
@@ -225,7 +223,7 @@ impl<W: Worker> State<W> {
         }
         match handed {
             Some(Ok(g)) => self.take_back(fx, g),
-            _ => self.pump(fx, None),
+            _ => self.pump(fx),
         }
     }
 
@@ -241,20 +239,13 @@ impl<W: Worker> State<W> {
             job: false,
             memory: None,
         };
-        self.release(fx, back, &mut Now::at(self.now));
-        self.pump(fx, None);
+        self.release(fx, back);
+        self.pump(fx);
     }
 
     /// Gives waiting jobs what the pool has: idle workers, unawaited starting
-    /// workers, empty running slots. `now` is the time if the caller read it.
-    pub(crate) fn pump(&mut self, fx: &mut Effects<W>, now: Option<Instant>) {
-        // Looked at after every return: no call when no job waits.
-        if !self.waiters.is_empty() && !self.closed {
-            self.pump_waiting(fx, now);
-        }
-    }
-
-    fn pump_waiting(&mut self, fx: &mut Effects<W>, now: Option<Instant>) {
+    /// workers, empty running slots.
+    pub(crate) fn pump(&mut self, fx: &mut Effects<W>) {
         while !self.waiters.is_empty() && !self.closed {
             if self.jobs_covered_by_probes() {
                 // The freed workers go to them when their probes pass.
@@ -266,7 +257,7 @@ impl<W: Worker> State<W> {
                 Choice::Idle(i) => {
                     let (worker, cell) = self.lend_idle(i);
                     let g = Granted::new(i, worker, cell, JobLimits::of(&self.opts));
-                    self.grant_oldest(fx, g, now);
+                    self.grant_oldest(fx, g);
                 }
                 Choice::Starting(i) => {
                     let id = oldest_unbound(&self.waiters);
@@ -323,16 +314,11 @@ impl<W: Worker> State<W> {
 
     /// Hands a lent worker to the oldest waiting job: a worker that becomes
     /// idle goes to the oldest waiting job first.
-    pub(super) fn grant_oldest(
-        &mut self,
-        fx: &mut Effects<W>,
-        mut g: Granted<W>,
-        now: Option<Instant>,
-    ) {
+    pub(super) fn grant_oldest(&mut self, fx: &mut Effects<W>, mut g: Granted<W>) {
         if self.opts.slow_job.is_some() {
             self.arm_slow(fx, g.slot);
         }
-        g.at = now;
+        g.at = Some(self.now);
         let (_, waiter) = self
             .waiters
             .take_oldest()

@@ -12,7 +12,7 @@ use crate::backoff;
 use crate::error::Error;
 use crate::event::{Event, RetireReason};
 use crate::options::MIN_LIFETIME;
-use crate::slot::{EndReason, Live, Now, Record, WorkerCell, transitions as t};
+use crate::slot::{EndReason, Live, Record, WorkerCell, transitions as t};
 use crate::timer::Timer;
 use crate::worker::{BoxError, Exit, Exited, Killer, Worker};
 
@@ -39,7 +39,7 @@ impl<W: Worker> State<W> {
         let size = self.slots.size();
         let generation = self.slots.issue(i);
         self.slots.adopt(i, generation);
-        fx.add().warmups.push(Warmup {
+        fx.warmups.push(Warmup {
             slot: i,
             size,
             generation,
@@ -97,7 +97,7 @@ impl<W: Worker> State<W> {
         if self.slots.apply(i, |s| t::register(s, live)).is_none() {
             return false;
         }
-        fx.add().watches.push((i, generation, exited));
+        fx.watches.push((i, generation, exited));
         true
     }
 
@@ -119,7 +119,7 @@ impl<W: Worker> State<W> {
             .flatten();
         let Some(awaited_by) = warmed else {
             fx.kill(worker.killer());
-            fx.add().drops.push(worker);
+            fx.drops.push(worker);
             return;
         };
         self.ever_ready = true;
@@ -142,12 +142,12 @@ impl<W: Worker> State<W> {
             // job may. Either way it is no longer bound to this slot.
             self.waiters.set_bound(id, None);
         }
-        self.place(fx, i, worker, &mut Now::at(self.now), None);
+        self.place(fx, i, worker, None);
         // It started before a resize.
         self.replace_if_resized(fx, i);
         self.arm_surge_due(fx, i);
         self.kick_startup(fx);
-        self.pump(fx, None);
+        self.pump(fx);
         // The worker may have gone to a job: spares are counted again.
         self.keep_spares(fx);
     }
@@ -193,7 +193,7 @@ impl<W: Worker> State<W> {
                 self.after_empty(fx);
             }
         }
-        self.pump(fx, None);
+        self.pump(fx);
     }
 
     /// The worker of slot `i` ended.
@@ -209,8 +209,8 @@ impl<W: Worker> State<W> {
             return;
         };
         cell.set_dead(exit.clone());
-        fx.add().holders.push(cell.clone());
-        fx.add().ended = true;
+        fx.holders.push(cell.clone());
+        fx.ended = true;
         let early = self.now.saturating_duration_since(cell.started) < backoff::EARLY_EXIT;
         if self.slots.state(i).is_lent() {
             // The job learns it through the cell; the slot empties when the
@@ -254,7 +254,7 @@ impl<W: Worker> State<W> {
                     exit,
                     early,
                 });
-                fx.add().drops.push(worker);
+                fx.drops.push(worker);
                 self.count_exit(i, early);
                 // A replacement warming beside it takes the slot.
                 if !self.swap_in(fx, i) {

@@ -13,7 +13,6 @@ mod breaker;
 mod close;
 mod effects;
 mod evict;
-mod guard;
 mod lead;
 mod lend;
 mod life;
@@ -38,8 +37,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, broadcast};
 use tokio::time::Instant;
 
-pub(crate) use effects::{Effects, Pending, Wake};
-pub(crate) use guard::StateGuard;
+pub(crate) use effects::{Effects, Wake};
 pub(crate) use lend::Acquired;
 pub(crate) use release::{Outcome, Returned};
 pub(crate) use state::{Parts, State};
@@ -49,7 +47,7 @@ use crate::error::Error;
 use crate::event::Event;
 use crate::metrics::PoolMetrics;
 use crate::reconfig::{Action, Reconfig};
-use crate::slot::{Now, WorkerCell};
+use crate::slot::WorkerCell;
 use crate::stats::Stats;
 use crate::worker::{BoxError, SlotInfo, Worker};
 
@@ -121,19 +119,15 @@ impl<W: Worker> Engine<W> {
         engine
     }
 
-    /// Locks the state. When the guard drops, the metric gauges that
-    /// changed are set.
-    pub(crate) fn lock(&self) -> StateGuard<'_, W> {
-        let mut guard = self.state.lock();
-        guard.now = Instant::now();
-        StateGuard {
-            guard,
-            metrics: &self.metrics,
-        }
+    /// Locks the state, with the session's time read.
+    pub(crate) fn lock(&self) -> parking_lot::MutexGuard<'_, State<W>> {
+        let mut st = self.state.lock();
+        st.now = Instant::now();
+        st
     }
 
-    /// The shell: runs a handler under the lock, then, after the lock is
-    /// released, hands waiting jobs what they were granted and carries out
+    /// The shell: runs a handler under the lock and publishes the gauges,
+    /// then, after the lock is released, hands waiting jobs what they were granted and carries out
     /// what it decided. The handler runs in the pool's runtime (its clock),
     /// from any thread: a lease may be dropped on a plain thread.
     pub(crate) fn act<R>(&self, handler: impl FnOnce(&mut State<W>, &mut Effects<W>) -> R) -> R {
@@ -141,12 +135,14 @@ impl<W: Worker> Engine<W> {
         let mut fx = Effects::default();
         let mut st = self.lock();
         let r = handler(&mut st, &mut fx);
+        if st.metrics {
+            let stats = st.stats();
+            self.metrics.publish(&stats, &mut st.high_water);
+        }
         let handed = st.waiters.take_granted();
         drop(st);
         self.hand_over(handed);
-        if !fx.is_empty() {
-            self.carry_out(fx);
-        }
+        self.carry_out(fx);
         r
     }
 
@@ -162,14 +158,8 @@ impl<W: Worker> Engine<W> {
     }
 
     fn carry_out(&self, fx: Effects<W>) {
-        let (job_done, pending) = fx.take();
-        if let Some(held) = job_done {
-            self.metrics.job_done(held);
-        }
-        let Some(pending) = pending else {
-            return;
-        };
-        let Pending {
+        let Effects {
+            job_done,
             events,
             kills,
             closes,
@@ -181,7 +171,10 @@ impl<W: Worker> Engine<W> {
             meters,
             probes,
             ended,
-        } = *pending;
+        } = fx;
+        if let Some(held) = job_done {
+            self.metrics.job_done(held);
+        }
         for event in events {
             self.emit(event);
         }
@@ -322,8 +315,7 @@ impl<W: Worker> Engine<W> {
             .then(|| cell.meter.as_ref().and_then(crate::worker::Meter::read))
             .flatten();
         self.act(|st, fx| {
-            let mut now = Now::at(st.now);
-            let held = since.map(|since| now.get().saturating_duration_since(since));
+            let held = since.map(|since| st.now.saturating_duration_since(since));
             let back = Returned {
                 slot,
                 worker,
@@ -333,8 +325,8 @@ impl<W: Worker> Engine<W> {
                 job,
                 memory,
             };
-            st.release(fx, back, &mut now);
-            st.pump(fx, now.read());
+            st.release(fx, back);
+            st.pump(fx);
         });
     }
 
@@ -399,7 +391,7 @@ impl<W: Worker> State<W> {
             Wake::SurgeDue { slot, generation } => self.on_surge_due(fx, slot, generation),
             Wake::StartRetry => {
                 self.start_retry = None;
-                self.pump(fx, None);
+                self.pump(fx);
             }
         }
     }

@@ -124,7 +124,7 @@ impl<W: Worker> State<W> {
         if idle_since.is_none() {
             self.probes_for_jobs += 1;
         }
-        fx.add().probes.push(ProbeRun {
+        fx.probes.push(ProbeRun {
             granted,
             timeout: self.opts.probe_timeout,
         });

@@ -71,7 +71,7 @@ impl<W: Worker> State<W> {
     /// A slot became empty: let the startup refill and the jobs take it.
     pub(crate) fn after_empty(&mut self, fx: &mut Effects<W>) {
         self.kick_startup(fx);
-        self.pump(fx, None);
+        self.pump(fx);
         self.keep_spares(fx);
     }
 

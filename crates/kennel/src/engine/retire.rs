@@ -10,7 +10,7 @@ use super::state::State;
 use crate::event::{Event, RetireReason};
 use crate::options::MIN_LIFETIME;
 use crate::slot::Held;
-use crate::slot::{EndReason, Life, Now, SlotState, transitions as t};
+use crate::slot::{EndReason, Life, SlotState, transitions as t};
 use crate::worker::Worker;
 
 impl<W: Worker> State<W> {
@@ -76,7 +76,7 @@ impl<W: Worker> State<W> {
             SlotState::Ready {
                 live,
                 held: Held::Idle { .. },
-            } => live.expired_by(&mut Now::at(self.now)),
+            } => live.expired_by(self.now),
             _ => false,
         };
         if self.slots.generation(i) == generation && !self.closed && expired {
@@ -104,7 +104,7 @@ impl<W: Worker> State<W> {
             pid,
             reason,
         });
-        fx.add().closes.push(closing);
+        fx.closes.push(closing);
         self.replaced(fx, i, reason);
         true
     }
@@ -141,10 +141,10 @@ impl<W: Worker> State<W> {
                     pid: cell.pid,
                     reason,
                 });
-                fx.add().closes.push((worker, cell.killer.clone()));
+                fx.closes.push((worker, cell.killer.clone()));
                 self.replaced(fx, i, reason);
             }
-            _ => fx.add().drops.push(worker),
+            _ => fx.drops.push(worker),
         }
     }
 }

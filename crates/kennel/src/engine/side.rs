@@ -10,7 +10,7 @@ use super::state::State;
 use crate::event::Event;
 use crate::slot::Held;
 use crate::slot::transitions::Step;
-use crate::slot::{Live, Now, Record, Side, SlotState, WorkerCell};
+use crate::slot::{Live, Record, Side, SlotState, WorkerCell};
 use crate::worker::{Exit, Worker};
 
 impl<W: Worker> State<W> {
@@ -69,13 +69,13 @@ impl<W: Worker> State<W> {
             self.slots.set_side(i, |_| (Some(Box::new(leaving)), ()));
         }
         if let Some(worker) = warm {
-            self.place(fx, i, worker, &mut Now::at(self.now), None);
+            self.place(fx, i, worker, None);
             self.arm_surge_due(fx, i);
             // It started before a resize.
             self.replace_if_resized(fx, i);
         }
         self.start_queued_surges(fx);
-        self.pump(fx, None);
+        self.pump(fx);
         true
     }
 
@@ -125,7 +125,7 @@ impl<W: Worker> State<W> {
             other => (other.map(Box::new), false),
         });
         if registered {
-            fx.add().watches.push((i, generation, exited));
+            fx.watches.push((i, generation, exited));
         }
         registered
     }
@@ -164,7 +164,7 @@ impl<W: Worker> State<W> {
             Ok(reason) => reason,
             Err(worker) => {
                 fx.kill(worker.killer());
-                fx.add().drops.push(worker);
+                fx.drops.push(worker);
                 return;
             }
         };
@@ -228,7 +228,7 @@ impl<W: Worker> State<W> {
 
     /// The exit of a worker of slot `i`'s side is seen.
     pub(crate) fn side_exit(&mut self, fx: &mut Effects<W>, i: usize, exit: Exit) {
-        fx.add().ended = true;
+        fx.ended = true;
         let was = self.slots.set_side(i, |s| (None, s));
         let Some(side) = was else {
             return;
@@ -256,7 +256,7 @@ impl<W: Worker> State<W> {
                     exit,
                     early: true,
                 });
-                fx.add().drops.push(worker);
+                fx.drops.push(worker);
                 self.give_up_surge(fx, i);
             }
         }
@@ -279,7 +279,7 @@ impl<W: Worker> State<W> {
                 live,
                 ..
             }) => {
-                fx.add().closes.push((worker, live.cell.killer.clone()));
+                fx.closes.push((worker, live.cell.killer.clone()));
                 let leaving = Side::Leaving {
                     generation,
                     cell: live.cell,

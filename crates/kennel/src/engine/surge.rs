@@ -24,7 +24,7 @@ use super::effects::{Effects, Wake, Warmup};
 use super::state::State;
 use crate::event::{Event, RetireReason};
 use crate::slot::Held;
-use crate::slot::{Now, Record, Side, SlotState};
+use crate::slot::{Record, Side, SlotState};
 use crate::timer::Timer;
 use crate::worker::Worker;
 
@@ -126,7 +126,7 @@ impl<W: Worker> State<W> {
         });
         // Not refused (looked at above), so it is marked.
         self.with_record(i, |r| r.replacement.warm_first_for(reason));
-        fx.add().warmups.push(Warmup {
+        fx.warmups.push(Warmup {
             slot: i,
             size: self.slots.size(),
             generation,
@@ -207,8 +207,8 @@ impl<W: Worker> State<W> {
     /// replacement if its last job is due within the longest warm-up seen,
     /// at the pace it has served them, or sooner when the workers due after
     /// it need the room next ([`lead`](super::lead)).
-    pub(crate) fn surge_ahead_of_jobs(&mut self, fx: &mut Effects<W>, i: usize, now: &mut Now) {
-        if self.slots.state(i).is_lent() && self.jobs_lead_reached(i, now) {
+    pub(crate) fn surge_ahead_of_jobs(&mut self, fx: &mut Effects<W>, i: usize) {
+        if self.slots.state(i).is_lent() && self.jobs_lead_reached(i) {
             self.want_surge(fx, i, RetireReason::MaxJobs);
         }
     }

@@ -46,7 +46,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-pub(crate) use cell::{Now, WorkerCell};
+pub(crate) use cell::WorkerCell;
 #[cfg(test)]
 pub(crate) use counts::Kind;
 pub(crate) use replacement::Replacement;
@@ -192,10 +192,9 @@ impl Live {
         r.max_jobs.is_some_and(|n| r.jobs >= n)
     }
 
-    /// Whether the worker has outlived its lifetime now; reads the clock
-    /// only for a worker that has a lifetime.
-    pub(crate) fn expired_by(&self, now: &mut Now) -> bool {
-        self.life.as_ref().is_some_and(|l| now.get() >= l.deadline)
+    /// Whether the worker has outlived its lifetime at `now`.
+    pub(crate) fn expired_by(&self, now: Instant) -> bool {
+        self.life.as_ref().is_some_and(|l| now >= l.deadline)
     }
 }
 
