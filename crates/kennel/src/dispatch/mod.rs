@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-pub(crate) use lending::Lending;
+pub(crate) use lending::lend;
 pub(crate) use queue::{Handing, Waiters, Waiting};
 
 use crate::error::Error;
