@@ -2,7 +2,7 @@
 
 use super::{Held, Rest, SlotState};
 
-/// How many slots are in each kind of state; kept by [`Slots`](super::Slots).
+/// How many slots are in each kind of state ([`Slots::counts`](super::Slots::counts)).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Counts {
     pub(crate) starting: usize,

@@ -5,8 +5,7 @@
 //! A slot's state is one enum whose variants carry what belongs to them;
 //! it changes only through the typed transitions of
 //! [`transitions`](self::transitions), which take the state by value and
-//! give back the next one, and
-//! [`Slots`], which keeps the counts. A ready worker is `Ready`, with
+//! give back the next one, run by [`Slots::apply`]. A ready worker is `Ready`, with
 //! [`Held`] saying whether it is idle or lent.
 //!
 //! # Invariants
@@ -18,9 +17,8 @@
 //! 2. A worker is in exactly one place: the slot (`Idle`), a lease (`Lent`,
 //!    `LentGone`), the warm-up task (`Starting`) or its close task
 //!    (`Closing`). So no worker is lent twice.
-//! 3. `Counts` always equals what a walk over the slots would count: every
-//!    state change goes through [`Slots::apply`], which moves
-//!    one unit from the old state's count to the new one's.
+//! 3. The counts the pool reports and decides on are taken by a walk over
+//!    the slots ([`Slots::counts`]), so they never drift from the states.
 //! 4. A report from a task (warm-up done, exit seen, timer fired) names the
 //!    slot and the worker's generation; a report whose generation is not the
 //!    slot's current one is stale and changes nothing.

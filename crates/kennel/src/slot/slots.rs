@@ -5,7 +5,7 @@ use super::transitions::Step;
 use super::{Side, Slot, SlotState};
 
 /// The slots of a pool. Every change of a slot's state goes through
-/// [`apply`](Slots::apply), which keeps the counts (invariant 3).
+/// [`apply`](Slots::apply).
 #[derive(Debug)]
 pub(crate) struct Slots<W> {
     /// Every slot ever made; those at or above `capacity` only drain (after a
@@ -13,11 +13,6 @@ pub(crate) struct Slots<W> {
     slots: Vec<Slot<W>>,
     capacity: usize,
     size: usize,
-    counts: Counts,
-    /// Sides that hold a replacement (warming or warm).
-    surging: usize,
-    /// Sides that hold a worker on its way out.
-    leaving: usize,
 }
 
 impl<W> Slots<W> {
@@ -26,9 +21,6 @@ impl<W> Slots<W> {
             slots: (0..capacity).map(|_| Slot::new()).collect(),
             capacity,
             size,
-            counts: Counts::default(),
-            surging: 0,
-            leaving: 0,
         }
     }
 
@@ -42,8 +34,15 @@ impl<W> Slots<W> {
         self.size
     }
 
-    pub(crate) fn counts(&self) -> &Counts {
-        &self.counts
+    /// How many slots are in each kind of state, counted now.
+    pub(crate) fn counts(&self) -> Counts {
+        let mut c = Counts::default();
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Some(n) = c.of(Kind::of(i, self.size, &s.state)) {
+                *n += 1;
+            }
+        }
+        c
     }
 
     /// Every slot ever made (running, kept, draining).
@@ -90,16 +89,9 @@ impl<W> Slots<W> {
         f: impl FnOnce(SlotState<W>) -> Step<W, R>,
     ) -> Option<R> {
         let state = &mut self.slots[i].state;
-        let old = std::mem::replace(state, SlotState::new());
-        let old_kind = Kind::of(i, self.size, &old);
-        match f(old) {
+        match f(std::mem::replace(state, SlotState::new())) {
             Step::To(new, r) => {
-                let new_kind = Kind::of(i, self.size, &new);
                 *state = new;
-                if old_kind != new_kind {
-                    self.count(old_kind, false);
-                    self.count(new_kind, true);
-                }
                 Some(r)
             }
             Step::Same(old) => {
@@ -118,29 +110,6 @@ impl<W> Slots<W> {
         r
     }
 
-    fn count(&mut self, kind: Kind, add: bool) {
-        if let Some(n) = self.counts.of(kind) {
-            if add {
-                *n += 1;
-            } else {
-                *n -= 1;
-            }
-        }
-    }
-
-    /// Recounts every slot around a change of the bounds `f` makes.
-    fn rebound(&mut self, range: std::ops::Range<usize>, f: impl FnOnce(&mut Self)) {
-        for i in range.clone() {
-            let k = Kind::of(i, self.size, &self.slots[i].state);
-            self.count(k, false);
-        }
-        f(self);
-        for i in range {
-            let k = Kind::of(i, self.size, &self.slots[i].state);
-            self.count(k, true);
-        }
-    }
-
     /// Changes the capacity (a reconfiguration). Slots above it drain: the
     /// pool ends their workers. The size is held within the new capacity.
     pub(crate) fn set_capacity(&mut self, capacity: usize) {
@@ -148,31 +117,27 @@ impl<W> Slots<W> {
         while self.slots.len() < capacity {
             self.slots.push(Slot::new());
         }
-        self.rebound(0..self.slots.len(), |s| {
-            s.capacity = capacity;
-            s.size = s.size.min(capacity);
-        });
+        self.capacity = capacity;
+        self.size = self.size.min(capacity);
     }
 
     /// Changes how many slots run, moving idle workers between idle and kept.
     pub(crate) fn resize(&mut self, size: usize) {
-        let size = size.clamp(1, self.capacity);
-        let (lo, hi) = (self.size.min(size), self.size.max(size));
-        self.rebound(lo..hi, |s| s.size = size);
+        self.size = size.clamp(1, self.capacity);
     }
 
     /// Workers alive (made and not yet seen to end) or being made, the
     /// sides' too.
     pub(crate) fn alive(&self) -> usize {
-        let c = &self.counts;
+        let c = self.counts();
         c.starting
             + c.idle
             + c.kept
             + c.lent
             + c.lent_above
             + c.closing
-            + self.surging
-            + self.leaving
+            + self.surging()
+            + self.leaving()
     }
 
     /// A new generation for a worker of slot `i` (its own or its side's).
@@ -199,38 +164,26 @@ impl<W> Slots<W> {
 
     /// Replacements warming or warm now.
     pub(crate) fn surging(&self) -> usize {
-        self.surging
+        self.sides().filter(|s| s.is_surge()).count()
     }
 
     /// Workers a replacement took the slot of, not yet seen to end.
     pub(crate) fn leaving(&self) -> usize {
-        self.leaving
+        self.sides().filter(|s| !s.is_surge()).count()
     }
 
-    /// Changes slot `i`'s side by `f`, keeping the side counts.
+    fn sides(&self) -> impl Iterator<Item = &Side<W>> {
+        self.slots.iter().filter_map(|s| s.side.as_deref())
+    }
+
+    /// Changes slot `i`'s side by `f`.
     pub(crate) fn set_side<R>(
         &mut self,
         i: usize,
         f: impl FnOnce(Option<Box<Side<W>>>) -> (Option<Box<Side<W>>>, R),
     ) -> R {
-        let old = self.slots[i].side.take();
-        self.count_side(old.as_deref(), false);
-        let (new, r) = f(old);
-        self.count_side(new.as_deref(), true);
+        let (new, r) = f(self.slots[i].side.take());
         self.slots[i].side = new;
         r
-    }
-
-    fn count_side(&mut self, side: Option<&Side<W>>, add: bool) {
-        let n = match side {
-            None => return,
-            Some(s) if s.is_surge() => &mut self.surging,
-            Some(_) => &mut self.leaving,
-        };
-        if add {
-            *n += 1;
-        } else {
-            *n -= 1;
-        }
     }
 }
