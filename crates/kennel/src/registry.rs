@@ -343,6 +343,6 @@ impl<W: Worker> Group<W> {
         job: impl AsyncFnOnce(&mut W) -> R,
     ) -> Result<R, Error> {
         let lease = self.lend().await?;
-        run_seen(lease, options.job_timeout_override(), job).await.0
+        run_seen(lease, options.job_timeout, job).await.0
     }
 }

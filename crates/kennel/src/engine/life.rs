@@ -61,6 +61,12 @@ impl<W: Worker> State<W> {
         generation: u64,
         made: Made,
     ) -> bool {
+        if self.slots.side_generation(i) == Some(generation) {
+            return self.register_side(fx, i, generation, made);
+        }
+        if self.slots.generation(i) != generation {
+            return false;
+        }
         let Made {
             killer,
             exited,
@@ -69,21 +75,7 @@ impl<W: Worker> State<W> {
             meter,
             size,
         } = made;
-        if self.slots.side_generation(i) == Some(generation) {
-            let made = Made {
-                killer,
-                exited,
-                started,
-                pid,
-                meter,
-                size,
-            };
-            return self.register_side(fx, i, generation, made);
-        }
-        if self.slots.generation(i) != generation {
-            return false;
-        }
-        let life = self.lifetime(fx, i, started);
+        let life = self.lifetime(fx, i, generation, started);
         let live = Live {
             cell: Arc::new(WorkerCell::new(killer, started, meter, pid)),
             life,

@@ -48,7 +48,6 @@ use crate::event::Event;
 use crate::metrics::PoolMetrics;
 use crate::reconfig::{Action, Reconfig};
 use crate::slot::WorkerCell;
-use crate::stats::Stats;
 use crate::worker::{BoxError, SlotInfo, Worker};
 
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -233,7 +232,8 @@ impl<W: Worker> Engine<W> {
             .store(limit, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn emit(&self, event: Event) {
+    /// Traces, counts and broadcasts an event.
+    pub(crate) fn emit(&self, event: Event) {
         event.trace(&self.name);
         self.metrics.event(&event);
         // No subscriber, or only slow ones: a broadcast never blocks the pool.
@@ -249,49 +249,10 @@ impl<W: Worker> Engine<W> {
         first.unwrap_or_else(|| self.events.subscribe())
     }
 
-    pub(crate) fn stats(&self) -> Stats {
-        self.lock().stats()
-    }
-
-    pub(crate) fn projected_wait(&self) -> Option<Duration> {
-        self.lock().projected_wait()
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.lock().closed
-    }
-
-    pub(crate) fn is_warming(&self) -> bool {
-        self.lock().is_warming()
-    }
-
-    pub(crate) fn options(&self) -> crate::Options {
-        self.lock().opts.clone()
-    }
-
     pub(crate) fn timed_out(&self, slot: usize, after: Duration) {
         // Read before the worker is killed: the slot still holds it.
         let pid = self.lock().pid_of(slot);
         self.emit(Event::TimedOut { slot, pid, after });
-    }
-
-    pub(crate) fn cancelled(
-        &self,
-        slot: usize,
-        reason: crate::RetireReason,
-        outcome: crate::CancelOutcome,
-        took: Duration,
-    ) {
-        self.emit(Event::Cancelled {
-            slot,
-            reason,
-            outcome,
-            took,
-        });
-    }
-
-    pub(crate) fn retried(&self, attempt: u32, exit: Option<crate::Exit>) {
-        self.emit(Event::Retried { attempt, exit });
     }
 
     /// A waiting job gave up, with what it was handed if anything: see

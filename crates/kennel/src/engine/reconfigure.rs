@@ -130,7 +130,7 @@ impl<W: Worker> State<W> {
                 | SlotState::Ready { live, .. } => live.cell.started,
                 _ => continue,
             };
-            let life = self.lifetime(fx, i, started);
+            let life = self.lifetime(fx, i, self.slots.generation(i), started);
             let expired = self.slots.edit(i, |s| {
                 let live = s.live_mut()?;
                 live.life = life;

@@ -14,21 +14,10 @@ use crate::slot::{EndReason, Life, SlotState, transitions as t};
 use crate::worker::Worker;
 
 impl<W: Worker> State<W> {
-    /// The lifetime of a worker of slot `i` that started at `started`, by
-    /// `max_lifetime` with a jitter drawn for it, and its timer.
+    /// The lifetime of the worker of slot `i` that carries `generation` (the
+    /// slot's own, or a replacement's beside it) and started at `started`,
+    /// by `max_lifetime` with a jitter drawn for it, and its timer.
     pub(crate) fn lifetime(
-        &mut self,
-        fx: &mut Effects<W>,
-        i: usize,
-        started: Instant,
-    ) -> Option<Life> {
-        let generation = self.slots.generation(i);
-        self.lifetime_for(fx, i, generation, started)
-    }
-
-    /// As [`lifetime`](Self::lifetime), for the worker of slot `i` that
-    /// carries `generation` (a replacement warming beside the slot's).
-    pub(crate) fn lifetime_for(
         &mut self,
         fx: &mut Effects<W>,
         i: usize,

@@ -87,7 +87,7 @@ impl<W: Worker> State<W> {
         generation: u64,
         made: Made,
     ) -> bool {
-        let life = self.lifetime_for(fx, i, generation, made.started);
+        let life = self.lifetime(fx, i, generation, made.started);
         let max_jobs = self.draw_max_jobs();
         let Made {
             killer,
