@@ -20,7 +20,7 @@ impl<W: Worker> State<W> {
     /// no replacement.
     pub(crate) fn swap_in(&mut self, fx: &mut Effects<W>, i: usize) -> bool {
         // Only a replacement takes the slot; a worker leaving stays put.
-        let taken = self.slots.set_side(i, |s| match s.map(|side| *side) {
+        let taken = self.slots.set_side(i, |s| match s {
             Some(Side::Warming {
                 generation,
                 live,
@@ -50,7 +50,7 @@ impl<W: Worker> State<W> {
                     Some(worker),
                 )),
             ),
-            other => (other.map(Box::new), None),
+            other => (other, None),
         });
         let Some((next, generation, warm)) = taken else {
             return false;
@@ -66,7 +66,7 @@ impl<W: Worker> State<W> {
                 generation: old_generation,
                 cell,
             };
-            self.slots.set_side(i, |_| (Some(Box::new(leaving)), ()));
+            self.slots.set_side(i, |_| (Some(leaving), ()));
         }
         if let Some(worker) = warm {
             self.place(fx, i, worker, None);
@@ -97,7 +97,7 @@ impl<W: Worker> State<W> {
             meter,
             size,
         } = made;
-        let registered = self.slots.set_side(i, |s| match s.map(|b| *b) {
+        let registered = self.slots.set_side(i, |s| match s {
             Some(Side::Warming {
                 generation,
                 live: None,
@@ -120,9 +120,9 @@ impl<W: Worker> State<W> {
                     warmup,
                     reason,
                 };
-                (Some(Box::new(side)), true)
+                (Some(side), true)
             }
-            other => (other.map(Box::new), false),
+            other => (other, false),
         });
         if registered {
             fx.watches.push((i, generation, exited));
@@ -141,7 +141,7 @@ impl<W: Worker> State<W> {
     ) {
         let about = worker.about().map(std::sync::Arc::<str>::from);
         let pid = worker.pid();
-        let warm = self.slots.set_side(i, |s| match s.map(|b| *b) {
+        let warm = self.slots.set_side(i, |s| match s {
             Some(Side::Warming {
                 generation,
                 live: Some(mut live),
@@ -156,9 +156,9 @@ impl<W: Worker> State<W> {
                     live,
                     reason,
                 };
-                (Some(Box::new(side)), Ok(reason))
+                (Some(side), Ok(reason))
             }
-            other => (other.map(Box::new), Err(worker)),
+            other => (other, Err(worker)),
         });
         let reason = match warm {
             Ok(reason) => reason,
@@ -195,11 +195,11 @@ impl<W: Worker> State<W> {
     /// worker stays, and is retired first when its time comes.
     pub(crate) fn side_failed(&mut self, fx: &mut Effects<W>, i: usize, message: &str) {
         let pid = self.slots.side(i).and_then(Side::cell).and_then(|c| c.pid);
-        let gone = self.slots.set_side(i, |s| match s.map(|b| *b) {
+        let gone = self.slots.set_side(i, |s| match s {
             Some(Side::Warming {
                 generation, live, ..
             }) => (killed_warming(fx, generation, live), true),
-            other => (other.map(Box::new), false),
+            other => (other, false),
         });
         if !gone {
             return;
@@ -236,7 +236,7 @@ impl<W: Worker> State<W> {
         if let Some(cell) = side.cell() {
             cell.set_dead(exit.clone());
         }
-        match *side {
+        match side {
             Side::Leaving { .. } => {}
             Side::Warming { live, .. } => {
                 let pid = live.as_ref().and_then(|l| l.cell.pid);
@@ -269,7 +269,7 @@ impl<W: Worker> State<W> {
         if !self.slots.side(i).is_some_and(Side::is_surge) {
             return;
         }
-        self.slots.set_side(i, |s| match s.map(|b| *b) {
+        self.slots.set_side(i, |s| match s {
             Some(Side::Warming {
                 generation, live, ..
             }) => (killed_warming(fx, generation, live), ()),
@@ -284,9 +284,9 @@ impl<W: Worker> State<W> {
                     generation,
                     cell: live.cell,
                 };
-                (Some(Box::new(leaving)), ())
+                (Some(leaving), ())
             }
-            other => (other.map(Box::new), ()),
+            other => (other, ()),
         });
         self.with_record(i, |r| r.replacement.call_off());
     }
@@ -310,16 +310,12 @@ impl<W: Worker> State<W> {
 /// A warming replacement given up: a worker already made is killed and
 /// leaves through the side until its exit is seen; one not made yet leaves
 /// nothing.
-fn killed_warming<W>(
-    fx: &mut Effects<W>,
-    generation: u64,
-    live: Option<Live>,
-) -> Option<Box<Side<W>>> {
+fn killed_warming<W>(fx: &mut Effects<W>, generation: u64, live: Option<Live>) -> Option<Side<W>> {
     live.map(|l| {
         fx.kill(l.cell.killer.clone());
-        Box::new(Side::Leaving {
+        Side::Leaving {
             generation,
             cell: l.cell,
-        })
+        }
     })
 }

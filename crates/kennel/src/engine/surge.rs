@@ -122,7 +122,7 @@ impl<W: Worker> State<W> {
                 warmup,
                 reason,
             };
-            (Some(Box::new(side)), ())
+            (Some(side), ())
         });
         // Not refused (looked at above), so it is marked.
         self.with_record(i, |r| r.replacement.warm_first_for(reason));

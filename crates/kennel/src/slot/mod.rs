@@ -281,7 +281,7 @@ pub(crate) struct Slot<W> {
     pub(crate) issued: u64,
     /// The replacement warming for its worker, or the worker it replaced
     /// (`max_surge`).
-    pub(crate) side: Option<Box<Side<W>>>,
+    pub(crate) side: Option<Side<W>>,
 }
 
 impl<W> Slot<W> {

@@ -154,7 +154,7 @@ impl<W> Slots<W> {
 
     /// What slot `i` holds beside its worker.
     pub(crate) fn side(&self, i: usize) -> Option<&Side<W>> {
-        self.slots[i].side.as_deref()
+        self.slots[i].side.as_ref()
     }
 
     /// The generation of slot `i`'s side, if it has one.
@@ -173,14 +173,14 @@ impl<W> Slots<W> {
     }
 
     fn sides(&self) -> impl Iterator<Item = &Side<W>> {
-        self.slots.iter().filter_map(|s| s.side.as_deref())
+        self.slots.iter().filter_map(|s| s.side.as_ref())
     }
 
     /// Changes slot `i`'s side by `f`.
     pub(crate) fn set_side<R>(
         &mut self,
         i: usize,
-        f: impl FnOnce(Option<Box<Side<W>>>) -> (Option<Box<Side<W>>>, R),
+        f: impl FnOnce(Option<Side<W>>) -> (Option<Side<W>>, R),
     ) -> R {
         let (new, r) = f(self.slots[i].side.take());
         self.slots[i].side = new;
