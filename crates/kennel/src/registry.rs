@@ -110,7 +110,7 @@ impl<W: Worker> Registry<W> {
     ///
     /// # Errors
     ///
-    /// [`Error::DuplicatePool`] when a pool of that name is already there.
+    /// As [`add`](Self::add).
     pub fn add_to_group(&self, pool: Pool<W>, group: &str) -> Result<(), Error> {
         self.insert(pool, Some(group.to_owned()))
     }
@@ -150,10 +150,7 @@ impl<W: Worker> Registry<W> {
     /// The pool is out of the registry and closing as soon as the call
     /// starts; dropping the future only stops waiting for its workers to end.
     pub async fn remove(&self, name: &str) -> Result<(), Error> {
-        let entry = self.lock().remove(name).ok_or_else(|| Error::NoSuchPool {
-            name: name.to_owned(),
-        })?;
-        entry.pool.close().await;
+        self.take(name)?.close().await;
         Ok(())
     }
 

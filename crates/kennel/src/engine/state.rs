@@ -138,11 +138,7 @@ impl<W> State<W> {
     }
 
     pub(crate) fn view(&self) -> SizingView {
-        self.view_at(self.now)
-    }
-
-    pub(crate) fn view_at(&self, now: Instant) -> SizingView {
-        let mut view = view_of(&self.slots, &self.waiters, now);
+        let mut view = view_of(&self.slots, &self.waiters, self.now);
         // With `replace_on_resize`, a size is measured once its workers
         // started at it.
         if self.opts.replace_on_resize && view.all_ready {

@@ -47,7 +47,7 @@ macro_rules! learning_sizing {
             /// a seed from the operating system).
             #[must_use]
             pub fn seed(mut self, seed: u64) -> Self {
-                self.stepper.set_seed(seed);
+                self.stepper.pause.set_seed(seed);
                 self
             }
 
@@ -58,7 +58,8 @@ macro_rules! learning_sizing {
             /// [`BuildError`](crate::BuildError) naming `window`.
             #[must_use]
             pub fn window(mut self, min_jobs: u32, min_time: std::time::Duration) -> Self {
-                self.stepper.set_windows(min_jobs, min_time);
+                self.stepper.windows.min_jobs = min_jobs;
+                self.stepper.windows.min_time = min_time;
                 self
             }
 
@@ -70,7 +71,7 @@ macro_rules! learning_sizing {
             /// On by default; off, every window counts `min_jobs`.
             #[must_use]
             pub fn quick_windows(mut self, on: bool) -> Self {
-                self.stepper.set_quick_windows(on);
+                self.stepper.windows.quick = on;
                 self
             }
 
@@ -81,13 +82,13 @@ macro_rules! learning_sizing {
             /// else a [`BuildError`](crate::BuildError) naming `pause`.
             #[must_use]
             pub fn pause(mut self, shortest: u32, longest: u32) -> Self {
-                self.stepper.set_pause(shortest, longest);
+                self.stepper.pause.set_bounds(shortest, longest);
                 self
             }
 
             /// The bytes each worker needs.
             pub fn memory_per_worker(&self) -> u64 {
-                self.stepper.memory().per_worker()
+                self.stepper.memory.per_worker()
             }
         }
 
@@ -131,8 +132,8 @@ enum Phase {
 #[derive(Debug)]
 pub(crate) struct Stepper<R> {
     rule: R,
-    memory: Memory,
-    windows: Windows,
+    pub(super) memory: Memory,
+    pub(super) windows: Windows,
     capacity: usize,
     /// The size the sizing has (between trials).
     cur: usize,
@@ -146,7 +147,7 @@ pub(crate) struct Stepper<R> {
     /// still run after a change.
     last_longest: Duration,
     course: Course,
-    pause: Pause,
+    pub(super) pause: Pause,
     /// The spread of job times (coefficient of variation) of the last two
     /// windows, the latest first: quick windows take the larger.
     spreads: [Option<f64>; 2],
@@ -174,27 +175,6 @@ impl<R: Rule> Stepper<R> {
             spreads: [None; 2],
             settled_after: None,
         }
-    }
-
-    pub(crate) fn set_seed(&mut self, seed: u64) {
-        self.pause.set_seed(seed);
-    }
-
-    pub(crate) fn set_windows(&mut self, min_jobs: u32, min_time: Duration) {
-        self.windows.min_jobs = min_jobs;
-        self.windows.min_time = min_time;
-    }
-
-    pub(crate) fn set_quick_windows(&mut self, on: bool) {
-        self.windows.quick = on;
-    }
-
-    pub(crate) fn set_pause(&mut self, shortest: u32, longest: u32) {
-        self.pause.set_bounds(shortest, longest);
-    }
-
-    pub(crate) fn memory(&self) -> &Memory {
-        &self.memory
     }
 
     /// Capacity from the computer, and a first size of 2 (or the capacity, if

@@ -45,7 +45,7 @@ impl Drive {
     fn new(best: usize, cpus: usize, seed: u64) -> Self {
         let computer = TestComputer::new(cpus, 64 * GIB);
         let mut stepper = Stepper::new(Best(best), Memory::new(GIB, computer.clone()));
-        stepper.set_seed(seed);
+        stepper.pause.set_seed(seed);
         let plan = stepper.plan().unwrap();
         let mut drive = Self {
             stepper,
@@ -283,11 +283,11 @@ fn a_capacity_of_one_takes_no_step() {
 #[test]
 fn bad_window_settings_are_build_errors() {
     let mut s = Stepper::new(Best(1), Memory::new(GIB, TestComputer::new(2, GIB)));
-    s.set_windows(0, MIN_TIME);
+    s.windows.min_jobs = 0;
     assert_eq!(s.plan().unwrap_err().option, "window");
-    s.set_windows(1, Duration::ZERO);
+    (s.windows.min_jobs, s.windows.min_time) = (1, Duration::ZERO);
     assert_eq!(s.plan().unwrap_err().option, "window");
-    s.set_windows(1, MIN_TIME);
-    s.set_pause(4, 2);
+    s.windows.min_time = MIN_TIME;
+    s.pause.set_bounds(4, 2);
     assert_eq!(s.plan().unwrap_err().option, "pause");
 }
