@@ -168,8 +168,7 @@ impl<W: Worker> Pool<W> {
     /// This method is cancel safe, as [`lend`](Pool::lend).
     pub async fn lend_timeout(&self, wait: Duration) -> Result<Lease<W>, Error> {
         // The timer is looked at only after the lend was polled, so a worker
-        // that is free at once is lent whatever the limit. Kept out of
-        // `lend`, whose future (the size of every waiting job) it would grow.
+        // that is free at once is lent whatever the limit.
         match tokio::time::timeout(wait, self.lend()).await {
             Ok(r) => r,
             Err(_) => Err(Error::LendTimeout { after: wait }),
@@ -250,8 +249,7 @@ impl<W: Worker> Pool<W> {
     ) -> Result<R, Error> {
         let lease = match options.lend_timeout {
             None => self.lend().await?,
-            // Boxed: the timer would grow every run's future.
-            Some(d) => Box::pin(self.lend_timeout(d)).await?,
+            Some(d) => self.lend_timeout(d).await?,
         };
         run_seen(lease, options.job_timeout, job).await.0
     }

@@ -45,9 +45,9 @@ pub(crate) use state::{Parts, State};
 use crate::dispatch::{Grant, Handing};
 use crate::error::Error;
 use crate::event::Event;
+use crate::lease::Lease;
 use crate::metrics::PoolMetrics;
 use crate::reconfig::{Action, Reconfig};
-use crate::slot::WorkerCell;
 use crate::worker::{BoxError, SlotInfo, Worker};
 
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -68,9 +68,6 @@ pub(crate) struct Engine<W> {
     /// The runtime the pool was built on: its tasks run there, also when a
     /// lease is dropped on a thread outside the runtime.
     rt: tokio::runtime::Handle,
-    /// `max_memory` (0: none), read without the lock when a lease comes
-    /// back, to sample the worker's memory before the lock is taken.
-    memory_limit: std::sync::atomic::AtomicU64,
 }
 
 impl<W> std::fmt::Debug for Engine<W> {
@@ -102,7 +99,6 @@ impl<W: Worker> Engine<W> {
             me: me.clone(),
             rt: tokio::runtime::Handle::current(),
             metrics,
-            memory_limit: std::sync::atomic::AtomicU64::new(0),
         });
         engine.act(|st, fx| {
             if let Some(message) = warning {
@@ -114,7 +110,6 @@ impl<W: Worker> Engine<W> {
             st.arm_memory(fx);
             st.arm_probe(fx);
         });
-        engine.sync_memory_limit();
         engine
     }
 
@@ -225,13 +220,6 @@ impl<W: Worker> Engine<W> {
         }
     }
 
-    /// Mirrors `max_memory` for the return path, which reads it off the lock.
-    fn sync_memory_limit(&self) {
-        let limit = self.lock().opts.max_memory.unwrap_or(0);
-        self.memory_limit
-            .store(limit, std::sync::atomic::Ordering::Relaxed);
-    }
-
     /// Traces, counts and broadcasts an event.
     pub(crate) fn emit(&self, event: Event) {
         event.trace(&self.name);
@@ -261,29 +249,27 @@ impl<W: Worker> Engine<W> {
         self.act(|st, fx| st.cancel_wait(fx, id, handed));
     }
 
-    /// A lease comes back.
-    pub(crate) fn release(
-        &self,
-        slot: usize,
-        worker: W,
-        cell: &Arc<WorkerCell>,
-        outcome: Outcome,
-        since: Option<Instant>,
-        job: bool,
-    ) {
-        // With `max_memory`, the worker's memory is read before the lock.
-        let memory = (self.memory_limit.load(std::sync::atomic::Ordering::Relaxed) != 0)
-            .then(|| cell.meter.as_ref().and_then(crate::worker::Meter::read))
+    /// A lease comes back, with `worker` taken out of it. With `max_memory`
+    /// (as it was at the lend), the worker's memory is read before the lock.
+    pub(crate) fn release(&self, lease: &Lease<W>, worker: W, outcome: Outcome) {
+        let memory = (lease.limits.max_memory)
+            .then(|| {
+                lease
+                    .cell
+                    .meter
+                    .as_ref()
+                    .and_then(crate::worker::Meter::read)
+            })
             .flatten();
         self.act(|st, fx| {
-            let held = since.map(|since| st.now.saturating_duration_since(since));
+            let held = (lease.since).map(|since| st.now.saturating_duration_since(since));
             let back = Returned {
-                slot,
+                slot: lease.slot,
                 worker,
-                cell,
+                cell: &lease.cell,
                 outcome,
                 held,
-                job,
+                job: lease.job,
                 memory,
             };
             st.release(fx, back);
@@ -292,9 +278,7 @@ impl<W: Worker> Engine<W> {
     }
 
     pub(crate) fn reconfigure(&self, r: Reconfig) -> Result<Vec<Action>, Error> {
-        let actions = self.act(|st, fx| st.reconfigure(fx, r));
-        self.sync_memory_limit();
-        actions
+        self.act(|st, fx| st.reconfigure(fx, r))
     }
 
     /// Starts closing; false when the pool was closed already.

@@ -147,11 +147,9 @@ impl<W: Worker> State<W> {
     }
 
     fn queue_surge(&mut self, i: usize, reason: RetireReason) -> Surge {
-        let queued = self.with_record(i, |r| r.replacement.warm_first_for(reason));
-        if queued == Some(true) {
-            Surge::Queued
-        } else {
-            Surge::Refused
+        match self.with_record(i, |r| r.replacement.warm_first_for(reason)) {
+            Some(true) => Surge::Queued,
+            _ => Surge::Refused,
         }
     }
 
@@ -177,22 +175,19 @@ impl<W: Worker> State<W> {
     /// Arms the timer that starts the replacement of slot `i`'s worker ahead
     /// of its lifetime, by the longest warm-up seen.
     pub(crate) fn arm_surge_due(&mut self, fx: &mut Effects<W>, i: usize) {
-        let deadline = match self.slots.state(i) {
-            SlotState::Ready { live, .. } => live.life.as_ref(),
+        let due = match self.slots.state(i) {
+            SlotState::Ready { live, .. } if self.opts.max_surge > 0 => live.life.as_ref(),
             _ => None,
         }
-        .map(|l| l.deadline);
-        let due = (self.opts.max_surge > 0)
-            .then_some(deadline)
-            .flatten()
-            .map(|d| {
-                let at = d.checked_sub(self.warmups.ahead()).unwrap_or(d);
-                let wake = Wake::SurgeDue {
-                    slot: i,
-                    generation: self.slots.generation(i),
-                };
-                fx.wake_at(at, wake)
-            });
+        .map(|l| {
+            let ahead = self.warmups.ahead();
+            let at = l.deadline.checked_sub(ahead).unwrap_or(l.deadline);
+            let wake = Wake::SurgeDue {
+                slot: i,
+                generation: self.slots.generation(i),
+            };
+            fx.wake_at(at, wake)
+        });
         self.with_record(i, |r| r.surge_due = due);
     }
 

@@ -163,7 +163,7 @@ fn the_pause_doubles_up_to_sixteen_windows_and_resets_on_a_change() {
         drive.run(1, 100);
         if let Phase::Pause(len) = drive.stepper.phase {
             if last != Some(len) {
-                pauses.push((drive.stepper.pause.quiet(), len));
+                pauses.push((drive.stepper.pause.quiet, len));
                 last = Some(len);
             }
         } else {
@@ -185,7 +185,7 @@ fn the_pause_doubles_up_to_sixteen_windows_and_resets_on_a_change() {
     while drive.stepper.cur == 4 {
         drive.run(1, 100);
     }
-    assert_eq!(drive.stepper.pause.quiet(), 0);
+    assert_eq!(drive.stepper.pause.quiet, 0);
     drive.stepper.rule.0 = drive.stepper.cur;
     while !matches!(drive.stepper.phase, Phase::Pause(_)) {
         drive.run(1, 100);
