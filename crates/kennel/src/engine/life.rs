@@ -67,30 +67,37 @@ impl<W: Worker> State<W> {
         if self.slots.generation(i) != generation {
             return false;
         }
-        let Made {
-            killer,
-            exited,
-            started,
-            pid,
-            meter,
-            size,
-        } = made;
-        let life = self.lifetime(fx, i, generation, started);
-        let live = Live {
-            cell: Arc::new(WorkerCell::new(killer, started, meter, pid)),
-            life,
-            record: Record {
-                pid,
-                max_jobs: self.draw_max_jobs(),
-                size,
-                ..Record::default()
-            },
-        };
+        let (live, exited) = self.live_of(fx, i, generation, made);
         if self.slots.apply(i, |s| t::register(s, live)).is_none() {
             return false;
         }
         fx.watches.push((i, generation, exited));
         true
+    }
+
+    /// What the pool keeps of a worker the factory made for slot `i` with
+    /// `generation` (its cell, lifetime and record), and its exit to watch.
+    pub(crate) fn live_of(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        generation: u64,
+        made: Made,
+    ) -> (Live, Exited) {
+        let life = self.lifetime(fx, i, generation, made.started);
+        let record = Record {
+            pid: made.pid,
+            max_jobs: self.draw_max_jobs(),
+            size: made.size,
+            ..Record::default()
+        };
+        let cell = WorkerCell::new(made.killer, made.started, made.meter, made.pid);
+        let live = Live {
+            cell: Arc::new(cell),
+            life,
+            record,
+        };
+        (live, made.exited)
     }
 
     /// The worker of slot `i` is ready.
@@ -292,17 +299,12 @@ impl<W: Worker> State<W> {
                         | RetireReason::MaxMemory
                         | RetireReason::ProbeFailed
                 );
-                // The pool's own limits never restart a slot more than once
-                // a second, however they are set: a worker they retired
-                // younger than that is replaced once it would have been that
-                // old (a job that needs the slot still starts one at once).
-                let own_limit = matches!(
-                    reason,
-                    RetireReason::Lifetime
-                        | RetireReason::MaxJobs
-                        | RetireReason::MaxMemory
-                        | RetireReason::ProbeFailed
-                );
+                // The pool's own limits (all of those but a failed lease)
+                // never restart a slot more than once a second, however they
+                // are set: a worker they retired younger than that is
+                // replaced once it would have been that old (a job that
+                // needs the slot still starts one at once).
+                let own_limit = reason != RetireReason::Failed;
                 if always && i < self.slots.size() && !self.closed {
                     if own_limit && ran < MIN_LIFETIME {
                         self.rest_until(fx, i, MIN_LIFETIME - ran);

@@ -10,7 +10,7 @@ use super::state::State;
 use crate::event::Event;
 use crate::slot::Held;
 use crate::slot::transitions::Step;
-use crate::slot::{Live, Record, Side, SlotState, WorkerCell};
+use crate::slot::{Live, Side, SlotState};
 use crate::worker::{Exit, Worker};
 
 impl<W: Worker> State<W> {
@@ -87,16 +87,7 @@ impl<W: Worker> State<W> {
         generation: u64,
         made: Made,
     ) -> bool {
-        let life = self.lifetime(fx, i, generation, made.started);
-        let max_jobs = self.draw_max_jobs();
-        let Made {
-            killer,
-            exited,
-            started,
-            pid,
-            meter,
-            size,
-        } = made;
+        let (live, exited) = self.live_of(fx, i, generation, made);
         let registered = self.slots.set_side(i, |s| match s {
             Some(Side::Warming {
                 generation,
@@ -104,16 +95,6 @@ impl<W: Worker> State<W> {
                 warmup,
                 reason,
             }) => {
-                let live = Live {
-                    cell: std::sync::Arc::new(WorkerCell::new(killer, started, meter, pid)),
-                    life,
-                    record: Record {
-                        pid,
-                        max_jobs,
-                        size,
-                        ..Record::default()
-                    },
-                };
                 let side = Side::Warming {
                     generation,
                     live: Some(live),
