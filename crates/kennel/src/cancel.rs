@@ -46,15 +46,10 @@ impl fmt::Display for CancelOutcome {
 /// with `reason` otherwise. A worker that cannot cancel, or a drop outside a
 /// runtime, retires at once as before.
 pub(crate) fn settle<W: Worker>(lease: Lease<W>, reason: RetireReason, hard: Option<Instant>) {
-    if !lease.can_cancel() {
-        lease.retire(reason);
-        return;
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) if lease.can_cancel() => drop(rt.spawn(cancel_then_settle(lease, reason, hard))),
+        _ => lease.retire(reason),
     }
-    let Ok(rt) = tokio::runtime::Handle::try_current() else {
-        lease.retire(reason);
-        return;
-    };
-    rt.spawn(cancel_then_settle(lease, reason, hard));
 }
 
 async fn cancel_then_settle<W: Worker>(

@@ -8,7 +8,7 @@ use tokio::sync::broadcast;
 
 use crate::builder::PoolBuilder;
 use crate::dispatch;
-use crate::engine::Engine;
+use crate::engine::{Engine, State};
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
 use crate::lease::{InFlight, Lease};
@@ -50,7 +50,8 @@ struct Handle<W: Worker> {
 
 impl<W: Worker> Drop for Handle<W> {
     fn drop(&mut self) {
-        self.engine.kill_all();
+        // The last handle is gone without a close: every worker ends now.
+        self.engine.act(State::kill_all);
     }
 }
 
@@ -324,7 +325,7 @@ impl<W: Worker> Pool<W> {
 
     /// Starts closing without waiting (the first half of [`close`](Pool::close)).
     pub(crate) fn begin_close(&self) {
-        self.engine().begin_close();
+        self.engine().act(State::begin_close);
     }
 
     /// One row per slot: what it holds, and its worker's pid, age, warm-up

@@ -1,6 +1,6 @@
 //! Named pools, and groups of them that lend from any member.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -184,14 +184,12 @@ impl<W: Worker> Registry<W> {
 
     /// Every group name that has at least one pool.
     pub fn groups(&self) -> Vec<String> {
-        let mut groups: Vec<String> = self
+        let groups: BTreeSet<String> = self
             .lock()
             .values()
             .filter_map(|e| e.group.clone())
             .collect();
-        groups.sort();
-        groups.dedup();
-        groups
+        groups.into_iter().collect()
     }
 
     /// The group named `name` (it may have no pool yet).

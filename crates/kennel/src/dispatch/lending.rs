@@ -44,11 +44,8 @@ pub(crate) async fn lend<W: Worker>(
         }
     };
     let since = timing.then(|| granted.at.unwrap_or_else(Instant::now));
-    let waited = match (since, asked) {
-        (Some(since), Some(asked)) => Some(since.saturating_duration_since(asked)),
-        (Some(_), None) => Some(Duration::ZERO),
-        _ => None,
-    };
+    let waited =
+        since.map(|since| asked.map_or(Duration::ZERO, |a| since.saturating_duration_since(a)));
     engine.metrics.lent(waited);
     Ok(Some(Lease::new(engine.clone(), granted, since)))
 }
@@ -75,7 +72,8 @@ impl<W: Worker> Drop for InQueue<'_, W> {
             // refused, and goes back to the pool from the sender's side.
             self.waiting.handed.close();
             let handed: Option<Grant<W>> = self.waiting.handed.try_recv().ok();
-            self.engine.cancel_wait(self.waiting.id, handed);
+            let id = self.waiting.id;
+            self.engine.act(|st, fx| st.cancel_wait(fx, id, handed));
         }
     }
 }

@@ -1,7 +1,6 @@
 //! Lending and returning: the handlers a job's lend, its cancel and its
 //! lease's return call.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::effects::{Effects, Wake};
@@ -11,12 +10,15 @@ use crate::dispatch::{Choice, Grant, Granted, JobLimits, Waiters, Waiting, start
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
 use crate::slot::Held;
-use crate::slot::{EndReason, SlotState, WorkerCell, transitions as t};
+use crate::slot::{EndReason, SlotState, transitions as t};
 use crate::worker::Worker;
 
 /// How long the pool waits before it looks again at a start its sizing
 /// refused (memory was short) while jobs wait for it.
 const START_RETRY: Duration = Duration::from_secs(1);
+
+/// A lend of the slot the lending order found idle.
+const CHOSE_IDLE: &str = "the lending order chose an idle slot";
 
 /// What a job asking for a worker gets.
 #[derive(Debug)]
@@ -54,14 +56,13 @@ impl<W: Worker> State<W> {
                 Ok(Acquired::Wait(waiting))
             }
             Choice::Idle(i) => {
-                let (worker, cell) = self.lend_idle(i);
+                let granted = self.take_slot(i).expect(CHOSE_IDLE);
                 if self.opts.slow_job.is_some() {
                     self.arm_slow(fx, i);
                 }
                 self.auto_grow(fx);
                 self.keep_spares(fx);
-                let limits = JobLimits::of(&self.opts);
-                Ok(Acquired::Now(Granted::new(i, worker, cell, limits)))
+                Ok(Acquired::Now(granted))
             }
             Choice::Starting(i) => {
                 let waiting = self.waiters.push(Some(i));
@@ -105,16 +106,9 @@ impl<W: Worker> State<W> {
             })
     }
 
-    /// Lends the idle worker of slot `i`: the job gets the worker, and the
-    /// slot keeps the cell, to kill the worker or see it end while lent.
-    fn lend_idle(&mut self, i: usize) -> (W, Arc<WorkerCell>) {
-        self.slots
-            .apply(i, t::lend_idle)
-            .expect("the lending order chose an idle slot")
-    }
-
-    /// Takes the idle worker of slot `i` (running or kept), for
-    /// `for_each_idle`.
+    /// Takes the idle worker of slot `i` (running or kept): the job gets the
+    /// worker, and the slot keeps the cell, to kill the worker or see it end
+    /// while lent.
     pub(crate) fn take_slot(&mut self, i: usize) -> Option<Granted<W>> {
         if self.closed || i >= self.slots.len() {
             return None;
@@ -133,32 +127,25 @@ impl<W: Worker> State<W> {
     /// When idle workers drop to `auto_grow_threshold`, starts one more
     /// running slot ahead of demand.
     fn auto_grow(&mut self, fx: &mut Effects<W>) {
-        let Some(threshold) = self.opts.auto_grow_threshold else {
-            return;
-        };
-        if self.tripped() {
-            return;
-        }
-        let c = self.slots.counts();
-        if c.idle + c.starting > threshold {
-            return;
-        }
-        if let Some(i) = startable(&self.slots) {
-            if self.sizing.may_start(&self.view()) {
-                self.start_slot(fx, i, None);
-            }
+        if let Some(threshold) = self.opts.auto_grow_threshold {
+            self.start_spares(fx, threshold.saturating_add(1), 1);
         }
     }
 
     /// Starts workers in empty running slots while fewer than `min_idle`
     /// are idle or starting.
     pub(crate) fn keep_spares(&mut self, fx: &mut Effects<W>) {
-        let Some(min) = self.opts.min_idle else {
-            return;
-        };
-        while !self.closed && !self.tripped() {
+        if let Some(min) = self.opts.min_idle {
+            self.start_spares(fx, min, usize::MAX);
+        }
+    }
+
+    /// Starts at most `most` workers in empty running slots while fewer
+    /// than `want` are idle or starting, as the sizing allows.
+    fn start_spares(&mut self, fx: &mut Effects<W>, want: usize, most: usize) {
+        for _ in 0..most {
             let c = self.slots.counts();
-            if c.idle + c.starting >= min {
+            if self.closed || self.tripped() || c.idle + c.starting >= want {
                 return;
             }
             let Some(i) = startable(&self.slots) else {
@@ -216,10 +203,8 @@ impl<W: Worker> State<W> {
     /// A waiting job gave up (dropped or timed out): forget it, and hand back
     /// what it was handed meanwhile (`handed`, taken from its hand-over).
     pub(crate) fn cancel_wait(&mut self, fx: &mut Effects<W>, id: u64, handed: Option<Grant<W>>) {
-        if let Some(w) = self.waiters.remove(id) {
-            if let Some(b) = w.bound {
-                self.slots.apply(b, |s| t::await_by(s, None));
-            }
+        if let Some(b) = self.waiters.remove(id).and_then(|w| w.bound) {
+            self.slots.apply(b, |s| t::await_by(s, None));
         }
         match handed {
             Some(Ok(g)) => self.take_back(fx, g),
@@ -255,8 +240,7 @@ impl<W: Worker> State<W> {
             match self.choose(unbound) {
                 Choice::Idle(i) if self.opts.probe_on_lend => self.probe_slot(fx, i, None),
                 Choice::Idle(i) => {
-                    let (worker, cell) = self.lend_idle(i);
-                    let g = Granted::new(i, worker, cell, JobLimits::of(&self.opts));
+                    let g = self.take_slot(i).expect(CHOSE_IDLE);
                     self.grant_oldest(fx, g);
                 }
                 Choice::Starting(i) => {

@@ -42,7 +42,7 @@ pub(crate) use lend::Acquired;
 pub(crate) use release::{Outcome, Returned};
 pub(crate) use state::{Parts, State};
 
-use crate::dispatch::{Grant, Handing};
+use crate::dispatch::Handing;
 use crate::error::Error;
 use crate::event::Event;
 use crate::lease::Lease;
@@ -243,12 +243,6 @@ impl<W: Worker> Engine<W> {
         self.emit(Event::TimedOut { slot, pid, after });
     }
 
-    /// A waiting job gave up, with what it was handed if anything: see
-    /// [`State::cancel_wait`].
-    pub(crate) fn cancel_wait(&self, id: u64, handed: Option<Grant<W>>) {
-        self.act(|st, fx| st.cancel_wait(fx, id, handed));
-    }
-
     /// A lease comes back, with `worker` taken out of it. With `max_memory`
     /// (as it was at the lend), the worker's memory is read before the lock.
     pub(crate) fn release(&self, lease: &Lease<W>, worker: W, outcome: Outcome) {
@@ -279,16 +273,6 @@ impl<W: Worker> Engine<W> {
 
     pub(crate) fn reconfigure(&self, r: Reconfig) -> Result<Vec<Action>, Error> {
         self.act(|st, fx| st.reconfigure(fx, r))
-    }
-
-    /// Starts closing; false when the pool was closed already.
-    pub(crate) fn begin_close(&self) -> bool {
-        self.act(State::begin_close)
-    }
-
-    /// The last pool handle is gone without a close: kill every worker now.
-    pub(crate) fn kill_all(&self) {
-        self.act(State::kill_all);
     }
 
     /// Waits until every worker has ended; kills lent ones after the grace.

@@ -38,7 +38,7 @@ impl<W: Worker> State<W> {
         self.probe_tick = match self.opts.probe_every {
             Some(every) if !self.closed => {
                 let at = (0..self.slots.size())
-                    .filter_map(|i| self.probe_due(i, every))
+                    .filter_map(|i| Some(self.probe_due(i, every)?.0))
                     .min()
                     .unwrap_or(self.now + every)
                     .max(self.now);
@@ -54,7 +54,7 @@ impl<W: Worker> State<W> {
         let Some(every) = self.opts.probe_every.filter(|_| !self.closed) else {
             return;
         };
-        let due = self.probe_due(i, every);
+        let due = self.probe_due(i, every).map(|(due, _)| due);
         if due.is_some_and(|due| self.probe_tick.as_ref().is_none_or(|(at, _)| due < *at)) {
             self.arm_probe(fx);
         }
@@ -62,8 +62,8 @@ impl<W: Worker> State<W> {
 
     /// When the idle running worker of slot `i` is due for its probe:
     /// `every` after it turned idle, or after its last probe if later (at
-    /// once when neither is known).
-    fn probe_due(&self, i: usize, every: Duration) -> Option<Instant> {
+    /// once when neither is known); with when it turned idle.
+    fn probe_due(&self, i: usize, every: Duration) -> Option<(Instant, Option<Instant>)> {
         match self.slots.state(i) {
             SlotState::Ready {
                 live,
@@ -72,9 +72,9 @@ impl<W: Worker> State<W> {
                 let from = match (*since, live.record.probed_at) {
                     (Some(s), Some(p)) => s.max(p),
                     (Some(t), None) | (None, Some(t)) => t,
-                    (None, None) => return Some(self.now),
+                    (None, None) => return Some((self.now, *since)),
                 };
-                Some(from + every)
+                Some((from + every, *since))
             }
             _ => None,
         }
@@ -85,14 +85,9 @@ impl<W: Worker> State<W> {
     pub(crate) fn on_probe_tick(&mut self, fx: &mut Effects<W>) {
         if let Some(every) = self.opts.probe_every.filter(|_| !self.closed) {
             for i in 0..self.slots.size() {
-                if self.probe_due(i, every).is_some_and(|due| due <= self.now) {
-                    let idle_since = match self.slots.state(i) {
-                        SlotState::Ready {
-                            held: Held::Idle { since, .. },
-                            ..
-                        } => *since,
-                        _ => continue,
-                    };
+                if let Some((due, idle_since)) = self.probe_due(i, every)
+                    && due <= self.now
+                {
                     self.probe_slot(fx, i, idle_since);
                 }
             }

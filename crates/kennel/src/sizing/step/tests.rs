@@ -86,12 +86,12 @@ impl Drive {
         for _ in 0..rounds {
             self.now += job;
             for _ in 0..self.size {
-                let phase = self.stepper.phase;
+                let phase = self.stepper.at.phase;
                 let view = self.view(waiting);
                 let d = self
                     .stepper
                     .observe(&view, SizingInput::JobDone { took: job });
-                if self.stepper.phase != phase {
+                if self.stepper.at.phase != phase {
                     self.windows_closed += 1;
                 }
                 self.apply(d);
@@ -161,7 +161,7 @@ fn the_pause_doubles_up_to_sixteen_windows_and_resets_on_a_change() {
     let mut last = None;
     for _ in 0..40_000 {
         drive.run(1, 100);
-        if let Phase::Pause(len) = drive.stepper.phase {
+        if let Phase::Pause(len) = drive.stepper.at.phase {
             if last != Some(len) {
                 pauses.push((drive.stepper.pause.quiet, len));
                 last = Some(len);
@@ -187,10 +187,10 @@ fn the_pause_doubles_up_to_sixteen_windows_and_resets_on_a_change() {
     }
     assert_eq!(drive.stepper.pause.quiet, 0);
     drive.stepper.rule.0 = drive.stepper.cur;
-    while !matches!(drive.stepper.phase, Phase::Pause(_)) {
+    while !matches!(drive.stepper.at.phase, Phase::Pause(_)) {
         drive.run(1, 100);
     }
-    let Phase::Pause(len) = drive.stepper.phase else {
+    let Phase::Pause(len) = drive.stepper.at.phase else {
         unreachable!()
     };
     assert!((0.5..1.5).contains(&len), "{len}");
@@ -203,7 +203,7 @@ fn the_pause_length_is_random_but_seeded() {
         let mut out = Vec::new();
         while out.len() < 5 {
             drive.run(1, 100);
-            if let Phase::Pause(len) = drive.stepper.phase {
+            if let Phase::Pause(len) = drive.stepper.at.phase {
                 if out.last() != Some(&len) {
                     out.push(len);
                 }
