@@ -183,7 +183,7 @@ impl<W: Worker> State<W> {
         if let Some(id) = aborted.awaited_by {
             self.waiters.fail(id, Error::warmup(i, message, source));
         }
-        *self.slots.slot_mut(i).1 += 1;
+        *self.slots.early_exits_mut(i) += 1;
         match aborted.killer {
             // The slot is closing: the back-off starts when the exit is seen.
             Some(killer) => fx.kill(killer),
@@ -243,7 +243,7 @@ impl<W: Worker> State<W> {
                 if let Some(id) = awaited_by {
                     self.waiters.fail(id, Error::warmup(i, message, None));
                 }
-                *self.slots.slot_mut(i).1 += 1;
+                *self.slots.early_exits_mut(i) += 1;
                 self.schedule_refill(fx, i);
             }
             t::Ended::Idle(worker) => {
@@ -282,7 +282,7 @@ impl<W: Worker> State<W> {
         match reason {
             EndReason::Evicted | EndReason::Retired(_) if !early => {
                 // It ran long enough: the slot is healthy.
-                *self.slots.slot_mut(i).1 = 0;
+                *self.slots.early_exits_mut(i) = 0;
             }
             _ => {}
         }
@@ -347,7 +347,7 @@ impl<W: Worker> State<W> {
     }
 
     fn count_exit(&mut self, i: usize, early: bool) {
-        let (_, early_exits) = self.slots.slot_mut(i);
+        let early_exits = self.slots.early_exits_mut(i);
         *early_exits = if early { *early_exits + 1 } else { 0 };
     }
 

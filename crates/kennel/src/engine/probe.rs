@@ -1,15 +1,9 @@
-//! Health probes of idle workers (`probe_every`): a worker idle that long leaves its slot for a lease of
-//! the pool's own while [`Worker::check`] runs, so that no job gets it
-//! meanwhile; a job takes another worker or waits, at most the probe. A
-//! worker that passes goes back idle with its idle time kept (the probe does
-//! not delay its eviction); one that fails, or does not answer within
-//! `probe_timeout`, is retired and replaced.
-//!
-//! With `probe_on_lend`, a job that would take
-//! an idle worker waits in the queue while that worker is probed; the
-//! worker goes to the oldest waiting job when it passes, and the jobs wait
-//! for the next free worker when it fails. A worker handed straight from
-//! one job to the next waiting one is not probed: it has just served.
+//! Health probes (`probe_every`, `probe_on_lend`, as their options say): a
+//! probed worker is lent to the pool's own lease while [`Worker::check`]
+//! runs. One that passes goes back idle with its idle time kept (the probe
+//! does not delay its eviction). With `probe_on_lend`, a job waits in the
+//! queue while the worker it would take is probed; a worker handed straight
+//! from one job to the next is not probed: it has just served.
 
 use std::time::Duration;
 

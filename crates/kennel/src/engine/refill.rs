@@ -41,7 +41,7 @@ impl<W: Worker> State<W> {
             return;
         }
         self.slots.apply(i, t::end_backoff);
-        let early_exits = *self.slots.slot_mut(i).1;
+        let early_exits = self.slots.early_exits(i);
         let delay = backoff::delay(early_exits);
         if delay.is_zero() {
             return;

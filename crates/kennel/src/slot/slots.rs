@@ -54,10 +54,9 @@ impl<W> Slots<W> {
         &self.slots[i].state
     }
 
-    /// The slot's number and back-off count, which no transition moves.
-    pub(crate) fn slot_mut(&mut self, i: usize) -> (&mut u64, &mut u32) {
-        let s = &mut self.slots[i];
-        (&mut s.generation, &mut s.early_exits)
+    /// The slot's back-off count, which no transition moves.
+    pub(crate) fn early_exits_mut(&mut self, i: usize) -> &mut u32 {
+        &mut self.slots[i].early_exits
     }
 
     pub(crate) fn generation(&self, i: usize) -> u64 {
