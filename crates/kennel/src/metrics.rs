@@ -51,12 +51,6 @@ pub(crate) struct PoolMetrics {
     size: Gauge,
 }
 
-impl std::fmt::Debug for PoolMetrics {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PoolMetrics").finish_non_exhaustive()
-    }
-}
-
 impl PoolMetrics {
     /// The pool's handles, made once; with `on` false every handle does
     /// nothing (the builder's `metrics(false)`, the default).

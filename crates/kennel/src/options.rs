@@ -48,15 +48,15 @@ pub const MAX_SURGE: usize = 64;
 pub(crate) const WAITING_PER_WORKER: usize = 8;
 
 /// Declares [`Options`]: each field with its doc, its default and, after
-/// a comma, the check of its range (a function of the value, or of the value
-/// inside an `Option`; none: any value).
+/// a comma, the check of its range (a function of the value, `opt(f)` of the
+/// value inside an `Option`; none: any value).
 macro_rules! options {
     (
         $(#[$smeta:meta])*
         pub struct Options {
             $(
                 $(#[$meta:meta])*
-                $field:ident: $ty:ty = $default:expr $(, $check:ident)?;
+                $field:ident: $ty:ty = $default:expr $(, $check:expr)?;
             )*
         }
     ) => {
@@ -82,7 +82,7 @@ macro_rules! options {
             /// Checks each option against its own range, in the order declared.
             fn check_each(&self) -> Result<(), BuildError> {
                 $($(
-                    Each::each(&self.$field, $check)
+                    ($check)(&self.$field)
                         .map_err(|m| BuildError::new(stringify!($field), m))?;
                 )?)*
                 Ok(())
@@ -122,13 +122,13 @@ options! {
         /// stop and kept if it answers within `cancel_grace` (a soft limit).
         /// `None`: no limit (the default).
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        job_timeout: Option<Duration> = None, limit;
+        job_timeout: Option<Duration> = None, opt(limit);
         /// The hard limit on a job, from the moment it got its worker: past it
         /// the worker is killed at once, cancel or not, progress or not.
         /// Above `job_timeout` when both are set.
         /// `None`: no hard limit.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        job_kill_after: Option<Duration> = None, limit;
+        job_kill_after: Option<Duration> = None, opt(limit);
         /// How long a worker asked to cancel (its job aborted or past
         /// `job_timeout`) has to answer before it is killed (default 5 s; 0
         /// kills at once, as for a worker that cannot cancel).
@@ -143,15 +143,15 @@ options! {
         /// The longest a warm-up may take; past it the worker is killed and the
         /// job waiting for it fails with `WarmupFailed`. `None`: no limit.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        warmup_timeout: Option<Duration> = None, limit;
+        warmup_timeout: Option<Duration> = None, opt(limit);
         /// The most jobs queued for a worker; one more is rejected at once with
         /// `QueueFull`. 0 means no queue. `None`: 8 × the capacity.
-        max_waiting: Option<usize> = None, waiting;
+        max_waiting: Option<usize> = None, opt(waiting);
         /// Rejects at once, with `QueueWait`, a job whose projected wait is
         /// above this; rejects nothing until a first job has been timed.
         /// `None`: off.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        max_queue_wait: Option<Duration> = None, limit;
+        max_queue_wait: Option<Duration> = None, opt(limit);
         /// The job grace: how long `close` lets lent jobs finish before it
         /// kills their workers (default 30 s). Not the grace of one worker's
         /// own close, which belongs to the worker (`kennel-process`'s
@@ -162,7 +162,7 @@ options! {
         dispatch: Dispatch = Dispatch::LowestSlot;
         /// Closes and replaces a worker older than this: an idle one at once, a lent one when it comes back.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        max_lifetime: Option<Duration> = None, lifetime;
+        max_lifetime: Option<Duration> = None, opt(lifetime);
         /// Moves each worker's lifetime by a random amount in `[-j, +j]`, so
         /// workers do not all end together. Below `max_lifetime`.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
@@ -177,7 +177,7 @@ options! {
         /// `Unavailable`, and trial starts, one at a time and 1, 2, 4 … 60 s
         /// apart, find out when the workers come up again.
         /// Default 5; `None`: never break.
-        break_after_failed_starts: Option<u32> = Some(5), failed_starts;
+        break_after_failed_starts: Option<u32> = Some(5), opt(failed_starts);
         /// How many times [`Pool::run_idempotent`](crate::Pool::run_idempotent)
         /// runs a job again, on another worker, when its worker crashed under
         /// it (not for a job's own error, nor a timeout).
@@ -186,7 +186,7 @@ options! {
         /// Retires a worker after it served this many jobs, when the last one
         /// returns: workers that leak or
         /// fragment memory start fresh. `None`: no limit.
-        max_jobs: Option<u64> = None, jobs;
+        max_jobs: Option<u64> = None, opt(jobs);
         /// Moves each worker's `max_jobs` by a random whole number in
         /// `[-j, +j]`, so workers do not all retire together. Below `max_jobs`.
         max_jobs_jitter: u64 = 0;
@@ -199,7 +199,7 @@ options! {
         /// event, with its slot and how long it has run (a lease held past it
         /// is reported the same way). `None`: off.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        slow_job: Option<Duration> = None, limit;
+        slow_job: Option<Duration> = None, opt(limit);
         /// Retires a worker whose memory passes this many bytes: an idle one at once, a lent one when
         /// its job returns; a job is never cut short. The memory is what the
         /// worker's [`Meter`](crate::Meter) reads (for a `Coprocess`, the
@@ -207,7 +207,7 @@ options! {
         /// every `memory_check_every` and when a job returns. With the `serde`
         /// feature, a size such as `"2GiB"`. `None`: no limit.
         #[cfg_attr(feature = "serde", serde(with = "crate::size_serde"))]
-        max_memory: Option<u64> = None, bytes;
+        max_memory: Option<u64> = None, opt(bytes);
         /// How often the memory of idle and lent workers is sampled for
         /// `max_memory` (default 10 s). At least 100 ms.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
@@ -218,7 +218,7 @@ options! {
         /// worker is not lent meanwhile; a job takes another or waits at most
         /// the probe. At least 1 s. `None`: no probes (the default).
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-        probe_every: Option<Duration> = None, probe_every;
+        probe_every: Option<Duration> = None, opt(probe_every);
         /// The longest a probe may take; past it the worker counts as failed
         /// (default 5 s).
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
@@ -312,28 +312,10 @@ impl Options {
     }
 }
 
-/// A check of one option's value, applied to an option's value or to the
-/// value inside its `Option` (none is always allowed).
-trait Each<T> {
-    fn each(&self, check: fn(&T) -> Result<(), String>) -> Result<(), String>;
+/// A check of an optional value: none is always allowed.
+fn opt<T>(check: fn(&T) -> Result<(), String>) -> impl Fn(&Option<T>) -> Result<(), String> {
+    move |v| v.as_ref().map_or(Ok(()), check)
 }
-
-impl<T> Each<T> for Option<T> {
-    fn each(&self, check: fn(&T) -> Result<(), String>) -> Result<(), String> {
-        self.as_ref().map_or(Ok(()), check)
-    }
-}
-
-macro_rules! each_of_itself {
-    ($($t:ty),*) => {$(
-        impl Each<$t> for $t {
-            fn each(&self, check: fn(&$t) -> Result<(), String>) -> Result<(), String> {
-                check(self)
-            }
-        }
-    )*};
-}
-each_of_itself!(Duration, usize, u32, u64);
 
 /// A time limit: above 0 and at most [`MAX_DURATION`].
 fn limit(d: &Duration) -> Result<(), String> {

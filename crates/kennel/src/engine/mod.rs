@@ -70,14 +70,6 @@ pub(crate) struct Engine<W> {
     rt: tokio::runtime::Handle,
 }
 
-impl<W> std::fmt::Debug for Engine<W> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
-}
-
 impl<W: Worker> Engine<W> {
     /// Builds the engine (inside a tokio runtime) and starts what the
     /// startup and sizing start.
