@@ -7,7 +7,7 @@ use std::fmt;
 
 use tokio::time::Instant;
 
-use crate::event::RetireReason;
+use crate::event::{Event, RetireReason};
 use crate::lease::Lease;
 use crate::worker::Worker;
 
@@ -46,15 +46,10 @@ impl fmt::Display for CancelOutcome {
 /// with `reason` otherwise. A worker that cannot cancel, or a drop outside a
 /// runtime, retires at once as before.
 pub(crate) fn settle<W: Worker>(lease: Lease<W>, reason: RetireReason, hard: Option<Instant>) {
-    if !lease.can_cancel() {
-        lease.retire(reason);
-        return;
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) if lease.can_cancel() => drop(rt.spawn(cancel_then_settle(lease, reason, hard))),
+        _ => lease.retire(reason),
     }
-    let Ok(rt) = tokio::runtime::Handle::try_current() else {
-        lease.retire(reason);
-        return;
-    };
-    rt.spawn(cancel_then_settle(lease, reason, hard));
 }
 
 async fn cancel_then_settle<W: Worker>(
@@ -63,7 +58,7 @@ async fn cancel_then_settle<W: Worker>(
     hard: Option<Instant>,
 ) {
     let started = Instant::now();
-    let mut grace = lease.engine.options().cancel_grace;
+    let mut grace = lease.engine.lock().opts.cancel_grace;
     if let Some(hard) = hard {
         grace = grace.min(hard.saturating_duration_since(started));
     }
@@ -83,9 +78,12 @@ async fn cancel_then_settle<W: Worker>(
         CancelOutcome::Kept if lease.has_exited() || !lease.is_alive() => CancelOutcome::Killed,
         other => other,
     };
-    lease
-        .engine
-        .cancelled(lease.slot, reason, outcome, started.elapsed());
+    lease.engine.emit(Event::Cancelled {
+        slot: lease.slot,
+        reason,
+        outcome,
+        took: started.elapsed(),
+    });
     match outcome {
         CancelOutcome::Kept => drop(lease),
         CancelOutcome::Killed => lease.retire(reason),

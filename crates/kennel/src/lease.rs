@@ -26,12 +26,12 @@ pub struct Lease<W: Worker> {
     worker: Option<W>,
     pub(crate) cell: Arc<WorkerCell>,
     /// When the job got the worker, if the pool times jobs.
-    since: Option<Instant>,
+    pub(crate) since: Option<Instant>,
     /// The pool's limits on the job, read when it got the worker.
     pub(crate) limits: JobLimits,
     /// Whether a job holds it (it counts toward `max_jobs`), not the pool's
     /// own `for_each_idle`.
-    job: bool,
+    pub(crate) job: bool,
 }
 
 impl<W: Worker> Lease<W> {
@@ -75,8 +75,7 @@ impl<W: Worker> Lease<W> {
 
     fn give_back(&mut self, outcome: Outcome) {
         if let Some(worker) = self.worker.take() {
-            self.engine
-                .release(self.slot, worker, &self.cell, outcome, self.since, self.job);
+            self.engine.release(self, worker, outcome);
         }
     }
 }

@@ -1,8 +1,7 @@
 //! Metrics through the `metrics` facade, labelled by pool.
 //!
-//! Handles are made once when the pool is built, so recording costs an
-//! atomic operation (nothing when no recorder is installed). The names and
-//! meanings are listed in `docs/METRICS.md`.
+//! Handles are made once when the pool is built, in the recorder installed
+//! then. The names and meanings are listed in `docs/METRICS.md`.
 
 use std::time::Duration;
 
@@ -13,6 +12,7 @@ use crate::error::RejectReason;
 use crate::event::{Event, RetireReason};
 use crate::stats::Stats;
 
+/// Every retire reason, in the order of its declaration (a counter each).
 const RETIRE_REASONS: [RetireReason; 11] = [
     RetireReason::Failed,
     RetireReason::Aborted,
@@ -27,36 +27,28 @@ const RETIRE_REASONS: [RetireReason; 11] = [
     RetireReason::Resized,
 ];
 
+/// The pool's metric handles; the arrays follow the declaration order of
+/// the enum that labels them.
 pub(crate) struct PoolMetrics {
     jobs: Counter,
-    rejected_full: Counter,
-    rejected_wait: Counter,
+    rejected: [Counter; 2],
     retired: [Counter; RETIRE_REASONS.len()],
     started: Counter,
     evicted: Counter,
     exited: Counter,
     crashed: Counter,
     timed_out: Counter,
-    cancelled_kept: Counter,
-    cancelled_killed: Counter,
+    cancelled: [Counter; 2],
     warmup_failed: Counter,
     warmup_seconds: Histogram,
     job_seconds: Histogram,
     wait_seconds: Histogram,
     queue_high_water: Gauge,
-    starting: Gauge,
-    idle: Gauge,
-    lent: Gauge,
-    kept: Gauge,
+    /// Starting, idle, lent, kept.
+    workers: [Gauge; 4],
     waiting: Gauge,
     capacity: Gauge,
     size: Gauge,
-}
-
-impl std::fmt::Debug for PoolMetrics {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PoolMetrics").finish_non_exhaustive()
-    }
 }
 
 impl PoolMetrics {
@@ -64,14 +56,15 @@ impl PoolMetrics {
     /// nothing (the builder's `metrics(false)`, the default).
     pub(crate) fn new(pool: &str, on: bool) -> Self {
         if !on {
-            return Self::off();
+            return metrics::with_local_recorder(&metrics::NoopRecorder, || Self::new(pool, true));
         }
         let p = pool.to_owned();
         let state = |s: &'static str| gauge!("kennel_workers", "pool" => p.clone(), "state" => s);
+        let rejected = |r: RejectReason| counter!("kennel_jobs_rejected_total", "pool" => p.clone(), "reason" => r.as_str());
+        let cancelled = |o: CancelOutcome| counter!("kennel_jobs_cancelled_total", "pool" => p.clone(), "outcome" => o.as_str());
         Self {
             jobs: counter!("kennel_jobs_total", "pool" => p.clone()),
-            rejected_full: counter!("kennel_jobs_rejected_total", "pool" => p.clone(), "reason" => RejectReason::QueueFull.as_str()),
-            rejected_wait: counter!("kennel_jobs_rejected_total", "pool" => p.clone(), "reason" => RejectReason::QueueWait.as_str()),
+            rejected: [RejectReason::QueueFull, RejectReason::QueueWait].map(rejected),
             retired: RETIRE_REASONS.map(|r| {
                 counter!("kennel_workers_retired_total", "pool" => p.clone(), "reason" => r.as_str())
             }),
@@ -80,17 +73,13 @@ impl PoolMetrics {
             exited: counter!("kennel_workers_exited_total", "pool" => p.clone()),
             crashed: counter!("kennel_workers_crashed_total", "pool" => p.clone()),
             timed_out: counter!("kennel_jobs_timed_out_total", "pool" => p.clone()),
-            cancelled_kept: counter!("kennel_jobs_cancelled_total", "pool" => p.clone(), "outcome" => CancelOutcome::Kept.as_str()),
-            cancelled_killed: counter!("kennel_jobs_cancelled_total", "pool" => p.clone(), "outcome" => CancelOutcome::Killed.as_str()),
+            cancelled: [CancelOutcome::Kept, CancelOutcome::Killed].map(cancelled),
             warmup_failed: counter!("kennel_warmups_failed_total", "pool" => p.clone()),
             warmup_seconds: histogram!("kennel_warmup_seconds", "pool" => p.clone()),
             job_seconds: histogram!("kennel_job_seconds", "pool" => p.clone()),
             wait_seconds: histogram!("kennel_wait_seconds", "pool" => p.clone()),
             queue_high_water: gauge!("kennel_queue_high_water", "pool" => p.clone()),
-            starting: state("starting"),
-            idle: state("idle"),
-            lent: state("lent"),
-            kept: state("kept"),
+            workers: ["starting", "idle", "lent", "kept"].map(state),
             waiting: gauge!("kennel_waiting", "pool" => p.clone()),
             capacity: gauge!("kennel_capacity", "pool" => p.clone()),
             size: gauge!("kennel_size", "pool" => p),
@@ -106,20 +95,10 @@ impl PoolMetrics {
             Event::Exited { .. } => self.exited.increment(1),
             Event::Crashed { .. } => self.crashed.increment(1),
             Event::TimedOut { .. } => self.timed_out.increment(1),
-            Event::Cancelled { outcome, .. } => match outcome {
-                CancelOutcome::Kept => self.cancelled_kept.increment(1),
-                CancelOutcome::Killed => self.cancelled_killed.increment(1),
-            },
+            Event::Cancelled { outcome, .. } => self.cancelled[*outcome as usize].increment(1),
             Event::Evicted { .. } => self.evicted.increment(1),
-            Event::Retired { reason, .. } => {
-                if let Some(i) = RETIRE_REASONS.iter().position(|r| r == reason) {
-                    self.retired[i].increment(1);
-                }
-            }
-            Event::Rejected { reason } => match reason {
-                RejectReason::QueueFull => self.rejected_full.increment(1),
-                RejectReason::QueueWait => self.rejected_wait.increment(1),
-            },
+            Event::Retired { reason, .. } => self.retired[*reason as usize].increment(1),
+            Event::Rejected { reason } => self.rejected[*reason as usize].increment(1),
             _ => {}
         }
     }
@@ -137,83 +116,32 @@ impl PoolMetrics {
         self.job_seconds.record(held.as_secs_f64());
     }
 
-    /// Sets the gauges whose numbers differ from what `last` shows.
-    pub(crate) fn publish(&self, now: &Stats, last: &mut Published) {
-        let Some(was) = last.stats.replace(*now) else {
-            for (gauge, n) in [
-                (&self.starting, now.starting),
-                (&self.idle, now.idle),
-                (&self.lent, now.lent),
-                (&self.kept, now.kept),
-                (&self.waiting, now.waiting),
-                (&self.capacity, now.capacity),
-                (&self.size, now.size),
-            ] {
-                gauge.set(n as f64);
-            }
-            return;
-        };
-        for (gauge, n, before) in [
-            (&self.starting, now.starting, was.starting),
-            (&self.idle, now.idle, was.idle),
-            (&self.lent, now.lent, was.lent),
-            (&self.kept, now.kept, was.kept),
-            (&self.waiting, now.waiting, was.waiting),
-            (&self.capacity, now.capacity, was.capacity),
-            (&self.size, now.size, was.size),
-        ] {
-            if n != before {
-                gauge.set(n as f64);
-            }
+    /// Sets the gauges, and the queue's high water when `now` passes it.
+    pub(crate) fn publish(&self, now: &Stats, high_water: &mut usize) {
+        let workers = [now.starting, now.idle, now.lent, now.kept];
+        for (gauge, n) in self.workers.iter().zip(workers) {
+            gauge.set(n as f64);
         }
-        if now.waiting > last.high_water {
-            last.high_water = now.waiting;
+        self.waiting.set(now.waiting as f64);
+        self.capacity.set(now.capacity as f64);
+        self.size.set(now.size as f64);
+        if now.waiting > *high_water {
+            *high_water = now.waiting;
             self.queue_high_water.set(now.waiting as f64);
         }
     }
-
-    fn off() -> Self {
-        Self {
-            jobs: Counter::noop(),
-            rejected_full: Counter::noop(),
-            rejected_wait: Counter::noop(),
-            retired: RETIRE_REASONS.map(|_| Counter::noop()),
-            started: Counter::noop(),
-            evicted: Counter::noop(),
-            exited: Counter::noop(),
-            crashed: Counter::noop(),
-            timed_out: Counter::noop(),
-            cancelled_kept: Counter::noop(),
-            cancelled_killed: Counter::noop(),
-            warmup_failed: Counter::noop(),
-            warmup_seconds: Histogram::noop(),
-            job_seconds: Histogram::noop(),
-            wait_seconds: Histogram::noop(),
-            queue_high_water: Gauge::noop(),
-            starting: Gauge::noop(),
-            idle: Gauge::noop(),
-            lent: Gauge::noop(),
-            kept: Gauge::noop(),
-            waiting: Gauge::noop(),
-            capacity: Gauge::noop(),
-            size: Gauge::noop(),
-        }
-    }
 }
 
-/// What the gauges last showed, kept under the pool's lock.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Published {
-    stats: Option<Stats>,
-    high_water: usize,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Published {
-    /// Nothing published yet: the first publish sets every gauge.
-    pub(crate) fn none() -> Self {
-        Self {
-            stats: None,
-            high_water: 0,
+    #[test]
+    fn each_label_array_follows_its_enums_declaration_order() {
+        for (i, r) in RETIRE_REASONS.iter().enumerate() {
+            assert_eq!(*r as usize, i, "{r}");
         }
+        assert_eq!(RejectReason::QueueWait as usize, 1);
+        assert_eq!(CancelOutcome::Killed as usize, 1);
     }
 }

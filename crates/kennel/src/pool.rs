@@ -7,9 +7,9 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 
 use crate::builder::PoolBuilder;
-use crate::dispatch::Lending;
-use crate::engine::Engine;
-use crate::error::Error;
+use crate::dispatch;
+use crate::engine::{Engine, State};
+use crate::error::{Error, RejectReason};
 use crate::event::Event;
 use crate::lease::{InFlight, Lease};
 use crate::options::Options;
@@ -50,7 +50,8 @@ struct Handle<W: Worker> {
 
 impl<W: Worker> Drop for Handle<W> {
     fn drop(&mut self) {
-        self.engine.kill_all();
+        // The last handle is gone without a close: every worker ends now.
+        self.engine.act(State::kill_all);
     }
 }
 
@@ -103,7 +104,7 @@ impl<W: Worker> Pool<W> {
 
     /// One consistent snapshot of the pool's counts.
     pub fn stats(&self) -> Stats {
-        self.engine().stats()
+        self.engine().lock().stats()
     }
 
     /// Whether the pool still warms its first worker: it starts workers by
@@ -111,7 +112,7 @@ impl<W: Worker> Pool<W> {
     /// has been ready yet. False for a pool that starts workers only for
     /// jobs, and for good once a first worker was ready.
     pub fn is_warming(&self) -> bool {
-        self.engine().is_warming()
+        self.engine().lock().is_warming()
     }
 
     /// How long a job that joined the queue now would wait for a worker, as
@@ -121,7 +122,7 @@ impl<W: Worker> Pool<W> {
     /// time jobs (no metrics recorder, `max_queue_wait` or learning sizing).
     /// A service can send it as `Retry-After`.
     pub fn projected_wait(&self) -> Option<Duration> {
-        self.engine().projected_wait()
+        self.engine().lock().projected_wait()
     }
 
     /// A stream of the pool's events. A subscriber that falls behind misses
@@ -149,9 +150,11 @@ impl<W: Worker> Pool<W> {
     /// the job from the queue; a worker that was handed to it meanwhile goes
     /// back to the pool, and a warm-up it caused goes on for the next job.
     pub async fn lend(&self) -> Result<Lease<W>, Error> {
-        // One `async` layer, and the lease returned as `Lending` built it.
-        let mut lending = Lending::new(self.engine(), true);
-        std::future::poll_fn(|cx| lending.poll(cx)).await
+        // A job that may queue is never refused for having to.
+        let reason = RejectReason::QueueFull;
+        dispatch::lend(self.engine(), true)
+            .await?
+            .ok_or(Error::Rejected { reason })
     }
 
     /// As [`lend`](Pool::lend), waiting at most `wait` for a worker.
@@ -166,8 +169,7 @@ impl<W: Worker> Pool<W> {
     /// This method is cancel safe, as [`lend`](Pool::lend).
     pub async fn lend_timeout(&self, wait: Duration) -> Result<Lease<W>, Error> {
         // The timer is looked at only after the lend was polled, so a worker
-        // that is free at once is lent whatever the limit. Kept out of
-        // `lend`, whose future (the size of every waiting job) it would grow.
+        // that is free at once is lent whatever the limit.
         match tokio::time::timeout(wait, self.lend()).await {
             Ok(r) => r,
             Err(_) => Err(Error::LendTimeout { after: wait }),
@@ -187,12 +189,7 @@ impl<W: Worker> Pool<W> {
     ///
     /// This method is cancel safe, as [`lend`](Pool::lend).
     pub async fn try_lend(&self) -> Result<Option<Lease<W>>, Error> {
-        let mut lending = Lending::new(self.engine(), false);
-        match std::future::poll_fn(|cx| lending.poll(cx)).await {
-            Ok(lease) => Ok(Some(lease)),
-            Err(_) if lending.would_queue() => Ok(None),
-            Err(e) => Err(e),
-        }
+        dispatch::lend(self.engine(), false).await
     }
 
     /// Lends a worker to `job` and returns what the job returns.
@@ -253,8 +250,7 @@ impl<W: Worker> Pool<W> {
     ) -> Result<R, Error> {
         let lease = match options.lend_timeout {
             None => self.lend().await?,
-            // Boxed: the timer would grow every run's future.
-            Some(d) => Box::pin(self.lend_timeout(d)).await?,
+            Some(d) => self.lend_timeout(d).await?,
         };
         run_seen(lease, options.job_timeout, job).await.0
     }
@@ -329,7 +325,7 @@ impl<W: Worker> Pool<W> {
 
     /// Starts closing without waiting (the first half of [`close`](Pool::close)).
     pub(crate) fn begin_close(&self) {
-        self.engine().begin_close();
+        self.engine().act(State::begin_close);
     }
 
     /// One row per slot: what it holds, and its worker's pid, age, warm-up
@@ -340,11 +336,11 @@ impl<W: Worker> Pool<W> {
 
     /// The options the pool enforces now.
     pub fn options(&self) -> Options {
-        self.engine().options()
+        self.engine().lock().opts.clone()
     }
 
     /// Whether [`close`](Pool::close) was called.
     pub fn is_closed(&self) -> bool {
-        self.engine().is_closed()
+        self.engine().lock().closed
     }
 }

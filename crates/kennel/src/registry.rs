@@ -1,6 +1,6 @@
 //! Named pools, and groups of them that lend from any member.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -110,7 +110,7 @@ impl<W: Worker> Registry<W> {
     ///
     /// # Errors
     ///
-    /// [`Error::DuplicatePool`] when a pool of that name is already there.
+    /// As [`add`](Self::add).
     pub fn add_to_group(&self, pool: Pool<W>, group: &str) -> Result<(), Error> {
         self.insert(pool, Some(group.to_owned()))
     }
@@ -150,10 +150,7 @@ impl<W: Worker> Registry<W> {
     /// The pool is out of the registry and closing as soon as the call
     /// starts; dropping the future only stops waiting for its workers to end.
     pub async fn remove(&self, name: &str) -> Result<(), Error> {
-        let entry = self.lock().remove(name).ok_or_else(|| Error::NoSuchPool {
-            name: name.to_owned(),
-        })?;
-        entry.pool.close().await;
+        self.take(name)?.close().await;
         Ok(())
     }
 
@@ -187,14 +184,12 @@ impl<W: Worker> Registry<W> {
 
     /// Every group name that has at least one pool.
     pub fn groups(&self) -> Vec<String> {
-        let mut groups: Vec<String> = self
+        let groups: BTreeSet<String> = self
             .lock()
             .values()
             .filter_map(|e| e.group.clone())
             .collect();
-        groups.sort();
-        groups.dedup();
-        groups
+        groups.into_iter().collect()
     }
 
     /// The group named `name` (it may have no pool yet).
@@ -343,6 +338,6 @@ impl<W: Worker> Group<W> {
         job: impl AsyncFnOnce(&mut W) -> R,
     ) -> Result<R, Error> {
         let lease = self.lend().await?;
-        run_seen(lease, options.job_timeout_override(), job).await.0
+        run_seen(lease, options.job_timeout, job).await.0
     }
 }

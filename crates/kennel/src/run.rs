@@ -1,7 +1,6 @@
 //! Running a job on a lent worker: its time limit, its worker's end, and
 //! the errors of a job that returns a `Result`.
 
-use std::future::Future;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -9,7 +8,7 @@ use tokio::time::Instant;
 use crate::cancel::settle;
 use crate::deadline::{End, Limits, race};
 use crate::error::Error;
-use crate::event::RetireReason;
+use crate::event::{Event, RetireReason};
 use crate::lease::{InFlight, Lease};
 use crate::pool::Pool;
 use crate::worker::Worker;
@@ -32,10 +31,6 @@ impl RunOptions {
     pub fn lend_timeout(mut self, d: Duration) -> Self {
         self.lend_timeout = Some(d);
         self
-    }
-
-    pub(crate) fn job_timeout_override(&self) -> Option<Option<Duration>> {
-        self.job_timeout
     }
 
     /// Overrides the pool's `job_timeout` for this call (`None`: no limit).
@@ -63,16 +58,11 @@ pub enum JobError<E> {
 /// worker. Also says whether the worker ended under the job, though the
 /// job returned (a worker that saw its own end, as a child process whose
 /// pipe closed).
-///
-/// Not an `async fn`: the lease is set up here and moved into the future
-/// once, where an `async fn` would keep it twice (as its argument and as
-/// the guard the job borrows). The job's time starts now, so the future is
-/// to be awaited at once, as every caller does.
-pub(crate) fn run_seen<W: Worker, R>(
+pub(crate) async fn run_seen<W: Worker, R>(
     lease: Lease<W>,
     job_timeout: Option<Option<Duration>>,
     job: impl AsyncFnOnce(&mut W) -> R,
-) -> impl Future<Output = (Result<R, Error>, bool)> {
+) -> (Result<R, Error>, bool) {
     let (soft, hard, beats) = (
         job_timeout.unwrap_or(lease.limits.job_timeout),
         lease.limits.job_kill_after,
@@ -87,42 +77,40 @@ pub(crate) fn run_seen<W: Worker, R>(
     let hard_at = limits.hard_at(start);
     let cell = lease.cell.clone();
     let mut job_guard = InFlight::new(lease);
-    async move {
-        let end = race(job(&mut job_guard), cell.died(), limits, start).await;
-        match end {
-            End::Done(r) => {
-                let lease = job_guard.disarm();
-                let ended = lease.has_exited() || !lease.is_alive();
-                drop(lease);
-                (Ok(r), ended)
-            }
-            End::TimedOut(after) => {
-                let lease = job_guard.disarm();
-                lease.engine.timed_out(lease.slot, after);
-                // A worker that can cancel is asked to, and may stay.
-                settle(lease, RetireReason::Timeout, hard_at);
-                (Err(Error::Timeout { after }), false)
-            }
-            End::KillAfter(after) => {
-                let lease = job_guard.disarm();
-                lease.engine.timed_out(lease.slot, after);
-                lease.retire(RetireReason::Timeout);
-                (Err(Error::Timeout { after }), false)
-            }
-            End::Died => {
-                let lease = job_guard.disarm();
-                let engine = lease.engine.clone();
-                drop(lease);
-                let err = if engine.is_closed() {
-                    Error::Closed
-                } else {
-                    Error::Crashed {
-                        exit: cell.exit().map(Box::new),
-                        attempts: 1,
-                    }
-                };
-                (Err(err), false)
-            }
+    let end = race(job(&mut job_guard), cell.died(), limits, start).await;
+    match end {
+        End::Done(r) => {
+            let lease = job_guard.disarm();
+            let ended = lease.has_exited() || !lease.is_alive();
+            drop(lease);
+            (Ok(r), ended)
+        }
+        End::TimedOut(after) => {
+            let lease = job_guard.disarm();
+            lease.engine.timed_out(lease.slot, after);
+            // A worker that can cancel is asked to, and may stay.
+            settle(lease, RetireReason::Timeout, hard_at);
+            (Err(Error::Timeout { after }), false)
+        }
+        End::KillAfter(after) => {
+            let lease = job_guard.disarm();
+            lease.engine.timed_out(lease.slot, after);
+            lease.retire(RetireReason::Timeout);
+            (Err(Error::Timeout { after }), false)
+        }
+        End::Died => {
+            let lease = job_guard.disarm();
+            let engine = lease.engine.clone();
+            drop(lease);
+            let err = if engine.lock().closed {
+                Error::Closed
+            } else {
+                Error::Crashed {
+                    exit: cell.exit().map(Box::new),
+                    attempts: 1,
+                }
+            };
+            (Err(err), false)
         }
     }
 }
@@ -173,15 +161,9 @@ impl<W: Worker> Pool<W> {
             let lease = self.lend().await?;
             let cell = lease.cell.clone();
             let (result, ended) = run_seen(lease, None, &job).await;
-            match result {
-                Ok(_) if ended && attempt <= retries => {
-                    attempt += 1;
-                    self.engine().retried(attempt, cell.exit());
-                }
-                Err(Error::Crashed { exit, .. }) if attempt <= retries => {
-                    attempt += 1;
-                    self.engine().retried(attempt, exit.map(|e| *e));
-                }
+            let exit = match result {
+                Ok(_) if ended && attempt <= retries => cell.exit(),
+                Err(Error::Crashed { exit, .. }) if attempt <= retries => exit.map(|e| *e),
                 Err(Error::Crashed { exit, .. }) => {
                     return Err(Error::Crashed {
                         exit,
@@ -189,7 +171,9 @@ impl<W: Worker> Pool<W> {
                     });
                 }
                 other => return other,
-            }
+            };
+            attempt += 1;
+            self.engine().emit(Event::Retried { attempt, exit });
         }
     }
 

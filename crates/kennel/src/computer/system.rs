@@ -32,12 +32,28 @@ use super::meminfo::parse_meminfo_available;
 pub struct SystemComputer;
 
 impl Computer for SystemComputer {
+    /// The affinity count, lowered by a cgroup CPU quota, at least 1.
     fn available_parallelism(&self) -> usize {
-        available_parallelism()
+        let affinity = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+        let quota = if cfg!(target_os = "linux") {
+            Cgroup::find(&read_file).cpu_quota(&read_file)
+        } else {
+            None
+        };
+        cpus_within(affinity, quota)
     }
+
+    /// The smaller of the host's `MemAvailable` and the cgroup's limit minus
+    /// its usage; `u64::MAX` when neither can be read.
     fn available_memory(&self) -> u64 {
-        available_memory()
+        if !cfg!(target_os = "linux") {
+            return u64::MAX;
+        }
+        let host = read_file(Path::new("/proc/meminfo")).and_then(|s| parse_meminfo_available(&s));
+        let cgroup = Cgroup::find(&read_file).memory_available(&read_file);
+        min_known(host, cgroup).unwrap_or(u64::MAX)
     }
+
     fn free_for_pool(&self, pool_workers: usize, memory_per_worker: u64) -> u64 {
         with_pool_workers(self.available_memory(), pool_workers, memory_per_worker)
     }
@@ -56,43 +72,15 @@ fn read_file(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// How many CPUs this process may use: the affinity count, lowered by a
-/// cgroup CPU quota, at least 1.
-fn available_parallelism() -> usize {
-    let affinity = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    let quota = if cfg!(target_os = "linux") {
-        Cgroup::find(&read_file).cpu_quota(&read_file)
-    } else {
-        None
-    };
-    cpus_within(affinity, quota)
-}
-
-/// How many bytes of memory are free for this process: the smaller of the
-/// host's `MemAvailable` and the cgroup's limit minus its usage; `u64::MAX`
-/// when neither can be read.
-fn available_memory() -> u64 {
-    if !cfg!(target_os = "linux") {
-        return u64::MAX;
-    }
-    let host = read_file(Path::new("/proc/meminfo")).and_then(|s| parse_meminfo_available(&s));
-    let cgroup = Cgroup::find(&read_file).memory_available(&read_file);
-    min_known(host, cgroup).unwrap_or(u64::MAX)
-}
-
-/// The CPUs left by `affinity` and a cgroup `quota` (in CPUs), at least 1.
+/// The CPUs left by `affinity` and a cgroup `quota` (in CPUs, rounded up),
+/// at least 1.
 pub(super) fn cpus_within(affinity: usize, quota: Option<f64>) -> usize {
     let cpus = affinity.max(1);
-    quota.map_or(cpus, |q| cpus.min(cpus_from_quota(q)))
-}
-
-/// `ceil(quota)`, at least 1.
-fn cpus_from_quota(quota: f64) -> usize {
-    if quota.is_finite() && quota > 1.0 {
+    match quota {
         // The quota is at most a few thousand CPUs; the cast saturates anyway.
-        quota.ceil() as usize
-    } else {
-        1
+        Some(q) if q.is_finite() && q > 1.0 => cpus.min(q.ceil() as usize),
+        Some(_) => 1,
+        None => cpus,
     }
 }
 

@@ -1,126 +1,79 @@
-//! The future a job waits in for its worker.
+//! A job asking for a worker, and the guard that takes it out of the queue
+//! when it stops waiting.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Grant, Granted, Waiting};
+use super::{Grant, Waiting};
 use crate::engine::{Acquired, Engine};
-use crate::error::{Error, RejectReason};
+use crate::error::Error;
 use crate::lease::Lease;
 use crate::worker::Worker;
 
-/// A job asking for a worker: it asks on its first poll and, when it has to
-/// wait, is handed its worker through its own `oneshot`, which
-/// keeps its waker: polled again, it looks there without any lock. Dropping
-/// it while it waits leaves the queue (cancel safety). What it is granted
-/// it makes into the job's [`Lease`] itself, so that the lease is built
-/// once, where it is returned, and not moved through the layers above.
-#[derive(Debug)]
-pub(crate) struct Lending<'a, W: Worker> {
-    engine: &'a Arc<Engine<W>>,
+/// A job asks for a worker: it asks under the lock and, when it has to
+/// wait, is handed its worker through its own `oneshot`, read without any
+/// lock. `Ok(None)` when it may not queue (`queue` false) and would have had
+/// to: nothing was turned away, so no event. Dropping the future while it
+/// waits leaves the queue (cancel safety).
+pub(crate) async fn lend<W: Worker>(
+    engine: &Arc<Engine<W>>,
     queue: bool,
-    /// Its place in the queue and its end of the hand-over, while it waits.
-    waiting: Option<Waiting<W>>,
-    /// Whether the pool times jobs (read under the lock at the first poll).
-    timing: bool,
-    /// When it began to wait, if the pool times jobs.
-    asked: Option<Instant>,
-    /// It may not queue, and would have had to.
-    would_queue: bool,
+) -> Result<Option<Lease<W>>, Error> {
+    let mut timing = false;
+    let acquired = engine.act(|st, fx| {
+        timing = st.timing;
+        st.acquire(fx, queue)
+    })?;
+    let (granted, asked) = match acquired {
+        Acquired::Now(granted) => (granted, None),
+        Acquired::WouldQueue => return Ok(None),
+        Acquired::Wait(waiting) => {
+            let asked = timing.then(Instant::now);
+            let mut guard = InQueue {
+                engine,
+                waiting,
+                armed: true,
+            };
+            let handed = (&mut guard.waiting.handed).await;
+            guard.disarm();
+            // A job leaves the queue only with a grant; a hand-over dropped
+            // unsent means the pool is gone: it reads as closed.
+            (handed.map_err(|_| Error::Closed)??, asked)
+        }
+    };
+    let since = timing.then(|| granted.at.unwrap_or_else(Instant::now));
+    let waited =
+        since.map(|since| asked.map_or(Duration::ZERO, |a| since.saturating_duration_since(a)));
+    engine.metrics.lent(waited);
+    Ok(Some(Lease::new(engine.clone(), granted, since)))
 }
 
-impl<'a, W: Worker> Lending<'a, W> {
-    /// A job that may queue (`queue`) or not.
-    pub(crate) fn new(engine: &'a Arc<Engine<W>>, queue: bool) -> Self {
-        Self {
-            engine,
-            queue,
-            waiting: None,
-            timing: false,
-            asked: None,
-            would_queue: false,
-        }
-    }
+/// A job waiting in the queue. Dropped armed (the job gave up), it leaves
+/// the queue; a worker handed to it meanwhile goes back to the pool.
+struct InQueue<'a, W: Worker> {
+    engine: &'a Arc<Engine<W>>,
+    waiting: Waiting<W>,
+    armed: bool,
+}
 
-    /// Whether its `Rejected { QueueFull }` means that it may not queue
-    /// and would have had to (rather than a queued job turned away).
-    pub(crate) fn would_queue(&self) -> bool {
-        self.would_queue
-    }
-
-    /// A job that may not queue and would have to gets
-    /// `Rejected { QueueFull }` with [`would_queue`](Self::would_queue) set,
-    /// and no event (nothing was turned away): `try_lend` reads that as no
-    /// worker. One result type for both, so that the lease is returned as
-    /// built.
-    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Lease<W>, Error>> {
-        if self.waiting.is_none() {
-            let acquired = self.engine.act(|st, fx| {
-                self.timing = st.timing;
-                st.acquire(fx, self.queue)
-            })?;
-            match acquired {
-                Acquired::Now(granted) => return Poll::Ready(Ok(self.lease(granted))),
-                Acquired::WouldQueue => {
-                    self.would_queue = true;
-                    return Poll::Ready(Err(Error::Rejected {
-                        reason: RejectReason::QueueFull,
-                    }));
-                }
-                Acquired::Wait(waiting) => {
-                    if self.timing {
-                        self.asked = Some(Instant::now());
-                    }
-                    self.waiting = Some(waiting);
-                }
-            }
-        }
-        self.poll_waiting(cx)
-    }
-
-    /// Looks at what the job was handed; leaves its waker there if nothing
-    /// yet.
-    fn poll_waiting(&mut self, cx: &mut Context<'_>) -> Poll<Result<Lease<W>, Error>> {
-        let Some(waiting) = self.waiting.as_mut() else {
-            return Poll::Ready(Err(Error::Closed));
-        };
-        let handed = std::task::ready!(Pin::new(&mut waiting.handed).poll(cx));
-        self.waiting = None;
-        // A job leaves the queue only with a grant; a hand-over dropped
-        // unsent means the pool is gone: it reads as closed.
-        Poll::Ready(match handed {
-            Ok(Ok(granted)) => Ok(self.lease(granted)),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(Error::Closed),
-        })
-    }
-
-    /// The lease of the worker it was granted; counts the lend.
-    fn lease(&self, granted: Granted<W>) -> Lease<W> {
-        let since = self.timing.then(|| granted.at.unwrap_or_else(Instant::now));
-        let waited = match (since, self.asked) {
-            (Some(since), Some(asked)) => Some(since.saturating_duration_since(asked)),
-            (Some(_), None) => Some(Duration::ZERO),
-            _ => None,
-        };
-        self.engine.metrics.lent(waited);
-        Lease::new(self.engine.clone(), granted, since)
+impl<W: Worker> InQueue<'_, W> {
+    /// The job got what it was handed: nothing to undo.
+    fn disarm(mut self) {
+        self.armed = false;
     }
 }
 
-impl<W: Worker> Drop for Lending<'_, W> {
+impl<W: Worker> Drop for InQueue<'_, W> {
     fn drop(&mut self) {
-        if let Some(mut waiting) = self.waiting.take() {
+        if self.armed {
             // No send succeeds after this: a worker handed from now on is
             // refused, and goes back to the pool from the sender's side.
-            waiting.handed.close();
-            let handed: Option<Grant<W>> = waiting.handed.try_recv().ok();
-            self.engine.cancel_wait(waiting.id, handed);
+            self.waiting.handed.close();
+            let handed: Option<Grant<W>> = self.waiting.handed.try_recv().ok();
+            let id = self.waiting.id;
+            self.engine.act(|st, fx| st.cancel_wait(fx, id, handed));
         }
     }
 }

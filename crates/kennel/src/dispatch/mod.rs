@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-pub(crate) use lending::Lending;
+pub(crate) use lending::lend;
 pub(crate) use queue::{Handing, Waiters, Waiting};
 
 use crate::error::Error;
@@ -58,6 +58,8 @@ pub(crate) struct JobLimits {
     pub(crate) job_timeout: Option<std::time::Duration>,
     pub(crate) job_kill_after: Option<std::time::Duration>,
     pub(crate) progress_extends_timeout: bool,
+    /// Whether the worker's memory is read when it comes back (`max_memory`).
+    pub(crate) max_memory: bool,
 }
 
 impl JobLimits {
@@ -66,6 +68,7 @@ impl JobLimits {
             job_timeout: o.job_timeout,
             job_kill_after: o.job_kill_after,
             progress_extends_timeout: o.progress_extends_timeout,
+            max_memory: o.max_memory.is_some(),
         }
     }
 }

@@ -30,11 +30,6 @@ pub(crate) type Handing<W> = (oneshot::Sender<Grant<W>>, Grant<W>);
 
 /// Waiting jobs in arrival order; ids grow, so the first entry is the oldest.
 ///
-/// A queue of entries sorted by id, found by binary search. A job that
-/// leaves from the middle leaves a hole (its entry holds no waiter) instead
-/// of shifting the ones behind it; holes at either end are dropped at once,
-/// and the queue is compacted when holes outnumber the jobs.
-///
 /// A job that leaves the queue with a worker (or an error) is handed it
 /// through its own `oneshot`: the grants of a lock session are kept in
 /// `granted` and sent once the lock is released ([`take_granted`]), and the
@@ -45,19 +40,10 @@ pub(crate) type Handing<W> = (oneshot::Sender<Grant<W>>, Grant<W>);
 /// [`take_granted`]: Waiters::take_granted
 #[derive(Debug)]
 pub(crate) struct Waiters<W> {
-    queue: VecDeque<Entry<W>>,
+    queue: VecDeque<(u64, Waiter<W>)>,
     /// What the jobs that left the queue in this lock session were handed.
     granted: Vec<Handing<W>>,
-    /// Jobs waiting (entries that hold a waiter).
-    len: usize,
     next_id: u64,
-    unbound: usize,
-}
-
-#[derive(Debug)]
-struct Entry<W> {
-    id: u64,
-    waiter: Option<Waiter<W>>,
 }
 
 impl<W> Waiters<W> {
@@ -65,23 +51,21 @@ impl<W> Waiters<W> {
         Self {
             queue: VecDeque::new(),
             granted: Vec::new(),
-            len: 0,
             next_id: 0,
-            unbound: 0,
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.queue.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
+        self.queue.is_empty()
     }
 
     /// Jobs queued by rule 4 (not bound to a starting worker).
     pub(crate) fn unbound(&self) -> usize {
-        self.unbound
+        self.queue.iter().filter(|(_, w)| w.bound.is_none()).count()
     }
 
     /// Adds a job at the back; gives its id and the end it is handed its
@@ -89,45 +73,20 @@ impl<W> Waiters<W> {
     pub(crate) fn push(&mut self, bound: Option<usize>) -> Waiting<W> {
         let id = self.next_id;
         self.next_id += 1;
-        if bound.is_none() {
-            self.unbound += 1;
-        }
         let (to, handed) = oneshot::channel();
-        self.queue.push_back(Entry {
-            id,
-            waiter: Some(Waiter { bound, to }),
-        });
-        self.len += 1;
+        self.queue.push_back((id, Waiter { bound, to }));
         Waiting { id, handed }
-    }
-
-    fn find(&self, id: u64) -> Option<usize> {
-        self.queue.binary_search_by_key(&id, |e| e.id).ok()
     }
 
     /// Removes a job that gives up waiting; returns it if it was there.
     pub(crate) fn remove(&mut self, id: u64) -> Option<Waiter<W>> {
-        let at = self.find(id)?;
-        let w = self.queue[at].waiter.take()?;
-        self.len -= 1;
-        if w.bound.is_none() {
-            self.unbound -= 1;
-        }
-        self.tidy();
-        Some(w)
+        let at = self.queue.iter().position(|(i, _)| *i == id)?;
+        self.queue.remove(at).map(|(_, w)| w)
     }
 
     /// Removes the oldest job and returns it with its id.
     pub(crate) fn take_oldest(&mut self) -> Option<(u64, Waiter<W>)> {
-        // The front entry holds a job whenever there is one (`tidy`).
-        let entry = self.queue.pop_front()?;
-        let w = entry.waiter?;
-        self.len -= 1;
-        if w.bound.is_none() {
-            self.unbound -= 1;
-        }
-        self.tidy();
-        Some((entry.id, w))
+        self.queue.pop_front()
     }
 
     /// Hands a job just removed from the queue its worker or its error; it
@@ -150,70 +109,28 @@ impl<W> Waiters<W> {
         }
     }
 
-    /// Drops the holes at both ends, and all of them once they outnumber
-    /// the jobs, so the queue stays within twice the jobs (plus a few).
-    fn tidy(&mut self) {
-        while self.queue.front().is_some_and(|e| e.waiter.is_none()) {
-            self.queue.pop_front();
-        }
-        while self.queue.back().is_some_and(|e| e.waiter.is_none()) {
-            self.queue.pop_back();
-        }
-        if self.queue.len() > 2 * self.len + 16 {
-            self.queue.retain(|e| e.waiter.is_some());
-        }
-    }
-
-    fn waiting(&self) -> impl Iterator<Item = (u64, &Waiter<W>)> {
-        self.queue
-            .iter()
-            .filter_map(|e| e.waiter.as_ref().map(|w| (e.id, w)))
-    }
-
     /// The oldest job not bound to a starting worker.
     pub(crate) fn oldest_unbound(&self) -> Option<u64> {
-        if self.unbound == 0 {
-            return None;
-        }
-        self.waiting()
-            .find(|(_, w)| w.bound.is_none())
-            .map(|(id, _)| id)
+        let mut unbound = self.queue.iter().filter(|(_, w)| w.bound.is_none());
+        unbound.next().map(|(id, _)| *id)
     }
 
     /// The youngest job not bound to a starting worker.
     pub(crate) fn youngest_unbound(&self) -> Option<u64> {
-        if self.unbound == 0 {
-            return None;
-        }
-        self.queue
-            .iter()
-            .rev()
-            .find(|e| e.waiter.as_ref().is_some_and(|w| w.bound.is_none()))
-            .map(|e| e.id)
+        let mut unbound = self.queue.iter().filter(|(_, w)| w.bound.is_none());
+        unbound.next_back().map(|(id, _)| *id)
     }
 
     pub(crate) fn set_bound(&mut self, id: u64, bound: Option<usize>) {
-        let Some(at) = self.find(id) else {
-            return;
-        };
-        if let Some(w) = self.queue[at].waiter.as_mut() {
-            match (w.bound.is_none(), bound.is_none()) {
-                (true, false) => self.unbound -= 1,
-                (false, true) => self.unbound += 1,
-                _ => {}
-            }
+        if let Some((_, w)) = self.queue.iter_mut().find(|(i, _)| *i == id) {
             w.bound = bound;
         }
     }
 
     /// Fails every waiting job with `Closed`, for closing.
     pub(crate) fn close(&mut self) {
-        self.unbound = 0;
-        self.len = 0;
-        for e in std::mem::take(&mut self.queue) {
-            if let Some(w) = e.waiter {
-                self.grant(w, Err(Error::Closed));
-            }
+        for (_, w) in std::mem::take(&mut self.queue) {
+            self.grant(w, Err(Error::Closed));
         }
     }
 }
@@ -230,7 +147,7 @@ mod tests {
     }
 
     #[test]
-    fn waiters_keep_arrival_order_through_holes() {
+    fn waiters_keep_arrival_order() {
         let mut w = Waiters::<()>::new();
         let mut jobs: Vec<Waiting<()>> = (0..5).map(|_| w.push(None)).collect();
         let ids: Vec<u64> = jobs.iter().map(|j| j.id).collect();
@@ -242,8 +159,7 @@ mod tests {
             Some((ids[0], None))
         );
         assert!(w.remove(ids[1]).is_some());
-        // The hole left by ids[2] is dropped with the front.
-        assert_eq!(w.queue.front().map(|e| e.id), Some(ids[3]));
+        assert_eq!(w.queue.front().map(|e| e.0), Some(ids[3]));
         w.set_bound(ids[3], Some(7));
         assert_eq!(w.unbound(), 1);
         assert_eq!(w.oldest_unbound(), Some(ids[4]));
@@ -275,28 +191,5 @@ mod tests {
         assert!(to.send(grant).is_err(), "the receiver closed");
         assert_eq!(w.len(), 1);
         drop(kept);
-    }
-
-    #[test]
-    fn holes_behind_an_old_job_are_compacted() {
-        let mut w = Waiters::<()>::new();
-        let first = w.push(None).id;
-        let mut keep = Vec::new();
-        for _ in 0..10_000 {
-            let id = w.push(None).id;
-            keep.push(w.push(None));
-            assert!(w.remove(id).is_some());
-        }
-        assert_eq!(w.len(), 10_001);
-        assert!(w.queue.len() <= 2 * w.len() + 16);
-        assert_eq!(w.queue.front().map(|e| e.id), Some(first));
-        // Far more holes than jobs: still within bounds.
-        let ids: Vec<u64> = w.waiting().map(|(id, _)| id).skip(1).collect();
-        for id in ids {
-            assert!(w.remove(id).is_some());
-        }
-        assert_eq!(w.len(), 1);
-        assert!(w.queue.len() <= 2 * w.len() + 16);
-        assert_eq!(w.queue.front().map(|e| e.id), Some(first));
     }
 }

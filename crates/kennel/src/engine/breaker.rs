@@ -56,8 +56,7 @@ impl<W: Worker> State<W> {
     pub(crate) fn note_failed_start(&mut self, fx: &mut Effects<W>, message: &str) {
         let b = &mut self.breaker;
         b.failed = b.failed.saturating_add(1);
-        b.last_failure.clear();
-        b.last_failure.push_str(message);
+        b.last_failure = message.to_owned();
         let Some(threshold) = self.opts.break_after_failed_starts else {
             return;
         };

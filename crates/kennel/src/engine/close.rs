@@ -12,7 +12,7 @@ impl<W: Worker> State<W> {
     /// workers. Lent workers close when they come back. False when the pool
     /// was closed already.
     pub(crate) fn begin_close(&mut self, fx: &mut Effects<W>) -> bool {
-        fx.add().ended = true;
+        fx.ended = true;
         if self.closed {
             return false;
         }
@@ -22,7 +22,7 @@ impl<W: Worker> State<W> {
                 .slots
                 .apply(i, |s| t::close_idle(s, EndReason::PoolClosed))
             {
-                fx.add().closes.push(closing);
+                fx.closes.push(closing);
             }
         }
         fx.emit(Event::Closed);
@@ -41,7 +41,7 @@ impl<W: Worker> State<W> {
                 .slots
                 .apply(i, |s| t::close_idle(s, EndReason::PoolClosed))
             {
-                fx.add().drops.push(worker);
+                fx.drops.push(worker);
             }
         }
     }

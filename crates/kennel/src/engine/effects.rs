@@ -14,19 +14,10 @@ use crate::timer::Timer;
 use crate::worker::{Exited, Killer};
 
 /// The side effects of one lock session, in the order they were decided.
-/// Nothing is allocated until the first effect: the common lend and return
-/// has none but the time a timed job held its worker, which is kept beside
-/// the box, so that a timed pool's return allocates nothing either.
 #[derive(Debug)]
 pub(crate) struct Effects<W> {
-    more: Option<Box<Pending<W>>>,
     /// A returned job held its worker this long (for the metrics).
-    job_done: Option<Duration>,
-}
-
-/// The effects recorded so far.
-#[derive(Debug)]
-pub(crate) struct Pending<W> {
+    pub(crate) job_done: Option<Duration>,
     pub(crate) events: Vec<Event>,
     pub(crate) kills: Vec<Killer>,
     /// Workers to close gracefully, each on a task of its own.
@@ -50,15 +41,7 @@ pub(crate) struct Pending<W> {
 impl<W> Default for Effects<W> {
     fn default() -> Self {
         Self {
-            more: None,
             job_done: None,
-        }
-    }
-}
-
-impl<W> Default for Pending<W> {
-    fn default() -> Self {
-        Self {
             events: Vec::new(),
             kills: Vec::new(),
             closes: Vec::new(),
@@ -75,34 +58,12 @@ impl<W> Default for Pending<W> {
 }
 
 impl<W> Effects<W> {
-    /// The effects, to add one.
-    pub(crate) fn add(&mut self) -> &mut Pending<W> {
-        self.more.get_or_insert_with(Box::default)
-    }
-
-    /// Records that a returned job held its worker for `held`.
-    pub(crate) fn job_done(&mut self, held: Duration) {
-        self.job_done = Some(held);
-    }
-
-    /// What was recorded: the time a job held its worker, then the rest,
-    /// if anything.
-    pub(crate) fn take(self) -> (Option<Duration>, Option<Box<Pending<W>>>) {
-        (self.job_done, self.more)
-    }
-
-    /// What was recorded (tests read it).
-    #[cfg(test)]
-    pub(crate) fn recorded(&self) -> &Pending<W> {
-        self.more.as_deref().expect("an effect was recorded")
-    }
-
     pub(crate) fn emit(&mut self, event: Event) {
-        self.add().events.push(event);
+        self.events.push(event);
     }
 
     pub(crate) fn kill(&mut self, killer: Killer) {
-        self.add().kills.push(killer);
+        self.kills.push(killer);
     }
 
     /// Arms a timer that reports `wake` at `at`; dropping the returned
@@ -114,12 +75,8 @@ impl<W> Effects<W> {
     /// As [`wake_at`](Self::wake_at), when `when` is due.
     pub(crate) fn wake_on(&mut self, when: When, wake: Wake) -> Timer {
         let (timer, token) = Timer::new();
-        self.add().wakes.push(Arm { when, wake, token });
+        self.wakes.push(Arm { when, wake, token });
         timer
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.more.is_none() && self.job_done.is_none()
     }
 }
 

@@ -50,7 +50,7 @@ impl<W: Worker> State<W> {
                 pid,
                 idle_for: self.now.saturating_duration_since(since),
             });
-            fx.add().closes.push(closing);
+            fx.closes.push(closing);
         }
     }
 
@@ -67,11 +67,9 @@ impl<W: Worker> State<W> {
                 } => (since.unwrap_or(self.now), live.cell.started),
                 _ => continue,
             };
-            let evict = if self.eviction.may_evict() {
-                self.arm_eviction(fx, i, since, started)
-            } else {
-                None
-            };
+            let evict = (self.eviction.may_evict())
+                .then(|| self.arm_eviction(fx, i, since, started))
+                .flatten();
             self.slots.edit(i, |s| t::rearm(s, Some(since), evict));
             count += 1;
         }

@@ -13,7 +13,7 @@
 use tokio::time::Instant;
 
 use super::state::State;
-use crate::slot::{Now, Replacement, SlotState};
+use crate::slot::{Replacement, SlotState};
 use crate::worker::Worker;
 
 /// The latest time from now, in seconds, at which the replacement of a
@@ -59,8 +59,8 @@ impl<W: Worker> State<W> {
     /// Whether the replacement of slot `i`'s worker should start now: its
     /// last job is due within one warm-up, or the workers due after it need
     /// it to go first to find room in time.
-    pub(super) fn jobs_lead_reached(&self, i: usize, now: &mut Now) -> bool {
-        let now = now.get();
+    pub(super) fn jobs_lead_reached(&self, i: usize) -> bool {
+        let now = self.now;
         let Some(own) = self.jobs_due_in(i, now) else {
             return false;
         };

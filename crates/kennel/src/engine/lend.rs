@@ -1,10 +1,7 @@
 //! Lending and returning: the handlers a job's lend, its cancel and its
 //! lease's return call.
 
-use std::sync::Arc;
 use std::time::Duration;
-
-use tokio::time::Instant;
 
 use super::effects::{Effects, Wake};
 use super::release::{Outcome, Returned};
@@ -13,12 +10,15 @@ use crate::dispatch::{Choice, Grant, Granted, JobLimits, Waiters, Waiting, start
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
 use crate::slot::Held;
-use crate::slot::{EndReason, Now, SlotState, WorkerCell, transitions as t};
+use crate::slot::{EndReason, SlotState, transitions as t};
 use crate::worker::Worker;
 
 /// How long the pool waits before it looks again at a start its sizing
 /// refused (memory was short) while jobs wait for it.
 const START_RETRY: Duration = Duration::from_secs(1);
+
+/// A lend of the slot the lending order found idle.
+const CHOSE_IDLE: &str = "the lending order chose an idle slot";
 
 /// What a job asking for a worker gets.
 #[derive(Debug)]
@@ -56,14 +56,13 @@ impl<W: Worker> State<W> {
                 Ok(Acquired::Wait(waiting))
             }
             Choice::Idle(i) => {
-                let (worker, cell) = self.lend_idle(i);
+                let granted = self.take_slot(i).expect(CHOSE_IDLE);
                 if self.opts.slow_job.is_some() {
                     self.arm_slow(fx, i);
                 }
                 self.auto_grow(fx);
                 self.keep_spares(fx);
-                let limits = JobLimits::of(&self.opts);
-                Ok(Acquired::Now(Granted::new(i, worker, cell, limits)))
+                Ok(Acquired::Now(granted))
             }
             Choice::Starting(i) => {
                 let waiting = self.waiters.push(Some(i));
@@ -107,16 +106,9 @@ impl<W: Worker> State<W> {
             })
     }
 
-    /// Lends the idle worker of slot `i`: the job gets the worker, and the
-    /// slot keeps the cell, to kill the worker or see it end while lent.
-    fn lend_idle(&mut self, i: usize) -> (W, Arc<WorkerCell>) {
-        self.slots
-            .apply(i, t::lend_idle)
-            .expect("the lending order chose an idle slot")
-    }
-
-    /// Takes the idle worker of slot `i` (running or kept), for
-    /// `for_each_idle`.
+    /// Takes the idle worker of slot `i` (running or kept): the job gets the
+    /// worker, and the slot keeps the cell, to kill the worker or see it end
+    /// while lent.
     pub(crate) fn take_slot(&mut self, i: usize) -> Option<Granted<W>> {
         if self.closed || i >= self.slots.len() {
             return None;
@@ -135,32 +127,25 @@ impl<W: Worker> State<W> {
     /// When idle workers drop to `auto_grow_threshold`, starts one more
     /// running slot ahead of demand.
     fn auto_grow(&mut self, fx: &mut Effects<W>) {
-        let Some(threshold) = self.opts.auto_grow_threshold else {
-            return;
-        };
-        if self.tripped() {
-            return;
-        }
-        let c = self.slots.counts();
-        if c.idle + c.starting > threshold {
-            return;
-        }
-        if let Some(i) = startable(&self.slots) {
-            if self.sizing.may_start(&self.view()) {
-                self.start_slot(fx, i, None);
-            }
+        if let Some(threshold) = self.opts.auto_grow_threshold {
+            self.start_spares(fx, threshold.saturating_add(1), 1);
         }
     }
 
     /// Starts workers in empty running slots while fewer than `min_idle`
     /// are idle or starting.
     pub(crate) fn keep_spares(&mut self, fx: &mut Effects<W>) {
-        let Some(min) = self.opts.min_idle else {
-            return;
-        };
-        while !self.closed && !self.tripped() {
+        if let Some(min) = self.opts.min_idle {
+            self.start_spares(fx, min, usize::MAX);
+        }
+    }
+
+    /// Starts at most `most` workers in empty running slots while fewer
+    /// than `want` are idle or starting, as the sizing allows.
+    fn start_spares(&mut self, fx: &mut Effects<W>, want: usize, most: usize) {
+        for _ in 0..most {
             let c = self.slots.counts();
-            if c.idle + c.starting >= min {
+            if self.closed || self.tripped() || c.idle + c.starting >= want {
                 return;
             }
             let Some(i) = startable(&self.slots) else {
@@ -218,14 +203,12 @@ impl<W: Worker> State<W> {
     /// A waiting job gave up (dropped or timed out): forget it, and hand back
     /// what it was handed meanwhile (`handed`, taken from its hand-over).
     pub(crate) fn cancel_wait(&mut self, fx: &mut Effects<W>, id: u64, handed: Option<Grant<W>>) {
-        if let Some(w) = self.waiters.remove(id) {
-            if let Some(b) = w.bound {
-                self.slots.apply(b, |s| t::await_by(s, None));
-            }
+        if let Some(b) = self.waiters.remove(id).and_then(|w| w.bound) {
+            self.slots.apply(b, |s| t::await_by(s, None));
         }
         match handed {
             Some(Ok(g)) => self.take_back(fx, g),
-            _ => self.pump(fx, None),
+            _ => self.pump(fx),
         }
     }
 
@@ -241,20 +224,13 @@ impl<W: Worker> State<W> {
             job: false,
             memory: None,
         };
-        self.release(fx, back, &mut Now::at(self.now));
-        self.pump(fx, None);
+        self.release(fx, back);
+        self.pump(fx);
     }
 
     /// Gives waiting jobs what the pool has: idle workers, unawaited starting
-    /// workers, empty running slots. `now` is the time if the caller read it.
-    pub(crate) fn pump(&mut self, fx: &mut Effects<W>, now: Option<Instant>) {
-        // Looked at after every return: no call when no job waits.
-        if !self.waiters.is_empty() && !self.closed {
-            self.pump_waiting(fx, now);
-        }
-    }
-
-    fn pump_waiting(&mut self, fx: &mut Effects<W>, now: Option<Instant>) {
+    /// workers, empty running slots.
+    pub(crate) fn pump(&mut self, fx: &mut Effects<W>) {
         while !self.waiters.is_empty() && !self.closed {
             if self.jobs_covered_by_probes() {
                 // The freed workers go to them when their probes pass.
@@ -264,9 +240,8 @@ impl<W: Worker> State<W> {
             match self.choose(unbound) {
                 Choice::Idle(i) if self.opts.probe_on_lend => self.probe_slot(fx, i, None),
                 Choice::Idle(i) => {
-                    let (worker, cell) = self.lend_idle(i);
-                    let g = Granted::new(i, worker, cell, JobLimits::of(&self.opts));
-                    self.grant_oldest(fx, g, now);
+                    let g = self.take_slot(i).expect(CHOSE_IDLE);
+                    self.grant_oldest(fx, g);
                 }
                 Choice::Starting(i) => {
                     let id = oldest_unbound(&self.waiters);
@@ -323,16 +298,11 @@ impl<W: Worker> State<W> {
 
     /// Hands a lent worker to the oldest waiting job: a worker that becomes
     /// idle goes to the oldest waiting job first.
-    pub(super) fn grant_oldest(
-        &mut self,
-        fx: &mut Effects<W>,
-        mut g: Granted<W>,
-        now: Option<Instant>,
-    ) {
+    pub(super) fn grant_oldest(&mut self, fx: &mut Effects<W>, mut g: Granted<W>) {
         if self.opts.slow_job.is_some() {
             self.arm_slow(fx, g.slot);
         }
-        g.at = now;
+        g.at = Some(self.now);
         let (_, waiter) = self
             .waiters
             .take_oldest()

@@ -12,7 +12,7 @@ use crate::backoff;
 use crate::error::Error;
 use crate::event::{Event, RetireReason};
 use crate::options::MIN_LIFETIME;
-use crate::slot::{EndReason, Live, Now, Record, WorkerCell, transitions as t};
+use crate::slot::{EndReason, Live, Record, WorkerCell, transitions as t};
 use crate::timer::Timer;
 use crate::worker::{BoxError, Exit, Exited, Killer, Worker};
 
@@ -39,7 +39,7 @@ impl<W: Worker> State<W> {
         let size = self.slots.size();
         let generation = self.slots.issue(i);
         self.slots.adopt(i, generation);
-        fx.add().warmups.push(Warmup {
+        fx.warmups.push(Warmup {
             slot: i,
             size,
             generation,
@@ -61,44 +61,43 @@ impl<W: Worker> State<W> {
         generation: u64,
         made: Made,
     ) -> bool {
-        let Made {
-            killer,
-            exited,
-            started,
-            pid,
-            meter,
-            size,
-        } = made;
         if self.slots.side_generation(i) == Some(generation) {
-            let made = Made {
-                killer,
-                exited,
-                started,
-                pid,
-                meter,
-                size,
-            };
             return self.register_side(fx, i, generation, made);
         }
         if self.slots.generation(i) != generation {
             return false;
         }
-        let life = self.lifetime(fx, i, started);
-        let live = Live {
-            cell: Arc::new(WorkerCell::new(killer, started, meter, pid)),
-            life,
-            record: Record {
-                pid,
-                max_jobs: self.draw_max_jobs(),
-                size,
-                ..Record::default()
-            },
-        };
+        let (live, exited) = self.live_of(fx, i, generation, made);
         if self.slots.apply(i, |s| t::register(s, live)).is_none() {
             return false;
         }
-        fx.add().watches.push((i, generation, exited));
+        fx.watches.push((i, generation, exited));
         true
+    }
+
+    /// What the pool keeps of a worker the factory made for slot `i` with
+    /// `generation` (its cell, lifetime and record), and its exit to watch.
+    pub(crate) fn live_of(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        generation: u64,
+        made: Made,
+    ) -> (Live, Exited) {
+        let life = self.lifetime(fx, i, generation, made.started);
+        let record = Record {
+            pid: made.pid,
+            max_jobs: self.draw_max_jobs(),
+            size: made.size,
+            ..Record::default()
+        };
+        let cell = WorkerCell::new(made.killer, made.started, made.meter, made.pid);
+        let live = Live {
+            cell: Arc::new(cell),
+            life,
+            record,
+        };
+        (live, made.exited)
     }
 
     /// The worker of slot `i` is ready.
@@ -119,7 +118,7 @@ impl<W: Worker> State<W> {
             .flatten();
         let Some(awaited_by) = warmed else {
             fx.kill(worker.killer());
-            fx.add().drops.push(worker);
+            fx.drops.push(worker);
             return;
         };
         self.ever_ready = true;
@@ -142,12 +141,12 @@ impl<W: Worker> State<W> {
             // job may. Either way it is no longer bound to this slot.
             self.waiters.set_bound(id, None);
         }
-        self.place(fx, i, worker, &mut Now::at(self.now), None);
+        self.place(fx, i, worker, None);
         // It started before a resize.
         self.replace_if_resized(fx, i);
         self.arm_surge_due(fx, i);
         self.kick_startup(fx);
-        self.pump(fx, None);
+        self.pump(fx);
         // The worker may have gone to a job: spares are counted again.
         self.keep_spares(fx);
     }
@@ -184,7 +183,7 @@ impl<W: Worker> State<W> {
         if let Some(id) = aborted.awaited_by {
             self.waiters.fail(id, Error::warmup(i, message, source));
         }
-        *self.slots.slot_mut(i).1 += 1;
+        *self.slots.early_exits_mut(i) += 1;
         match aborted.killer {
             // The slot is closing: the back-off starts when the exit is seen.
             Some(killer) => fx.kill(killer),
@@ -193,7 +192,7 @@ impl<W: Worker> State<W> {
                 self.after_empty(fx);
             }
         }
-        self.pump(fx, None);
+        self.pump(fx);
     }
 
     /// The worker of slot `i` ended.
@@ -209,8 +208,8 @@ impl<W: Worker> State<W> {
             return;
         };
         cell.set_dead(exit.clone());
-        fx.add().holders.push(cell.clone());
-        fx.add().ended = true;
+        fx.holders.push(cell.clone());
+        fx.ended = true;
         let early = self.now.saturating_duration_since(cell.started) < backoff::EARLY_EXIT;
         if self.slots.state(i).is_lent() {
             // The job learns it through the cell; the slot empties when the
@@ -244,7 +243,7 @@ impl<W: Worker> State<W> {
                 if let Some(id) = awaited_by {
                     self.waiters.fail(id, Error::warmup(i, message, None));
                 }
-                *self.slots.slot_mut(i).1 += 1;
+                *self.slots.early_exits_mut(i) += 1;
                 self.schedule_refill(fx, i);
             }
             t::Ended::Idle(worker) => {
@@ -254,7 +253,7 @@ impl<W: Worker> State<W> {
                     exit,
                     early,
                 });
-                fx.add().drops.push(worker);
+                fx.drops.push(worker);
                 self.count_exit(i, early);
                 // A replacement warming beside it takes the slot.
                 if !self.swap_in(fx, i) {
@@ -283,7 +282,7 @@ impl<W: Worker> State<W> {
         match reason {
             EndReason::Evicted | EndReason::Retired(_) if !early => {
                 // It ran long enough: the slot is healthy.
-                *self.slots.slot_mut(i).1 = 0;
+                *self.slots.early_exits_mut(i) = 0;
             }
             _ => {}
         }
@@ -300,17 +299,12 @@ impl<W: Worker> State<W> {
                         | RetireReason::MaxMemory
                         | RetireReason::ProbeFailed
                 );
-                // The pool's own limits never restart a slot more than once
-                // a second, however they are set: a worker they retired
-                // younger than that is replaced once it would have been that
-                // old (a job that needs the slot still starts one at once).
-                let own_limit = matches!(
-                    reason,
-                    RetireReason::Lifetime
-                        | RetireReason::MaxJobs
-                        | RetireReason::MaxMemory
-                        | RetireReason::ProbeFailed
-                );
+                // The pool's own limits (all of those but a failed lease)
+                // never restart a slot more than once a second, however they
+                // are set: a worker they retired younger than that is
+                // replaced once it would have been that old (a job that
+                // needs the slot still starts one at once).
+                let own_limit = reason != RetireReason::Failed;
                 if always && i < self.slots.size() && !self.closed {
                     if own_limit && ran < MIN_LIFETIME {
                         self.rest_until(fx, i, MIN_LIFETIME - ran);
@@ -353,7 +347,7 @@ impl<W: Worker> State<W> {
     }
 
     fn count_exit(&mut self, i: usize, early: bool) {
-        let (_, early_exits) = self.slots.slot_mut(i);
+        let early_exits = self.slots.early_exits_mut(i);
         *early_exits = if early { *early_exits + 1 } else { 0 };
     }
 

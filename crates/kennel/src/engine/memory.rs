@@ -24,7 +24,7 @@ impl<W: Worker> State<W> {
                 _ => None,
             };
             if let Some(meter) = meter {
-                fx.add().meters.push((i, self.slots.generation(i), meter));
+                fx.meters.push((i, self.slots.generation(i), meter));
             }
         }
     }

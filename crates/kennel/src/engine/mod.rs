@@ -13,7 +13,6 @@ mod breaker;
 mod close;
 mod effects;
 mod evict;
-mod guard;
 mod lead;
 mod lend;
 mod life;
@@ -38,19 +37,17 @@ use std::time::Duration;
 use tokio::sync::{Notify, broadcast};
 use tokio::time::Instant;
 
-pub(crate) use effects::{Effects, Pending, Wake};
-pub(crate) use guard::StateGuard;
+pub(crate) use effects::{Effects, Wake};
 pub(crate) use lend::Acquired;
 pub(crate) use release::{Outcome, Returned};
 pub(crate) use state::{Parts, State};
 
-use crate::dispatch::{Grant, Handing};
+use crate::dispatch::Handing;
 use crate::error::Error;
 use crate::event::Event;
+use crate::lease::Lease;
 use crate::metrics::PoolMetrics;
 use crate::reconfig::{Action, Reconfig};
-use crate::slot::{Now, WorkerCell};
-use crate::stats::Stats;
 use crate::worker::{BoxError, SlotInfo, Worker};
 
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -71,17 +68,6 @@ pub(crate) struct Engine<W> {
     /// The runtime the pool was built on: its tasks run there, also when a
     /// lease is dropped on a thread outside the runtime.
     rt: tokio::runtime::Handle,
-    /// `max_memory` (0: none), read without the lock when a lease comes
-    /// back, to sample the worker's memory before the lock is taken.
-    memory_limit: std::sync::atomic::AtomicU64,
-}
-
-impl<W> std::fmt::Debug for Engine<W> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
 }
 
 impl<W: Worker> Engine<W> {
@@ -105,7 +91,6 @@ impl<W: Worker> Engine<W> {
             me: me.clone(),
             rt: tokio::runtime::Handle::current(),
             metrics,
-            memory_limit: std::sync::atomic::AtomicU64::new(0),
         });
         engine.act(|st, fx| {
             if let Some(message) = warning {
@@ -117,23 +102,18 @@ impl<W: Worker> Engine<W> {
             st.arm_memory(fx);
             st.arm_probe(fx);
         });
-        engine.sync_memory_limit();
         engine
     }
 
-    /// Locks the state. When the guard drops, the metric gauges that
-    /// changed are set.
-    pub(crate) fn lock(&self) -> StateGuard<'_, W> {
-        let mut guard = self.state.lock();
-        guard.now = Instant::now();
-        StateGuard {
-            guard,
-            metrics: &self.metrics,
-        }
+    /// Locks the state, with the session's time read.
+    pub(crate) fn lock(&self) -> parking_lot::MutexGuard<'_, State<W>> {
+        let mut st = self.state.lock();
+        st.now = Instant::now();
+        st
     }
 
-    /// The shell: runs a handler under the lock, then, after the lock is
-    /// released, hands waiting jobs what they were granted and carries out
+    /// The shell: runs a handler under the lock and publishes the gauges,
+    /// then, after the lock is released, hands waiting jobs what they were granted and carries out
     /// what it decided. The handler runs in the pool's runtime (its clock),
     /// from any thread: a lease may be dropped on a plain thread.
     pub(crate) fn act<R>(&self, handler: impl FnOnce(&mut State<W>, &mut Effects<W>) -> R) -> R {
@@ -141,12 +121,14 @@ impl<W: Worker> Engine<W> {
         let mut fx = Effects::default();
         let mut st = self.lock();
         let r = handler(&mut st, &mut fx);
+        if st.metrics {
+            let stats = st.stats();
+            self.metrics.publish(&stats, &mut st.high_water);
+        }
         let handed = st.waiters.take_granted();
         drop(st);
         self.hand_over(handed);
-        if !fx.is_empty() {
-            self.carry_out(fx);
-        }
+        self.carry_out(fx);
         r
     }
 
@@ -162,14 +144,8 @@ impl<W: Worker> Engine<W> {
     }
 
     fn carry_out(&self, fx: Effects<W>) {
-        let (job_done, pending) = fx.take();
-        if let Some(held) = job_done {
-            self.metrics.job_done(held);
-        }
-        let Some(pending) = pending else {
-            return;
-        };
-        let Pending {
+        let Effects {
+            job_done,
             events,
             kills,
             closes,
@@ -181,7 +157,10 @@ impl<W: Worker> Engine<W> {
             meters,
             probes,
             ended,
-        } = *pending;
+        } = fx;
+        if let Some(held) = job_done {
+            self.metrics.job_done(held);
+        }
         for event in events {
             self.emit(event);
         }
@@ -233,14 +212,8 @@ impl<W: Worker> Engine<W> {
         }
     }
 
-    /// Mirrors `max_memory` for the return path, which reads it off the lock.
-    fn sync_memory_limit(&self) {
-        let limit = self.lock().opts.max_memory.unwrap_or(0);
-        self.memory_limit
-            .store(limit, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    fn emit(&self, event: Event) {
+    /// Traces, counts and broadcasts an event.
+    pub(crate) fn emit(&self, event: Event) {
         event.trace(&self.name);
         self.metrics.event(&event);
         // No subscriber, or only slow ones: a broadcast never blocks the pool.
@@ -256,102 +229,42 @@ impl<W: Worker> Engine<W> {
         first.unwrap_or_else(|| self.events.subscribe())
     }
 
-    pub(crate) fn stats(&self) -> Stats {
-        self.lock().stats()
-    }
-
-    pub(crate) fn projected_wait(&self) -> Option<Duration> {
-        self.lock().projected_wait()
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.lock().closed
-    }
-
-    pub(crate) fn is_warming(&self) -> bool {
-        self.lock().is_warming()
-    }
-
-    pub(crate) fn options(&self) -> crate::Options {
-        self.lock().opts.clone()
-    }
-
     pub(crate) fn timed_out(&self, slot: usize, after: Duration) {
         // Read before the worker is killed: the slot still holds it.
         let pid = self.lock().pid_of(slot);
         self.emit(Event::TimedOut { slot, pid, after });
     }
 
-    pub(crate) fn cancelled(
-        &self,
-        slot: usize,
-        reason: crate::RetireReason,
-        outcome: crate::CancelOutcome,
-        took: Duration,
-    ) {
-        self.emit(Event::Cancelled {
-            slot,
-            reason,
-            outcome,
-            took,
-        });
-    }
-
-    pub(crate) fn retried(&self, attempt: u32, exit: Option<crate::Exit>) {
-        self.emit(Event::Retried { attempt, exit });
-    }
-
-    /// A waiting job gave up, with what it was handed if anything: see
-    /// [`State::cancel_wait`].
-    pub(crate) fn cancel_wait(&self, id: u64, handed: Option<Grant<W>>) {
-        self.act(|st, fx| st.cancel_wait(fx, id, handed));
-    }
-
-    /// A lease comes back.
-    pub(crate) fn release(
-        &self,
-        slot: usize,
-        worker: W,
-        cell: &Arc<WorkerCell>,
-        outcome: Outcome,
-        since: Option<Instant>,
-        job: bool,
-    ) {
-        // With `max_memory`, the worker's memory is read before the lock.
-        let memory = (self.memory_limit.load(std::sync::atomic::Ordering::Relaxed) != 0)
-            .then(|| cell.meter.as_ref().and_then(crate::worker::Meter::read))
+    /// A lease comes back, with `worker` taken out of it. With `max_memory`
+    /// (as it was at the lend), the worker's memory is read before the lock.
+    pub(crate) fn release(&self, lease: &Lease<W>, worker: W, outcome: Outcome) {
+        let memory = (lease.limits.max_memory)
+            .then(|| {
+                lease
+                    .cell
+                    .meter
+                    .as_ref()
+                    .and_then(crate::worker::Meter::read)
+            })
             .flatten();
         self.act(|st, fx| {
-            let mut now = Now::at(st.now);
-            let held = since.map(|since| now.get().saturating_duration_since(since));
+            let held = (lease.since).map(|since| st.now.saturating_duration_since(since));
             let back = Returned {
-                slot,
+                slot: lease.slot,
                 worker,
-                cell,
+                cell: &lease.cell,
                 outcome,
                 held,
-                job,
+                job: lease.job,
                 memory,
             };
-            st.release(fx, back, &mut now);
-            st.pump(fx, now.read());
+            st.release(fx, back);
+            st.pump(fx);
         });
     }
 
     pub(crate) fn reconfigure(&self, r: Reconfig) -> Result<Vec<Action>, Error> {
-        let actions = self.act(|st, fx| st.reconfigure(fx, r));
-        self.sync_memory_limit();
-        actions
-    }
-
-    /// Starts closing; false when the pool was closed already.
-    pub(crate) fn begin_close(&self) -> bool {
-        self.act(State::begin_close)
-    }
-
-    /// The last pool handle is gone without a close: kill every worker now.
-    pub(crate) fn kill_all(&self) {
-        self.act(State::kill_all);
+        self.act(|st, fx| st.reconfigure(fx, r))
     }
 
     /// Waits until every worker has ended; kills lent ones after the grace.
@@ -399,7 +312,7 @@ impl<W: Worker> State<W> {
             Wake::SurgeDue { slot, generation } => self.on_surge_due(fx, slot, generation),
             Wake::StartRetry => {
                 self.start_retry = None;
-                self.pump(fx, None);
+                self.pump(fx);
             }
         }
     }

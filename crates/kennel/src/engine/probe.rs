@@ -1,15 +1,9 @@
-//! Health probes of idle workers (`probe_every`): a worker idle that long leaves its slot for a lease of
-//! the pool's own while [`Worker::check`] runs, so that no job gets it
-//! meanwhile; a job takes another worker or waits, at most the probe. A
-//! worker that passes goes back idle with its idle time kept (the probe does
-//! not delay its eviction); one that fails, or does not answer within
-//! `probe_timeout`, is retired and replaced.
-//!
-//! With `probe_on_lend`, a job that would take
-//! an idle worker waits in the queue while that worker is probed; the
-//! worker goes to the oldest waiting job when it passes, and the jobs wait
-//! for the next free worker when it fails. A worker handed straight from
-//! one job to the next waiting one is not probed: it has just served.
+//! Health probes (`probe_every`, `probe_on_lend`, as their options say): a
+//! probed worker is lent to the pool's own lease while [`Worker::check`]
+//! runs. One that passes goes back idle with its idle time kept (the probe
+//! does not delay its eviction). With `probe_on_lend`, a job waits in the
+//! queue while the worker it would take is probed; a worker handed straight
+//! from one job to the next is not probed: it has just served.
 
 use std::time::Duration;
 
@@ -38,7 +32,7 @@ impl<W: Worker> State<W> {
         self.probe_tick = match self.opts.probe_every {
             Some(every) if !self.closed => {
                 let at = (0..self.slots.size())
-                    .filter_map(|i| self.probe_due(i, every))
+                    .filter_map(|i| Some(self.probe_due(i, every)?.0))
                     .min()
                     .unwrap_or(self.now + every)
                     .max(self.now);
@@ -54,7 +48,7 @@ impl<W: Worker> State<W> {
         let Some(every) = self.opts.probe_every.filter(|_| !self.closed) else {
             return;
         };
-        let due = self.probe_due(i, every);
+        let due = self.probe_due(i, every).map(|(due, _)| due);
         if due.is_some_and(|due| self.probe_tick.as_ref().is_none_or(|(at, _)| due < *at)) {
             self.arm_probe(fx);
         }
@@ -62,8 +56,8 @@ impl<W: Worker> State<W> {
 
     /// When the idle running worker of slot `i` is due for its probe:
     /// `every` after it turned idle, or after its last probe if later (at
-    /// once when neither is known).
-    fn probe_due(&self, i: usize, every: Duration) -> Option<Instant> {
+    /// once when neither is known); with when it turned idle.
+    fn probe_due(&self, i: usize, every: Duration) -> Option<(Instant, Option<Instant>)> {
         match self.slots.state(i) {
             SlotState::Ready {
                 live,
@@ -72,9 +66,9 @@ impl<W: Worker> State<W> {
                 let from = match (*since, live.record.probed_at) {
                     (Some(s), Some(p)) => s.max(p),
                     (Some(t), None) | (None, Some(t)) => t,
-                    (None, None) => return Some(self.now),
+                    (None, None) => return Some((self.now, *since)),
                 };
-                Some(from + every)
+                Some((from + every, *since))
             }
             _ => None,
         }
@@ -85,14 +79,9 @@ impl<W: Worker> State<W> {
     pub(crate) fn on_probe_tick(&mut self, fx: &mut Effects<W>) {
         if let Some(every) = self.opts.probe_every.filter(|_| !self.closed) {
             for i in 0..self.slots.size() {
-                if self.probe_due(i, every).is_some_and(|due| due <= self.now) {
-                    let idle_since = match self.slots.state(i) {
-                        SlotState::Ready {
-                            held: Held::Idle { since, .. },
-                            ..
-                        } => *since,
-                        _ => continue,
-                    };
+                if let Some((due, idle_since)) = self.probe_due(i, every)
+                    && due <= self.now
+                {
                     self.probe_slot(fx, i, idle_since);
                 }
             }
@@ -124,7 +113,7 @@ impl<W: Worker> State<W> {
         if idle_since.is_none() {
             self.probes_for_jobs += 1;
         }
-        fx.add().probes.push(ProbeRun {
+        fx.probes.push(ProbeRun {
             granted,
             timeout: self.opts.probe_timeout,
         });

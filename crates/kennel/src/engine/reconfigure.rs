@@ -7,7 +7,7 @@ use crate::error::{Error, RejectReason};
 use crate::event::{Event, RetireReason};
 use crate::reconfig::{Action, Reconfig};
 use crate::slot::Held;
-use crate::slot::{EndReason, Now, SlotState, transitions as t};
+use crate::slot::{EndReason, SlotState, transitions as t};
 use crate::worker::Worker;
 
 impl<W: Worker> State<W> {
@@ -107,7 +107,7 @@ impl<W: Worker> State<W> {
         self.retime();
         self.kick_startup(fx);
         self.keep_spares(fx);
-        self.pump(fx, None);
+        self.pump(fx);
         for i in 0..self.slots.len() {
             // Slots added by a higher capacity were empty before, too.
             let was_empty = before.get(i).copied().unwrap_or(true);
@@ -122,7 +122,6 @@ impl<W: Worker> State<W> {
     /// from its start; retires at once the idle ones past it.
     fn reschedule_lifetimes(&mut self, fx: &mut Effects<W>, actions: &mut Vec<Action>) {
         let mut count = 0;
-        let mut now = Now::at(self.now);
         for i in 0..self.slots.len() {
             let started = match self.slots.state(i) {
                 SlotState::Starting {
@@ -131,11 +130,11 @@ impl<W: Worker> State<W> {
                 | SlotState::Ready { live, .. } => live.cell.started,
                 _ => continue,
             };
-            let life = self.lifetime(fx, i, started);
+            let life = self.lifetime(fx, i, self.slots.generation(i), started);
             let expired = self.slots.edit(i, |s| {
                 let live = s.live_mut()?;
                 live.life = life;
-                Some(live.expired_by(&mut now))
+                Some(live.expired_by(self.now))
             });
             count += 1;
             if expired == Some(true) && self.retire_idle(fx, i, RetireReason::Lifetime) {

@@ -41,7 +41,7 @@ impl<W: Worker> State<W> {
             return;
         }
         self.slots.apply(i, t::end_backoff);
-        let early_exits = *self.slots.slot_mut(i).1;
+        let early_exits = self.slots.early_exits(i);
         let delay = backoff::delay(early_exits);
         if delay.is_zero() {
             return;
@@ -71,7 +71,7 @@ impl<W: Worker> State<W> {
     /// A slot became empty: let the startup refill and the jobs take it.
     pub(crate) fn after_empty(&mut self, fx: &mut Effects<W>) {
         self.kick_startup(fx);
-        self.pump(fx, None);
+        self.pump(fx);
         self.keep_spares(fx);
     }
 

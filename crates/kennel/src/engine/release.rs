@@ -13,7 +13,7 @@ use crate::event::{Event, RetireReason};
 use crate::eviction::IdleWorker;
 use crate::sizing::SizingInput;
 use crate::slot::Held;
-use crate::slot::{EndReason, Now, SlotState, WorkerCell, transitions as t};
+use crate::slot::{EndReason, SlotState, WorkerCell, transitions as t};
 use crate::timer::Timer;
 use crate::worker::Worker;
 
@@ -46,7 +46,7 @@ pub(crate) struct Returned<'a, W> {
 
 impl<W: Worker> State<W> {
     /// A lease comes back.
-    pub(crate) fn release(&mut self, fx: &mut Effects<W>, back: Returned<'_, W>, now: &mut Now) {
+    pub(crate) fn release(&mut self, fx: &mut Effects<W>, back: Returned<'_, W>) {
         let Returned {
             slot: i,
             worker,
@@ -72,14 +72,14 @@ impl<W: Worker> State<W> {
         let Some(look) = ours else {
             // The slot moved on (cannot happen by invariant 2); end the worker.
             fx.kill(cell.killer.clone());
-            fx.add().drops.push(worker);
+            fx.drops.push(worker);
             return;
         };
         if let (Outcome::Returned, Some(held), false) = (outcome, held, cell.is_dead()) {
-            fx.job_done(held);
+            fx.job_done = Some(held);
             self.observe_job(held.as_secs_f64());
             if self.sizing_jobs {
-                let view = self.view_at(now.get());
+                let view = self.view();
                 let decision = self
                     .sizing
                     .observe(&view, SizingInput::JobDone { took: held });
@@ -91,7 +91,7 @@ impl<W: Worker> State<W> {
         let over_memory = self.opts.max_memory.is_some() && self.note_memory(i, memory);
         if cell.is_dead() {
             // It ended while lent; its exit was handled when seen.
-            fx.add().drops.push(worker);
+            fx.drops.push(worker);
             self.slots.apply(i, t::return_gone);
             // A replacement warming beside it takes the slot.
             if !self.swap_in(fx, i) {
@@ -102,14 +102,14 @@ impl<W: Worker> State<W> {
         if !worker.is_alive() {
             // It ended during the job, and the pool's watcher has not seen
             // the exit yet: never lend it again; the exit empties the slot.
-            fx.add().drops.push(worker);
+            fx.drops.push(worker);
             self.slots.apply(i, |s| t::end_lent(s, EndReason::Crashed));
             return;
         }
         let retire = match outcome {
             Outcome::Retire(reason) => {
                 fx.kill(cell.killer.clone());
-                fx.add().drops.push(worker);
+                fx.drops.push(worker);
                 self.slots
                     .apply(i, |s| t::end_lent(s, EndReason::Retired(reason)));
                 fx.emit(Event::Retired {
@@ -123,7 +123,7 @@ impl<W: Worker> State<W> {
             // Its slot was removed by a reconfiguration.
             Outcome::Returned if i >= self.slots.capacity() => Some(RetireReason::Reconfigured),
             // Never cut short; replaced when it comes back.
-            Outcome::Returned if self.live_expired(i, now) => Some(RetireReason::Lifetime),
+            Outcome::Returned if self.live_expired(i) => Some(RetireReason::Lifetime),
             Outcome::Returned if look.served_all => Some(RetireReason::MaxJobs),
             // Its replacement is warm: it takes the slot now.
             Outcome::Returned if look.replacing && self.warm_replacement(i).is_some() => {
@@ -139,14 +139,14 @@ impl<W: Worker> State<W> {
             }
             Outcome::Returned => {
                 if job && self.opts.max_surge > 0 && self.opts.max_jobs.is_some() {
-                    self.surge_ahead_of_jobs(fx, i, now);
+                    self.surge_ahead_of_jobs(fx, i);
                 }
                 None
             }
         };
         match retire {
             Some(reason) => self.retire_lent(fx, i, worker, reason),
-            None => self.place(fx, i, worker, now, idle_since),
+            None => self.place(fx, i, worker, idle_since),
         }
         if self.opts.min_idle.is_some() {
             self.keep_spares(fx);
@@ -161,7 +161,6 @@ impl<W: Worker> State<W> {
         fx: &mut Effects<W>,
         i: usize,
         worker: W,
-        now: &mut Now,
         idle_since: Option<Instant>,
     ) {
         let SlotState::Ready {
@@ -169,21 +168,21 @@ impl<W: Worker> State<W> {
             held: Held::Lent,
         } = self.slots.state(i)
         else {
-            fx.add().drops.push(worker);
+            fx.drops.push(worker);
             return;
         };
-        let (expired, started) = (live.expired_by(now), live.cell.started);
+        let (expired, started) = (live.expired_by(self.now), live.cell.started);
         if self.closed {
             let killer = live.cell.killer.clone();
             self.slots
                 .apply(i, |s| t::end_lent(s, EndReason::PoolClosed));
-            fx.add().closes.push((worker, killer));
+            fx.closes.push((worker, killer));
             return;
         }
         if !self.waiters.is_empty() && i < self.slots.size() {
             // It stays lent, now to the oldest job.
             let g = Granted::new(i, worker, live.cell.clone(), JobLimits::of(&self.opts));
-            self.grant_oldest(fx, g, now.read());
+            self.grant_oldest(fx, g);
             return;
         }
         if expired {
@@ -198,25 +197,25 @@ impl<W: Worker> State<W> {
             return;
         }
         // Without an eviction that may evict or probes, nothing reads when
-        // it turned idle: the clock is not read for it.
-        let since = idle_since.or_else(|| self.reads_idle_time().then(|| now.get()));
+        // it turned idle.
+        let since = idle_since.or_else(|| self.reads_idle_time().then_some(self.now));
         let evict = match since {
             Some(since) if i < self.slots.size() => self.arm_eviction(fx, i, since, started),
             _ => None,
         };
         match self.slots.apply(i, |s| t::to_idle(s, worker, since, evict)) {
-            Some(Err(worker)) => fx.add().drops.push(worker),
+            Some(Err(worker)) => fx.drops.push(worker),
             _ => self.probe_in_time(fx, i),
         }
     }
 
     /// Whether the live worker of slot `i` has outlived its lifetime.
-    fn live_expired(&self, i: usize, now: &mut Now) -> bool {
+    fn live_expired(&self, i: usize) -> bool {
         match self.slots.state(i) {
             SlotState::Ready {
                 live,
                 held: Held::Lent,
-            } => live.expired_by(now),
+            } => live.expired_by(self.now),
             _ => false,
         }
     }

@@ -5,7 +5,7 @@ use super::effects::{Effects, Wake};
 use super::state::State;
 use crate::event::{Event, RetireReason};
 use crate::sizing::{SizingDecision, SizingInput};
-use crate::slot::{Now, SlotState, transitions as t};
+use crate::slot::{SlotState, transitions as t};
 use crate::worker::Worker;
 
 impl<W: Worker> State<W> {
@@ -78,13 +78,13 @@ impl<W: Worker> State<W> {
             for i in old..size {
                 // Through Lent, as `place` wants it.
                 if let Some((worker, _)) = self.slots.apply(i, t::lend_idle) {
-                    self.place(fx, i, worker, &mut Now::at(self.now), None);
+                    self.place(fx, i, worker, None);
                 }
             }
         }
         let replaced = self.replace_resized(fx);
         self.kick_startup(fx);
-        self.pump(fx, None);
+        self.pump(fx);
         replaced
     }
 }

@@ -10,25 +10,14 @@ use super::state::State;
 use crate::event::{Event, RetireReason};
 use crate::options::MIN_LIFETIME;
 use crate::slot::Held;
-use crate::slot::{EndReason, Life, Now, SlotState, transitions as t};
+use crate::slot::{EndReason, Life, SlotState, transitions as t};
 use crate::worker::Worker;
 
 impl<W: Worker> State<W> {
-    /// The lifetime of a worker of slot `i` that started at `started`, by
-    /// `max_lifetime` with a jitter drawn for it, and its timer.
+    /// The lifetime of the worker of slot `i` that carries `generation` (the
+    /// slot's own, or a replacement's beside it) and started at `started`,
+    /// by `max_lifetime` with a jitter drawn for it, and its timer.
     pub(crate) fn lifetime(
-        &mut self,
-        fx: &mut Effects<W>,
-        i: usize,
-        started: Instant,
-    ) -> Option<Life> {
-        let generation = self.slots.generation(i);
-        self.lifetime_for(fx, i, generation, started)
-    }
-
-    /// As [`lifetime`](Self::lifetime), for the worker of slot `i` that
-    /// carries `generation` (a replacement warming beside the slot's).
-    pub(crate) fn lifetime_for(
         &mut self,
         fx: &mut Effects<W>,
         i: usize,
@@ -76,7 +65,7 @@ impl<W: Worker> State<W> {
             SlotState::Ready {
                 live,
                 held: Held::Idle { .. },
-            } => live.expired_by(&mut Now::at(self.now)),
+            } => live.expired_by(self.now),
             _ => false,
         };
         if self.slots.generation(i) == generation && !self.closed && expired {
@@ -104,7 +93,7 @@ impl<W: Worker> State<W> {
             pid,
             reason,
         });
-        fx.add().closes.push(closing);
+        fx.closes.push(closing);
         self.replaced(fx, i, reason);
         true
     }
@@ -141,10 +130,10 @@ impl<W: Worker> State<W> {
                     pid: cell.pid,
                     reason,
                 });
-                fx.add().closes.push((worker, cell.killer.clone()));
+                fx.closes.push((worker, cell.killer.clone()));
                 self.replaced(fx, i, reason);
             }
-            _ => fx.add().drops.push(worker),
+            _ => fx.drops.push(worker),
         }
     }
 }

@@ -10,7 +10,7 @@ use super::state::State;
 use crate::event::Event;
 use crate::slot::Held;
 use crate::slot::transitions::Step;
-use crate::slot::{Live, Now, Record, Side, SlotState, WorkerCell};
+use crate::slot::{Live, Side, SlotState};
 use crate::worker::{Exit, Worker};
 
 impl<W: Worker> State<W> {
@@ -20,7 +20,7 @@ impl<W: Worker> State<W> {
     /// no replacement.
     pub(crate) fn swap_in(&mut self, fx: &mut Effects<W>, i: usize) -> bool {
         // Only a replacement takes the slot; a worker leaving stays put.
-        let taken = self.slots.set_side(i, |s| match s.map(|side| *side) {
+        let taken = self.slots.set_side(i, |s| match s {
             Some(Side::Warming {
                 generation,
                 live,
@@ -50,7 +50,7 @@ impl<W: Worker> State<W> {
                     Some(worker),
                 )),
             ),
-            other => (other.map(Box::new), None),
+            other => (other, None),
         });
         let Some((next, generation, warm)) = taken else {
             return false;
@@ -66,16 +66,16 @@ impl<W: Worker> State<W> {
                 generation: old_generation,
                 cell,
             };
-            self.slots.set_side(i, |_| (Some(Box::new(leaving)), ()));
+            self.slots.set_side(i, |_| (Some(leaving), ()));
         }
         if let Some(worker) = warm {
-            self.place(fx, i, worker, &mut Now::at(self.now), None);
+            self.place(fx, i, worker, None);
             self.arm_surge_due(fx, i);
             // It started before a resize.
             self.replace_if_resized(fx, i);
         }
         self.start_queued_surges(fx);
-        self.pump(fx, None);
+        self.pump(fx);
         true
     }
 
@@ -87,45 +87,26 @@ impl<W: Worker> State<W> {
         generation: u64,
         made: Made,
     ) -> bool {
-        let life = self.lifetime_for(fx, i, generation, made.started);
-        let max_jobs = self.draw_max_jobs();
-        let Made {
-            killer,
-            exited,
-            started,
-            pid,
-            meter,
-            size,
-        } = made;
-        let registered = self.slots.set_side(i, |s| match s.map(|b| *b) {
+        let (live, exited) = self.live_of(fx, i, generation, made);
+        let registered = self.slots.set_side(i, |s| match s {
             Some(Side::Warming {
                 generation,
                 live: None,
                 warmup,
                 reason,
             }) => {
-                let live = Live {
-                    cell: std::sync::Arc::new(WorkerCell::new(killer, started, meter, pid)),
-                    life,
-                    record: Record {
-                        pid,
-                        max_jobs,
-                        size,
-                        ..Record::default()
-                    },
-                };
                 let side = Side::Warming {
                     generation,
                     live: Some(live),
                     warmup,
                     reason,
                 };
-                (Some(Box::new(side)), true)
+                (Some(side), true)
             }
-            other => (other.map(Box::new), false),
+            other => (other, false),
         });
         if registered {
-            fx.add().watches.push((i, generation, exited));
+            fx.watches.push((i, generation, exited));
         }
         registered
     }
@@ -141,7 +122,7 @@ impl<W: Worker> State<W> {
     ) {
         let about = worker.about().map(std::sync::Arc::<str>::from);
         let pid = worker.pid();
-        let warm = self.slots.set_side(i, |s| match s.map(|b| *b) {
+        let warm = self.slots.set_side(i, |s| match s {
             Some(Side::Warming {
                 generation,
                 live: Some(mut live),
@@ -156,15 +137,15 @@ impl<W: Worker> State<W> {
                     live,
                     reason,
                 };
-                (Some(Box::new(side)), Ok(reason))
+                (Some(side), Ok(reason))
             }
-            other => (other.map(Box::new), Err(worker)),
+            other => (other, Err(worker)),
         });
         let reason = match warm {
             Ok(reason) => reason,
             Err(worker) => {
                 fx.kill(worker.killer());
-                fx.add().drops.push(worker);
+                fx.drops.push(worker);
                 return;
             }
         };
@@ -195,11 +176,11 @@ impl<W: Worker> State<W> {
     /// worker stays, and is retired first when its time comes.
     pub(crate) fn side_failed(&mut self, fx: &mut Effects<W>, i: usize, message: &str) {
         let pid = self.slots.side(i).and_then(Side::cell).and_then(|c| c.pid);
-        let gone = self.slots.set_side(i, |s| match s.map(|b| *b) {
+        let gone = self.slots.set_side(i, |s| match s {
             Some(Side::Warming {
                 generation, live, ..
             }) => (killed_warming(fx, generation, live), true),
-            other => (other.map(Box::new), false),
+            other => (other, false),
         });
         if !gone {
             return;
@@ -228,7 +209,7 @@ impl<W: Worker> State<W> {
 
     /// The exit of a worker of slot `i`'s side is seen.
     pub(crate) fn side_exit(&mut self, fx: &mut Effects<W>, i: usize, exit: Exit) {
-        fx.add().ended = true;
+        fx.ended = true;
         let was = self.slots.set_side(i, |s| (None, s));
         let Some(side) = was else {
             return;
@@ -236,7 +217,7 @@ impl<W: Worker> State<W> {
         if let Some(cell) = side.cell() {
             cell.set_dead(exit.clone());
         }
-        match *side {
+        match side {
             Side::Leaving { .. } => {}
             Side::Warming { live, .. } => {
                 let pid = live.as_ref().and_then(|l| l.cell.pid);
@@ -256,7 +237,7 @@ impl<W: Worker> State<W> {
                     exit,
                     early: true,
                 });
-                fx.add().drops.push(worker);
+                fx.drops.push(worker);
                 self.give_up_surge(fx, i);
             }
         }
@@ -269,7 +250,7 @@ impl<W: Worker> State<W> {
         if !self.slots.side(i).is_some_and(Side::is_surge) {
             return;
         }
-        self.slots.set_side(i, |s| match s.map(|b| *b) {
+        self.slots.set_side(i, |s| match s {
             Some(Side::Warming {
                 generation, live, ..
             }) => (killed_warming(fx, generation, live), ()),
@@ -279,14 +260,14 @@ impl<W: Worker> State<W> {
                 live,
                 ..
             }) => {
-                fx.add().closes.push((worker, live.cell.killer.clone()));
+                fx.closes.push((worker, live.cell.killer.clone()));
                 let leaving = Side::Leaving {
                     generation,
                     cell: live.cell,
                 };
-                (Some(Box::new(leaving)), ())
+                (Some(leaving), ())
             }
-            other => (other.map(Box::new), ()),
+            other => (other, ()),
         });
         self.with_record(i, |r| r.replacement.call_off());
     }
@@ -310,16 +291,12 @@ impl<W: Worker> State<W> {
 /// A warming replacement given up: a worker already made is killed and
 /// leaves through the side until its exit is seen; one not made yet leaves
 /// nothing.
-fn killed_warming<W>(
-    fx: &mut Effects<W>,
-    generation: u64,
-    live: Option<Live>,
-) -> Option<Box<Side<W>>> {
+fn killed_warming<W>(fx: &mut Effects<W>, generation: u64, live: Option<Live>) -> Option<Side<W>> {
     live.map(|l| {
         fx.kill(l.cell.killer.clone());
-        Box::new(Side::Leaving {
+        Side::Leaving {
             generation,
             cell: l.cell,
-        })
+        }
     })
 }

@@ -8,7 +8,6 @@ use tokio::time::Instant;
 use super::breaker::Breaker;
 use crate::dispatch::{Order, Waiters};
 use crate::eviction::Eviction;
-use crate::metrics::Published;
 use crate::options::Options;
 use crate::sizing::{Sizing, SizingView};
 use crate::slot::Held;
@@ -50,8 +49,8 @@ pub(crate) struct State<W> {
     pub(crate) rng: rand::rngs::StdRng,
     /// Slots at or above this keep no worker (after a memory-forced shrink).
     pub(crate) kept_limit: usize,
-    /// What the gauges show now.
-    pub(crate) published: Published,
+    /// The most jobs ever waiting at once, as its gauge shows.
+    pub(crate) high_water: usize,
     pub(crate) breaker: Breaker,
     /// The next memory sample, with `max_memory`.
     pub(crate) memory_tick: Option<Timer>,
@@ -104,7 +103,7 @@ impl<W> State<W> {
             start_retry: None,
             rng: p.rng,
             kept_limit: usize::MAX,
-            published: Published::none(),
+            high_water: 0,
             breaker: Breaker::default(),
             memory_tick: None,
             probe_tick: None,
@@ -139,11 +138,7 @@ impl<W> State<W> {
     }
 
     pub(crate) fn view(&self) -> SizingView {
-        self.view_at(self.now)
-    }
-
-    pub(crate) fn view_at(&self, now: Instant) -> SizingView {
-        let mut view = view_of(&self.slots, &self.waiters, now);
+        let mut view = view_of(&self.slots, &self.waiters, self.now);
         // With `replace_on_resize`, a size is measured once its workers
         // started at it.
         if self.opts.replace_on_resize && view.all_ready {
@@ -196,10 +191,10 @@ impl<W> State<W> {
     /// One row per slot: what it holds and what the pool knows of its
     /// worker.
     pub(crate) fn workers(&self) -> Vec<crate::status::WorkerRow> {
-        use crate::slot::{Now, Rest, SlotState};
+        use crate::slot::{Rest, SlotState};
         use crate::status::{RetireDue, WorkerRow, WorkerState};
         let size = self.slots.size();
-        let mut now = Now::at(self.now);
+        let now = self.now;
         (0..self.slots.len())
             .map(|i| {
                 let state = self.slots.state(i);
@@ -240,7 +235,7 @@ impl<W> State<W> {
                     if let Some(life) = &l.life {
                         return Some(RetireDue {
                             reason: crate::RetireReason::Lifetime,
-                            in_time: Some(life.deadline.saturating_duration_since(now.get())),
+                            in_time: Some(life.deadline.saturating_duration_since(now)),
                             jobs_left: None,
                         });
                     }
@@ -257,7 +252,7 @@ impl<W> State<W> {
                     pid: live.and_then(|l| l.record.pid),
                     running_for: state
                         .cell()
-                        .map(|c| now.get().saturating_duration_since(c.started)),
+                        .map(|c| now.saturating_duration_since(c.started)),
                     ready_after: live.and_then(|l| l.record.ready_after),
                     jobs: live.map_or(0, |l| l.record.jobs),
                     last_job: live.and_then(|l| l.record.last_job),

@@ -24,7 +24,7 @@ use super::effects::{Effects, Wake, Warmup};
 use super::state::State;
 use crate::event::{Event, RetireReason};
 use crate::slot::Held;
-use crate::slot::{Now, Record, Side, SlotState};
+use crate::slot::{Record, Side, SlotState};
 use crate::timer::Timer;
 use crate::worker::Worker;
 
@@ -122,11 +122,11 @@ impl<W: Worker> State<W> {
                 warmup,
                 reason,
             };
-            (Some(Box::new(side)), ())
+            (Some(side), ())
         });
         // Not refused (looked at above), so it is marked.
         self.with_record(i, |r| r.replacement.warm_first_for(reason));
-        fx.add().warmups.push(Warmup {
+        fx.warmups.push(Warmup {
             slot: i,
             size: self.slots.size(),
             generation,
@@ -147,11 +147,9 @@ impl<W: Worker> State<W> {
     }
 
     fn queue_surge(&mut self, i: usize, reason: RetireReason) -> Surge {
-        let queued = self.with_record(i, |r| r.replacement.warm_first_for(reason));
-        if queued == Some(true) {
-            Surge::Queued
-        } else {
-            Surge::Refused
+        match self.with_record(i, |r| r.replacement.warm_first_for(reason)) {
+            Some(true) => Surge::Queued,
+            _ => Surge::Refused,
         }
     }
 
@@ -177,22 +175,19 @@ impl<W: Worker> State<W> {
     /// Arms the timer that starts the replacement of slot `i`'s worker ahead
     /// of its lifetime, by the longest warm-up seen.
     pub(crate) fn arm_surge_due(&mut self, fx: &mut Effects<W>, i: usize) {
-        let deadline = match self.slots.state(i) {
-            SlotState::Ready { live, .. } => live.life.as_ref(),
+        let due = match self.slots.state(i) {
+            SlotState::Ready { live, .. } if self.opts.max_surge > 0 => live.life.as_ref(),
             _ => None,
         }
-        .map(|l| l.deadline);
-        let due = (self.opts.max_surge > 0)
-            .then_some(deadline)
-            .flatten()
-            .map(|d| {
-                let at = d.checked_sub(self.warmups.ahead()).unwrap_or(d);
-                let wake = Wake::SurgeDue {
-                    slot: i,
-                    generation: self.slots.generation(i),
-                };
-                fx.wake_at(at, wake)
-            });
+        .map(|l| {
+            let ahead = self.warmups.ahead();
+            let at = l.deadline.checked_sub(ahead).unwrap_or(l.deadline);
+            let wake = Wake::SurgeDue {
+                slot: i,
+                generation: self.slots.generation(i),
+            };
+            fx.wake_at(at, wake)
+        });
         self.with_record(i, |r| r.surge_due = due);
     }
 
@@ -207,8 +202,8 @@ impl<W: Worker> State<W> {
     /// replacement if its last job is due within the longest warm-up seen,
     /// at the pace it has served them, or sooner when the workers due after
     /// it need the room next ([`lead`](super::lead)).
-    pub(crate) fn surge_ahead_of_jobs(&mut self, fx: &mut Effects<W>, i: usize, now: &mut Now) {
-        if self.slots.state(i).is_lent() && self.jobs_lead_reached(i, now) {
+    pub(crate) fn surge_ahead_of_jobs(&mut self, fx: &mut Effects<W>, i: usize) {
+        if self.slots.state(i).is_lent() && self.jobs_lead_reached(i) {
             self.want_surge(fx, i, RetireReason::MaxJobs);
         }
     }

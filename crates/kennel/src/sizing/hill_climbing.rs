@@ -1,12 +1,9 @@
-use std::time::Duration;
-
+use super::Verdict;
 use super::memory::Memory;
 use super::rule::{Measured, Rule, percent};
-use super::step::Stepper;
+use super::step::{Stepper, learning_sizing};
 use super::window::Measure;
-use super::{SizePlan, Sizing, SizingDecision, SizingInput, SizingView, Verdict};
 use crate::computer::Computer;
-use crate::error::BuildError;
 
 /// How much more a worker must add: 10%, so that a worker that adds less
 /// than noise does not stay.
@@ -62,66 +59,13 @@ impl HillClimbing {
             stepper: Stepper::new(Climb, Memory::new(memory_per_worker, computer)),
         }
     }
-
-    /// Seeds the random pause lengths, so that a run repeats (default: a seed
-    /// from the operating system).
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.stepper.set_seed(seed);
-        self
-    }
-
-    /// How long a window lasts at least: `min_jobs` jobs and `min_time`
-    /// (default 20 jobs and 2 seconds). Once the spread of job times is
-    /// known, [quick windows](Self::quick_windows) need fewer jobs, never
-    /// more than `min_jobs`. 0 of either is a [`BuildError`] naming
-    /// `window`.
-    #[must_use]
-    pub fn window(mut self, min_jobs: u32, min_time: Duration) -> Self {
-        self.stepper.set_windows(min_jobs, min_time);
-        self
-    }
-
-    /// Whether a window needs only the jobs that measure its mean job time
-    /// to ±5% once the spread of job times is known (`(2 × cv / 0.05)²`, at
-    /// least 5, at most the window's `min_jobs`; `min_time` still holds),
-    /// and a trial ends once its jobs have settled its verdict (3 jobs at
-    /// the least). On by default; off, every window counts `min_jobs`.
-    #[must_use]
-    pub fn quick_windows(mut self, on: bool) -> Self {
-        self.stepper.set_quick_windows(on);
-        self
-    }
-
-    /// The shortest and the longest pause after a step that changes nothing,
-    /// in windows (default 1 and 16): the first pause is `shortest`, each one
-    /// after it in a row twice as long, up to `longest`. Each from 1 to 1024,
-    /// `shortest` at most `longest`, else a [`BuildError`] naming `pause`.
-    #[must_use]
-    pub fn pause(mut self, shortest: u32, longest: u32) -> Self {
-        self.stepper.set_pause(shortest, longest);
-        self
-    }
-
-    /// The bytes each worker needs.
-    pub fn memory_per_worker(&self) -> u64 {
-        self.stepper.memory().per_worker()
-    }
 }
 
-impl Sizing for HillClimbing {
-    fn plan(&mut self) -> Result<SizePlan, BuildError> {
-        self.stepper.plan()
-    }
-
-    fn observe(&mut self, view: &SizingView, input: SizingInput) -> SizingDecision {
-        self.stepper.observe(view, input)
-    }
-
-    fn may_start(&mut self, view: &SizingView) -> bool {
-        self.stepper.may_start(view)
-    }
-}
+learning_sizing!(
+    HillClimbing,
+    "A trial also ends once its jobs have settled its verdict (3 jobs at the",
+    "least)."
+);
 
 /// HillClimbing's rule: jobs per second, 10% per worker, one fewer down.
 #[derive(Debug)]

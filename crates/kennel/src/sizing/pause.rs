@@ -24,7 +24,7 @@ pub(super) struct Pause {
     seed: Option<u64>,
     rng: StdRng,
     /// Steps in a row that changed nothing.
-    quiet: u32,
+    pub(super) quiet: u32,
     /// The shortest and the longest pause, in windows.
     bounds: (u32, u32),
 }
@@ -93,12 +93,6 @@ impl Pause {
             .min(longest.max(1));
         f64::from(windows) * self.rng.random_range(0.5..1.5)
     }
-
-    /// Steps in a row that changed nothing.
-    #[cfg(test)]
-    pub(super) fn quiet(&self) -> u32 {
-        self.quiet
-    }
 }
 
 #[cfg(test)]
@@ -122,9 +116,9 @@ mod tests {
                 "{nominal}: {len}"
             );
         }
-        assert_eq!(pause.quiet(), 7);
+        assert_eq!(pause.quiet, 7);
         pause.reset();
-        assert_eq!(pause.quiet(), 0);
+        assert_eq!(pause.quiet, 0);
         assert!((0.5..1.5).contains(&pause.next()));
     }
 

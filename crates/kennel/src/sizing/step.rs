@@ -37,12 +37,89 @@ use super::window::{Measure, SETTLE_JOBS, Window, Windows};
 use super::{SizePlan, SizingDecision, SizingInput, SizingStep, SizingTrial, SizingView, Verdict};
 use crate::error::BuildError;
 
+/// The setters and the [`Sizing`](super::Sizing) impl that every learning
+/// sizing (a `stepper: Stepper<_>` field) shares; the doc lines given are
+/// added to `quick_windows`.
+macro_rules! learning_sizing {
+    ($ty:ident $(, $quick_doc:literal)*) => {
+        impl $ty {
+            /// Seeds the random pause lengths, so that a run repeats (default:
+            /// a seed from the operating system).
+            #[must_use]
+            pub fn seed(mut self, seed: u64) -> Self {
+                self.stepper.pause.set_seed(seed);
+                self
+            }
+
+            /// How long a window lasts at least: `min_jobs` jobs and
+            /// `min_time` (default 20 jobs and 2 seconds). Once the spread of
+            /// job times is known, [quick windows](Self::quick_windows) need
+            /// fewer jobs, never more than `min_jobs`. 0 of either is a
+            /// [`BuildError`](crate::BuildError) naming `window`.
+            #[must_use]
+            pub fn window(mut self, min_jobs: u32, min_time: std::time::Duration) -> Self {
+                self.stepper.windows.min_jobs = min_jobs;
+                self.stepper.windows.min_time = min_time;
+                self
+            }
+
+            /// Whether a window needs only the jobs that measure its mean job
+            /// time to ±5% once the spread of job times is known
+            /// (`(2 × cv / 0.05)²`, at least 5, at most the window's
+            /// `min_jobs`; `min_time` still holds).
+            $(#[doc = $quick_doc])*
+            /// On by default; off, every window counts `min_jobs`.
+            #[must_use]
+            pub fn quick_windows(mut self, on: bool) -> Self {
+                self.stepper.windows.quick = on;
+                self
+            }
+
+            /// The shortest and the longest pause after a step that changes
+            /// nothing, in windows (default 1 and 16): the first pause is
+            /// `shortest`, each one after it in a row twice as long, up to
+            /// `longest`. Each from 1 to 1024, `shortest` at most `longest`,
+            /// else a [`BuildError`](crate::BuildError) naming `pause`.
+            #[must_use]
+            pub fn pause(mut self, shortest: u32, longest: u32) -> Self {
+                self.stepper.pause.set_bounds(shortest, longest);
+                self
+            }
+
+            /// The bytes each worker needs.
+            pub fn memory_per_worker(&self) -> u64 {
+                self.stepper.memory.per_worker()
+            }
+        }
+
+        impl super::Sizing for $ty {
+            fn plan(&mut self) -> Result<super::SizePlan, crate::BuildError> {
+                self.stepper.plan()
+            }
+
+            fn observe(
+                &mut self,
+                view: &super::SizingView,
+                input: super::SizingInput,
+            ) -> super::SizingDecision {
+                self.stepper.observe(view, input)
+            }
+
+            fn may_start(&mut self, view: &super::SizingView) -> bool {
+                self.stepper.may_start(view)
+            }
+        }
+    };
+}
+pub(crate) use learning_sizing;
+
 /// The size a learning sizing starts at.
 pub(crate) const FIRST_SIZE: usize = 2;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 enum Phase {
     /// The window at the current size before a trial.
+    #[default]
     Before,
     /// The window at the trial size.
     Trial(usize),
@@ -56,11 +133,20 @@ enum Phase {
 #[derive(Debug)]
 pub(crate) struct Stepper<R> {
     rule: R,
-    memory: Memory,
-    windows: Windows,
+    pub(super) memory: Memory,
+    pub(super) windows: Windows,
     capacity: usize,
     /// The size the sizing has (between trials).
     cur: usize,
+    pub(super) pause: Pause,
+    /// What it learned since its plan.
+    at: Learned,
+}
+
+/// What a stepper learned since its plan: the step in progress and what
+/// the windows before it measured.
+#[derive(Debug, Default)]
+struct Learned {
     phase: Phase,
     before: Option<Measure>,
     trial: Option<Measure>,
@@ -71,7 +157,6 @@ pub(crate) struct Stepper<R> {
     /// still run after a change.
     last_longest: Duration,
     course: Course,
-    pause: Pause,
     /// The spread of job times (coefficient of variation) of the last two
     /// windows, the latest first: quick windows take the larger.
     spreads: [Option<f64>; 2],
@@ -88,38 +173,9 @@ impl<R: Rule> Stepper<R> {
             windows: Windows::default(),
             capacity: 1,
             cur: 1,
-            phase: Phase::Before,
-            before: None,
-            trial: None,
-            window: None,
-            not_before: None,
-            last_longest: Duration::ZERO,
-            course: Course::default(),
             pause: Pause::new(),
-            spreads: [None; 2],
-            settled_after: None,
+            at: Learned::default(),
         }
-    }
-
-    pub(crate) fn set_seed(&mut self, seed: u64) {
-        self.pause.set_seed(seed);
-    }
-
-    pub(crate) fn set_windows(&mut self, min_jobs: u32, min_time: Duration) {
-        self.windows.min_jobs = min_jobs;
-        self.windows.min_time = min_time;
-    }
-
-    pub(crate) fn set_quick_windows(&mut self, on: bool) {
-        self.windows.quick = on;
-    }
-
-    pub(crate) fn set_pause(&mut self, shortest: u32, longest: u32) {
-        self.pause.set_bounds(shortest, longest);
-    }
-
-    pub(crate) fn memory(&self) -> &Memory {
-        &self.memory
     }
 
     /// Capacity from the computer, and a first size of 2 (or the capacity, if
@@ -144,16 +200,8 @@ impl<R: Rule> Stepper<R> {
         self.capacity = plan.capacity;
         self.cur = FIRST_SIZE.min(plan.capacity);
         plan.size = self.cur;
-        self.phase = Phase::Before;
-        self.before = None;
-        self.trial = None;
-        self.window = None;
-        self.not_before = None;
-        self.last_longest = Duration::ZERO;
-        self.course = Course::default();
+        self.at = Learned::default();
         self.pause.start();
-        self.spreads = [None; 2];
-        self.settled_after = None;
         Ok(plan)
     }
 
@@ -172,19 +220,19 @@ impl<R: Rule> Stepper<R> {
                     return decision;
                 }
                 if !counts {
-                    self.window = None;
-                } else if self.window.is_none() {
-                    self.window = Some(Window::new(self.start_at(now)));
+                    self.at.window = None;
+                } else if self.at.window.is_none() {
+                    self.at.window = Some(Window::new(self.start_at(now)));
                 }
             }
             SizingInput::JobDone { took } => {
                 if !counts {
-                    self.window = None;
+                    self.at.window = None;
                     return decision;
                 }
                 let start = self.start_at(now);
                 let (jobs, time) = self.needs();
-                let window = self.window.get_or_insert_with(|| Window::new(start));
+                let window = self.at.window.get_or_insert_with(|| Window::new(start));
                 window.add(now, took);
                 if window.is_done(now, jobs, time) || self.trial_settled(now) {
                     self.close_window(view, &mut decision);
@@ -196,23 +244,19 @@ impl<R: Rule> Stepper<R> {
 
     /// The size running now.
     fn running(&self) -> usize {
-        match self.phase {
+        match self.at.phase {
             Phase::Trial(t) => t,
             _ => self.cur,
         }
     }
 
     fn start_at(&self, now: Instant) -> Instant {
-        self.not_before.map_or(now, |t| t.max(now))
+        self.at.not_before.map_or(now, |t| t.max(now))
     }
 
     /// The spread quick windows go by: the larger of the last two windows'.
     fn spread(&self) -> Option<f64> {
-        match self.spreads {
-            [Some(a), Some(b)] => Some(a.max(b)),
-            [a, None] => a,
-            [None, b] => b,
-        }
+        self.at.spreads.into_iter().flatten().reduce(f64::max)
     }
 
     /// Whether the trial in progress has shown its verdict already, so that
@@ -223,9 +267,9 @@ impl<R: Rule> Stepper<R> {
     /// (with the larger of their own spread and the known one).
     fn trial_settled(&mut self, now: Instant) -> bool {
         let (Phase::Trial(tried), Some(before), Some(window), Some(known)) = (
-            self.phase,
-            self.before.as_ref(),
-            self.window.as_ref(),
+            self.at.phase,
+            self.at.before.as_ref(),
+            self.at.window.as_ref(),
             self.spread(),
         ) else {
             return false;
@@ -239,7 +283,7 @@ impl<R: Rule> Stepper<R> {
             .fastest(tried, cv)
             .is_some_and(|fastest| self.rule.decided(self.cur, tried, before, fastest));
         if settled {
-            self.settled_after = Some(window.measure(tried).jobs);
+            self.at.settled_after = Some(window.measure(tried).jobs);
         }
         settled
     }
@@ -248,7 +292,7 @@ impl<R: Rule> Stepper<R> {
     fn needs(&self) -> (u32, Duration) {
         let w = self.windows;
         let jobs = w.jobs(self.spread());
-        match self.phase {
+        match self.at.phase {
             Phase::Pause(len) => {
                 let jobs = (f64::from(jobs) * len).ceil();
                 // Jobs per window are small numbers; the cast saturates anyway.
@@ -259,28 +303,28 @@ impl<R: Rule> Stepper<R> {
     }
 
     fn close_window(&mut self, view: &SizingView, decision: &mut SizingDecision) {
-        let Some(window) = self.window.take() else {
+        let Some(window) = self.at.window.take() else {
             return;
         };
         let now = view.now;
         let measure = window.measure(self.running());
-        self.last_longest = window.longest;
+        self.at.last_longest = window.longest;
         if let Some(spread) = window.spread() {
-            self.spreads = [Some(spread), self.spreads[0]];
+            self.at.spreads = [Some(spread), self.at.spreads[0]];
         }
         if self.check_memory(view, decision) {
             return;
         }
-        match self.phase {
+        match self.at.phase {
             Phase::Pause(_) => {
-                self.phase = Phase::Before;
-                self.window = Some(Window::new(now));
+                self.at.phase = Phase::Before;
+                self.at.window = Some(Window::new(now));
             }
             Phase::Before => {
-                self.before = Some(measure);
+                self.at.before = Some(measure);
                 match self.choose_trial(view) {
                     Some(trial) => {
-                        self.phase = Phase::Trial(trial);
+                        self.at.phase = Phase::Trial(trial);
                         self.resize(trial, now, decision);
                         let (jobs, time) = self.needs();
                         decision.trial = Some(SizingTrial::new(
@@ -305,16 +349,17 @@ impl<R: Rule> Stepper<R> {
                 }
             }
             Phase::Trial(trial) => {
-                self.trial = Some(measure);
-                self.phase = Phase::After(trial);
+                self.at.trial = Some(measure);
+                self.at.phase = Phase::After(trial);
                 self.resize(self.cur, now, decision);
             }
             Phase::After(trial) => {
-                let (Some(before), Some(measured_trial)) = (self.before.take(), self.trial.take())
+                let (Some(before), Some(measured_trial)) =
+                    (self.at.before.take(), self.at.trial.take())
                 else {
-                    self.settled_after = None;
-                    self.phase = Phase::Before;
-                    self.window = Some(Window::new(now));
+                    self.at.settled_after = None;
+                    self.at.phase = Phase::Before;
+                    self.at.window = Some(Window::new(now));
                     return;
                 };
                 let step = Measured {
@@ -338,7 +383,7 @@ impl<R: Rule> Stepper<R> {
         let fit = self.memory.fit(view.alive).min(self.capacity);
         let up = (self.cur < fit).then_some(self.cur + 1);
         let down = self.rule.down(self.cur);
-        if self.course.goes_up() {
+        if self.at.course.goes_up() {
             up.or(down)
         } else {
             down.or(up)
@@ -347,10 +392,10 @@ impl<R: Rule> Stepper<R> {
 
     fn finish_step(&mut self, step: &Measured, now: Instant, decision: &mut SizingDecision) {
         let (verdict, mut figures) = self.rule.judge(step);
-        if let Some(jobs) = self.settled_after.take() {
+        if let Some(jobs) = self.at.settled_after.take() {
             figures.push_str(&format!(" (the trial showed it after {jobs} jobs)"));
         }
-        let to = self.course.after(step, verdict, &mut figures);
+        let to = self.at.course.after(step, verdict, &mut figures);
         decision
             .steps
             .push(SizingStep::new(step.from, step.tried, to, verdict, figures));
@@ -360,7 +405,7 @@ impl<R: Rule> Stepper<R> {
             self.rule.moved(step.from, to, Some(step));
             self.cur = to;
             self.pause.reset();
-            self.phase = Phase::Before;
+            self.at.phase = Phase::Before;
             self.resize(to, now, decision);
         }
     }
@@ -368,17 +413,17 @@ impl<R: Rule> Stepper<R> {
     /// Pauses after a step that changed nothing, as long as the
     /// [`Pause`] says.
     fn start_pause(&mut self, now: Instant) {
-        self.phase = Phase::Pause(self.pause.next());
-        self.window = Some(Window::new(now));
+        self.at.phase = Phase::Pause(self.pause.next());
+        self.at.window = Some(Window::new(now));
     }
 
     /// Asks the pool for `size`; the next window begins once jobs of the old
     /// size have ended.
     fn resize(&mut self, size: usize, now: Instant, decision: &mut SizingDecision) {
         decision.size = Some(size);
-        let start = now + self.last_longest;
-        self.not_before = Some(start);
-        self.window = Some(Window::new(start));
+        let start = now + self.at.last_longest;
+        self.at.not_before = Some(start);
+        self.at.window = Some(Window::new(start));
     }
 
     /// Runs fewer when the running workers do not fit in memory; drops the
@@ -409,11 +454,11 @@ impl<R: Rule> Stepper<R> {
             self.rule.moved(self.cur, to, None);
         }
         self.cur = to;
-        self.phase = Phase::Before;
-        self.before = None;
-        self.trial = None;
-        self.settled_after = None;
-        self.course = Course::default();
+        self.at.phase = Phase::Before;
+        self.at.before = None;
+        self.at.trial = None;
+        self.at.settled_after = None;
+        self.at.course = Course::default();
         self.pause.reset();
         self.resize(to, view.now, decision);
         true

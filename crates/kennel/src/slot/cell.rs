@@ -74,30 +74,3 @@ impl WorkerCell {
         }
     }
 }
-
-/// The lock session's time, and whether a handler asked for it: a lend and
-/// return that needs no time records none (a worker turned idle with no
-/// eviction that may evict has no idle time).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Now {
-    at: Instant,
-    read: bool,
-}
-
-impl Now {
-    /// The session's time `at`, not asked for yet.
-    pub(crate) fn at(at: Instant) -> Self {
-        Self { at, read: false }
-    }
-
-    /// The time, noting that it was asked for.
-    pub(crate) fn get(&mut self) -> Instant {
-        self.read = true;
-        self.at
-    }
-
-    /// The time, if it was asked for.
-    pub(crate) fn read(self) -> Option<Instant> {
-        self.read.then_some(self.at)
-    }
-}

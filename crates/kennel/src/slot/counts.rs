@@ -1,8 +1,8 @@
-//! The counts behind `stats()`, and the set of idle running slots.
+//! The counts behind `stats()`.
 
 use super::{Held, Rest, SlotState};
 
-/// How many slots are in each kind of state; kept by [`Slots`](super::Slots).
+/// How many slots are in each kind of state ([`Slots::counts`](super::Slots::counts)).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Counts {
     pub(crate) starting: usize,
@@ -73,75 +73,5 @@ impl Counts {
             Kind::LentAbove => &mut self.lent_above,
             Kind::Closing => &mut self.closing,
         })
-    }
-}
-
-/// A set of slot numbers as a bit set (the idle running slots).
-#[derive(Debug, Default)]
-pub(crate) struct SlotSet {
-    words: Vec<u64>,
-}
-
-impl SlotSet {
-    pub(crate) fn with_capacity(n: usize) -> Self {
-        Self {
-            words: vec![0; n.div_ceil(64)],
-        }
-    }
-
-    /// Makes room for slots `0..n`.
-    pub(crate) fn grow(&mut self, n: usize) {
-        if self.words.len() * 64 < n {
-            self.words.resize(n.div_ceil(64), 0);
-        }
-    }
-
-    pub(crate) fn insert(&mut self, i: usize) {
-        self.words[i / 64] |= 1 << (i % 64);
-    }
-
-    pub(crate) fn remove(&mut self, i: usize) {
-        self.words[i / 64] &= !(1 << (i % 64));
-    }
-
-    /// The lowest member in `from..to`.
-    pub(crate) fn first_in(&self, from: usize, to: usize) -> Option<usize> {
-        if from >= to {
-            return None;
-        }
-        let mut w = from / 64;
-        let mut bits = self.words.get(w)? & (!0u64 << (from % 64));
-        loop {
-            if bits != 0 {
-                let i = w * 64 + bits.trailing_zeros() as usize;
-                return (i < to).then_some(i);
-            }
-            w += 1;
-            if w * 64 >= to {
-                return None;
-            }
-            bits = *self.words.get(w)?;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slot_set_finds_the_lowest_member_in_a_range() {
-        let mut s = SlotSet::with_capacity(200);
-        for i in [3, 64, 130, 199] {
-            s.insert(i);
-        }
-        assert_eq!(s.first_in(0, 200), Some(3));
-        assert_eq!(s.first_in(4, 200), Some(64));
-        assert_eq!(s.first_in(65, 200), Some(130));
-        assert_eq!(s.first_in(65, 130), None);
-        assert_eq!(s.first_in(131, 200), Some(199));
-        s.remove(199);
-        assert_eq!(s.first_in(131, 200), None);
-        assert_eq!(s.first_in(0, 3), None);
     }
 }

@@ -5,8 +5,7 @@
 //! A slot's state is one enum whose variants carry what belongs to them;
 //! it changes only through the typed transitions of
 //! [`transitions`](self::transitions), which take the state by value and
-//! give back the next one, and
-//! [`Slots`], which keeps the counts. A ready worker is `Ready`, with
+//! give back the next one, run by [`Slots::apply`]. A ready worker is `Ready`, with
 //! [`Held`] saying whether it is idle or lent.
 //!
 //! # Invariants
@@ -18,9 +17,8 @@
 //! 2. A worker is in exactly one place: the slot (`Idle`), a lease (`Lent`,
 //!    `LentGone`), the warm-up task (`Starting`) or its close task
 //!    (`Closing`). So no worker is lent twice.
-//! 3. `Counts` always equals what a walk over the slots would count: every
-//!    state change goes through [`Slots::apply`], which moves
-//!    one unit from the old state's count to the new one's.
+//! 3. The counts the pool reports and decides on are taken by a walk over
+//!    the slots ([`Slots::counts`]), so they never drift from the states.
 //! 4. A report from a task (warm-up done, exit seen, timer fired) names the
 //!    slot and the worker's generation; a report whose generation is not the
 //!    slot's current one is stale and changes nothing.
@@ -46,7 +44,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-pub(crate) use cell::{Now, WorkerCell};
+pub(crate) use cell::WorkerCell;
 #[cfg(test)]
 pub(crate) use counts::Kind;
 pub(crate) use replacement::Replacement;
@@ -192,10 +190,9 @@ impl Live {
         r.max_jobs.is_some_and(|n| r.jobs >= n)
     }
 
-    /// Whether the worker has outlived its lifetime now; reads the clock
-    /// only for a worker that has a lifetime.
-    pub(crate) fn expired_by(&self, now: &mut Now) -> bool {
-        self.life.as_ref().is_some_and(|l| now.get() >= l.deadline)
+    /// Whether the worker has outlived its lifetime at `now`.
+    pub(crate) fn expired_by(&self, now: Instant) -> bool {
+        self.life.as_ref().is_some_and(|l| now >= l.deadline)
     }
 }
 
@@ -284,7 +281,7 @@ pub(crate) struct Slot<W> {
     pub(crate) issued: u64,
     /// The replacement warming for its worker, or the worker it replaced
     /// (`max_surge`).
-    pub(crate) side: Option<Box<Side<W>>>,
+    pub(crate) side: Option<Side<W>>,
 }
 
 impl<W> Slot<W> {

@@ -1,13 +1,6 @@
 //! Whether a live worker is being replaced, and how: the mark its record
-//! carries from the moment its replacement is planned until it leaves.
-//!
-//! A worker replaced for a reason (its lifetime, its `max_jobs`, a probe, a
-//! resize) is replaced warm first when `max_surge` allows: its replacement
-//! warms beside it and takes the slot when ready. When the replacement
-//! cannot warm beside it (no memory for it, or it failed), the surge is
-//! given up for that worker: a later replacement retires it first, as
-//! without a surge, and a worker whose limit is not a known deadline is
-//! retired when its job returns.
+//! carries from the moment its replacement is planned until it leaves
+//! (`max_surge`: see `engine/surge.rs` for the rules).
 
 use crate::event::RetireReason;
 

@@ -1,11 +1,11 @@
-//! All slots, their counts and the set of idle running slots.
+//! All slots and their counts.
 
-use super::counts::{Counts, Kind, SlotSet};
+use super::counts::{Counts, Kind};
 use super::transitions::Step;
 use super::{Side, Slot, SlotState};
 
 /// The slots of a pool. Every change of a slot's state goes through
-/// [`apply`](Slots::apply), which keeps the counts (invariant 3).
+/// [`apply`](Slots::apply).
 #[derive(Debug)]
 pub(crate) struct Slots<W> {
     /// Every slot ever made; those at or above `capacity` only drain (after a
@@ -13,12 +13,6 @@ pub(crate) struct Slots<W> {
     slots: Vec<Slot<W>>,
     capacity: usize,
     size: usize,
-    counts: Counts,
-    idle: SlotSet,
-    /// Sides that hold a replacement (warming or warm).
-    surging: usize,
-    /// Sides that hold a worker on its way out.
-    leaving: usize,
 }
 
 impl<W> Slots<W> {
@@ -27,10 +21,6 @@ impl<W> Slots<W> {
             slots: (0..capacity).map(|_| Slot::new()).collect(),
             capacity,
             size,
-            counts: Counts::default(),
-            idle: SlotSet::with_capacity(capacity),
-            surging: 0,
-            leaving: 0,
         }
     }
 
@@ -44,8 +34,15 @@ impl<W> Slots<W> {
         self.size
     }
 
-    pub(crate) fn counts(&self) -> &Counts {
-        &self.counts
+    /// How many slots are in each kind of state, counted now.
+    pub(crate) fn counts(&self) -> Counts {
+        let mut c = Counts::default();
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Some(n) = c.of(Kind::of(i, self.size, &s.state)) {
+                *n += 1;
+            }
+        }
+        c
     }
 
     /// Every slot ever made (running, kept, draining).
@@ -57,10 +54,9 @@ impl<W> Slots<W> {
         &self.slots[i].state
     }
 
-    /// The slot's number and back-off count, which no transition moves.
-    pub(crate) fn slot_mut(&mut self, i: usize) -> (&mut u64, &mut u32) {
-        let s = &mut self.slots[i];
-        (&mut s.generation, &mut s.early_exits)
+    /// The slot's back-off count, which no transition moves.
+    pub(crate) fn early_exits_mut(&mut self, i: usize) -> &mut u32 {
+        &mut self.slots[i].early_exits
     }
 
     pub(crate) fn generation(&self, i: usize) -> u64 {
@@ -80,7 +76,7 @@ impl<W> Slots<W> {
 
     /// The lowest idle running slot in `from..to`.
     pub(crate) fn first_idle_in(&self, from: usize, to: usize) -> Option<usize> {
-        self.idle.first_in(from, to.min(self.size))
+        (from..to.min(self.size)).find(|&i| self.slots[i].state.is_idle())
     }
 
     /// Changes slot `i` by the transition `f`, which takes the state by value
@@ -92,16 +88,9 @@ impl<W> Slots<W> {
         f: impl FnOnce(SlotState<W>) -> Step<W, R>,
     ) -> Option<R> {
         let state = &mut self.slots[i].state;
-        let old = std::mem::replace(state, SlotState::new());
-        let old_kind = Kind::of(i, self.size, &old);
-        match f(old) {
+        match f(std::mem::replace(state, SlotState::new())) {
             Step::To(new, r) => {
-                let new_kind = Kind::of(i, self.size, &new);
                 *state = new;
-                if old_kind != new_kind {
-                    self.count(old_kind, i, false);
-                    self.count(new_kind, i, true);
-                }
                 Some(r)
             }
             Step::Same(old) => {
@@ -120,36 +109,6 @@ impl<W> Slots<W> {
         r
     }
 
-    fn count(&mut self, kind: Kind, i: usize, add: bool) {
-        if kind == Kind::Idle {
-            if add {
-                self.idle.insert(i);
-            } else {
-                self.idle.remove(i);
-            }
-        }
-        if let Some(n) = self.counts.of(kind) {
-            if add {
-                *n += 1;
-            } else {
-                *n -= 1;
-            }
-        }
-    }
-
-    /// Recounts every slot around a change of the bounds `f` makes.
-    fn rebound(&mut self, range: std::ops::Range<usize>, f: impl FnOnce(&mut Self)) {
-        for i in range.clone() {
-            let k = Kind::of(i, self.size, &self.slots[i].state);
-            self.count(k, i, false);
-        }
-        f(self);
-        for i in range {
-            let k = Kind::of(i, self.size, &self.slots[i].state);
-            self.count(k, i, true);
-        }
-    }
-
     /// Changes the capacity (a reconfiguration). Slots above it drain: the
     /// pool ends their workers. The size is held within the new capacity.
     pub(crate) fn set_capacity(&mut self, capacity: usize) {
@@ -157,32 +116,27 @@ impl<W> Slots<W> {
         while self.slots.len() < capacity {
             self.slots.push(Slot::new());
         }
-        self.idle.grow(self.slots.len());
-        self.rebound(0..self.slots.len(), |s| {
-            s.capacity = capacity;
-            s.size = s.size.min(capacity);
-        });
+        self.capacity = capacity;
+        self.size = self.size.min(capacity);
     }
 
     /// Changes how many slots run, moving idle workers between idle and kept.
     pub(crate) fn resize(&mut self, size: usize) {
-        let size = size.clamp(1, self.capacity);
-        let (lo, hi) = (self.size.min(size), self.size.max(size));
-        self.rebound(lo..hi, |s| s.size = size);
+        self.size = size.clamp(1, self.capacity);
     }
 
     /// Workers alive (made and not yet seen to end) or being made, the
     /// sides' too.
     pub(crate) fn alive(&self) -> usize {
-        let c = &self.counts;
+        let c = self.counts();
         c.starting
             + c.idle
             + c.kept
             + c.lent
             + c.lent_above
             + c.closing
-            + self.surging
-            + self.leaving
+            + self.surging()
+            + self.leaving()
     }
 
     /// A new generation for a worker of slot `i` (its own or its side's).
@@ -199,7 +153,7 @@ impl<W> Slots<W> {
 
     /// What slot `i` holds beside its worker.
     pub(crate) fn side(&self, i: usize) -> Option<&Side<W>> {
-        self.slots[i].side.as_deref()
+        self.slots[i].side.as_ref()
     }
 
     /// The generation of slot `i`'s side, if it has one.
@@ -209,38 +163,26 @@ impl<W> Slots<W> {
 
     /// Replacements warming or warm now.
     pub(crate) fn surging(&self) -> usize {
-        self.surging
+        self.sides().filter(|s| s.is_surge()).count()
     }
 
     /// Workers a replacement took the slot of, not yet seen to end.
     pub(crate) fn leaving(&self) -> usize {
-        self.leaving
+        self.sides().filter(|s| !s.is_surge()).count()
     }
 
-    /// Changes slot `i`'s side by `f`, keeping the side counts.
+    fn sides(&self) -> impl Iterator<Item = &Side<W>> {
+        self.slots.iter().filter_map(|s| s.side.as_ref())
+    }
+
+    /// Changes slot `i`'s side by `f`.
     pub(crate) fn set_side<R>(
         &mut self,
         i: usize,
-        f: impl FnOnce(Option<Box<Side<W>>>) -> (Option<Box<Side<W>>>, R),
+        f: impl FnOnce(Option<Side<W>>) -> (Option<Side<W>>, R),
     ) -> R {
-        let old = self.slots[i].side.take();
-        self.count_side(old.as_deref(), false);
-        let (new, r) = f(old);
-        self.count_side(new.as_deref(), true);
+        let (new, r) = f(self.slots[i].side.take());
         self.slots[i].side = new;
         r
-    }
-
-    fn count_side(&mut self, side: Option<&Side<W>>, add: bool) {
-        let n = match side {
-            None => return,
-            Some(s) if s.is_surge() => &mut self.surging,
-            Some(_) => &mut self.leaving,
-        };
-        if add {
-            *n += 1;
-        } else {
-            *n -= 1;
-        }
     }
 }

@@ -45,7 +45,7 @@ impl Drive {
     fn new(best: usize, cpus: usize, seed: u64) -> Self {
         let computer = TestComputer::new(cpus, 64 * GIB);
         let mut stepper = Stepper::new(Best(best), Memory::new(GIB, computer.clone()));
-        stepper.set_seed(seed);
+        stepper.pause.set_seed(seed);
         let plan = stepper.plan().unwrap();
         let mut drive = Self {
             stepper,
@@ -86,12 +86,12 @@ impl Drive {
         for _ in 0..rounds {
             self.now += job;
             for _ in 0..self.size {
-                let phase = self.stepper.phase;
+                let phase = self.stepper.at.phase;
                 let view = self.view(waiting);
                 let d = self
                     .stepper
                     .observe(&view, SizingInput::JobDone { took: job });
-                if self.stepper.phase != phase {
+                if self.stepper.at.phase != phase {
                     self.windows_closed += 1;
                 }
                 self.apply(d);
@@ -161,9 +161,9 @@ fn the_pause_doubles_up_to_sixteen_windows_and_resets_on_a_change() {
     let mut last = None;
     for _ in 0..40_000 {
         drive.run(1, 100);
-        if let Phase::Pause(len) = drive.stepper.phase {
+        if let Phase::Pause(len) = drive.stepper.at.phase {
             if last != Some(len) {
-                pauses.push((drive.stepper.pause.quiet(), len));
+                pauses.push((drive.stepper.pause.quiet, len));
                 last = Some(len);
             }
         } else {
@@ -185,12 +185,12 @@ fn the_pause_doubles_up_to_sixteen_windows_and_resets_on_a_change() {
     while drive.stepper.cur == 4 {
         drive.run(1, 100);
     }
-    assert_eq!(drive.stepper.pause.quiet(), 0);
+    assert_eq!(drive.stepper.pause.quiet, 0);
     drive.stepper.rule.0 = drive.stepper.cur;
-    while !matches!(drive.stepper.phase, Phase::Pause(_)) {
+    while !matches!(drive.stepper.at.phase, Phase::Pause(_)) {
         drive.run(1, 100);
     }
-    let Phase::Pause(len) = drive.stepper.phase else {
+    let Phase::Pause(len) = drive.stepper.at.phase else {
         unreachable!()
     };
     assert!((0.5..1.5).contains(&len), "{len}");
@@ -203,7 +203,7 @@ fn the_pause_length_is_random_but_seeded() {
         let mut out = Vec::new();
         while out.len() < 5 {
             drive.run(1, 100);
-            if let Phase::Pause(len) = drive.stepper.phase {
+            if let Phase::Pause(len) = drive.stepper.at.phase {
                 if out.last() != Some(&len) {
                     out.push(len);
                 }
@@ -283,11 +283,11 @@ fn a_capacity_of_one_takes_no_step() {
 #[test]
 fn bad_window_settings_are_build_errors() {
     let mut s = Stepper::new(Best(1), Memory::new(GIB, TestComputer::new(2, GIB)));
-    s.set_windows(0, MIN_TIME);
+    s.windows.min_jobs = 0;
     assert_eq!(s.plan().unwrap_err().option, "window");
-    s.set_windows(1, Duration::ZERO);
+    (s.windows.min_jobs, s.windows.min_time) = (1, Duration::ZERO);
     assert_eq!(s.plan().unwrap_err().option, "window");
-    s.set_windows(1, MIN_TIME);
-    s.set_pause(4, 2);
+    s.windows.min_time = MIN_TIME;
+    s.pause.set_bounds(4, 2);
     assert_eq!(s.plan().unwrap_err().option, "pause");
 }
