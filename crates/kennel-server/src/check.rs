@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use crate::config::{Config, PoolConfig, SELF_EXE, StartupKind};
 use crate::pools::build_pool;
+use crate::watch::Watch;
 
 use crate::cli::CheckArgs;
 
@@ -32,7 +33,7 @@ pub(crate) async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         // a pool starts no worker.
         let mut dry = pool.clone();
         dry.startup = StartupKind::OnDemand;
-        let capacity = match build_pool(&dry, &self_exe) {
+        let capacity = match build_pool(&dry, &self_exe, &Watch::default()) {
             Ok(p) => {
                 let c = p.stats().capacity;
                 p.close().await;

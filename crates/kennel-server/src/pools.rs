@@ -1,8 +1,4 @@
-//! From config to pools: a [`PoolConfig`] becomes a `Pool<Coprocess>`. (A
-//! [`ReconfigBody`](crate::config::ReconfigBody) becomes a
-//! [`Reconfig`](kennel::Reconfig) by its own
-//! [`reconfig`](crate::config::ReconfigBody::reconfig); both take the sizing
-//! and eviction through the one mapping of [`crate::config::Policies`].)
+//! From config to pools: a [`PoolConfig`] becomes a `Pool<Coprocess>`.
 
 use std::path::Path;
 
@@ -75,9 +71,11 @@ pub(crate) fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpe
     )
 }
 
-/// Builds the pool a `[[pool]]` entry describes. Each worker is told its pool
-/// and slot in `KENNEL_POOL` and `KENNEL_SLOT`, and its thread budget
-/// (`threads`) in `OMP_NUM_THREADS`, `KENNEL_THREADS` and the like.
+/// Builds the pool a `[[pool]]` entry describes, each worker it starts
+/// shown to `watch` (its stderr tail kept, its group recorded in the run
+/// directory). Each worker is told its pool and slot in `KENNEL_POOL` and
+/// `KENNEL_SLOT`, and its thread budget (`threads`) in `OMP_NUM_THREADS`,
+/// `KENNEL_THREADS` and the like.
 ///
 /// # Errors
 ///
@@ -87,23 +85,6 @@ pub(crate) fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpe
 ///
 /// When called outside a tokio runtime.
 pub(crate) fn build_pool(
-    pool: &PoolConfig,
-    self_exe: &Path,
-) -> Result<Pool<Coprocess>, BuildError> {
-    build_watched_pool(pool, self_exe, &Watch::default())
-}
-
-/// As [`build_pool`], each worker the pool starts shown to `watch` (its
-/// stderr tail kept, its group recorded in the run directory).
-///
-/// # Errors
-///
-/// The core's [`BuildError`] for an option out of its range.
-///
-/// # Panics
-///
-/// When called outside a tokio runtime.
-pub(crate) fn build_watched_pool(
     pool: &PoolConfig,
     self_exe: &Path,
     watch: &Watch,
@@ -162,7 +143,7 @@ mod tests {
             after: HumanDuration(Duration::ZERO),
             keep: 0,
         };
-        let err = build_pool(&pool, Path::new("kennel")).unwrap_err();
+        let err = build_pool(&pool, Path::new("kennel"), &Watch::default()).unwrap_err();
         assert_eq!(err.option, "eviction.after");
     }
 }

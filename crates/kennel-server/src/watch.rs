@@ -7,8 +7,9 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use kennel::Killer;
+use kennel::{Killer, Pool};
 use kennel_process::{Coprocess, StderrTail};
+use serde_json::Value;
 
 use crate::error::{ApiError, with_last_words};
 use crate::rundir::RunDir;
@@ -167,4 +168,43 @@ pub(crate) async fn pool_error(
         _ => Vec::new(),
     };
     with_last_words(error, words)
+}
+
+/// Runs `request` on a worker of `pool`, through `run_idempotent` when the
+/// pool retries on a crash; `lent` is called each time a worker takes it. An
+/// error about a worker that ended carries its last words ([`pool_error`]).
+///
+/// # Errors
+///
+/// The pool's or the worker's error, as the service answers it.
+///
+/// # Cancel safety
+///
+/// As [`Pool::run`].
+pub(crate) async fn run_request(
+    pool: &Pool<Coprocess>,
+    watch: Option<&Watch>,
+    request: Value,
+    lent: impl Fn() + Send + Sync + 'static,
+) -> Result<Value, ApiError> {
+    let tail: Arc<Mutex<Option<StderrTail>>> = Arc::default();
+    let seen = tail.clone();
+    let job = async move |w: &mut Coprocess| {
+        lent();
+        *seen.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
+        w.request(&request).await
+    };
+    let result = if pool.options().retry_on_crash > 0 {
+        pool.run_idempotent(job).await
+    } else {
+        pool.run(job).await
+    };
+    match result {
+        Ok(Ok(reply)) => Ok(reply),
+        Ok(Err(e)) => Err(e.into()),
+        Err(e) => {
+            let tail = tail.lock().unwrap_or_else(PoisonError::into_inner).take();
+            Err(pool_error(e, tail, watch).await)
+        }
+    }
 }

@@ -10,12 +10,6 @@
 //! [`ConfigError`] that names the file, the key (`pool[1].job_timeout`) and
 //! what is allowed.
 //!
-//! The parts: `human.rs` (durations and sizes), `server.rs` (`[server]`),
-//! `pool.rs` (`[[pool]]`), `policy.rs` (the `sizing` and `eviction` kinds
-//! and their one mapping to kennel's policies), `reconfig.rs` (the body of
-//! `PUT /pools/{name}/config`), `keys.rs` and `error.rs` (reading, and
-//! refusals that name the key).
-//!
 //! ```toml
 //! [server]
 //! listen = "127.0.0.1:7878"

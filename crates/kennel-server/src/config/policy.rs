@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::Refusal;
 use super::human::{HumanDuration, HumanSize};
-use super::learning::LearningConfig;
+use super::learning::{LearningConfig, tuned};
 use super::table::Table;
 
 /// The most workers a `fixed` sizing may ask for.
@@ -53,32 +53,23 @@ pub(crate) enum SizingConfig {
     },
 }
 
-impl SizingConfig {
-    /// The `kind` as written in a config.
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            Self::Fixed { .. } => "fixed",
-            Self::Resources { .. } => "resources",
-            Self::HillClimbing { .. } => "hill-climbing",
-            Self::Gradient { .. } => "gradient",
-        }
-    }
-}
-
 impl fmt::Display for SizingConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Fixed { workers } => write!(f, "fixed, {workers} worker(s)"),
-            Self::Resources { memory_per_worker }
-            | Self::HillClimbing {
-                memory_per_worker, ..
-            }
-            | Self::Gradient {
-                memory_per_worker, ..
-            } => {
-                write!(f, "{}, {memory_per_worker} per worker", self.kind())
-            }
-        }
+        let (kind, m) = match self {
+            Self::Fixed { workers } => return write!(f, "fixed, {workers} worker(s)"),
+            Self::Resources {
+                memory_per_worker: m,
+            } => ("resources", m),
+            Self::HillClimbing {
+                memory_per_worker: m,
+                ..
+            } => ("hill-climbing", m),
+            Self::Gradient {
+                memory_per_worker: m,
+                ..
+            } => ("gradient", m),
+        };
+        write!(f, "{kind}, {m} per worker")
     }
 }
 
@@ -325,14 +316,17 @@ impl SizingConfig {
             Self::HillClimbing {
                 memory_per_worker,
                 learning,
-            } => to.with_sizing(
-                learning.hill_climbing(HillClimbing::new(memory_per_worker.0, SystemComputer)),
-            ),
+            } => to.with_sizing(tuned!(
+                learning,
+                HillClimbing::new(memory_per_worker.0, SystemComputer)
+            )),
             Self::Gradient {
                 memory_per_worker,
                 learning,
-            } => to
-                .with_sizing(learning.gradient(Gradient::new(memory_per_worker.0, SystemComputer))),
+            } => to.with_sizing(tuned!(
+                learning,
+                Gradient::new(memory_per_worker.0, SystemComputer)
+            )),
         }
     }
 }
@@ -341,7 +335,12 @@ impl EvictionConfig {
     /// Checks it as kennel does when it takes it: `after` above 0 and at
     /// most [`kennel::MAX_DURATION`].
     pub(crate) fn check(self) -> Result<(), Refusal> {
-        self.apply(Check).map(drop).map_err(super::error::refusal)
+        match self {
+            Self::None => Ok(()),
+            Self::IdleTimeout { after, .. } => IdleTimeout::new(after.0)
+                .map(drop)
+                .map_err(super::error::refusal),
+        }
     }
 
     /// Gives `to` the eviction this config names.
@@ -388,17 +387,5 @@ impl Policies for Reconfig {
     }
     fn with_eviction(self, eviction: impl Eviction) -> Self {
         self.eviction(eviction)
-    }
-}
-
-/// Takes a policy and drops it: the check of [`EvictionConfig`].
-struct Check;
-
-impl Policies for Check {
-    fn with_sizing(self, _: impl Sizing) -> Self {
-        self
-    }
-    fn with_eviction(self, _: impl Eviction) -> Self {
-        self
     }
 }

@@ -17,11 +17,6 @@
 //!   stream and answers its result, whichever instance ran it.
 //! - A graceful stop drains: no more fetching, a message that arrives after
 //!   is handed back at once, the jobs started finish and are acked.
-//!
-//! The parts: `config.rs` (`[pool.queue]`), `credit.rs` (how many to ask
-//! for), `outcome.rs` (ack, nak or term), `connect.rs` (the connection, the
-//! stream and the consumer), `pull.rs` (the fetching), `job.rs` (one
-//! message), `publish.rs` (HTTP into the queue), `metrics.rs`.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};

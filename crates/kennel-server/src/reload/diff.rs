@@ -85,64 +85,45 @@ pub(crate) struct Reloaded {
     pub server_keys_not_applied: Vec<String>,
 }
 
+impl PoolChange {
+    /// Its word and its detail in a reload's summary.
+    fn summary(&self) -> (&'static str, String) {
+        match self {
+            Self::Added => ("added", String::new()),
+            Self::Removed => ("removed", String::new()),
+            Self::Replaced { keys } => ("replaced", keys.join(", ")),
+            Self::Reconfigured { actions } => ("reconfigured", actions.join(", ")),
+            Self::Refused { why } => ("refused", why.clone()),
+        }
+    }
+}
+
 impl fmt::Display for Reloaded {
     /// `added: a; replaced: b (protocol); reconfigured: c (resize 1 -> 3);
     /// removed: d; refused: e (why); [server] keys not applied: x`, the
     /// empty parts left out (`nothing changed` when all are).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut parts: Vec<String> = Vec::new();
-        let mut part = |word: &str, items: Vec<String>| {
+        for word in ["added", "replaced", "reconfigured", "removed", "refused"] {
+            let items: Vec<String> = self
+                .pools
+                .iter()
+                .filter_map(|(name, change)| match change.summary() {
+                    (w, _) if w != word => None,
+                    (_, d) if d.is_empty() => Some(name.clone()),
+                    (_, d) => Some(format!("{name} ({d})")),
+                })
+                .collect();
             if !items.is_empty() {
                 parts.push(format!("{word}: {}", items.join(", ")));
             }
-        };
-        let named = |pick: fn(&PoolChange) -> Option<String>| -> Vec<String> {
-            self.pools
-                .iter()
-                .filter_map(|(name, c)| {
-                    pick(c).map(|d| {
-                        if d.is_empty() {
-                            name.clone()
-                        } else {
-                            format!("{name} ({d})")
-                        }
-                    })
-                })
-                .collect()
-        };
-        part(
-            "added",
-            named(|c| matches!(c, PoolChange::Added).then(String::new)),
-        );
-        part(
-            "replaced",
-            named(|c| match c {
-                PoolChange::Replaced { keys } => Some(keys.join(", ")),
-                _ => None,
-            }),
-        );
-        part(
-            "reconfigured",
-            named(|c| match c {
-                PoolChange::Reconfigured { actions } => Some(actions.join(", ")),
-                _ => None,
-            }),
-        );
-        part(
-            "removed",
-            named(|c| matches!(c, PoolChange::Removed).then(String::new)),
-        );
-        part(
-            "refused",
-            named(|c| match c {
-                PoolChange::Refused { why } => Some(why.clone()),
-                _ => None,
-            }),
-        );
-        part(
-            "[server] keys not applied (next start)",
-            self.server_keys_not_applied.clone(),
-        );
+        }
+        if !self.server_keys_not_applied.is_empty() {
+            parts.push(format!(
+                "[server] keys not applied (next start): {}",
+                self.server_keys_not_applied.join(", ")
+            ));
+        }
         if parts.is_empty() {
             f.write_str("nothing changed")
         } else {

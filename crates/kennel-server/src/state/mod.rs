@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use crate::config::{Config, PoolConfig, ReconfigBody, ServerConfig, SizingConfig};
 use crate::events::{EventHub, Ring, Subscription};
 use crate::http::{BodyGate, HostPolicy};
-use crate::pools::build_watched_pool;
+use crate::pools::build_pool;
 use crate::queue::Source;
 use crate::rundir::RunDir;
 use crate::watch::Watch;
@@ -140,7 +140,7 @@ impl AppState {
         self_exe: &Path,
     ) -> Result<PoolEntry, kennel::Error> {
         let watch = Watch::new(self.inner.run_dir.clone());
-        let pool = build_watched_pool(config, self_exe, &watch)?;
+        let pool = build_pool(config, self_exe, &watch)?;
         let capacity = pool.stats().capacity;
         let mut entry = self.entry(pool, config.group.clone());
         entry.policies = Some(Policies {
