@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::config::{Config, PoolConfig, SELF_EXE, StartupKind};
+use crate::config::{Config, PoolConfig, SELF_EXE, StartupKind, written_name};
 use crate::pools::build_pool;
 use crate::watch::Watch;
 
@@ -112,7 +112,7 @@ fn describe_server(config: &Config, out: &mut String, warnings: &mut Vec<String>
     let _ = writeln!(
         out,
         "  logs            {}, access log {}",
-        s.log_format.as_str(),
+        written_name(&s.log_format),
         if s.access_log { "on" } else { "off" }
     );
 }
@@ -160,7 +160,7 @@ fn describe_pool(
     for (k, v) in &pool.env {
         let _ = writeln!(out, "  env             {k}={v}");
     }
-    let _ = writeln!(out, "  startup         {}", pool.startup.as_str());
+    let _ = writeln!(out, "  startup         {}", written_name(&pool.startup));
     let sizing = pool.sizing.map_or_else(
         || {
             format!(

@@ -180,7 +180,12 @@ pub(crate) async fn pool_job(
         Ok(pool) => pool,
         Err(e) => return e.into_response(),
     };
-    let upload = || state.upload_limit(&name);
+    // The pool's own `upload_limit`, else the `body_limit`.
+    let upload = || {
+        (state.pools().with(&name, |e| e.upload_limit))
+            .flatten()
+            .unwrap_or(state.body_limit())
+    };
     let request = match state.bodies().job(&headers, body, upload).await {
         Ok(request) => request,
         Err(e) => return e.into_response(),

@@ -60,6 +60,14 @@ pub(crate) use self::threads::ThreadsConfig;
 
 use self::error::{Refusal, hinted, join, line_col, locate, path_string};
 
+/// The name a config writes for `value`, a unit variant (`"on-demand"`).
+pub(crate) fn written_name(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => String::new(),
+    }
+}
+
 /// The whole configuration: the server and its pools.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

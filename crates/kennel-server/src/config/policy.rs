@@ -14,6 +14,7 @@ use super::error::Refusal;
 use super::human::{HumanDuration, HumanSize};
 use super::learning::{LearningConfig, tuned};
 use super::table::Table;
+use super::written_name;
 
 /// The most workers a `fixed` sizing may ask for.
 pub(crate) const MAX_FIXED_WORKERS: usize = 1024;
@@ -106,7 +107,7 @@ impl fmt::Display for EvictionConfig {
 }
 
 /// The kinds of sizing, as written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 enum SizingKind {
     Fixed,
@@ -163,7 +164,7 @@ impl TryFrom<Table<RawSizing>> for SizingConfig {
             return Err(format!(
                 "`{}` does not apply to kind \"{}\" (allowed: with kind \"hill-climbing\" or \"gradient\")",
                 learning.keys()[0],
-                raw.kind.as_str()
+                written_name(&raw.kind)
             ));
         }
         match raw {
@@ -205,23 +206,12 @@ impl TryFrom<Table<RawSizing>> for SizingConfig {
                 ..
             } => Err(format!(
                 "`workers` does not apply to kind \"{}\" (allowed: `memory_per_worker`)",
-                kind.as_str()
+                written_name(&kind)
             )),
             RawSizing { kind, .. } => Err(format!(
                 "kind \"{0}\" needs `memory_per_worker`, such as {{ kind = \"{0}\", memory_per_worker = \"2GiB\" }}",
-                kind.as_str()
+                written_name(&kind)
             )),
-        }
-    }
-}
-
-impl SizingKind {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Fixed => "fixed",
-            Self::Resources => "resources",
-            Self::HillClimbing => "hill-climbing",
-            Self::Gradient => "gradient",
         }
     }
 }

@@ -33,18 +33,6 @@ pub(crate) enum StartupKind {
     LeaderFirst,
 }
 
-impl StartupKind {
-    /// The name as written in a config.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::OnDemand => "on-demand",
-            Self::Parallel => "parallel",
-            Self::OrderedReady => "ordered-ready",
-            Self::LeaderFirst => "leader-first",
-        }
-    }
-}
-
 /// When a worker process counts as warm (`ready`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]

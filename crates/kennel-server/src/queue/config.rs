@@ -44,8 +44,6 @@ pub(crate) const DEFAULT_NAK_DELAY: Duration = Duration::from_secs(1);
 pub(crate) const MAX_NAK_DELAY: Duration = Duration::from_secs(60);
 /// `reply_timeout` when none is given.
 pub(crate) const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(300);
-/// The longest time limit, as kennel's timers bound it (about 24.8 days).
-const MAX_DURATION: Duration = Duration::from_millis(i32::MAX as u64);
 
 /// `[pool.queue]`: the pool takes its jobs from a JetStream stream through
 /// a durable pull consumer that every instance of the service shares.
@@ -243,7 +241,7 @@ impl QueueConfig {
             "reply_timeout",
             self.reply_timeout,
             Duration::from_millis(1),
-            MAX_DURATION,
+            kennel::MAX_DURATION,
         )?;
         for (key, n, max) in [
             ("max_deliver", self.max_deliver, MAX_MAX_DELIVER),

@@ -83,5 +83,9 @@ impl QueueMetrics {
 
 /// `reason` when it is one of `known`, else `other`: labels stay bounded.
 fn bounded(known: &[&'static str], reason: &str, other: &'static str) -> &'static str {
-    known.iter().find(|r| **r == reason).copied().unwrap_or(other)
+    known
+        .iter()
+        .find(|r| **r == reason)
+        .copied()
+        .unwrap_or(other)
 }

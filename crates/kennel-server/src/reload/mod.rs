@@ -184,7 +184,7 @@ impl AppState {
     /// Starts a new pool.
     async fn add(&self, pool: &PoolConfig, self_exe: &Path) -> PoolChange {
         match self.build_ready(pool, self_exe).await {
-            Ok(entry) => match self.insert(entry) {
+            Ok(entry) => match self.pools().insert(entry) {
                 Ok(()) => PoolChange::Added,
                 Err(e) => PoolChange::Refused { why: e.to_string() },
             },

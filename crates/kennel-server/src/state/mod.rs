@@ -109,7 +109,7 @@ impl AppState {
         for (i, pool) in config.pools.iter().enumerate() {
             let added = self
                 .build_entry(pool, self_exe)
-                .and_then(|entry| self.insert(entry));
+                .and_then(|entry| self.pools().insert(entry));
             if let Err(error) = added {
                 let all = std::mem::take(&mut *self.pools().lock());
                 futures_util::future::join_all(all.into_values().map(PoolEntry::close)).await;
@@ -173,15 +173,6 @@ impl AppState {
         entry
     }
 
-    /// Adds a record.
-    ///
-    /// # Errors
-    ///
-    /// [`kennel::Error::DuplicatePool`] when the name is taken.
-    pub(crate) fn insert(&self, entry: PoolEntry) -> Result<(), kennel::Error> {
-        self.inner.pools.insert(entry)
-    }
-
     /// Kills every worker of every pool at once, without waiting (a second
     /// stop signal).
     pub(crate) fn kill_workers(&self) {
@@ -212,7 +203,8 @@ impl AppState {
         pool: Pool<Coprocess>,
         group: Option<&str>,
     ) -> Result<(), kennel::Error> {
-        self.insert(self.entry(pool, group.map(str::to_owned)))
+        self.pools()
+            .insert(self.entry(pool, group.map(str::to_owned)))
     }
 
     /// The pools.
@@ -283,12 +275,6 @@ impl AppState {
         self.pools().with(name, |e| e.queue.clone()).flatten()
     }
 
-    /// The sizing and eviction pool `name` was last given (none for a pool
-    /// added by hand).
-    pub(crate) fn policies(&self, name: &str) -> Option<Policies> {
-        self.pools().with(name, |e| e.policies).flatten()
-    }
-
     /// The bearer token every route but the probes asks for, if any.
     pub fn token(&self) -> Option<&str> {
         self.inner.token.as_deref()
@@ -317,15 +303,6 @@ impl AppState {
     /// The file reloads read, held for a whole reload.
     pub(crate) async fn reload_source(&self) -> tokio::sync::MutexGuard<'_, Option<ReloadSource>> {
         self.inner.reload.lock().await
-    }
-
-    /// The largest binary job body of pool `name` (its `upload_limit`, or
-    /// the `body_limit`).
-    pub(crate) fn upload_limit(&self, name: &str) -> usize {
-        self.pools()
-            .with(name, |e| e.upload_limit)
-            .flatten()
-            .unwrap_or(self.inner.bodies.limit())
     }
 
     pub(crate) fn metrics(&self) -> Option<&PrometheusHandle> {
