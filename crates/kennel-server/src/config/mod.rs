@@ -123,12 +123,8 @@ impl Config {
     /// or out of range.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let source = Source::file(path);
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: source.name.clone(),
-            key: String::new(),
-            message: format!("cannot read the file: {e}"),
-            line: None,
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::whole(&source.name, format!("cannot read the file: {e}")))?;
         Self::parse(&text, &source)
     }
 

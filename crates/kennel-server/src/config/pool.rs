@@ -148,39 +148,15 @@ pub(crate) struct PoolConfig {
 
 impl PoolConfig {
     /// A pool entry with a name and an argv and every other key at its
-    /// default.
+    /// default (the defaults of its serde attributes).
     pub(crate) fn new<I, A>(name: impl Into<String>, argv: I) -> Self
     where
         I: IntoIterator<Item = A>,
         A: Into<String>,
     {
-        Self {
-            name: name.into(),
-            argv: argv.into_iter().map(Into::into).collect(),
-            env: BTreeMap::new(),
-            env_clear: false,
-            env_keep: None,
-            worker_close_grace: default_worker_close_grace(),
-            env_remove: Vec::new(),
-            cwd: None,
-            group: None,
-            startup: StartupKind::default(),
-            sizing: None,
-            eviction: EvictionConfig::default(),
-            ready: ReadyKind::default(),
-            max_reply: None,
-            protocol: ProtocolKind::default(),
-            cancel_lines: false,
-            job_ids: true,
-            method: None,
-            initialize: None,
-            upload_limit: None,
-            probe_request: None,
-            threads: super::ThreadsConfig::default(),
-            pin: false,
-            queue: None,
-            options: Options::default(),
-        }
+        let argv: Vec<String> = argv.into_iter().map(Into::into).collect();
+        serde_json::from_value(serde_json::json!({ "name": name.into(), "argv": argv }))
+            .expect("a name and an argv are a pool entry, its other keys at their defaults")
     }
 
     /// Checks what serde cannot: names, the directory, ranges (kennel's own

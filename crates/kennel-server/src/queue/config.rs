@@ -123,29 +123,12 @@ fn yes() -> bool {
 }
 
 impl QueueConfig {
-    /// A queue with the required keys and every other at its default.
+    /// A queue with the required keys and every other at its default (the
+    /// defaults of its serde attributes).
     #[cfg(test)]
-    pub(crate) fn new(
-        nats: impl Into<String>,
-        stream: impl Into<String>,
-        subject: impl Into<String>,
-    ) -> Self {
-        Self {
-            nats: nats.into(),
-            stream: stream.into(),
-            subject: subject.into(),
-            durable: None,
-            ack_wait: default_ack_wait(),
-            max_deliver: DEFAULT_MAX_DELIVER,
-            max_ack_pending: DEFAULT_MAX_ACK_PENDING,
-            nak_delay: default_nak_delay(),
-            result_subject: None,
-            reply_timeout: default_reply_timeout(),
-            create: true,
-            job_meta: true,
-            token_env: None,
-            creds_file: None,
-        }
+    pub(crate) fn new(nats: &str, stream: &str, subject: &str) -> Self {
+        let keys = serde_json::json!({ "nats": nats, "stream": stream, "subject": subject });
+        serde_json::from_value(keys).expect("the required keys are a queue")
     }
 
     /// The durable consumer's name: `durable`, else the pool's name.

@@ -68,16 +68,6 @@ fn server_keys_changed(old: &ServerConfig, new: &ServerConfig) -> Vec<String> {
         .collect()
 }
 
-/// A file with no pool, refused unless it allows it.
-fn no_pools(path: &Path) -> ConfigError {
-    ConfigError {
-        file: path.display().to_string(),
-        key: String::new(),
-        message: "the file has no [[pool]]: applying it would take every pool out (allowed: at least one [[pool]], or `allow_no_pools = true` under [server])".into(),
-        line: None,
-    }
-}
-
 impl AppState {
     /// Makes `path` the file [`reload`](Self::reload) reads, `current` what
     /// was read from it at start.
@@ -119,7 +109,10 @@ impl AppState {
             .await
             .map_err(ReloadError::Config)?;
         if new.pools.is_empty() && !new.server.allow_no_pools {
-            return Err(ReloadError::Config(no_pools(&source.path)));
+            return Err(ReloadError::Config(ConfigError::whole(
+                source.path.display().to_string(),
+                "the file has no [[pool]]: applying it would take every pool out (allowed: at least one [[pool]], or `allow_no_pools = true` under [server])",
+            )));
         }
         let mut done = Reloaded {
             server_keys_not_applied: server_keys_changed(&source.server, &new.server),
