@@ -210,7 +210,7 @@ impl Source {
     ///
     /// # Errors
     ///
-    /// The key under `queue` (`""`, `".nats"`, …) and what went wrong.
+    /// The key under `queue` (`".nats"`, …) and what went wrong.
     ///
     /// # Cancel safety
     ///
@@ -225,7 +225,7 @@ impl Source {
         let instance: Arc<str> = instance_name().into();
         let (client, js, consumer) = connect::connect(name, config, &instance)
             .await
-            .map_err(|(key, message)| (dotted(key), message))?;
+            .map_err(|(key, message)| (format!(".{key}"), message))?;
         let source = Arc::new(Self {
             name: name.to_owned(),
             pool,
@@ -246,15 +246,5 @@ impl Source {
         let fetching = source.clone();
         source.tasks.spawn(pull::fetch(fetching));
         Ok(source)
-    }
-}
-
-/// A key under `queue` as an error names it: `""` for the queue itself,
-/// `".nats"` for `nats`.
-fn dotted(key: &str) -> String {
-    if key.is_empty() {
-        String::new()
-    } else {
-        format!(".{key}")
     }
 }
