@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::config::{LIVE_POLICIES, PoolConfig};
 
@@ -19,32 +19,32 @@ fn live_keys() -> BTreeSet<String> {
     keys
 }
 
-/// A pool's entry as JSON, less the keys a live reconfiguration applies.
-fn restart_part(pool: &PoolConfig, live: &BTreeSet<String>) -> Option<Map<String, Value>> {
-    match serde_json::to_value(pool) {
-        Ok(Value::Object(mut keys)) => {
-            keys.retain(|k, _| !live.contains(k));
-            Some(keys)
-        }
-        _ => None,
-    }
+/// The keys whose values differ between `old` and `new` as they write
+/// (JSON), sorted, less those in `skip`; `None` when one does not write as
+/// an object.
+pub(crate) fn changed_keys(
+    old: &impl Serialize,
+    new: &impl Serialize,
+    skip: &BTreeSet<String>,
+) -> Option<Vec<String>> {
+    let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
+        (serde_json::to_value(old), serde_json::to_value(new))
+    else {
+        return None;
+    };
+    let names: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let changed = names
+        .into_iter()
+        .filter(|k| !skip.contains(*k) && a.get(*k) != b.get(*k));
+    Some(changed.cloned().collect())
 }
 
 /// The keys whose change a live reconfiguration does not apply, sorted:
 /// every key but the live ones, so that a key added later replaces the
 /// pool until it is made live. Empty when only live keys changed.
 pub(crate) fn replace_keys(old: &PoolConfig, new: &PoolConfig) -> Vec<String> {
-    let live = live_keys();
-    let (Some(a), Some(b)) = (restart_part(old, &live), restart_part(new, &live)) else {
-        // Not written as JSON: nothing can be said to be the same.
-        return vec!["(every key)".to_owned()];
-    };
-    let names: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    names
-        .into_iter()
-        .filter(|k| a.get(*k) != b.get(*k))
-        .cloned()
-        .collect()
+    // Not written as JSON: nothing can be said to be the same.
+    changed_keys(old, new, &live_keys()).unwrap_or_else(|| vec!["(every key)".to_owned()])
 }
 
 /// What a reload did to one pool.

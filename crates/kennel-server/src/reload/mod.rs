@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use axum::extract::State;
 use serde_json::Value;
 
-use crate::config::{Config, ConfigError, PoolConfig, ReconfigBody, ServerConfig};
+use crate::config::{Config, ConfigError, PoolConfig, ReconfigBody};
 use crate::state::{AppState, PoolEntry, ReloadSource};
 
 pub(crate) use self::diff::{PoolChange, Reloaded};
@@ -54,19 +54,6 @@ impl std::fmt::Display for ReloadError {
 }
 
 impl std::error::Error for ReloadError {}
-
-/// The `[server]` keys whose values differ.
-fn server_keys_changed(old: &ServerConfig, new: &ServerConfig) -> Vec<String> {
-    let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
-        (serde_json::to_value(old), serde_json::to_value(new))
-    else {
-        return Vec::new();
-    };
-    b.iter()
-        .filter(|(k, v)| a.get(*k) != Some(v))
-        .map(|(k, _)| format!("server.{k}"))
-        .collect()
-}
 
 impl AppState {
     /// Makes `path` the file [`reload`](Self::reload) reads, `current` what
@@ -115,7 +102,15 @@ impl AppState {
             )));
         }
         let mut done = Reloaded {
-            server_keys_not_applied: server_keys_changed(&source.server, &new.server),
+            server_keys_not_applied: diff::changed_keys(
+                &source.server,
+                &new.server,
+                &Default::default(),
+            )
+            .unwrap_or_default()
+            .into_iter()
+            .map(|k| format!("server.{k}"))
+            .collect(),
             ..Reloaded::default()
         };
         // The pools built from a file, with the entry each runs.
