@@ -86,7 +86,15 @@ pub(crate) async fn events(
         })
         .transpose()?;
     let since = last_id.or(query.since);
-    let sub = state.subscribe_events(since, query.pool.as_deref());
+    // With `since`, the kept frames after that id (of the pool asked for,
+    // if any) come first.
+    let sub = state.events().subscribe(since, || {
+        let pools = state.pools().lock();
+        let asked = pools
+            .iter()
+            .filter(|(name, _)| query.pool.as_ref().is_none_or(|p| p == *name));
+        asked.map(|(_, e)| e.events.clone()).collect()
+    });
     let shutdown = Box::pin(state.shutdown_signal());
     let replay = sub.replay.into_iter().map(|f| f.sse.clone());
     let mut keep_alive = tokio::time::interval(KEEP_ALIVE_EVERY);

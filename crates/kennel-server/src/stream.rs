@@ -63,16 +63,6 @@ impl Answer {
     }
 }
 
-/// The reply as the worker wrote it, as a 200 `application/json`: its
-/// bytes become the body, not copied.
-pub(crate) fn raw_json(reply: JsonBytes) -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        Body::from(reply.into_bytes()),
-    )
-        .into_response()
-}
-
 /// Runs `job` (given a sender of progress items when the client streams)
 /// and answers as `answer` says. A job that fails before its first
 /// progress item answers with its error's status, as a plain request
@@ -92,7 +82,12 @@ where
 {
     if answer == Answer::Plain {
         return match job(None).await {
-            Ok(reply) => raw_json(reply),
+            // The reply's bytes as the worker wrote them become the body.
+            Ok(reply) => (
+                [(header::CONTENT_TYPE, "application/json")],
+                Body::from(reply.into_bytes()),
+            )
+                .into_response(),
             Err(e) => e.into_response(),
         };
     }

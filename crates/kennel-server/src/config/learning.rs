@@ -66,11 +66,6 @@ macro_rules! tuned {
 pub(crate) use tuned;
 
 impl LearningConfig {
-    /// Whether any key is set.
-    pub(crate) fn is_set(&self) -> bool {
-        *self != Self::default()
-    }
-
     /// The keys set, as written (for a refusal of a kind they do not apply
     /// to).
     pub(crate) fn keys(&self) -> Vec<&'static str> {

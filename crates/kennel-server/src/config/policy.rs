@@ -159,7 +159,8 @@ impl TryFrom<Table<RawSizing>> for SizingConfig {
 
     fn try_from(Table(mut raw): Table<RawSizing>) -> Result<Self, String> {
         let learning = raw.learning();
-        if learning.is_set() && !matches!(raw.kind, SizingKind::HillClimbing | SizingKind::Gradient)
+        if learning != LearningConfig::default()
+            && !matches!(raw.kind, SizingKind::HillClimbing | SizingKind::Gradient)
         {
             return Err(format!(
                 "`{}` does not apply to kind \"{}\" (allowed: with kind \"hill-climbing\" or \"gradient\")",

@@ -127,7 +127,9 @@ fn delivery(source: &Source, message: &jetstream::Message) -> Option<Delivery> {
     let header = |name: &str| super::header(message.headers.as_ref(), name);
     let reply_to = header(REPLY_TO)
         .filter(|s| {
-            let ok = is_reply_subject(s);
+            // Concrete, and not one of the server's own (`$JS.API…`,
+            // `$SYS…`): a job cannot make kennel call the JetStream API.
+            let ok = !s.starts_with('$') && super::config::is_subject(s);
             if !ok {
                 tracing::warn!(target: "kennel_server", pool = %source.name, subject = %s, "a reply subject that is not one (allowed: a subject without wildcards, not starting with `$`); the answer goes to result_subject");
             }
@@ -141,13 +143,6 @@ fn delivery(source: &Source, message: &jetstream::Message) -> Option<Delivery> {
         delivered: u64::try_from(info.delivered).unwrap_or(1).max(1),
         reply_to,
     })
-}
-
-/// A subject an answer may go to: concrete, and not one of the server's
-/// own (`$JS.API…`, `$SYS…`), so that a job cannot make kennel call the
-/// JetStream API.
-fn is_reply_subject(s: &str) -> bool {
-    !s.starts_with('$') && super::config::is_subject(s)
 }
 
 /// The job: the message's JSON, with `_kennel` added to an object when

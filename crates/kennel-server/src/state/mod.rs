@@ -15,7 +15,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::watch;
 
 use crate::config::{Config, PoolConfig, ReconfigBody, ServerConfig, SizingConfig};
-use crate::events::{EventHub, Ring, Subscription};
+use crate::events::EventHub;
 use crate::http::{BodyGate, HostPolicy};
 use crate::pools::build_pool;
 use crate::queue::Source;
@@ -314,19 +314,6 @@ impl AppState {
         &self.inner.events
     }
 
-    /// Subscribes to `/events`: with `since`, the kept frames after that id
-    /// (of `pool` only, when given) come first.
-    pub(crate) fn subscribe_events(&self, since: Option<u64>, pool: Option<&str>) -> Subscription {
-        self.events().subscribe(since, || {
-            self.pools()
-                .lock()
-                .iter()
-                .filter(|(name, _)| pool.is_none_or(|p| p == name.as_str()))
-                .map(|(_, e)| e.events.clone())
-                .collect::<Vec<Ring>>()
-        })
-    }
-
     /// Resolves once [`begin_shutdown`](Self::begin_shutdown) was called.
     pub(crate) fn shutdown_signal(&self) -> impl Future<Output = ()> + Send + use<> {
         let mut rx = self.inner.shutdown.subscribe();
@@ -351,6 +338,14 @@ impl AppState {
     /// only stops the waiting.
     pub async fn close(&self) {
         self.begin_shutdown();
-        self.pools().close_all().await;
+        // All at once; their records stay (their workers can still be
+        // killed, their queues drained).
+        let pools: Vec<Pool<Coprocess>> = self
+            .pools()
+            .lock()
+            .values()
+            .map(|e| e.pool.clone())
+            .collect();
+        futures_util::future::join_all(pools.iter().map(Pool::close)).await;
     }
 }

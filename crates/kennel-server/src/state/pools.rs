@@ -146,18 +146,6 @@ impl Pools {
         }
     }
 
-    /// Closes every pool, all at once; their records stay (their workers
-    /// can still be killed, their queues drained).
-    ///
-    /// # Cancel safety
-    ///
-    /// Every pool is closing as soon as the call starts; dropping the
-    /// future only stops the waiting.
-    pub(crate) async fn close_all(&self) {
-        let pools: Vec<Pool<Coprocess>> = self.lock().values().map(|e| e.pool.clone()).collect();
-        futures_util::future::join_all(pools.iter().map(Pool::close)).await;
-    }
-
     /// Runs `f` on the record of pool `name`, under the lock.
     pub(crate) fn with<R>(&self, name: &str, f: impl FnOnce(&mut PoolEntry) -> R) -> Option<R> {
         self.lock().get_mut(name).map(f)
