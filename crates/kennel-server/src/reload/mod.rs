@@ -122,7 +122,8 @@ impl AppState {
             .collect();
         for (name, _) in &running {
             if !new.pools.iter().any(|p| &p.name == name) {
-                if let Some(entry) = self.pools().take(name) {
+                let removed = self.pools().lock().remove(name);
+                if let Some(entry) = removed {
                     tokio::spawn(entry.close());
                 }
                 done.pools.insert(name.clone(), PoolChange::Removed);
@@ -185,7 +186,8 @@ impl AppState {
     async fn replace(&self, pool: &PoolConfig, self_exe: &Path, keys: Vec<String>) -> PoolChange {
         match self.build_ready(pool, self_exe).await {
             Ok(entry) => {
-                if let Some(old) = self.pools().replace(entry) {
+                let old = self.pools().lock().insert(pool.name.clone(), entry);
+                if let Some(old) = old {
                     tokio::spawn(old.close());
                 }
                 PoolChange::Replaced { keys }

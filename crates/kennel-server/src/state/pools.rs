@@ -166,17 +166,6 @@ impl Pools {
         map.insert(name, entry);
         Ok(())
     }
-
-    /// Puts `entry` in place of the record of the same name, which is
-    /// returned.
-    pub(crate) fn replace(&self, entry: PoolEntry) -> Option<PoolEntry> {
-        self.lock().insert(entry.pool.name().to_owned(), entry)
-    }
-
-    /// Takes the record of pool `name` out.
-    pub(crate) fn take(&self, name: &str) -> Option<PoolEntry> {
-        self.lock().remove(name)
-    }
 }
 
 /// The pools of one group, as they were when asked for: a job goes to a
