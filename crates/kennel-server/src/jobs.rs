@@ -89,10 +89,7 @@ async fn run_job(
         run: Some(run),
         seen: seen.clone(),
     };
-    let result = match finish.run.as_mut() {
-        Some(run) => run.await,
-        None => unreachable!("set above"),
-    };
+    let result = finish.run.as_mut().expect("set above").await;
     finish.run = None;
     match result {
         Ok(Ok(reply)) => Ok(reply),
