@@ -45,15 +45,9 @@ enum Target {
     Group(crate::state::Group),
 }
 
-/// Runs one job and answers the worker's reply.
-///
-/// The job runs in the handler's own task. When the client hangs up, the
-/// handler is dropped: a job that still waits is dropped with it (it leaves the
-/// queue), one that runs is handed to a task of its own to finish
-/// ([`FinishOnDrop`]). A pool with `retry_on_crash` runs it through
-/// [`Pool::run_idempotent`]. An error about a worker that ended carries its
-/// last words: the worker's under the job, or (for a broken pool) the one
-/// whose start failed last, from `watch`.
+/// Runs one job in the handler's own task (a client that hangs up: see
+/// [`FinishOnDrop`]) and answers the worker's reply, as
+/// [`run_request`](crate::watch::run_request) does with a JSON value.
 async fn run_job(
     target: Target,
     request: JsonBytes<Bytes>,

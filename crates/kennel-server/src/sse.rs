@@ -119,7 +119,8 @@ pub(crate) async fn events(
                     }
                     Ok(_) => {}
                     Err(broadcast::error::RecvError::Lagged(n)) => {
-                        subscriber.let_go(n);
+                        metrics::counter!("kennel_events_lagged_total").increment(1);
+                        tracing::debug!(target: "kennel_server", missed = n, "a slow /events subscriber is let go");
                         // The last frame: the stream ends after it.
                         return Some((lagged(n), None));
                     }
@@ -152,12 +153,6 @@ impl Subscriber {
     fn new() -> Self {
         metrics::gauge!("kennel_events_subscribers").increment(1.0);
         Self
-    }
-
-    /// It fell `missed` frames behind: counted and logged.
-    fn let_go(&self, missed: u64) {
-        metrics::counter!("kennel_events_lagged_total").increment(1);
-        tracing::debug!(target: "kennel_server", missed, "a slow /events subscriber is let go");
     }
 }
 

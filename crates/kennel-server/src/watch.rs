@@ -47,12 +47,12 @@ impl fmt::Debug for Watch {
 impl Watch {
     /// A watch that records each worker's group in `run_dir`, if given.
     pub(crate) fn new(run_dir: Option<Arc<RunDir>>) -> Self {
+        let inner = Inner {
+            run_dir,
+            ..Inner::default()
+        };
         Self {
-            inner: Arc::new(Inner {
-                recent: Mutex::new(VecDeque::new()),
-                live: Mutex::new(HashMap::new()),
-                run_dir,
-            }),
+            inner: Arc::new(inner),
         }
     }
 
