@@ -3,7 +3,6 @@
 //! run directory's file of each live worker group.
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -22,26 +21,18 @@ const RECENT: usize = 8;
 const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
 
 /// What the service keeps of one pool's workers. Cheap to clone.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Watch {
     inner: Arc<Inner>,
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Inner {
     /// The slot and stderr tail of the last workers started, oldest first.
     recent: Mutex<VecDeque<(usize, StderrTail)>>,
     /// The kill switch of each live worker, by pid.
     live: Mutex<HashMap<u32, Killer>>,
     run_dir: Option<Arc<RunDir>>,
-}
-
-impl fmt::Debug for Watch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Watch")
-            .field("run_dir", &self.inner.run_dir.as_ref().map(|d| d.path()))
-            .finish_non_exhaustive()
-    }
 }
 
 impl Watch {

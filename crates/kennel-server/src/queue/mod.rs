@@ -108,6 +108,7 @@ struct Counts {
 }
 
 /// One pool's queue: its connection, consumer, counts and tasks.
+#[derive(Debug)]
 pub(crate) struct Source {
     name: String,
     pool: Pool<Coprocess>,
@@ -128,16 +129,6 @@ pub(crate) struct Source {
     tasks: TaskTracker,
     /// A moving average of the seconds a job took, for the projected wait.
     mean_job: Mutex<Option<f64>>,
-}
-
-impl fmt::Debug for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Source")
-            .field("pool", &self.name)
-            .field("stream", &self.config.stream)
-            .field("subject", &self.config.subject)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Source {
