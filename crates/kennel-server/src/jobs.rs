@@ -225,11 +225,8 @@ pub(crate) async fn group_job(
         return ApiError::NotSupported.into_response();
     }
     let group = state.pools().group(&group);
-    if group.pools().is_empty() {
-        return ApiError::NoSuchGroup {
-            group: group.name().to_owned(),
-        }
-        .into_response();
+    if group.pools.is_empty() {
+        return ApiError::NoSuchGroup { group: group.name }.into_response();
     }
     let request = match state.bodies().json_bytes(body).await {
         Ok(request) => request,

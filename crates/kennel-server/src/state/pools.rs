@@ -172,21 +172,13 @@ impl Pools {
 /// random one that can lend at once.
 #[derive(Debug)]
 pub(crate) struct Group {
-    name: String,
-    pools: Vec<Pool<Coprocess>>,
+    /// The group's name.
+    pub(crate) name: String,
+    /// Its pools.
+    pub(crate) pools: Vec<Pool<Coprocess>>,
 }
 
 impl Group {
-    /// The group's name.
-    pub(crate) fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Its pools.
-    pub(crate) fn pools(&self) -> &[Pool<Coprocess>] {
-        &self.pools
-    }
-
     /// Lends a worker from a random pool of the group; when that pool
     /// cannot lend without queueing, tries each other pool in turn.
     ///
