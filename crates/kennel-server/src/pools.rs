@@ -1,5 +1,6 @@
 //! From config to pools: a [`PoolConfig`] becomes a `Pool<Coprocess>`.
 
+use std::ffi::OsString;
 use std::path::Path;
 
 use kennel::{
@@ -7,7 +8,7 @@ use kennel::{
 };
 use kennel_process::{Coprocess, CoprocessSpec, ReadyMode};
 
-use crate::config::{PoolConfig, ReadyKind, SizingConfig, StartupKind};
+use crate::config::{PoolConfig, ReadyKind, SELF_EXE, SizingConfig, StartupKind};
 use crate::watch::Watch;
 
 /// How many workers a pool runs when its entry gives no `sizing`: a small
@@ -29,7 +30,11 @@ pub(crate) fn max_workers(pool: &PoolConfig) -> usize {
 /// `self_exe`), environment (less `env_remove`, and only `env_keep` of
 /// the server's own under `env_clear`), directory and protocol limits.
 pub(crate) fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpec {
-    let mut spec = CoprocessSpec::new(pool.resolved_argv(self_exe))
+    let mut argv: Vec<OsString> = pool.argv.iter().map(Into::into).collect();
+    if pool.argv.first().is_some_and(|a| a == SELF_EXE) {
+        argv[0] = self_exe.as_os_str().to_owned();
+    }
+    let mut spec = CoprocessSpec::new(argv)
         .close_grace(pool.worker_close_grace.0)
         .ready(match pool.ready {
             ReadyKind::Line => ReadyMode::Line,

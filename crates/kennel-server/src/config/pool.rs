@@ -2,7 +2,7 @@
 //! start a worker; kennel's [`Options`] are taken whole, at the same level.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use kennel::Options;
 use serde::{Deserialize, Serialize};
@@ -268,21 +268,6 @@ impl PoolConfig {
             || DEFAULT_ENV_KEEP.to_vec(),
             |k| k.iter().map(String::as_str).collect(),
         )
-    }
-
-    /// The argv with `@kennel` replaced by `self_exe`.
-    pub(crate) fn resolved_argv(&self, self_exe: &Path) -> Vec<std::ffi::OsString> {
-        self.argv
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                if i == 0 && a == SELF_EXE {
-                    self_exe.as_os_str().to_owned()
-                } else {
-                    a.into()
-                }
-            })
-            .collect()
     }
 }
 
