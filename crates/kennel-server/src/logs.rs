@@ -29,17 +29,14 @@ pub(crate) const LOG_BUFFER_LINES: usize = 8_192;
 
 static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
 
-/// Keeps the log writer's thread; dropping it flushes what waits (for at
-/// most a second) and stops the thread. Hold it until the process ends.
-#[derive(Debug)]
-#[must_use = "dropping the guard stops the log writer"]
-pub(crate) struct LogGuard(#[allow(dead_code)] WorkerGuard);
-
 /// Installs the process's log subscriber: `format` lines on stderr through
 /// the non-blocking writer, filtered by `RUST_LOG` or else by `default`.
 /// Later calls install nothing (the first subscriber stays) but return a
-/// guard all the same.
-pub(crate) fn init(format: LogFormat, default: &str) -> LogGuard {
+/// guard all the same. The guard keeps the log writer's thread: dropping it
+/// flushes what waits (for at most a second) and stops the thread, so hold
+/// it until the process ends.
+#[must_use = "dropping the guard stops the log writer"]
+pub(crate) fn init(format: LogFormat, default: &str) -> WorkerGuard {
     let (writer, guard) = NonBlockingBuilder::default()
         .lossy(true)
         .buffered_lines_limit(LOG_BUFFER_LINES)
@@ -60,7 +57,7 @@ pub(crate) fn init(format: LogFormat, default: &str) -> LogGuard {
             .with_current_span(false)
             .try_init(),
     };
-    LogGuard(guard)
+    guard
 }
 
 /// Log lines dropped so far because stderr did not keep up.
