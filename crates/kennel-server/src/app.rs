@@ -42,6 +42,10 @@ pub fn app(state: AppState) -> Router {
         .route("/pools/{name}/jobs", post(crate::jobs::pool_job))
         .route("/pools/{name}/stats", get(crate::ops::pools::pool_stats))
         .route(
+            "/pools/{name}/workers",
+            get(crate::ops::workers::pool_workers),
+        )
+        .route(
             "/pools/{name}/config",
             get(crate::ops::config_get::pool_config_get).put(crate::ops::pools::pool_config),
         )
@@ -52,7 +56,8 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(crate::metrics::render))
         .route("/events", get(crate::sse::events))
         .route("/reload", post(crate::reload::route))
-        .merge(crate::ops::routes())
+        .route("/", get(crate::ops::page::page))
+        .route("/openapi.json", get(crate::ops::openapi::serve))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         // Every request passes `observe` (the access log, the metrics),

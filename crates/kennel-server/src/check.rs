@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::config::{Config, PoolConfig, SELF_EXE, StartupKind};
+use crate::config::{Config, PoolConfig, SELF_EXE, StartupKind, written_name};
 use crate::pools::build_pool;
+use crate::watch::Watch;
 
 use crate::cli::CheckArgs;
 
@@ -32,7 +33,7 @@ pub(crate) async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         // a pool starts no worker.
         let mut dry = pool.clone();
         dry.startup = StartupKind::OnDemand;
-        let capacity = match build_pool(&dry, &self_exe) {
+        let capacity = match build_pool(&dry, &self_exe, &Watch::default()) {
             Ok(p) => {
                 let c = p.stats().capacity;
                 p.close().await;
@@ -111,7 +112,7 @@ fn describe_server(config: &Config, out: &mut String, warnings: &mut Vec<String>
     let _ = writeln!(
         out,
         "  logs            {}, access log {}",
-        s.log_format.as_str(),
+        written_name(&s.log_format),
         if s.access_log { "on" } else { "off" }
     );
 }
@@ -159,7 +160,7 @@ fn describe_pool(
     for (k, v) in &pool.env {
         let _ = writeln!(out, "  env             {k}={v}");
     }
-    let _ = writeln!(out, "  startup         {}", pool.startup.as_str());
+    let _ = writeln!(out, "  startup         {}", written_name(&pool.startup));
     let sizing = pool.sizing.map_or_else(
         || {
             format!(

@@ -58,7 +58,7 @@ pub(crate) struct ServeArgs {
     pub(crate) config: Option<PathBuf>,
     /// The address to listen on, over the config's `server.listen`
     /// (port 0 picks a free port; the address is printed).
-    #[arg(long, short, value_name = "ADDR", value_parser = parse_listen)]
+    #[arg(long, short, value_name = "ADDR", value_parser = crate::config::parse_listen)]
     pub(crate) listen: Option<SocketAddr>,
     /// How log lines are written, over the config's `server.log_format`.
     #[arg(long, value_name = "FORMAT", value_parser = parse_log_format)]
@@ -126,10 +126,6 @@ pub(crate) enum WorkerCommand {
         #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
         warmup: std::time::Duration,
     },
-}
-
-fn parse_listen(s: &str) -> Result<SocketAddr, String> {
-    crate::config::parse_listen(s)
 }
 
 fn parse_log_format(s: &str) -> Result<LogFormat, String> {

@@ -45,15 +45,9 @@ enum Target {
     Group(crate::state::Group),
 }
 
-/// Runs one job and answers the worker's reply.
-///
-/// The job runs in the handler's own task. When the client hangs up, the
-/// handler is dropped: a job that still waits is dropped with it (it leaves the
-/// queue), one that runs is handed to a task of its own to finish
-/// ([`FinishOnDrop`]). A pool with `retry_on_crash` runs it through
-/// [`Pool::run_idempotent`]. An error about a worker that ended carries its
-/// last words: the worker's under the job, or (for a broken pool) the one
-/// whose start failed last, from `watch`.
+/// Runs one job in the handler's own task (a client that hangs up: see
+/// [`FinishOnDrop`]) and answers the worker's reply, as
+/// [`run_request`](crate::watch::run_request) does with a JSON value.
 async fn run_job(
     target: Target,
     request: JsonBytes<Bytes>,
@@ -89,10 +83,7 @@ async fn run_job(
         run: Some(run),
         seen: seen.clone(),
     };
-    let result = match finish.run.as_mut() {
-        Some(run) => run.await,
-        None => unreachable!("set above"),
-    };
+    let result = finish.run.as_mut().expect("set above").await;
     finish.run = None;
     match result {
         Ok(Ok(reply)) => Ok(reply),
@@ -180,7 +171,12 @@ pub(crate) async fn pool_job(
         Ok(pool) => pool,
         Err(e) => return e.into_response(),
     };
-    let upload = || state.upload_limit(&name);
+    // The pool's own `upload_limit`, else the `body_limit`.
+    let upload = || {
+        (state.pools().with(&name, |e| e.upload_limit))
+            .flatten()
+            .unwrap_or(state.body_limit())
+    };
     let request = match state.bodies().job(&headers, body, upload).await {
         Ok(request) => request,
         Err(e) => return e.into_response(),
@@ -229,11 +225,8 @@ pub(crate) async fn group_job(
         return ApiError::NotSupported.into_response();
     }
     let group = state.pools().group(&group);
-    if group.pools().is_empty() {
-        return ApiError::NoSuchGroup {
-            group: group.name().to_owned(),
-        }
-        .into_response();
+    if group.pools.is_empty() {
+        return ApiError::NoSuchGroup { group: group.name }.into_response();
     }
     let request = match state.bodies().json_bytes(body).await {
         Ok(request) => request,

@@ -17,35 +17,26 @@
 
 use std::io::Write;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use axum::extract::Request;
-use axum::response::Response;
 use tracing_appender::non_blocking::{ErrorCounter, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
-use crate::state::AppState;
 
 /// How many log lines may wait for stderr before new ones are dropped.
 pub(crate) const LOG_BUFFER_LINES: usize = 8_192;
 
-/// The longest path an access log line shows; longer ones are cut.
-const ACCESS_PATH_CHARS: usize = 256;
-
 static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
-
-/// Keeps the log writer's thread; dropping it flushes what waits (for at
-/// most a second) and stops the thread. Hold it until the process ends.
-#[derive(Debug)]
-#[must_use = "dropping the guard stops the log writer"]
-pub(crate) struct LogGuard(#[allow(dead_code)] WorkerGuard);
 
 /// Installs the process's log subscriber: `format` lines on stderr through
 /// the non-blocking writer, filtered by `RUST_LOG` or else by `default`.
 /// Later calls install nothing (the first subscriber stays) but return a
-/// guard all the same.
-pub(crate) fn init(format: LogFormat, default: &str) -> LogGuard {
+/// guard all the same. The guard keeps the log writer's thread: dropping it
+/// flushes what waits (for at most a second) and stops the thread, so hold
+/// it until the process ends.
+#[must_use = "dropping the guard stops the log writer"]
+pub(crate) fn init(format: LogFormat, default: &str) -> WorkerGuard {
     let (writer, guard) = NonBlockingBuilder::default()
         .lossy(true)
         .buffered_lines_limit(LOG_BUFFER_LINES)
@@ -66,7 +57,7 @@ pub(crate) fn init(format: LogFormat, default: &str) -> LogGuard {
             .with_current_span(false)
             .try_init(),
     };
-    LogGuard(guard)
+    guard
 }
 
 /// Log lines dropped so far because stderr did not keep up.
@@ -79,17 +70,27 @@ pub(crate) fn dropped_lines() -> u64 {
 /// How long [`eprint_bounded`] waits for stderr to take its line.
 pub(crate) const LAST_LINE_WAIT: Duration = Duration::from_secs(2);
 
-/// Writes `text` to stdout from a thread of its own and returns at once:
-/// a stdout that is slow or never read holds up that thread only, which
-/// the end of the process ends.
-pub(crate) fn print_detached(text: String) {
-    let spawned = std::thread::Builder::new()
-        .name("kennel-stdout".into())
+/// Writes `text` to `out` from a thread named `name`; the receiver hears
+/// when it is written. A pipe that is slow or never read holds up that
+/// thread only, which the end of the process ends.
+fn detached(
+    name: &str,
+    text: String,
+    mut out: impl Write + Send + 'static,
+) -> std::io::Result<std::sync::mpsc::Receiver<()>> {
+    let (done, written) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name(name.into())
         .spawn(move || {
-            let mut out = std::io::stdout().lock();
             let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-        });
-    if let Err(err) = spawned {
+            let _ = done.send(());
+        })?;
+    Ok(written)
+}
+
+/// Writes `text` to stdout from a thread of its own and returns at once.
+pub(crate) fn print_detached(text: String) {
+    if let Err(err) = detached("kennel-stdout", text, std::io::stdout()) {
         tracing::warn!(target: "kennel_server", %err, "cannot start the thread that writes to stdout");
     }
 }
@@ -98,65 +99,7 @@ pub(crate) fn print_detached(text: String) {
 /// line written on the way out (an error) does not keep the process from
 /// ending when nobody reads stderr.
 pub(crate) fn eprint_bounded(text: &str) {
-    let text = text.to_owned();
-    let (done, written) = std::sync::mpsc::channel();
-    let spawned = std::thread::Builder::new()
-        .name("kennel-stderr".into())
-        .spawn(move || {
-            let mut err = std::io::stderr().lock();
-            let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
-            let _ = done.send(());
-        });
-    if spawned.is_ok() {
+    if let Ok(written) = detached("kennel-stderr", text.to_owned(), std::io::stderr()) {
         let _ = written.recv_timeout(LAST_LINE_WAIT);
-    }
-}
-
-/// One request's access log line, begun as the request comes in and
-/// written once it is answered: method, path, route, status and time.
-pub(crate) struct AccessLine {
-    started: Instant,
-    method: String,
-    path: String,
-    route: String,
-}
-
-impl AccessLine {
-    /// With the state's access log on, the line of `request`, which came
-    /// in at `started` and took `route` (its metrics' label); `None` with
-    /// it off (the default), which costs nothing more.
-    pub(crate) fn start(
-        state: &AppState,
-        request: &Request,
-        route: &str,
-        started: Instant,
-    ) -> Option<Self> {
-        if !state.access_log() {
-            return None;
-        }
-        Some(Self {
-            started,
-            method: request.method().as_str().chars().take(32).collect(),
-            path: request
-                .uri()
-                .path()
-                .chars()
-                .take(ACCESS_PATH_CHARS)
-                .collect(),
-            route: route.to_owned(),
-        })
-    }
-
-    /// Writes the line, with the answer's status.
-    pub(crate) fn finish(self, response: &Response) {
-        tracing::info!(
-            target: "kennel_server::access",
-            method = %self.method,
-            path = %self.path,
-            route = %self.route,
-            status = response.status().as_u16(),
-            millis = (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
-            "request"
-        );
     }
 }

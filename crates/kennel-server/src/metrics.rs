@@ -72,7 +72,13 @@ pub(crate) fn install_with(buckets: &[f64]) -> PrometheusHandle {
     responses((status = 200, description = "Prometheus text (version 0.0.4)", content_type = "text/plain"))
 )]
 pub(crate) async fn render(State(state): State<AppState>) -> Response {
-    record_stats(&state);
+    // Each pool's health from a fresh snapshot (the pools keep their own
+    // count gauges), and the count of log lines dropped.
+    metrics::counter!("kennel_log_dropped_lines_total").absolute(crate::logs::dropped_lines());
+    for entry in state.pools().list() {
+        metrics::gauge!("kennel_pool_healthy", "pool" => entry.name)
+            .set(if entry.stats.is_healthy() { 1.0 } else { 0.0 });
+    }
     let body = match state.metrics() {
         Some(handle) => {
             handle.run_upkeep();
@@ -116,15 +122,6 @@ fn only_live_pools(text: &str, live: impl Fn(&str) -> bool) -> String {
     out
 }
 
-/// Sets each pool's health gauge from a fresh snapshot (the pools keep
-/// their own count gauges), and the count of log lines dropped.
-fn record_stats(state: &AppState) {
-    metrics::counter!("kennel_log_dropped_lines_total").absolute(crate::logs::dropped_lines());
-    for entry in state.pools().list() {
-        metrics::gauge!("kennel_pool_healthy", "pool" => entry.name)
-            .set(if entry.stats.is_healthy() { 1.0 } else { 0.0 });
-    }
-}
 #[cfg(test)]
 mod tests {
     use super::only_live_pools;

@@ -9,7 +9,6 @@
 //! ```
 
 use axum::body::Body;
-use axum::http::{HeaderMap, header};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
@@ -22,51 +21,32 @@ pub(crate) const MAX_PARTS: usize = 64;
 /// The name of the part that holds the job's JSON in a multipart body.
 pub(crate) const JSON_PART: &str = "json";
 
-/// The limits of one body, in bytes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    /// A JSON body (the server's `body_limit`).
-    pub json: usize,
-    /// A binary one, before base64 (the pool's `upload_limit`).
-    pub upload: usize,
-}
-
-/// The job a request's body stands for.
+/// The job a binary body stands for: `content_type` is
+/// `application/octet-stream` or `multipart/form-data` (with its
+/// parameters), `limit` the pool's `upload_limit`.
 ///
 /// # Errors
 ///
-/// 413 `too-large` over a limit; 400 `bad-json` for JSON that is not;
-/// 400 `bad-request` for a multipart body that cannot be read.
+/// 413 `too-large` over the limit; 400 `bad-json` for a `json` part that is
+/// not JSON; 400 `bad-request` for a multipart body that cannot be read.
 ///
 /// # Cancel safety
 ///
 /// Dropping it drops the body half read; nothing else is held.
 pub(crate) async fn job_of(
-    headers: &HeaderMap,
+    content_type: &str,
     body: Body,
-    limits: Limits,
+    limit: usize,
 ) -> Result<Value, ApiError> {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    match essence.as_str() {
-        "application/octet-stream" => {
-            let bytes = crate::http::body::read(body, limits.upload).await?;
-            Ok(json!({"files": [file("body", None, "application/octet-stream", &bytes)]}))
-        }
-        "multipart/form-data" => multipart(content_type, body, limits.upload).await,
-        _ => {
-            let bytes = crate::http::body::read(body, limits.json).await?;
-            crate::http::body::parse_json(&bytes)
-        }
+    if content_type
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("multipart/")
+    {
+        return multipart(content_type, body, limit).await;
     }
+    let bytes = crate::http::body::read(body, limit).await?;
+    Ok(json!({"files": [file("body", None, "application/octet-stream", &bytes)]}))
 }
 
 fn file(name: &str, filename: Option<&str>, content_type: &str, bytes: &[u8]) -> Value {

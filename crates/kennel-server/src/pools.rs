@@ -1,9 +1,6 @@
-//! From config to pools: a [`PoolConfig`] becomes a `Pool<Coprocess>`. (A
-//! [`ReconfigBody`](crate::config::ReconfigBody) becomes a
-//! [`Reconfig`](kennel::Reconfig) by its own
-//! [`reconfig`](crate::config::ReconfigBody::reconfig); both take the sizing
-//! and eviction through the one mapping of [`crate::config::Policies`].)
+//! From config to pools: a [`PoolConfig`] becomes a `Pool<Coprocess>`.
 
+use std::ffi::OsString;
 use std::path::Path;
 
 use kennel::{
@@ -11,7 +8,7 @@ use kennel::{
 };
 use kennel_process::{Coprocess, CoprocessSpec, ReadyMode};
 
-use crate::config::{PoolConfig, ReadyKind, SizingConfig, StartupKind};
+use crate::config::{PoolConfig, ReadyKind, SELF_EXE, SizingConfig, StartupKind};
 use crate::watch::Watch;
 
 /// How many workers a pool runs when its entry gives no `sizing`: a small
@@ -33,7 +30,11 @@ pub(crate) fn max_workers(pool: &PoolConfig) -> usize {
 /// `self_exe`), environment (less `env_remove`, and only `env_keep` of
 /// the server's own under `env_clear`), directory and protocol limits.
 pub(crate) fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpec {
-    let mut spec = CoprocessSpec::new(pool.resolved_argv(self_exe))
+    let mut argv: Vec<OsString> = pool.argv.iter().map(Into::into).collect();
+    if pool.argv.first().is_some_and(|a| a == SELF_EXE) {
+        argv[0] = self_exe.as_os_str().to_owned();
+    }
+    let mut spec = CoprocessSpec::new(argv)
         .close_grace(pool.worker_close_grace.0)
         .ready(match pool.ready {
             ReadyKind::Line => ReadyMode::Line,
@@ -75,9 +76,11 @@ pub(crate) fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpe
     )
 }
 
-/// Builds the pool a `[[pool]]` entry describes. Each worker is told its pool
-/// and slot in `KENNEL_POOL` and `KENNEL_SLOT`, and its thread budget
-/// (`threads`) in `OMP_NUM_THREADS`, `KENNEL_THREADS` and the like.
+/// Builds the pool a `[[pool]]` entry describes, each worker it starts
+/// shown to `watch` (its stderr tail kept, its group recorded in the run
+/// directory). Each worker is told its pool and slot in `KENNEL_POOL` and
+/// `KENNEL_SLOT`, and its thread budget (`threads`) in `OMP_NUM_THREADS`,
+/// `KENNEL_THREADS` and the like.
 ///
 /// # Errors
 ///
@@ -87,23 +90,6 @@ pub(crate) fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpe
 ///
 /// When called outside a tokio runtime.
 pub(crate) fn build_pool(
-    pool: &PoolConfig,
-    self_exe: &Path,
-) -> Result<Pool<Coprocess>, BuildError> {
-    build_watched_pool(pool, self_exe, &Watch::default())
-}
-
-/// As [`build_pool`], each worker the pool starts shown to `watch` (its
-/// stderr tail kept, its group recorded in the run directory).
-///
-/// # Errors
-///
-/// The core's [`BuildError`] for an option out of its range.
-///
-/// # Panics
-///
-/// When called outside a tokio runtime.
-pub(crate) fn build_watched_pool(
     pool: &PoolConfig,
     self_exe: &Path,
     watch: &Watch,
@@ -162,7 +148,7 @@ mod tests {
             after: HumanDuration(Duration::ZERO),
             keep: 0,
         };
-        let err = build_pool(&pool, Path::new("kennel")).unwrap_err();
+        let err = build_pool(&pool, Path::new("kennel"), &Watch::default()).unwrap_err();
         assert_eq!(err.option, "eviction.after");
     }
 }

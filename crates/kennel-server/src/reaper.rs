@@ -39,8 +39,10 @@ const LOCK_RETRY: Duration = Duration::from_millis(20);
 pub(crate) struct Reaper {
     /// The reaper process, waited for by no one: it outlives this one.
     _child: Child,
-    /// The write end of the pipe: never written, closed on drop.
-    pipe: Option<ChildStdin>,
+    /// The write end of the pipe: never written, closed on drop (end of
+    /// file for the reaper, which reaps once this process has let the run
+    /// directory go; not waited for: the server is ending too).
+    _pipe: ChildStdin,
 }
 
 impl Reaper {
@@ -61,20 +63,14 @@ impl Reaper {
             .stderr(Stdio::inherit())
             .process_group(0)
             .spawn()?;
-        let pipe = child.stdin.take();
+        let pipe = child
+            .stdin
+            .take()
+            .ok_or_else(|| io::Error::other("no pipe"))?;
         Ok(Self {
             _child: child,
-            pipe,
+            _pipe: pipe,
         })
-    }
-}
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        // End of file for the reaper; it reaps once this process has let
-        // the run directory go, and exits. Not waited for: the server is
-        // ending too.
-        drop(self.pipe.take());
     }
 }
 

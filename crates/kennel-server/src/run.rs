@@ -27,12 +27,12 @@ use std::time::{Duration, Instant};
 
 use crate::config::{Config, PoolConfig};
 use crate::error::ApiError;
-use crate::pools::build_watched_pool;
-use crate::watch::{Watch, pool_error};
+use crate::pools::build_pool;
+use crate::watch::{Watch, run_request};
 use anyhow::Context;
 use futures_util::StreamExt;
 use kennel::Pool;
-use kennel_process::{Coprocess, StderrTail};
+use kennel_process::Coprocess;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::task::AbortOnDropHandle;
@@ -131,7 +131,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     batch_config.options.max_queue_wait = None;
     batch_config.options.max_waiting = Some(crate::cli::MAX_CONCURRENCY as usize);
     let watch = Watch::default();
-    let pool = build_watched_pool(&batch_config, &crate::command::self_exe()?, &watch)
+    let pool = build_pool(&batch_config, &crate::command::self_exe()?, &watch)
         .map_err(|e| anyhow::anyhow!("`pool` {:?}: {e}", pool_config.name))?;
     let capacity = pool.stats().capacity.max(1);
     let concurrency = args.concurrency.map_or(capacity * 2, |n| n as usize);
@@ -243,30 +243,14 @@ async fn run_one(
         Ok(v) => v,
         Err(message) => return Ok(error_line(line, &ApiError::BadJson { message })),
     };
-    let tail: std::sync::Mutex<Option<StderrTail>> = std::sync::Mutex::new(None);
-    let job = async |w: &mut Coprocess| {
-        if let Ok(mut seen) = tail.lock() {
-            *seen = Some(w.stderr_tail());
-        }
-        w.request(&request).await
-    };
-    let result = if pool.options().retry_on_crash > 0 {
-        pool.run_idempotent(job).await
-    } else {
-        pool.run(job).await
-    };
-    Ok(match result {
-        Ok(Ok(reply)) => Outcome {
+    Ok(match run_request(pool, Some(watch), request, || {}).await {
+        Ok(reply) => Outcome {
             line: reply.to_string(),
             failed: None,
             stderr: Vec::new(),
             number: line,
         },
-        Ok(Err(e)) => error_line(line, &e.into()),
-        Err(e) => {
-            let seen = tail.lock().ok().and_then(|t| t.clone());
-            error_line(line, &pool_error(e, seen, Some(watch)).await)
-        }
+        Err(e) => error_line(line, &e),
     })
 }
 

@@ -165,38 +165,37 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
     // stalls is dropped by its own read or write timeout, so it does not
     // hold the stop for the whole grace.
     state.begin_shutdown();
-    let mut killed = false;
     let drained = async { tokio::join!(&mut server, state.drain_queues()).0 };
-    tokio::select! {
+    let stopped = tokio::select! {
         r = drained => {
             if let Ok(Err(e)) = r {
                 tracing::warn!(target: "kennel_server", error = %e, "the server failed while stopping");
             }
+            None
         }
         () = tokio::time::sleep(grace) => {
             tracing::warn!(target: "kennel_server", grace = %humantime::format_duration(grace), "requests still running after the shutdown grace");
+            None
         }
-        name = signals.next_stop() => {
-            tracing::warn!(target: "kennel_server", signal = name, "second signal: killing every worker");
-            state.kill_workers();
-            killed = true;
-        }
-    }
+        name = signals.next_stop() => Some(name),
+    };
     // Requests still running past the grace, or after a second signal, are
     // cut off: dropping the server's task ends it.
     drop(server);
-    if killed {
-        let _ = tokio::time::timeout(AFTER_KILL, state.close()).await;
-    } else {
-        tracing::info!(target: "kennel_server", "closing every pool");
-        tokio::select! {
-            () = state.close() => {}
-            name = signals.next_stop() => {
-                tracing::warn!(target: "kennel_server", signal = name, "second signal: killing every worker");
-                state.kill_workers();
-                let _ = tokio::time::timeout(AFTER_KILL, state.close()).await;
+    let second = match stopped {
+        Some(name) => Some(name),
+        None => {
+            tracing::info!(target: "kennel_server", "closing every pool");
+            tokio::select! {
+                () = state.close() => None,
+                name = signals.next_stop() => Some(name),
             }
         }
+    };
+    if let Some(name) = second {
+        tracing::warn!(target: "kennel_server", signal = name, "second signal: killing every worker");
+        state.kill_workers();
+        let _ = tokio::time::timeout(AFTER_KILL, state.close()).await;
     }
     // The queued jobs the closing ended are handed back, and the acks sent
     // (bounded: a job the closing could not end is delivered again after

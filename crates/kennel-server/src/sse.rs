@@ -86,45 +86,51 @@ pub(crate) async fn events(
         })
         .transpose()?;
     let since = last_id.or(query.since);
-    let sub = state.subscribe_events(since, query.pool.as_deref());
-    let filter = query.pool;
+    // With `since`, the kept frames after that id (of the pool asked for,
+    // if any) come first.
+    let sub = state.events().subscribe(since, || {
+        let pools = state.pools().lock();
+        let asked = pools
+            .iter()
+            .filter(|(name, _)| query.pool.as_ref().is_none_or(|p| p == *name));
+        asked.map(|(_, e)| e.events.clone()).collect()
+    });
     let shutdown = Box::pin(state.shutdown_signal());
     let replay = sub.replay.into_iter().map(|f| f.sse.clone());
     let mut keep_alive = tokio::time::interval(KEEP_ALIVE_EVERY);
     keep_alive.reset();
-    let live = futures_util::stream::unfold(
-        Some((sub.live, shutdown, filter, keep_alive, Subscriber::new())),
-        |s| async move {
-            let (mut rx, mut shutdown, filter, mut keep_alive, subscriber) = s?;
-            loop {
-                let next = tokio::select! {
-                    biased;
-                    () = &mut shutdown => return None,
-                    r = rx.recv() => r,
-                    _ = keep_alive.tick() => {
-                        let bytes = Bytes::from_static(KEEP_ALIVE);
-                        return Some((bytes, Some((rx, shutdown, filter, keep_alive, subscriber))));
-                    }
-                };
-                match next {
-                    Ok(frame) => {
-                        if filter.as_deref().is_some_and(|f| f != &*frame.pool) {
-                            continue;
-                        }
+    let live = (
+        sub.live,
+        shutdown,
+        query.pool,
+        keep_alive,
+        Subscriber::new(),
+    );
+    let live = futures_util::stream::unfold(Some(live), |s| async move {
+        let (mut rx, mut shutdown, filter, mut keep_alive, subscriber) = s?;
+        let bytes = loop {
+            tokio::select! {
+                biased;
+                () = &mut shutdown => return None,
+                r = rx.recv() => match r {
+                    Ok(frame) if filter.as_deref().is_none_or(|f| f == &*frame.pool) => {
                         keep_alive.reset();
-                        let bytes = frame.sse.clone();
-                        return Some((bytes, Some((rx, shutdown, filter, keep_alive, subscriber))));
+                        break frame.sse.clone();
                     }
+                    Ok(_) => {}
                     Err(broadcast::error::RecvError::Lagged(n)) => {
-                        subscriber.let_go(n);
+                        metrics::counter!("kennel_events_lagged_total").increment(1);
+                        tracing::debug!(target: "kennel_server", missed = n, "a slow /events subscriber is let go");
                         // The last frame: the stream ends after it.
                         return Some((lagged(n), None));
                     }
                     Err(broadcast::error::RecvError::Closed) => return None,
-                }
+                },
+                _ = keep_alive.tick() => break Bytes::from_static(KEEP_ALIVE),
             }
-        },
-    );
+        };
+        Some((bytes, Some((rx, shutdown, filter, keep_alive, subscriber))))
+    });
     let stream = futures_util::stream::iter(replay)
         .chain(live)
         .map(Ok::<_, Infallible>);
@@ -147,12 +153,6 @@ impl Subscriber {
     fn new() -> Self {
         metrics::gauge!("kennel_events_subscribers").increment(1.0);
         Self
-    }
-
-    /// It fell `missed` frames behind: counted and logged.
-    fn let_go(&self, missed: u64) {
-        metrics::counter!("kennel_events_lagged_total").increment(1);
-        tracing::debug!(target: "kennel_server", missed, "a slow /events subscriber is let go");
     }
 }
 

@@ -12,6 +12,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::ops::openapi::{PoolEntryBody, PoolList};
 use crate::ops::workers::{WorkerJson, WorkersBody};
 use anyhow::{Context, bail};
 use axum::body::Bytes;
@@ -65,26 +66,26 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(value)
     };
-    let list = get("/pools").await?;
-    let pools = list["pools"].as_array().cloned().unwrap_or_default();
-    let chosen: Vec<&Value> = match &args.pool {
+    let list: PoolList = serde_json::from_value(get("/pools").await?)
+        .with_context(|| format!("{base}/pools: not a list of pools"))?;
+    let chosen: Vec<&PoolEntryBody> = match &args.pool {
         Some(name) => {
-            let found: Vec<&Value> = pools.iter().filter(|p| p["name"] == **name).collect();
+            let found: Vec<&PoolEntryBody> =
+                list.pools.iter().filter(|p| p.name == *name).collect();
             if found.is_empty() {
-                let names: Vec<&str> = pools.iter().filter_map(|p| p["name"].as_str()).collect();
+                let names: Vec<&str> = list.pools.iter().map(|p| p.name.as_str()).collect();
                 bail!("no pool named `{name}` (pools: {})", names.join(", "));
             }
             found
         }
-        None => pools.iter().collect(),
+        None => list.pools.iter().collect(),
     };
     let mut out = String::new();
     if chosen.is_empty() {
         out.push_str("no pool is configured\n");
     }
     for pool in chosen {
-        let name = pool["name"].as_str().unwrap_or_default();
-        let segment = percent_encode(name);
+        let segment = percent_encode(&pool.name);
         let workers: WorkersBody = serde_json::from_value(
             get(&format!("/pools/{segment}/workers")).await?,
         )
@@ -157,28 +158,20 @@ fn percent_encode(name: &str) -> String {
 }
 
 /// `pool NAME (group G): capacity …, size … | starting …, … | healthy`.
-fn pool_line(pool: &Value) -> String {
-    let s = &pool["stats"];
-    let n = |k: &str| {
-        s[k].as_u64()
-            .map_or_else(|| "?".to_owned(), |v| v.to_string())
-    };
-    let group = in_group(pool["group"].as_str());
+fn pool_line(pool: &PoolEntryBody) -> String {
+    let s = &pool.stats;
     format!(
-        "pool {}{group}: capacity {}, size {} | starting {}, idle {}, lent {}, waiting {}, kept {} | {}\n",
-        pool["name"].as_str().unwrap_or_default(),
-        n("capacity"),
-        n("size"),
-        n("starting"),
-        n("idle"),
-        n("lent"),
-        n("waiting"),
-        n("kept"),
-        if s["healthy"] == true {
-            "healthy"
-        } else {
-            "unhealthy"
-        },
+        "pool {}{}: capacity {}, size {} | starting {}, idle {}, lent {}, waiting {}, kept {} | {}\n",
+        pool.name,
+        in_group(pool.group.as_deref()),
+        s.capacity,
+        s.size,
+        s.starting,
+        s.idle,
+        s.lent,
+        s.waiting,
+        s.kept,
+        if s.healthy { "healthy" } else { "unhealthy" },
     )
 }
 

@@ -3,9 +3,7 @@
 //! text/event-stream` or `application/x-ndjson`, each progress item as it
 //! comes and the reply (or the error) last.
 
-use std::collections::VecDeque;
 use std::future::Future;
-use std::pin::Pin;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, header};
@@ -16,6 +14,7 @@ use kennel_process::JsonBytes;
 use kennel_process::Progress;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::error::ApiError;
 
@@ -64,18 +63,6 @@ impl Answer {
     }
 }
 
-/// The reply as the worker wrote it, as a 200 `application/json`: its
-/// bytes become the body, not copied.
-pub(crate) fn raw_json(reply: JsonBytes) -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        Body::from(reply.into_bytes()),
-    )
-        .into_response()
-}
-
-type Job = Pin<Box<dyn Future<Output = Result<JsonBytes, ApiError>> + Send>>;
-
 /// Runs `job` (given a sender of progress items when the client streams)
 /// and answers as `answer` says. A job that fails before its first
 /// progress item answers with its error's status, as a plain request
@@ -86,8 +73,8 @@ type Job = Pin<Box<dyn Future<Output = Result<JsonBytes, ApiError>> + Send>>;
 /// Dropping this future before it answers drops `job`'s future with it:
 /// what a job does when dropped is its own (the service's job routes hand
 /// a job that already holds a worker to a task of its own, which lets it
-/// finish). Once the answer is a stream, the job runs inside the response
-/// body and ends when the client hangs up.
+/// finish). A streamed job runs on a task the response body holds, and ends
+/// when the client hangs up.
 pub(crate) async fn respond<F, Fut>(answer: Answer, job: F) -> Response
 where
     F: FnOnce(Option<mpsc::Sender<Progress>>) -> Fut,
@@ -95,12 +82,17 @@ where
 {
     if answer == Answer::Plain {
         return match job(None).await {
-            Ok(reply) => raw_json(reply),
+            // The reply's bytes as the worker wrote them become the body.
+            Ok(reply) => (
+                [(header::CONTENT_TYPE, "application/json")],
+                Body::from(reply.into_bytes()),
+            )
+                .into_response(),
             Err(e) => e.into_response(),
         };
     }
     let (tx, rx) = mpsc::channel(PROGRESS_BUFFER);
-    let mut items = Box::pin(items(Box::pin(job(Some(tx))), rx));
+    let mut items = Box::pin(items(job(Some(tx)), rx));
     // The first item decides the status: an error before any progress is
     // answered as such.
     let first = items.next().await;
@@ -173,37 +165,22 @@ fn error_json(e: &ApiError) -> Value {
     body
 }
 
-/// Progress as it comes, then the end (progress sent before the end comes
-/// first).
-fn items(job: Job, rx: mpsc::Receiver<Progress>) -> impl Stream<Item = Item> + Send {
-    struct State {
-        pending: VecDeque<Item>,
-        job: Option<Job>,
-        rx: mpsc::Receiver<Progress>,
-    }
-    let state = State {
-        pending: VecDeque::new(),
-        job: Some(job),
-        rx,
-    };
-    stream::unfold(state, |mut st| async move {
-        if let Some(item) = st.pending.pop_front() {
-            return Some((item, st));
-        }
-        let job = st.job.as_mut()?;
-        let item = tokio::select! {
-            biased;
-            Some(p) = st.rx.recv() => Item::Progress(p),
-            end = job => {
-                st.job = None;
-                // Progress sent before the end comes first.
-                while let Ok(p) = st.rx.try_recv() {
-                    st.pending.push_back(Item::Progress(p));
-                }
-                st.pending.push_back(Item::End(end));
-                st.pending.pop_front()?
-            }
-        };
-        Some((item, st))
-    })
+/// Progress as it comes, then the end. The job runs on a task of its own,
+/// aborted when the stream is dropped (the client hung up); its progress
+/// sender goes with it, so the progress ends before the end comes.
+fn items(
+    job: impl Future<Output = Result<JsonBytes, ApiError>> + Send + 'static,
+    rx: mpsc::Receiver<Progress>,
+) -> impl Stream<Item = Item> + Send {
+    let job = AbortOnDropHandle::new(tokio::spawn(job));
+    let progress = stream::unfold(rx, async |mut rx| {
+        Some((Item::Progress(rx.recv().await?), rx))
+    });
+    progress.chain(stream::once(async move {
+        Item::End(job.await.unwrap_or_else(|e| {
+            Err(ApiError::Internal {
+                detail: format!("the job's task failed: {e}"),
+            })
+        }))
+    }))
 }

@@ -3,12 +3,12 @@
 //! run directory's file of each live worker group.
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use kennel::Killer;
+use kennel::{Killer, Pool};
 use kennel_process::{Coprocess, StderrTail};
+use serde_json::Value;
 
 use crate::error::{ApiError, with_last_words};
 use crate::rundir::RunDir;
@@ -21,12 +21,12 @@ const RECENT: usize = 8;
 const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
 
 /// What the service keeps of one pool's workers. Cheap to clone.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Watch {
     inner: Arc<Inner>,
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Inner {
     /// The slot and stderr tail of the last workers started, oldest first.
     recent: Mutex<VecDeque<(usize, StderrTail)>>,
@@ -35,23 +35,15 @@ struct Inner {
     run_dir: Option<Arc<RunDir>>,
 }
 
-impl fmt::Debug for Watch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Watch")
-            .field("run_dir", &self.inner.run_dir.as_ref().map(|d| d.path()))
-            .finish_non_exhaustive()
-    }
-}
-
 impl Watch {
     /// A watch that records each worker's group in `run_dir`, if given.
     pub(crate) fn new(run_dir: Option<Arc<RunDir>>) -> Self {
+        let inner = Inner {
+            run_dir,
+            ..Inner::default()
+        };
         Self {
-            inner: Arc::new(Inner {
-                recent: Mutex::new(VecDeque::new()),
-                live: Mutex::new(HashMap::new()),
-                run_dir,
-            }),
+            inner: Arc::new(inner),
         }
     }
 
@@ -167,4 +159,43 @@ pub(crate) async fn pool_error(
         _ => Vec::new(),
     };
     with_last_words(error, words)
+}
+
+/// Runs `request` on a worker of `pool`, through `run_idempotent` when the
+/// pool retries on a crash; `lent` is called each time a worker takes it. An
+/// error about a worker that ended carries its last words ([`pool_error`]).
+///
+/// # Errors
+///
+/// The pool's or the worker's error, as the service answers it.
+///
+/// # Cancel safety
+///
+/// As [`Pool::run`].
+pub(crate) async fn run_request(
+    pool: &Pool<Coprocess>,
+    watch: Option<&Watch>,
+    request: Value,
+    lent: impl Fn() + Send + Sync + 'static,
+) -> Result<Value, ApiError> {
+    let tail: Arc<Mutex<Option<StderrTail>>> = Arc::default();
+    let seen = tail.clone();
+    let job = async move |w: &mut Coprocess| {
+        lent();
+        *seen.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
+        w.request(&request).await
+    };
+    let result = if pool.options().retry_on_crash > 0 {
+        pool.run_idempotent(job).await
+    } else {
+        pool.run(job).await
+    };
+    match result {
+        Ok(Ok(reply)) => Ok(reply),
+        Ok(Err(e)) => Err(e.into()),
+        Err(e) => {
+            let tail = tail.lock().unwrap_or_else(PoisonError::into_inner).take();
+            Err(pool_error(e, tail, watch).await)
+        }
+    }
 }

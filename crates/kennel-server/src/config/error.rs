@@ -33,6 +33,18 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+impl ConfigError {
+    /// A refusal of the whole of `file`, at no key.
+    pub(crate) fn whole(file: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            file: file.into(),
+            key: String::new(),
+            message: message.into(),
+            line: None,
+        }
+    }
+}
+
 /// A refusal found while checking: the key (a path from the table checked)
 /// and the message.
 pub(crate) type Refusal = (String, String);

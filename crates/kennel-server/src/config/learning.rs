@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use kennel::{Gradient, HillClimbing};
 use serde::Serialize;
 
 use super::error::Refusal;
@@ -47,12 +46,26 @@ pub(crate) struct LearningConfig {
     pub seed: Option<i64>,
 }
 
-impl LearningConfig {
-    /// Whether any key is set.
-    pub(crate) fn is_set(&self) -> bool {
-        *self != Self::default()
-    }
+/// A learning sizing (`HillClimbing`, `Gradient`: the same settings on two
+/// types) with the settings of a [`LearningConfig`], kennel's defaults for
+/// those left out.
+macro_rules! tuned {
+    ($config:expr, $sizing:expr) => {{
+        let (jobs, time) = $config.window();
+        let (shortest, longest) = $config.pause();
+        let sizing = $sizing
+            .window(jobs, time)
+            .pause(shortest, longest)
+            .quick_windows($config.quick_windows.unwrap_or(true));
+        match $config.seed.and_then(|s| u64::try_from(s).ok()) {
+            Some(seed) => sizing.seed(seed),
+            None => sizing,
+        }
+    }};
+}
+pub(crate) use tuned;
 
+impl LearningConfig {
     /// The keys set, as written (for a refusal of a kind they do not apply
     /// to).
     pub(crate) fn keys(&self) -> Vec<&'static str> {
@@ -125,47 +138,19 @@ impl LearningConfig {
     }
 
     /// The pause bounds, with kennel's defaults for those left out.
-    fn pause(&self) -> (u32, u32) {
+    pub(super) fn pause(&self) -> (u32, u32) {
         let get =
             |v: Option<i64>, default: u32| v.and_then(|n| u32::try_from(n).ok()).unwrap_or(default);
         (get(self.min_pause, 1), get(self.max_pause, 16))
     }
 
     /// The window, with kennel's defaults for what is left out.
-    fn window(&self) -> (u32, Duration) {
+    pub(super) fn window(&self) -> (u32, Duration) {
         (
             self.window_jobs
                 .and_then(|n| u32::try_from(n).ok())
                 .unwrap_or(20),
             self.window_time.map_or(Duration::from_secs(2), |t| t.0),
         )
-    }
-
-    /// HillClimbing with these settings.
-    pub(crate) fn hill_climbing(&self, sizing: HillClimbing) -> HillClimbing {
-        let (jobs, time) = self.window();
-        let (shortest, longest) = self.pause();
-        let sizing = sizing
-            .window(jobs, time)
-            .pause(shortest, longest)
-            .quick_windows(self.quick_windows.unwrap_or(true));
-        match self.seed.and_then(|s| u64::try_from(s).ok()) {
-            Some(seed) => sizing.seed(seed),
-            None => sizing,
-        }
-    }
-
-    /// Gradient with these settings.
-    pub(crate) fn gradient(&self, sizing: Gradient) -> Gradient {
-        let (jobs, time) = self.window();
-        let (shortest, longest) = self.pause();
-        let sizing = sizing
-            .window(jobs, time)
-            .pause(shortest, longest)
-            .quick_windows(self.quick_windows.unwrap_or(true));
-        match self.seed.and_then(|s| u64::try_from(s).ok()) {
-            Some(seed) => sizing.seed(seed),
-            None => sizing,
-        }
     }
 }

@@ -10,12 +10,6 @@
 //! [`ConfigError`] that names the file, the key (`pool[1].job_timeout`) and
 //! what is allowed.
 //!
-//! The parts: `human.rs` (durations and sizes), `server.rs` (`[server]`),
-//! `pool.rs` (`[[pool]]`), `policy.rs` (the `sizing` and `eviction` kinds
-//! and their one mapping to kennel's policies), `reconfig.rs` (the body of
-//! `PUT /pools/{name}/config`), `keys.rs` and `error.rs` (reading, and
-//! refusals that name the key).
-//!
 //! ```toml
 //! [server]
 //! listen = "127.0.0.1:7878"
@@ -65,6 +59,14 @@ pub(crate) use self::server::{DEFAULT_BODY_LIMIT, LogFormat, ServerConfig, parse
 pub(crate) use self::threads::ThreadsConfig;
 
 use self::error::{Refusal, hinted, join, line_col, locate, path_string};
+
+/// The name a config writes for `value`, a unit variant (`"on-demand"`).
+pub(crate) fn written_name(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => String::new(),
+    }
+}
 
 /// The whole configuration: the server and its pools.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
@@ -121,12 +123,8 @@ impl Config {
     /// or out of range.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let source = Source::file(path);
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: source.name.clone(),
-            key: String::new(),
-            message: format!("cannot read the file: {e}"),
-            line: None,
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::whole(&source.name, format!("cannot read the file: {e}")))?;
         Self::parse(&text, &source)
     }
 

@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::error::Refusal;
 use super::human::{HumanDuration, HumanSize};
-use super::learning::LearningConfig;
+use super::learning::{LearningConfig, tuned};
 use super::table::Table;
+use super::written_name;
 
 /// The most workers a `fixed` sizing may ask for.
 pub(crate) const MAX_FIXED_WORKERS: usize = 1024;
@@ -53,32 +54,23 @@ pub(crate) enum SizingConfig {
     },
 }
 
-impl SizingConfig {
-    /// The `kind` as written in a config.
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            Self::Fixed { .. } => "fixed",
-            Self::Resources { .. } => "resources",
-            Self::HillClimbing { .. } => "hill-climbing",
-            Self::Gradient { .. } => "gradient",
-        }
-    }
-}
-
 impl fmt::Display for SizingConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Fixed { workers } => write!(f, "fixed, {workers} worker(s)"),
-            Self::Resources { memory_per_worker }
-            | Self::HillClimbing {
-                memory_per_worker, ..
-            }
-            | Self::Gradient {
-                memory_per_worker, ..
-            } => {
-                write!(f, "{}, {memory_per_worker} per worker", self.kind())
-            }
-        }
+        let (kind, m) = match self {
+            Self::Fixed { workers } => return write!(f, "fixed, {workers} worker(s)"),
+            Self::Resources {
+                memory_per_worker: m,
+            } => ("resources", m),
+            Self::HillClimbing {
+                memory_per_worker: m,
+                ..
+            } => ("hill-climbing", m),
+            Self::Gradient {
+                memory_per_worker: m,
+                ..
+            } => ("gradient", m),
+        };
+        write!(f, "{kind}, {m} per worker")
     }
 }
 
@@ -115,7 +107,7 @@ impl fmt::Display for EvictionConfig {
 }
 
 /// The kinds of sizing, as written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 enum SizingKind {
     Fixed,
@@ -167,12 +159,13 @@ impl TryFrom<Table<RawSizing>> for SizingConfig {
 
     fn try_from(Table(mut raw): Table<RawSizing>) -> Result<Self, String> {
         let learning = raw.learning();
-        if learning.is_set() && !matches!(raw.kind, SizingKind::HillClimbing | SizingKind::Gradient)
+        if learning != LearningConfig::default()
+            && !matches!(raw.kind, SizingKind::HillClimbing | SizingKind::Gradient)
         {
             return Err(format!(
                 "`{}` does not apply to kind \"{}\" (allowed: with kind \"hill-climbing\" or \"gradient\")",
                 learning.keys()[0],
-                raw.kind.as_str()
+                written_name(&raw.kind)
             ));
         }
         match raw {
@@ -214,23 +207,12 @@ impl TryFrom<Table<RawSizing>> for SizingConfig {
                 ..
             } => Err(format!(
                 "`workers` does not apply to kind \"{}\" (allowed: `memory_per_worker`)",
-                kind.as_str()
+                written_name(&kind)
             )),
             RawSizing { kind, .. } => Err(format!(
                 "kind \"{0}\" needs `memory_per_worker`, such as {{ kind = \"{0}\", memory_per_worker = \"2GiB\" }}",
-                kind.as_str()
+                written_name(&kind)
             )),
-        }
-    }
-}
-
-impl SizingKind {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Fixed => "fixed",
-            Self::Resources => "resources",
-            Self::HillClimbing => "hill-climbing",
-            Self::Gradient => "gradient",
         }
     }
 }
@@ -325,14 +307,17 @@ impl SizingConfig {
             Self::HillClimbing {
                 memory_per_worker,
                 learning,
-            } => to.with_sizing(
-                learning.hill_climbing(HillClimbing::new(memory_per_worker.0, SystemComputer)),
-            ),
+            } => to.with_sizing(tuned!(
+                learning,
+                HillClimbing::new(memory_per_worker.0, SystemComputer)
+            )),
             Self::Gradient {
                 memory_per_worker,
                 learning,
-            } => to
-                .with_sizing(learning.gradient(Gradient::new(memory_per_worker.0, SystemComputer))),
+            } => to.with_sizing(tuned!(
+                learning,
+                Gradient::new(memory_per_worker.0, SystemComputer)
+            )),
         }
     }
 }
@@ -341,7 +326,12 @@ impl EvictionConfig {
     /// Checks it as kennel does when it takes it: `after` above 0 and at
     /// most [`kennel::MAX_DURATION`].
     pub(crate) fn check(self) -> Result<(), Refusal> {
-        self.apply(Check).map(drop).map_err(super::error::refusal)
+        match self {
+            Self::None => Ok(()),
+            Self::IdleTimeout { after, .. } => IdleTimeout::new(after.0)
+                .map(drop)
+                .map_err(super::error::refusal),
+        }
     }
 
     /// Gives `to` the eviction this config names.
@@ -388,17 +378,5 @@ impl Policies for Reconfig {
     }
     fn with_eviction(self, eviction: impl Eviction) -> Self {
         self.eviction(eviction)
-    }
-}
-
-/// Takes a policy and drops it: the check of [`EvictionConfig`].
-struct Check;
-
-impl Policies for Check {
-    fn with_sizing(self, _: impl Sizing) -> Self {
-        self
-    }
-    fn with_eviction(self, _: impl Eviction) -> Self {
-        self
     }
 }

@@ -2,7 +2,7 @@
 //! start a worker; kennel's [`Options`] are taken whole, at the same level.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use kennel::Options;
 use serde::{Deserialize, Serialize};
@@ -31,18 +31,6 @@ pub(crate) enum StartupKind {
     OrderedReady,
     /// `"leader-first"`: slot 0 alone, then the others once it is ready.
     LeaderFirst,
-}
-
-impl StartupKind {
-    /// The name as written in a config.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::OnDemand => "on-demand",
-            Self::Parallel => "parallel",
-            Self::OrderedReady => "ordered-ready",
-            Self::LeaderFirst => "leader-first",
-        }
-    }
 }
 
 /// When a worker process counts as warm (`ready`).
@@ -160,39 +148,15 @@ pub(crate) struct PoolConfig {
 
 impl PoolConfig {
     /// A pool entry with a name and an argv and every other key at its
-    /// default.
+    /// default (the defaults of its serde attributes).
     pub(crate) fn new<I, A>(name: impl Into<String>, argv: I) -> Self
     where
         I: IntoIterator<Item = A>,
         A: Into<String>,
     {
-        Self {
-            name: name.into(),
-            argv: argv.into_iter().map(Into::into).collect(),
-            env: BTreeMap::new(),
-            env_clear: false,
-            env_keep: None,
-            worker_close_grace: default_worker_close_grace(),
-            env_remove: Vec::new(),
-            cwd: None,
-            group: None,
-            startup: StartupKind::default(),
-            sizing: None,
-            eviction: EvictionConfig::default(),
-            ready: ReadyKind::default(),
-            max_reply: None,
-            protocol: ProtocolKind::default(),
-            cancel_lines: false,
-            job_ids: true,
-            method: None,
-            initialize: None,
-            upload_limit: None,
-            probe_request: None,
-            threads: super::ThreadsConfig::default(),
-            pin: false,
-            queue: None,
-            options: Options::default(),
-        }
+        let argv: Vec<String> = argv.into_iter().map(Into::into).collect();
+        serde_json::from_value(serde_json::json!({ "name": name.into(), "argv": argv }))
+            .expect("a name and an argv are a pool entry, its other keys at their defaults")
     }
 
     /// Checks what serde cannot: names, the directory, ranges (kennel's own
@@ -304,21 +268,6 @@ impl PoolConfig {
             || DEFAULT_ENV_KEEP.to_vec(),
             |k| k.iter().map(String::as_str).collect(),
         )
-    }
-
-    /// The argv with `@kennel` replaced by `self_exe`.
-    pub(crate) fn resolved_argv(&self, self_exe: &Path) -> Vec<std::ffi::OsString> {
-        self.argv
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                if i == 0 && a == SELF_EXE {
-                    self_exe.as_os_str().to_owned()
-                } else {
-                    a.into()
-                }
-            })
-            .collect()
     }
 }
 

@@ -1,11 +1,8 @@
 //! `runtime_threads`: the threads of the service's own async runtime.
 
-use std::fmt;
 use std::num::NonZeroUsize;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-use super::threads::{CountOrWord, count_or_word};
+use super::threads::count_or_words;
 
 /// `runtime_threads`: `"auto"` (the default: half the CPUs kennel may use,
 /// at least 1) or a number of threads. The service only moves bytes between
@@ -51,36 +48,12 @@ pub(crate) fn cpus_here() -> usize {
     std::thread::available_parallelism().map_or(1, NonZeroUsize::get)
 }
 
-impl fmt::Display for RuntimeThreads {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Auto => f.write_str("auto"),
-            Self::Fixed(n) => write!(f, "{n}"),
-        }
-    }
-}
-
-impl Serialize for RuntimeThreads {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::Auto => s.serialize_str("auto"),
-            Self::Fixed(n) => s.serialize_u64(n.get() as u64),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for RuntimeThreads {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        const ALLOWED: &str = "allowed: \"auto\" or a number of threads from 1 to 1024";
-        match count_or_word(d, ALLOWED)? {
-            CountOrWord::Count(n) => Ok(Self::Fixed(n)),
-            CountOrWord::Word(t) if t == "auto" => Ok(Self::Auto),
-            CountOrWord::Word(t) => Err(serde::de::Error::custom(format!(
-                "invalid value {t:?} ({ALLOWED})"
-            ))),
-        }
-    }
-}
+count_or_words!(
+    RuntimeThreads,
+    Fixed,
+    "allowed: \"auto\" or a number of threads from 1 to 1024",
+    "auto" => Auto
+);
 
 #[cfg(test)]
 mod tests {

@@ -148,15 +148,14 @@ impl ServerConfig {
         let Some(name) = &self.token_env else {
             return Ok(None);
         };
-        match std::env::var(name) {
-            Ok(v) if !v.is_empty() => Ok(Some(v)),
-            Ok(_) => Err(format!(
-                "`server.token_env`: the variable {name} is empty (allowed: a variable that holds the token)"
-            )),
-            Err(_) => Err(format!(
-                "`server.token_env`: the variable {name} is not set (allowed: a variable that holds the token)"
-            )),
-        }
+        let state = match std::env::var(name) {
+            Ok(v) if !v.is_empty() => return Ok(Some(v)),
+            Ok(_) => "empty",
+            Err(_) => "not set",
+        };
+        Err(format!(
+            "`server.token_env`: the variable {name} is {state} (allowed: a variable that holds the token)"
+        ))
     }
 }
 

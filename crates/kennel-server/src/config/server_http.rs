@@ -29,16 +29,6 @@ pub(crate) enum LogFormat {
     Json,
 }
 
-impl LogFormat {
-    /// The name as written in a config.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Text => "text",
-            Self::Json => "json",
-        }
-    }
-}
-
 /// Histogram bucket bounds, in seconds (`histogram_buckets`): 1 to 64
 /// finite values above 0, each above the one before.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

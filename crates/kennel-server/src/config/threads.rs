@@ -1,10 +1,9 @@
 //! `threads`: the CPU budget of each worker of a pool.
 
-use std::fmt;
 use std::num::NonZeroUsize;
 
 use kennel_process::ThreadBudget;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer};
 
 /// `threads`: `"auto"` (the default: the host's cores shared out among the
 /// pool's running workers, told to each through `OMP_NUM_THREADS`,
@@ -32,38 +31,52 @@ impl ThreadsConfig {
     }
 }
 
-impl fmt::Display for ThreadsConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Auto => f.write_str("auto"),
-            Self::Off => f.write_str("off"),
-            Self::PerWorker(n) => write!(f, "{n}"),
+/// `Display`, `Serialize` and `Deserialize` for a setting written as a
+/// number of threads (its `$count` variant) or one of its words.
+macro_rules! count_or_words {
+    ($ty:ident, $count:ident, $allowed:literal, $($word:literal => $variant:ident),+) => {
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self {
+                    Self::$count(n) => write!(f, "{n}"),
+                    $(Self::$variant => f.write_str($word),)+
+                }
+            }
         }
-    }
-}
 
-impl Serialize for ThreadsConfig {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::PerWorker(n) => s.serialize_u64(n.get() as u64),
-            other => s.serialize_str(&other.to_string()),
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    Self::$count(n) => s.serialize_u64(n.get() as u64),
+                    other => s.collect_str(other),
+                }
+            }
         }
-    }
-}
 
-impl<'de> Deserialize<'de> for ThreadsConfig {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        const ALLOWED: &str = "allowed: \"auto\", \"off\" or a number of threads from 1 to 1024";
-        match count_or_word(d, ALLOWED)? {
-            CountOrWord::Count(n) => Ok(Self::PerWorker(n)),
-            CountOrWord::Word(t) if t == "auto" => Ok(Self::Auto),
-            CountOrWord::Word(t) if t == "off" => Ok(Self::Off),
-            CountOrWord::Word(t) => Err(serde::de::Error::custom(format!(
-                "invalid value {t:?} ({ALLOWED})"
-            ))),
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                use $crate::config::threads::{CountOrWord, count_or_word};
+                match count_or_word(d, $allowed)? {
+                    CountOrWord::Count(n) => Ok(Self::$count(n)),
+                    $(CountOrWord::Word(t) if t == $word => Ok(Self::$variant),)+
+                    CountOrWord::Word(t) => Err(serde::de::Error::custom(format!(
+                        "invalid value {t:?} ({})",
+                        $allowed
+                    ))),
+                }
+            }
         }
-    }
+    };
 }
+pub(super) use count_or_words;
+
+count_or_words!(
+    ThreadsConfig,
+    PerWorker,
+    "allowed: \"auto\", \"off\" or a number of threads from 1 to 1024",
+    "auto" => Auto,
+    "off" => Off
+);
 
 /// A number of threads (1 to [`MAX_THREADS`]) or a word, as written.
 pub(super) enum CountOrWord {

@@ -354,6 +354,32 @@ impl ApiError {
         }
         self
     }
+
+    /// The JSON body: `error` (the kind) and `message`, and what the kind
+    /// adds (`reason`, `stderr`, a worker error's own fields). Logs it.
+    pub fn body(&self) -> Value {
+        let status = self.status();
+        if let Self::Internal { detail } = &self {
+            tracing::error!(target: "kennel_server", %detail, "internal error");
+        } else if status.is_server_error() {
+            tracing::debug!(target: "kennel_server", kind = self.kind(), message = %self.message(), "job failed");
+        }
+        let mut body = json!({ "error": self.kind(), "message": self.message() });
+        if let Self::Rejected { reason, .. } = &self {
+            body["reason"] = reason.as_str().into();
+        }
+        if !self.stderr().is_empty() {
+            body["stderr"] = self.stderr().into();
+        }
+        if let (Self::Worker { fields, .. }, Some(map)) = (self, body.as_object_mut()) {
+            for (k, v) in fields {
+                if k != "error" && k != "message" {
+                    map.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        body
+    }
 }
 
 impl std::fmt::Display for ApiError {
@@ -380,34 +406,6 @@ impl IntoResponse for ApiError {
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
-    }
-}
-
-impl ApiError {
-    /// The JSON body: `error` (the kind) and `message`, and what the kind
-    /// adds (`reason`, `stderr`, a worker error's own fields). Logs it.
-    pub fn body(&self) -> Value {
-        let status = self.status();
-        if let Self::Internal { detail } = &self {
-            tracing::error!(target: "kennel_server", %detail, "internal error");
-        } else if status.is_server_error() {
-            tracing::debug!(target: "kennel_server", kind = self.kind(), message = %self.message(), "job failed");
-        }
-        let mut body = json!({ "error": self.kind(), "message": self.message() });
-        if let Self::Rejected { reason, .. } = &self {
-            body["reason"] = reason.as_str().into();
-        }
-        if !self.stderr().is_empty() {
-            body["stderr"] = self.stderr().into();
-        }
-        if let (Self::Worker { fields, .. }, Some(map)) = (self, body.as_object_mut()) {
-            for (k, v) in fields {
-                if k != "error" && k != "message" {
-                    map.insert(k.clone(), v.clone());
-                }
-            }
-        }
-        body
     }
 }
 

@@ -15,7 +15,7 @@ use axum::body::{Body, Bytes};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use kennel_process::JsonBytes;
 use serde_json::Value;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ApiError;
 
@@ -64,7 +64,10 @@ impl BodyGate {
     /// Cancel safe: dropping the future drops the body.
     pub(crate) async fn json_bytes(&self, body: Body) -> Result<JsonBytes<Bytes>, ApiError> {
         let bytes = self.read(body).await?;
-        check_json(bytes)
+        not_empty(&bytes)?;
+        JsonBytes::new(bytes).map_err(|e| ApiError::BadJson {
+            message: e.to_string(),
+        })
     }
 
     /// Reads a job's body of any kind (JSON; bytes or multipart, within
@@ -86,23 +89,19 @@ impl BodyGate {
         body: Body,
         upload: impl FnOnce() -> usize,
     ) -> Result<JsonBytes<Bytes>, ApiError> {
-        let essence = headers
+        let content_type = headers
             .get(axum::http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .map(str::trim)
             .unwrap_or_default();
+        let essence = content_type.split(';').next().unwrap_or_default().trim();
         if !essence.eq_ignore_ascii_case("application/octet-stream")
             && !essence.eq_ignore_ascii_case("multipart/form-data")
         {
             return self.json_bytes(body).await;
         }
-        let limits = crate::payload::Limits {
-            json: self.limit,
-            upload: upload(),
-        };
         let _permit = self.permits.acquire().await.map_err(|_| ApiError::Closed)?;
-        let job = tokio::time::timeout(self.timeout, crate::payload::job_of(headers, body, limits))
+        let job = crate::payload::job_of(content_type, body, upload());
+        let job = tokio::time::timeout(self.timeout, job)
             .await
             .unwrap_or(Err(ApiError::BodyTimeout {
                 after: self.timeout,
@@ -123,15 +122,13 @@ impl BodyGate {
     /// # Cancel safety
     ///
     /// Cancel safe: dropping the future drops the body and the permit.
-    pub(crate) async fn bytes(&self, body: Body) -> Result<(Bytes, BodyPermit), ApiError> {
+    pub(crate) async fn bytes(
+        &self,
+        body: Body,
+    ) -> Result<(Bytes, OwnedSemaphorePermit), ApiError> {
         let bytes = self.read(body).await?;
-        let permit = self
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| ApiError::Closed)?;
-        Ok((bytes, BodyPermit(permit)))
+        let permit = self.permits.clone().acquire_owned().await;
+        Ok((bytes, permit.map_err(|_| ApiError::Closed)?))
     }
 
     async fn read(&self, body: Body) -> Result<Bytes, ApiError> {
@@ -161,11 +158,6 @@ pub(crate) async fn read(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     }
 }
 
-/// One of a [`BodyGate`]'s permits, held while a body read with
-/// [`BodyGate::bytes`] is parsed.
-#[derive(Debug)]
-pub(crate) struct BodyPermit(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
-
 /// Parses a body as one JSON value.
 ///
 /// # Errors
@@ -174,19 +166,6 @@ pub(crate) struct BodyPermit(#[allow(dead_code)] tokio::sync::OwnedSemaphorePerm
 pub(crate) fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
     not_empty(bytes)?;
     serde_json::from_slice(bytes).map_err(|e| ApiError::BadJson {
-        message: e.to_string(),
-    })
-}
-
-/// Checks a body as one JSON value, keeping its bytes.
-///
-/// # Errors
-///
-/// [`ApiError::BadJson`] for an empty body or one that is not JSON, with
-/// the message [`parse_json`] gives.
-pub(crate) fn check_json(bytes: Bytes) -> Result<JsonBytes<Bytes>, ApiError> {
-    not_empty(&bytes)?;
-    JsonBytes::new(bytes).map_err(|e| ApiError::BadJson {
         message: e.to_string(),
     })
 }

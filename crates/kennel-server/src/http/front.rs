@@ -14,8 +14,10 @@ use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
 use crate::http::labels::{method_label, route_label};
-use crate::logs::AccessLine;
 use crate::state::AppState;
+
+/// The longest path an access log line shows; longer ones are cut.
+const ACCESS_PATH_CHARS: usize = 256;
 
 /// The routes that never ask for the bearer token: the probes.
 const PROBES: [&str; 3] = ["/livez", "/readyz", "/healthz"];
@@ -33,25 +35,45 @@ pub(crate) async fn observe(
     let started = Instant::now();
     let method = method_label(request.method());
     let route = route_label(&request);
-    let line = AccessLine::start(&state, &request, &route, started);
+    // With the access log on (target `kennel_server::access`): the method
+    // and the path, cut to bounded lengths, logged once answered.
+    let logged = state.access_log().then(|| {
+        let method: String = request.method().as_str().chars().take(32).collect();
+        let path: String = request
+            .uri()
+            .path()
+            .chars()
+            .take(ACCESS_PATH_CHARS)
+            .collect();
+        (method, path)
+    });
     let response = next.run(request).await;
-    let status = response.status().as_u16().to_string();
+    let status = response.status().as_u16();
+    let elapsed = started.elapsed();
+    if let Some((method, path)) = logged {
+        tracing::info!(
+            target: "kennel_server::access",
+            method = %method,
+            path = %path,
+            route = %route,
+            status,
+            millis = (elapsed.as_secs_f64() * 1e6).round() / 1e3,
+            "request"
+        );
+    }
     metrics::histogram!(
         "kennel_http_request_duration_seconds",
         "method" => method,
         "route" => route.clone()
     )
-    .record(started.elapsed().as_secs_f64());
+    .record(elapsed.as_secs_f64());
     metrics::counter!(
         "kennel_http_requests_total",
         "method" => method,
         "route" => route,
-        "status" => status
+        "status" => status.to_string()
     )
     .increment(1);
-    if let Some(line) = line {
-        line.finish(&response);
-    }
     response
 }
 

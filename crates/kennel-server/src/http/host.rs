@@ -7,7 +7,6 @@
 //! (curl, SDKs, load balancers' probes) send neither header and are not
 //! touched. ADR 0020 says why.
 
-use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 
 use axum::http::{HeaderMap, HeaderName, header};
@@ -16,7 +15,7 @@ use axum::http::{HeaderMap, HeaderName, header};
 pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// Which `Host` and `Origin` values the service accepts.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostPolicy {
     /// Host names and IP literals allowed, lower case, without port.
     names: Vec<String>,
@@ -27,15 +26,6 @@ pub struct HostPolicy {
     any_host: bool,
     /// Origins allowed to make cross-site requests (`scheme://host[:port]`).
     origins: Vec<String>,
-}
-
-impl fmt::Debug for HostPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HostPolicy")
-            .field("hosts", &self.describe())
-            .field("origins", &self.origins)
-            .finish()
-    }
 }
 
 impl Default for HostPolicy {

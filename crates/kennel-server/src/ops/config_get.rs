@@ -36,8 +36,10 @@ pub(crate) fn live_config(state: &AppState, name: &str) -> Result<Value, ApiErro
     let pool = crate::jobs::pool_named(state, name)?;
     // One snapshot: no change may land between the options and the policies.
     let _one_at_a_time = state.reconfig_lock();
-    let group = state.pools().with(name, |e| e.group.clone()).flatten();
-    let policies = state.policies(name);
+    let (group, policies) = state
+        .pools()
+        .with(name, |e| (e.group.clone(), e.policies))
+        .unwrap_or_default();
     let mut body = Map::from_iter([
         ("group".to_owned(), to_json(&group)),
         ("sizing".to_owned(), to_json(&policies.map(|p| p.sizing))),

@@ -66,16 +66,6 @@ use crate::ops::workers::{RetireDueJson, WorkerJson, WorkersBody};
 )]
 pub(crate) struct ApiDoc;
 
-/// The description as JSON, made once.
-pub(crate) fn json() -> &'static str {
-    static JSON: OnceLock<String> = OnceLock::new();
-    JSON.get_or_init(|| {
-        ApiDoc::openapi()
-            .to_pretty_json()
-            .unwrap_or_else(|e| format!("{{\"error\":\"internal\",\"message\":\"{e}\"}}"))
-    })
-}
-
 /// This description.
 #[utoipa::path(
     get,
@@ -84,7 +74,14 @@ pub(crate) fn json() -> &'static str {
     responses((status = 200, description = "the OpenAPI 3.1 description of every route", content_type = "application/json"))
 )]
 pub(crate) async fn serve() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], json()).into_response()
+    // Made once.
+    static JSON: OnceLock<String> = OnceLock::new();
+    let json = JSON.get_or_init(|| {
+        ApiDoc::openapi()
+            .to_pretty_json()
+            .unwrap_or_else(|e| format!("{{\"error\":\"internal\",\"message\":\"{e}\"}}"))
+    });
+    ([(header::CONTENT_TYPE, "application/json")], json.as_str()).into_response()
 }
 
 /// Every error's body.

@@ -28,24 +28,20 @@ use crate::state::AppState;
     )
 )]
 pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
-    let pools = state.pools();
-    let detail: serde_json::Map<String, Value> = pools
-        .list()
-        .iter()
-        .map(|e| {
-            let pool = pools.get(&e.name).ok();
-            let word = if pool.as_ref().is_none_or(|p| p.is_closed()) {
+    let detail: serde_json::Map<String, Value> = (state.pools().lock().iter())
+        .map(|(name, e)| {
+            let word = if e.pool.is_closed() {
                 "closed"
-            } else if e.stats.broken {
+            } else if e.pool.stats().broken {
                 "broken"
-            } else if state.queue(&e.name).is_some_and(|q| q.is_disconnected()) {
+            } else if e.queue.as_ref().is_some_and(|q| q.is_disconnected()) {
                 "queue-down"
-            } else if pool.is_some_and(|p| p.is_warming()) {
+            } else if e.pool.is_warming() {
                 "warming"
             } else {
                 "ready"
             };
-            (e.name.clone(), Value::from(word))
+            (name.clone(), Value::from(word))
         })
         .collect();
     // With no pool there is nothing to serve.

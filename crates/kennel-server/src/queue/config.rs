@@ -44,8 +44,6 @@ pub(crate) const DEFAULT_NAK_DELAY: Duration = Duration::from_secs(1);
 pub(crate) const MAX_NAK_DELAY: Duration = Duration::from_secs(60);
 /// `reply_timeout` when none is given.
 pub(crate) const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(300);
-/// The longest time limit, as kennel's timers bound it (about 24.8 days).
-const MAX_DURATION: Duration = Duration::from_millis(i32::MAX as u64);
 
 /// `[pool.queue]`: the pool takes its jobs from a JetStream stream through
 /// a durable pull consumer that every instance of the service shares.
@@ -125,29 +123,12 @@ fn yes() -> bool {
 }
 
 impl QueueConfig {
-    /// A queue with the required keys and every other at its default.
+    /// A queue with the required keys and every other at its default (the
+    /// defaults of its serde attributes).
     #[cfg(test)]
-    pub(crate) fn new(
-        nats: impl Into<String>,
-        stream: impl Into<String>,
-        subject: impl Into<String>,
-    ) -> Self {
-        Self {
-            nats: nats.into(),
-            stream: stream.into(),
-            subject: subject.into(),
-            durable: None,
-            ack_wait: default_ack_wait(),
-            max_deliver: DEFAULT_MAX_DELIVER,
-            max_ack_pending: DEFAULT_MAX_ACK_PENDING,
-            nak_delay: default_nak_delay(),
-            result_subject: None,
-            reply_timeout: default_reply_timeout(),
-            create: true,
-            job_meta: true,
-            token_env: None,
-            creds_file: None,
-        }
+    pub(crate) fn new(nats: &str, stream: &str, subject: &str) -> Self {
+        let keys = serde_json::json!({ "nats": nats, "stream": stream, "subject": subject });
+        serde_json::from_value(keys).expect("the required keys are a queue")
     }
 
     /// The durable consumer's name: `durable`, else the pool's name.
@@ -243,7 +224,7 @@ impl QueueConfig {
             "reply_timeout",
             self.reply_timeout,
             Duration::from_millis(1),
-            MAX_DURATION,
+            kennel::MAX_DURATION,
         )?;
         for (key, n, max) in [
             ("max_deliver", self.max_deliver, MAX_MAX_DELIVER),

@@ -2,15 +2,14 @@
 //! in-progress acks while it runs; its answer is published, then the
 //! message is acked, nak'd or terminated ([`dispose`]).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::{self, AckKind};
 use axum::body::Bytes;
 use axum::http::header;
 use axum::response::IntoResponse;
-use kennel_process::{Coprocess, StderrTail};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -18,7 +17,7 @@ use super::outcome::{Disposition, dispose};
 use super::{DELIVERY, HEADROOM, INSTANCE, JOB_ID, META_KEY, MSG_ID, REPLY_TO, STATUS, Source};
 use crate::ApiError;
 use crate::http::body::parse_json;
-use crate::watch::pool_error;
+use crate::watch::run_request;
 
 /// Releases the message's credit once: when its job gets a worker, or when
 /// it ends without one.
@@ -128,7 +127,9 @@ fn delivery(source: &Source, message: &jetstream::Message) -> Option<Delivery> {
     let header = |name: &str| super::header(message.headers.as_ref(), name);
     let reply_to = header(REPLY_TO)
         .filter(|s| {
-            let ok = is_reply_subject(s);
+            // Concrete, and not one of the server's own (`$JS.API…`,
+            // `$SYS…`): a job cannot make kennel call the JetStream API.
+            let ok = !s.starts_with('$') && super::config::is_subject(s);
             if !ok {
                 tracing::warn!(target: "kennel_server", pool = %source.name, subject = %s, "a reply subject that is not one (allowed: a subject without wildcards, not starting with `$`); the answer goes to result_subject");
             }
@@ -142,13 +143,6 @@ fn delivery(source: &Source, message: &jetstream::Message) -> Option<Delivery> {
         delivered: u64::try_from(info.delivered).unwrap_or(1).max(1),
         reply_to,
     })
-}
-
-/// A subject an answer may go to: concrete, and not one of the server's
-/// own (`$JS.API…`, `$SYS…`), so that a job cannot make kennel call the
-/// JetStream API.
-fn is_reply_subject(s: &str) -> bool {
-    !s.starts_with('$') && super::config::is_subject(s)
 }
 
 /// The job: the message's JSON, with `_kennel` added to an object when
@@ -198,28 +192,10 @@ async fn with_progress<T>(
 /// queue: through `run_idempotent` when the pool retries on a crash, and an
 /// error about a worker that ended carries its last words.
 async fn run(source: &Source, job: Value, unplaced: Arc<Unplaced>) -> Result<Value, ApiError> {
-    let tail: Arc<Mutex<Option<StderrTail>>> = Arc::default();
-    let seen = tail.clone();
-    let work = async move |w: &mut Coprocess| {
-        unplaced.release();
-        *seen.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
-        w.request(&job).await
-    };
     let pool = &source.pool;
-    let result = if pool.options().retry_on_crash > 0 {
-        pool.run_idempotent(work).await
-    } else {
-        pool.run(work).await
-    };
-    let answer = match result {
-        Ok(Ok(reply)) => Ok(reply),
-        Ok(Err(e)) => Err(e.into()),
-        Err(e) => {
-            let tail = tail.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            Err(pool_error(e, tail, source.watch.as_ref()).await)
-        }
-    };
-    answer.map_err(|e: ApiError| e.retry_after_projected(pool.projected_wait()))
+    run_request(pool, source.watch.as_ref(), job, move || unplaced.release())
+        .await
+        .map_err(|e| e.retry_after_projected(pool.projected_wait()))
 }
 
 /// An error's HTTP answer: status, `Retry-After`, body, exactly as the HTTP

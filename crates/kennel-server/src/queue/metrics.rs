@@ -67,11 +67,7 @@ impl QueueMetrics {
     /// Counts a nak. `reason` is one of [`NAK_REASONS`]; any other is
     /// counted as `other`, so that labels stay bounded.
     pub(crate) fn naked(&self, reason: &str) {
-        let reason = NAK_REASONS
-            .iter()
-            .find(|r| **r == reason)
-            .copied()
-            .unwrap_or("other");
+        let reason = bounded(NAK_REASONS, reason, "other");
         counter!("kennel_jetstream_naked_total", "pool" => self.pool.clone(), "reason" => reason)
             .increment(1);
     }
@@ -79,12 +75,17 @@ impl QueueMetrics {
     /// Counts a term. `reason` is one of [`TERM_REASONS`] (any other is
     /// counted as `max-deliver`).
     pub(crate) fn terminated(&self, reason: &str) {
-        let reason = TERM_REASONS
-            .iter()
-            .find(|r| **r == reason)
-            .copied()
-            .unwrap_or("max-deliver");
+        let reason = bounded(TERM_REASONS, reason, "max-deliver");
         counter!("kennel_jetstream_terminated_total", "pool" => self.pool.clone(), "reason" => reason)
             .increment(1);
     }
+}
+
+/// `reason` when it is one of `known`, else `other`: labels stay bounded.
+fn bounded(known: &[&'static str], reason: &str, other: &'static str) -> &'static str {
+    known
+        .iter()
+        .find(|r| **r == reason)
+        .copied()
+        .unwrap_or(other)
 }

@@ -17,11 +17,6 @@
 //!   stream and answers its result, whichever instance ran it.
 //! - A graceful stop drains: no more fetching, a message that arrives after
 //!   is handed back at once, the jobs started finish and are acked.
-//!
-//! The parts: `config.rs` (`[pool.queue]`), `credit.rs` (how many to ask
-//! for), `outcome.rs` (ack, nak or term), `connect.rs` (the connection, the
-//! stream and the consumer), `pull.rs` (the fetching), `job.rs` (one
-//! message), `publish.rs` (HTTP into the queue), `metrics.rs`.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -113,6 +108,7 @@ struct Counts {
 }
 
 /// One pool's queue: its connection, consumer, counts and tasks.
+#[derive(Debug)]
 pub(crate) struct Source {
     name: String,
     pool: Pool<Coprocess>,
@@ -133,16 +129,6 @@ pub(crate) struct Source {
     tasks: TaskTracker,
     /// A moving average of the seconds a job took, for the projected wait.
     mean_job: Mutex<Option<f64>>,
-}
-
-impl fmt::Debug for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Source")
-            .field("pool", &self.name)
-            .field("stream", &self.config.stream)
-            .field("subject", &self.config.subject)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Source {
@@ -215,7 +201,7 @@ impl Source {
     ///
     /// # Errors
     ///
-    /// The key under `queue` (`""`, `".nats"`, …) and what went wrong.
+    /// The key under `queue` (`".nats"`, …) and what went wrong.
     ///
     /// # Cancel safety
     ///
@@ -230,7 +216,7 @@ impl Source {
         let instance: Arc<str> = instance_name().into();
         let (client, js, consumer) = connect::connect(name, config, &instance)
             .await
-            .map_err(|(key, message)| (dotted(key), message))?;
+            .map_err(|(key, message)| (format!(".{key}"), message))?;
         let source = Arc::new(Self {
             name: name.to_owned(),
             pool,
@@ -251,15 +237,5 @@ impl Source {
         let fetching = source.clone();
         source.tasks.spawn(pull::fetch(fetching));
         Ok(source)
-    }
-}
-
-/// A key under `queue` as an error names it: `""` for the queue itself,
-/// `".nats"` for `nats`.
-fn dotted(key: &str) -> String {
-    if key.is_empty() {
-        String::new()
-    } else {
-        format!(".{key}")
     }
 }

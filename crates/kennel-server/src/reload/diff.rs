@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::config::{LIVE_POLICIES, PoolConfig};
 
@@ -19,32 +19,32 @@ fn live_keys() -> BTreeSet<String> {
     keys
 }
 
-/// A pool's entry as JSON, less the keys a live reconfiguration applies.
-fn restart_part(pool: &PoolConfig, live: &BTreeSet<String>) -> Option<Map<String, Value>> {
-    match serde_json::to_value(pool) {
-        Ok(Value::Object(mut keys)) => {
-            keys.retain(|k, _| !live.contains(k));
-            Some(keys)
-        }
-        _ => None,
-    }
+/// The keys whose values differ between `old` and `new` as they write
+/// (JSON), sorted, less those in `skip`; `None` when one does not write as
+/// an object.
+pub(crate) fn changed_keys(
+    old: &impl Serialize,
+    new: &impl Serialize,
+    skip: &BTreeSet<String>,
+) -> Option<Vec<String>> {
+    let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
+        (serde_json::to_value(old), serde_json::to_value(new))
+    else {
+        return None;
+    };
+    let names: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let changed = names
+        .into_iter()
+        .filter(|k| !skip.contains(*k) && a.get(*k) != b.get(*k));
+    Some(changed.cloned().collect())
 }
 
 /// The keys whose change a live reconfiguration does not apply, sorted:
 /// every key but the live ones, so that a key added later replaces the
 /// pool until it is made live. Empty when only live keys changed.
 pub(crate) fn replace_keys(old: &PoolConfig, new: &PoolConfig) -> Vec<String> {
-    let live = live_keys();
-    let (Some(a), Some(b)) = (restart_part(old, &live), restart_part(new, &live)) else {
-        // Not written as JSON: nothing can be said to be the same.
-        return vec!["(every key)".to_owned()];
-    };
-    let names: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    names
-        .into_iter()
-        .filter(|k| a.get(*k) != b.get(*k))
-        .cloned()
-        .collect()
+    // Not written as JSON: nothing can be said to be the same.
+    changed_keys(old, new, &live_keys()).unwrap_or_else(|| vec!["(every key)".to_owned()])
 }
 
 /// What a reload did to one pool.
@@ -85,64 +85,45 @@ pub(crate) struct Reloaded {
     pub server_keys_not_applied: Vec<String>,
 }
 
+impl PoolChange {
+    /// Its word and its detail in a reload's summary.
+    fn summary(&self) -> (&'static str, String) {
+        match self {
+            Self::Added => ("added", String::new()),
+            Self::Removed => ("removed", String::new()),
+            Self::Replaced { keys } => ("replaced", keys.join(", ")),
+            Self::Reconfigured { actions } => ("reconfigured", actions.join(", ")),
+            Self::Refused { why } => ("refused", why.clone()),
+        }
+    }
+}
+
 impl fmt::Display for Reloaded {
     /// `added: a; replaced: b (protocol); reconfigured: c (resize 1 -> 3);
     /// removed: d; refused: e (why); [server] keys not applied: x`, the
     /// empty parts left out (`nothing changed` when all are).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut parts: Vec<String> = Vec::new();
-        let mut part = |word: &str, items: Vec<String>| {
+        for word in ["added", "replaced", "reconfigured", "removed", "refused"] {
+            let items: Vec<String> = self
+                .pools
+                .iter()
+                .filter_map(|(name, change)| match change.summary() {
+                    (w, _) if w != word => None,
+                    (_, d) if d.is_empty() => Some(name.clone()),
+                    (_, d) => Some(format!("{name} ({d})")),
+                })
+                .collect();
             if !items.is_empty() {
                 parts.push(format!("{word}: {}", items.join(", ")));
             }
-        };
-        let named = |pick: fn(&PoolChange) -> Option<String>| -> Vec<String> {
-            self.pools
-                .iter()
-                .filter_map(|(name, c)| {
-                    pick(c).map(|d| {
-                        if d.is_empty() {
-                            name.clone()
-                        } else {
-                            format!("{name} ({d})")
-                        }
-                    })
-                })
-                .collect()
-        };
-        part(
-            "added",
-            named(|c| matches!(c, PoolChange::Added).then(String::new)),
-        );
-        part(
-            "replaced",
-            named(|c| match c {
-                PoolChange::Replaced { keys } => Some(keys.join(", ")),
-                _ => None,
-            }),
-        );
-        part(
-            "reconfigured",
-            named(|c| match c {
-                PoolChange::Reconfigured { actions } => Some(actions.join(", ")),
-                _ => None,
-            }),
-        );
-        part(
-            "removed",
-            named(|c| matches!(c, PoolChange::Removed).then(String::new)),
-        );
-        part(
-            "refused",
-            named(|c| match c {
-                PoolChange::Refused { why } => Some(why.clone()),
-                _ => None,
-            }),
-        );
-        part(
-            "[server] keys not applied (next start)",
-            self.server_keys_not_applied.clone(),
-        );
+        }
+        if !self.server_keys_not_applied.is_empty() {
+            parts.push(format!(
+                "[server] keys not applied (next start): {}",
+                self.server_keys_not_applied.join(", ")
+            ));
+        }
         if parts.is_empty() {
             f.write_str("nothing changed")
         } else {

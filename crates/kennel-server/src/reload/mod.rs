@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use axum::extract::State;
 use serde_json::Value;
 
-use crate::config::{Config, ConfigError, PoolConfig, ReconfigBody, ServerConfig};
+use crate::config::{Config, ConfigError, PoolConfig, ReconfigBody};
 use crate::state::{AppState, PoolEntry, ReloadSource};
 
 pub(crate) use self::diff::{PoolChange, Reloaded};
@@ -54,29 +54,6 @@ impl std::fmt::Display for ReloadError {
 }
 
 impl std::error::Error for ReloadError {}
-
-/// The `[server]` keys whose values differ.
-fn server_keys_changed(old: &ServerConfig, new: &ServerConfig) -> Vec<String> {
-    let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
-        (serde_json::to_value(old), serde_json::to_value(new))
-    else {
-        return Vec::new();
-    };
-    b.iter()
-        .filter(|(k, v)| a.get(*k) != Some(v))
-        .map(|(k, _)| format!("server.{k}"))
-        .collect()
-}
-
-/// A file with no pool, refused unless it allows it.
-fn no_pools(path: &Path) -> ConfigError {
-    ConfigError {
-        file: path.display().to_string(),
-        key: String::new(),
-        message: "the file has no [[pool]]: applying it would take every pool out (allowed: at least one [[pool]], or `allow_no_pools = true` under [server])".into(),
-        line: None,
-    }
-}
 
 impl AppState {
     /// Makes `path` the file [`reload`](Self::reload) reads, `current` what
@@ -119,10 +96,21 @@ impl AppState {
             .await
             .map_err(ReloadError::Config)?;
         if new.pools.is_empty() && !new.server.allow_no_pools {
-            return Err(ReloadError::Config(no_pools(&source.path)));
+            return Err(ReloadError::Config(ConfigError::whole(
+                source.path.display().to_string(),
+                "the file has no [[pool]]: applying it would take every pool out (allowed: at least one [[pool]], or `allow_no_pools = true` under [server])",
+            )));
         }
         let mut done = Reloaded {
-            server_keys_not_applied: server_keys_changed(&source.server, &new.server),
+            server_keys_not_applied: diff::changed_keys(
+                &source.server,
+                &new.server,
+                &Default::default(),
+            )
+            .unwrap_or_default()
+            .into_iter()
+            .map(|k| format!("server.{k}"))
+            .collect(),
             ..Reloaded::default()
         };
         // The pools built from a file, with the entry each runs.
@@ -134,7 +122,8 @@ impl AppState {
             .collect();
         for (name, _) in &running {
             if !new.pools.iter().any(|p| &p.name == name) {
-                if let Some(entry) = self.pools().take(name) {
+                let removed = self.pools().lock().remove(name);
+                if let Some(entry) = removed {
                     tokio::spawn(entry.close());
                 }
                 done.pools.insert(name.clone(), PoolChange::Removed);
@@ -184,7 +173,7 @@ impl AppState {
     /// Starts a new pool.
     async fn add(&self, pool: &PoolConfig, self_exe: &Path) -> PoolChange {
         match self.build_ready(pool, self_exe).await {
-            Ok(entry) => match self.insert(entry) {
+            Ok(entry) => match self.pools().insert(entry) {
                 Ok(()) => PoolChange::Added,
                 Err(e) => PoolChange::Refused { why: e.to_string() },
             },
@@ -197,7 +186,8 @@ impl AppState {
     async fn replace(&self, pool: &PoolConfig, self_exe: &Path, keys: Vec<String>) -> PoolChange {
         match self.build_ready(pool, self_exe).await {
             Ok(entry) => {
-                if let Some(old) = self.pools().replace(entry) {
+                let old = self.pools().lock().insert(pool.name.clone(), entry);
+                if let Some(old) = old {
                     tokio::spawn(old.close());
                 }
                 PoolChange::Replaced { keys }

@@ -47,12 +47,7 @@ fn see(path: &Path) -> std::io::Result<Seen> {
 /// Cancel safe: it only reads.
 pub(crate) async fn read_settled(path: &Path) -> Result<Config, ConfigError> {
     let source = Source::file(path);
-    let error = |message: String| ConfigError {
-        file: source.name.clone(),
-        key: String::new(),
-        message,
-        line: None,
-    };
+    let error = |message: String| ConfigError::whole(&source.name, message);
     let mut last = None;
     for _ in 0..TRIES {
         let before = see(path);

@@ -158,7 +158,10 @@ impl RunDir {
                 None => group_has_members(pgid),
             };
             if live {
-                match killpg(Pid::from_raw(pgid_raw(pgid)), Signal::SIGKILL) {
+                match killpg(
+                    Pid::from_raw(i32::try_from(pgid).unwrap_or(i32::MAX)),
+                    Signal::SIGKILL,
+                ) {
                     Ok(()) => reaped.groups.push(pgid),
                     Err(Errno::ESRCH) => reaped.stale += 1,
                     Err(err) => {
@@ -227,10 +230,6 @@ impl Drop for Record {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.file);
     }
-}
-
-fn pgid_raw(pgid: u32) -> i32 {
-    i32::try_from(pgid).unwrap_or(i32::MAX)
 }
 
 #[cfg(test)]

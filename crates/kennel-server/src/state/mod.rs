@@ -15,9 +15,9 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::watch;
 
 use crate::config::{Config, PoolConfig, ReconfigBody, ServerConfig, SizingConfig};
-use crate::events::{EventHub, Ring, Subscription};
+use crate::events::EventHub;
 use crate::http::{BodyGate, HostPolicy};
-use crate::pools::build_watched_pool;
+use crate::pools::build_pool;
 use crate::queue::Source;
 use crate::rundir::RunDir;
 use crate::watch::Watch;
@@ -109,7 +109,7 @@ impl AppState {
         for (i, pool) in config.pools.iter().enumerate() {
             let added = self
                 .build_entry(pool, self_exe)
-                .and_then(|entry| self.insert(entry));
+                .and_then(|entry| self.pools().insert(entry));
             if let Err(error) = added {
                 let all = std::mem::take(&mut *self.pools().lock());
                 futures_util::future::join_all(all.into_values().map(PoolEntry::close)).await;
@@ -140,7 +140,7 @@ impl AppState {
         self_exe: &Path,
     ) -> Result<PoolEntry, kennel::Error> {
         let watch = Watch::new(self.inner.run_dir.clone());
-        let pool = build_watched_pool(config, self_exe, &watch)?;
+        let pool = build_pool(config, self_exe, &watch)?;
         let capacity = pool.stats().capacity;
         let mut entry = self.entry(pool, config.group.clone());
         entry.policies = Some(Policies {
@@ -173,15 +173,6 @@ impl AppState {
         entry
     }
 
-    /// Adds a record.
-    ///
-    /// # Errors
-    ///
-    /// [`kennel::Error::DuplicatePool`] when the name is taken.
-    pub(crate) fn insert(&self, entry: PoolEntry) -> Result<(), kennel::Error> {
-        self.inner.pools.insert(entry)
-    }
-
     /// Kills every worker of every pool at once, without waiting (a second
     /// stop signal).
     pub(crate) fn kill_workers(&self) {
@@ -212,7 +203,8 @@ impl AppState {
         pool: Pool<Coprocess>,
         group: Option<&str>,
     ) -> Result<(), kennel::Error> {
-        self.insert(self.entry(pool, group.map(str::to_owned)))
+        self.pools()
+            .insert(self.entry(pool, group.map(str::to_owned)))
     }
 
     /// The pools.
@@ -283,12 +275,6 @@ impl AppState {
         self.pools().with(name, |e| e.queue.clone()).flatten()
     }
 
-    /// The sizing and eviction pool `name` was last given (none for a pool
-    /// added by hand).
-    pub(crate) fn policies(&self, name: &str) -> Option<Policies> {
-        self.pools().with(name, |e| e.policies).flatten()
-    }
-
     /// The bearer token every route but the probes asks for, if any.
     pub fn token(&self) -> Option<&str> {
         self.inner.token.as_deref()
@@ -319,15 +305,6 @@ impl AppState {
         self.inner.reload.lock().await
     }
 
-    /// The largest binary job body of pool `name` (its `upload_limit`, or
-    /// the `body_limit`).
-    pub(crate) fn upload_limit(&self, name: &str) -> usize {
-        self.pools()
-            .with(name, |e| e.upload_limit)
-            .flatten()
-            .unwrap_or(self.inner.bodies.limit())
-    }
-
     pub(crate) fn metrics(&self) -> Option<&PrometheusHandle> {
         self.inner.metrics.as_ref()
     }
@@ -335,19 +312,6 @@ impl AppState {
     /// The event hub of every pool's events.
     pub(crate) fn events(&self) -> &EventHub {
         &self.inner.events
-    }
-
-    /// Subscribes to `/events`: with `since`, the kept frames after that id
-    /// (of `pool` only, when given) come first.
-    pub(crate) fn subscribe_events(&self, since: Option<u64>, pool: Option<&str>) -> Subscription {
-        self.events().subscribe(since, || {
-            self.pools()
-                .lock()
-                .iter()
-                .filter(|(name, _)| pool.is_none_or(|p| p == name.as_str()))
-                .map(|(_, e)| e.events.clone())
-                .collect::<Vec<Ring>>()
-        })
     }
 
     /// Resolves once [`begin_shutdown`](Self::begin_shutdown) was called.
@@ -374,6 +338,14 @@ impl AppState {
     /// only stops the waiting.
     pub async fn close(&self) {
         self.begin_shutdown();
-        self.pools().close_all().await;
+        // All at once; their records stay (their workers can still be
+        // killed, their queues drained).
+        let pools: Vec<Pool<Coprocess>> = self
+            .pools()
+            .lock()
+            .values()
+            .map(|e| e.pool.clone())
+            .collect();
+        futures_util::future::join_all(pools.iter().map(Pool::close)).await;
     }
 }

@@ -146,18 +146,6 @@ impl Pools {
         }
     }
 
-    /// Closes every pool, all at once; their records stay (their workers
-    /// can still be killed, their queues drained).
-    ///
-    /// # Cancel safety
-    ///
-    /// Every pool is closing as soon as the call starts; dropping the
-    /// future only stops the waiting.
-    pub(crate) async fn close_all(&self) {
-        let pools: Vec<Pool<Coprocess>> = self.lock().values().map(|e| e.pool.clone()).collect();
-        futures_util::future::join_all(pools.iter().map(Pool::close)).await;
-    }
-
     /// Runs `f` on the record of pool `name`, under the lock.
     pub(crate) fn with<R>(&self, name: &str, f: impl FnOnce(&mut PoolEntry) -> R) -> Option<R> {
         self.lock().get_mut(name).map(f)
@@ -178,38 +166,19 @@ impl Pools {
         map.insert(name, entry);
         Ok(())
     }
-
-    /// Puts `entry` in place of the record of the same name, which is
-    /// returned.
-    pub(crate) fn replace(&self, entry: PoolEntry) -> Option<PoolEntry> {
-        self.lock().insert(entry.pool.name().to_owned(), entry)
-    }
-
-    /// Takes the record of pool `name` out.
-    pub(crate) fn take(&self, name: &str) -> Option<PoolEntry> {
-        self.lock().remove(name)
-    }
 }
 
 /// The pools of one group, as they were when asked for: a job goes to a
 /// random one that can lend at once.
 #[derive(Debug)]
 pub(crate) struct Group {
-    name: String,
-    pools: Vec<Pool<Coprocess>>,
+    /// The group's name.
+    pub(crate) name: String,
+    /// Its pools.
+    pub(crate) pools: Vec<Pool<Coprocess>>,
 }
 
 impl Group {
-    /// The group's name.
-    pub(crate) fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Its pools.
-    pub(crate) fn pools(&self) -> &[Pool<Coprocess>] {
-        &self.pools
-    }
-
     /// Lends a worker from a random pool of the group; when that pool
     /// cannot lend without queueing, tries each other pool in turn.
     ///

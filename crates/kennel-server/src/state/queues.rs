@@ -55,7 +55,7 @@ impl AppState {
     ///
     /// # Errors
     ///
-    /// The key under `queue` (`""`, `".nats"`, …) and what went wrong.
+    /// The key under `queue` (`".nats"`, …) and what went wrong.
     ///
     /// # Cancel safety
     ///

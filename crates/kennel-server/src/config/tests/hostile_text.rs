@@ -310,7 +310,7 @@ fn parse_and_build(text: &str, rt: &tokio::runtime::Runtime) -> Result<usize, St
                 for pool in &config.pools {
                     let mut dry = pool.clone();
                     dry.startup = StartupKind::OnDemand;
-                    match build_pool(&dry, kennel_bin()) {
+                    match build_pool(&dry, kennel_bin(), &crate::watch::Watch::default()) {
                         Ok(p) => {
                             assert_eq!(p.stats().starting, 0);
                             p.close().await;
