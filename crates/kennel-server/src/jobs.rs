@@ -41,7 +41,12 @@ pub(crate) fn pool_named(state: &AppState, name: &str) -> Result<Pool<Coprocess>
 }
 
 enum Target {
-    Pool(Pool<Coprocess>),
+    /// A pool, and where to find its successor: a reload that replaced the
+    /// pool closed it, and a job that no worker took yet runs on the new one.
+    Pool(
+        Pool<Coprocess>,
+        Box<dyn Fn() -> Option<Pool<Coprocess>> + Send>,
+    ),
     Group(crate::state::Group),
 }
 
@@ -56,27 +61,39 @@ async fn run_job(
 ) -> Result<JsonBytes, ApiError> {
     let seen = Arc::new(Seen::default());
     let mark = seen.clone();
-    let job = async move |w: &mut Coprocess| {
-        mark.started.store(true, Ordering::SeqCst);
-        *mark.tail.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
-        match &progress {
-            Some(tx) => {
-                // A client that reads too slowly misses items, never the reply.
-                let mut forward = |p| {
-                    let _ = tx.try_send(p);
-                };
-                w.request_bytes(&request, Some(&mut forward)).await
+    // The job, made once per pool it is offered to.
+    let job = move || {
+        let (mark, request, progress) = (mark.clone(), request.clone(), progress.clone());
+        async move |w: &mut Coprocess| {
+            mark.started.store(true, Ordering::SeqCst);
+            *mark.tail.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
+            match &progress {
+                Some(tx) => {
+                    // A client that reads too slowly misses items, never the reply.
+                    let mut forward = |p| {
+                        let _ = tx.try_send(p);
+                    };
+                    w.request_bytes(&request, Some(&mut forward)).await
+                }
+                None => w.request_bytes(&request, None).await,
             }
-            None => w.request_bytes(&request, None).await,
         }
     };
+    let taken = seen.clone();
     let run: Running = Box::pin(async move {
         match target {
-            Target::Pool(pool) if pool.options().retry_on_crash > 0 => {
-                pool.run_idempotent(job).await
-            }
-            Target::Pool(pool) => pool.run(job).await,
-            Target::Group(group) => group.run(job).await,
+            Target::Pool(pool, successor) => match run_on(pool, job()).await {
+                // The pool closed before a worker took the job: a reload
+                // replaced it, and the job runs once, on the new pool.
+                Err(kennel::Error::Closed) if !taken.started.load(Ordering::SeqCst) => {
+                    match successor().filter(|next| !next.is_closed()) {
+                        Some(next) => run_on(next, job()).await,
+                        None => Err(kennel::Error::Closed),
+                    }
+                }
+                other => other,
+            },
+            Target::Group(group) => group.run(job()).await,
         }
     });
     let mut finish = FinishOnDrop {
@@ -96,6 +113,18 @@ async fn run_job(
                 .clone();
             Err(pool_error(e, tail, watch.as_ref()).await)
         }
+    }
+}
+
+/// Runs `job` on `pool`, again on another worker after a crash when the
+/// pool's `retry_on_crash` allows.
+async fn run_on(
+    pool: Pool<Coprocess>,
+    job: impl AsyncFn(&mut Coprocess) -> Result<JsonBytes, kennel_process::ProcessError> + Send + Sync,
+) -> Result<Result<JsonBytes, kennel_process::ProcessError>, kennel::Error> {
+    match pool.options().retry_on_crash {
+        0 => pool.run(job).await,
+        _ => pool.run_idempotent(job).await,
     }
 }
 
@@ -188,10 +217,19 @@ pub(crate) async fn pool_job(
             .unwrap_or_else(IntoResponse::into_response);
     }
     let watch = state.watch(&name);
+    let successor = {
+        let state = state.clone();
+        Box::new(move || state.pools().get(&name).ok())
+    };
     crate::stream::respond(Answer::of(&headers), move |progress| async move {
-        run_job(Target::Pool(pool.clone()), request, watch, progress)
-            .await
-            .map_err(|e| e.retry_after_projected(pool.projected_wait()))
+        run_job(
+            Target::Pool(pool.clone(), successor),
+            request,
+            watch,
+            progress,
+        )
+        .await
+        .map_err(|e| e.retry_after_projected(pool.projected_wait()))
     })
     .await
 }

@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use served::{Server, Stderr};
 
 /// A worker that tells, in each reply, its pid, the framing the job came
-/// in, its `KENNEL_THREADS` and the last probe it was sent.
-const WHO: &str = r#"import json, os, sys
+/// in, its `KENNEL_THREADS` and the last probe it was sent; a job
+/// `{"hold": path}` holds the worker until that file exists.
+const WHO: &str = r#"import json, os, sys, time
 probe = None
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
@@ -28,6 +29,9 @@ for line in sys.stdin:
     params = msg.get("params") if rpc else msg
     if isinstance(params, dict) and "probe" in params:
         probe = params["probe"]
+    if isinstance(params, dict) and "hold" in params:
+        while not os.path.exists(params["hold"]):
+            time.sleep(0.01)
     result = {"pid": os.getpid(), "framing": "json-rpc" if rpc else "json-lines",
               "threads": os.environ.get("KENNEL_THREADS"), "probe": probe}
     out = {"jsonrpc": "2.0", "id": msg["id"], "result": result} if rpc else result
@@ -108,6 +112,36 @@ fn a_changed_probe_request_replaces_the_pool_and_the_worker_is_probed_with_it() 
     let again = who(&server);
     assert_eq!(again["pid"], after["pid"], "{again}");
     assert_eq!(again["probe"], "b", "{again}");
+}
+
+#[test]
+fn a_job_waiting_when_its_pool_is_replaced_runs_on_the_new_pool() {
+    let server = start("reload-waiting", "threads = 1\n");
+    let first = who(&server);
+    let release = server.dir.0.join("release");
+    let hold = json!({ "hold": release }).to_string();
+    let addr = server.addr;
+    // A holds the one worker; B waits for it.
+    let a = std::thread::spawn(move || served::http(addr, "POST", "/pools/who/jobs", &[], &hold));
+    server.wait_count("who", "lent", 1, &[]);
+    let b = std::thread::spawn(move || served::http(addr, "POST", "/pools/who/jobs", &[], JOB));
+    server.wait_count("who", "waiting", 1, &[]);
+    // The reload replaces the pool while B waits: the old pool closes, A
+    // finishes within its job grace, and B runs once, on the new pool.
+    let text = config("threads = 2\n").replace("{dir}", &server.dir.0.display().to_string());
+    std::fs::write(&server.config, text).unwrap();
+    server.signal(Signal::SIGHUP);
+    let b = b.join().unwrap();
+    assert_eq!(b.status, 200, "{}", b.body);
+    assert_eq!(b.json()["threads"], "2", "{}", b.body);
+    std::fs::write(&release, "").unwrap();
+    let a = a.join().unwrap();
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(
+        a.json()["pid"],
+        first["pid"],
+        "A ran on the old pool's worker"
+    );
 }
 
 #[test]

@@ -69,16 +69,28 @@ fn memory_check_every_below_100_ms_is_refused_with_its_floor_named() {
 /// The rules between options, added to the row of the first one.
 const ALSO: &[(&str, &str)] = &[
     ("job_kill_after", "above `job_timeout` when both are set"),
-    ("max_lifetime", "`max_lifetime_jitter` below it (0 when it is not set)"),
-    ("max_jobs", "`max_jobs_jitter` below it (0 when it is not set)"),
+    (
+        "max_lifetime",
+        "`max_lifetime_jitter` below it (0 when it is not set)",
+    ),
+    (
+        "max_jobs",
+        "`max_jobs_jitter` below it (0 when it is not set)",
+    ),
 ];
 
 /// The docs' table of option ranges is written from the declarations:
 /// `KENNEL_WRITE_DOCS=1 cargo test -p kennel option_ranges` rewrites it.
 #[test]
 fn the_docs_table_of_option_ranges_is_the_one_the_declarations_make() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/concepts/abort-and-limits.md");
-    let (begin, end) = ("<!-- option ranges: written by a test -->\n", "<!-- /option ranges -->");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/concepts/abort-and-limits.md"
+    );
+    let (begin, end) = (
+        "<!-- option ranges: written by a test -->\n",
+        "<!-- /option ranges -->",
+    );
     let doc = std::fs::read_to_string(path).expect("the docs page");
     let start = doc.find(begin).expect("the begin marker") + begin.len();
     let stop = doc.find(end).expect("the end marker");
@@ -134,6 +146,9 @@ fn every_duration_option_has_a_floor_of_at_least_a_millisecond() {
         }
         let err = o.validate().unwrap_err();
         assert_eq!(err.option, name);
-        assert!(err.to_string().contains(&format!("at least {floor:?}")), "{err}");
+        assert!(
+            err.to_string().contains(&format!("at least {floor:?}")),
+            "{err}"
+        );
     }
 }
