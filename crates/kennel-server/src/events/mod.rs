@@ -126,8 +126,7 @@ impl EventHub {
             Some(since) => rings()
                 .iter()
                 .flat_map(|ring| {
-                    let frames = ring.frames();
-                    frames
+                    ring.frames()
                         .iter()
                         .filter(|f| f.id > since)
                         .cloned()

@@ -20,11 +20,9 @@
 //! directory is locked (`flock`) while a server uses it: two servers never
 //! share one.
 //!
-//! The directory must be this user's alone (see `trust.rs`): created 0700,
-//! refused when another user owns it or may write it or a directory above
-//! it, and its files are opened without following a symbolic link. Else
-//! another local user could make the server empty a file through a `lock`
-//! link, or kill a process through a forged `group-*` file.
+//! The directory must be this user's alone (`trust.rs`): else another
+//! local user could make the server empty a file through a `lock` link, or
+//! kill a process through a forged `group-*` file.
 
 mod leader;
 mod trust;
@@ -125,15 +123,9 @@ impl RunDir {
     /// Removes the files of groups whose leader has ended (at exit, after
     /// every pool closed, for records whose removal did not run).
     pub(crate) fn clean(&self) {
-        for Recorded {
-            file,
-            pgid,
-            started,
-            ..
-        } in self.records()
-        {
-            if start_time(pgid) != Some(started) {
-                let _ = fs::remove_file(file);
+        for r in self.records() {
+            if start_time(r.pgid) != Some(r.started) {
+                let _ = fs::remove_file(r.file);
             }
         }
     }
