@@ -173,34 +173,10 @@ impl RunDir {
         let Ok(entries) = fs::read_dir(&self.path) else {
             return Vec::new();
         };
-        let mut found = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(named) = name.to_str().and_then(|n| n.strip_prefix("group-")) else {
-                continue;
-            };
-            let Some(text) = trust::read(&entry.path()) else {
-                continue;
-            };
-            let mut words = text.split_whitespace();
-            let (Some(pgid), Some(started)) = (
-                words.next().and_then(|w| w.parse::<u32>().ok()),
-                words.next().and_then(|w| w.parse::<u64>().ok()),
-            ) else {
-                continue;
-            };
-            // A file must name the group it is named after, and never the
-            // init process or a group id that is not a pid.
-            if named != pgid.to_string() || pgid <= 1 || i32::try_from(pgid).is_err() {
-                continue;
-            }
-            found.push(Recorded {
-                file: entry.path(),
-                pgid,
-                started,
-            });
-        }
-        found
+        entries
+            .flatten()
+            .filter_map(|e| Recorded::read(&e.path()))
+            .collect()
     }
 }
 
@@ -210,6 +186,25 @@ struct Recorded {
     pgid: u32,
     /// The leader's start time.
     started: u64,
+}
+
+impl Recorded {
+    /// The file at `file`, if it is a well-formed `group-*` plain file.
+    fn read(file: &Path) -> Option<Self> {
+        let named = file.file_name()?.to_str()?.strip_prefix("group-")?;
+        let text = trust::read(file)?;
+        let mut words = text.split_whitespace();
+        let pgid: u32 = words.next()?.parse().ok()?;
+        let started: u64 = words.next()?.parse().ok()?;
+        // A file must name the group it is named after, and never the
+        // init process or a group id that is not a pid.
+        let valid = named == pgid.to_string() && pgid > 1 && i32::try_from(pgid).is_ok();
+        valid.then(|| Self {
+            file: file.to_owned(),
+            pgid,
+            started,
+        })
+    }
 }
 
 /// The file of one live worker group; removed on drop.
