@@ -100,11 +100,10 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
 
 /// The server's base URL and the token to send.
 fn target(args: &StatusArgs) -> anyhow::Result<(String, Option<String>)> {
-    let config = args
-        .config
-        .as_deref()
-        .map(crate::Config::load)
-        .transpose()?;
+    let config = match &args.config {
+        Some(p) => Some(crate::Config::load(p)?),
+        None => None,
+    };
     let base = match (&args.url, &config) {
         (Some(url), _) => {
             let url = url.trim_end_matches('/');

@@ -26,10 +26,7 @@ const RETRY: Duration = Duration::from_secs(1);
 
 /// Fetches until the drain begins.
 pub(super) async fn fetch(source: Arc<Source>) {
-    loop {
-        if source.is_draining() {
-            break;
-        }
+    while !source.is_draining() {
         let want = {
             let mut counts = lock(&source.counts);
             let want = credits(&source.pool.stats(), counts.unplaced, counts.asked);
@@ -101,9 +98,7 @@ fn arrived(source: &Arc<Source>, message: jetstream::Message) {
         let mut counts = lock(&source.counts);
         counts.asked -= 1;
         let draining = source.is_draining();
-        if !draining {
-            counts.unplaced += 1;
-        }
+        counts.unplaced += usize::from(!draining);
         draining
     };
     let job = source.clone();

@@ -124,7 +124,7 @@ impl RunDir {
     /// every pool closed, for records whose removal did not run).
     pub(crate) fn clean(&self) {
         for r in self.records() {
-            if start_time(r.pgid) != Some(r.started) {
+            if start_time(r.pgid) != Some(r.start) {
                 let _ = fs::remove_file(r.file);
             }
         }
@@ -132,16 +132,11 @@ impl RunDir {
 
     fn reap(&self) -> io::Result<Reaped> {
         let mut reaped = Reaped::default();
-        for Recorded {
-            file,
-            pgid,
-            started,
-        } in self.records()
-        {
+        for Recorded { file, pgid, start } in self.records() {
             let live = match start_time(pgid) {
                 // The leader still runs: the group is the worker's if it is
                 // the same process, still leading its group.
-                Some(t) if t == started => leads_group(pgid),
+                Some(t) if t == start => leads_group(pgid),
                 // The pid is another process's now. While a group has a
                 // member its id is not given to a new process, so the old
                 // group has ended.
@@ -185,7 +180,7 @@ struct Recorded {
     file: PathBuf,
     pgid: u32,
     /// The leader's start time.
-    started: u64,
+    start: u64,
 }
 
 impl Recorded {
@@ -195,14 +190,14 @@ impl Recorded {
         let text = trust::read(file)?;
         let mut words = text.split_whitespace();
         let pgid: u32 = words.next()?.parse().ok()?;
-        let started: u64 = words.next()?.parse().ok()?;
+        let start: u64 = words.next()?.parse().ok()?;
         // A file must name the group it is named after, and never the
         // init process or a group id that is not a pid.
         let valid = named == pgid.to_string() && pgid > 1 && i32::try_from(pgid).is_ok();
         valid.then(|| Self {
             file: file.to_owned(),
             pgid,
-            started,
+            start,
         })
     }
 }
