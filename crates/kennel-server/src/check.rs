@@ -103,18 +103,11 @@ fn describe_server(config: &Config, out: &mut String, warnings: &mut Vec<String>
     );
     let _ = writeln!(out, "  max_connections {}", s.max_connections);
     let _ = writeln!(out, "  max_bodies      {}", s.max_bodies);
-    let threads = s.runtime_threads.here();
-    let _ = writeln!(
-        out,
-        "  runtime_threads {}",
-        s.runtime_threads.describe(threads)
-    );
-    let _ = writeln!(
-        out,
-        "  logs            {}, access log {}",
-        written_name(&s.log_format),
-        if s.access_log { "on" } else { "off" }
-    );
+    let threads = s.runtime_threads.describe(s.runtime_threads.here());
+    let _ = writeln!(out, "  runtime_threads {threads}");
+    let format = written_name(&s.log_format);
+    let access = if s.access_log { "on" } else { "off" };
+    let _ = writeln!(out, "  logs            {format}, access log {access}");
 }
 
 fn describe_pool(
@@ -129,11 +122,8 @@ fn describe_pool(
     let argv = pool.argv.join(" ");
     let _ = writeln!(out, "  argv            {argv}");
     if pool.argv[0] == SELF_EXE {
-        let _ = writeln!(
-            out,
-            "                  ({SELF_EXE} is {})",
-            self_exe.display()
-        );
+        let exe = self_exe.display();
+        let _ = writeln!(out, "                  ({SELF_EXE} is {exe})");
     } else if let Some(cwd) = &pool.cwd
         && !program_found(&pool.argv[0], cwd)
     {
@@ -148,11 +138,8 @@ fn describe_pool(
         let _ = writeln!(out, "  cwd             {}", cwd.display());
     }
     if pool.env_clear {
-        let _ = writeln!(
-            out,
-            "  env_clear       inherits only {}",
-            pool.kept_env().join(", ")
-        );
+        let kept = pool.kept_env().join(", ");
+        let _ = writeln!(out, "  env_clear       inherits only {kept}");
     }
     for k in &pool.env_remove {
         let _ = writeln!(out, "  env_remove      {k} (the bearer token's variable)");

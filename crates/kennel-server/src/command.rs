@@ -121,10 +121,7 @@ fn reap(run_dir: &std::path::Path) -> ExitCode {
 
 /// The config of `--config FILE`, or the built-in demo config.
 pub(crate) fn load_config(path: Option<&PathBuf>) -> anyhow::Result<Config> {
-    match path {
-        Some(p) => Ok(Config::load(p)?),
-        None => Ok(Config::demo()),
-    }
+    Ok(path.map_or_else(|| Ok(Config::demo()), |p| Config::load(p))?)
 }
 
 /// The path `@kennel` stands for: this binary.

@@ -121,16 +121,13 @@ fn answer(request: &Value, pid: u32, slot: Option<u64>, served: u64) -> Value {
             .map_or_else(|| message.to_string(), str::to_owned);
         return error_reply(&message);
     }
-    let iterations = match obj.get("iterations") {
-        None => DEFAULT_ITERATIONS,
-        Some(v) => match v.as_u64() {
-            Some(n) if n <= MAX_ITERATIONS => n,
-            _ => {
-                return error_reply(&format!(
-                    "iterations must be a whole number from 0 to {MAX_ITERATIONS}"
-                ));
-            }
-        },
+    let asked = obj
+        .get("iterations")
+        .map_or(Some(DEFAULT_ITERATIONS), Value::as_u64);
+    let Some(iterations) = asked.filter(|n| *n <= MAX_ITERATIONS) else {
+        return error_reply(&format!(
+            "iterations must be a whole number from 0 to {MAX_ITERATIONS}"
+        ));
     };
     let value = sum_of_roots(iterations);
     json!({

@@ -69,3 +69,11 @@ pub use crate::error::ApiError;
 pub use crate::http::{ConnOptions, HostPolicy, serve};
 pub use crate::metrics::install as install_metrics;
 pub use crate::state::{AppState, AppStateBuilder, StartError};
+
+/// Locks `mutex`, taking its value as it is when a holder panicked: every
+/// lock of the service guards data that a panic leaves whole.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -122,6 +122,23 @@ fn only_live_pools(text: &str, live: impl Fn(&str) -> bool) -> String {
     out
 }
 
+/// One thing counted in the gauge `name` while it lives (an open
+/// connection, an `/events` subscriber).
+pub(crate) struct Counted(&'static str);
+
+impl Counted {
+    pub(crate) fn new(name: &'static str) -> Self {
+        metrics::gauge!(name).increment(1.0);
+        Self(name)
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        metrics::gauge!(self.0).decrement(1.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::only_live_pools;

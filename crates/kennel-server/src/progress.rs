@@ -47,11 +47,8 @@ impl Progress {
 
     /// A worker is ready: from now on the bar shows the rate and the ETA.
     pub(crate) fn ready(&self) {
-        if self
-            .ready_at
-            .set((Instant::now(), self.bar.position()))
-            .is_err()
-        {
+        let now = (Instant::now(), self.bar.position());
+        if self.ready_at.set(now).is_err() {
             return;
         }
         let ready_at = self.ready_at.clone();

@@ -18,8 +18,8 @@
 //! reaches the server (which stops its workers itself) and not the reaper.
 //! It is the server's own binary (`kennel reaper DIR`, a hidden command).
 
-use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -83,17 +83,8 @@ impl Reaper {
 ///
 /// The run directory cannot be read.
 pub(crate) fn watch(run_dir: &Path) -> io::Result<Option<Reaped>> {
-    let mut sink = [0u8; 64];
-    let mut stdin = io::stdin().lock();
-    loop {
-        match stdin.read(&mut sink) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            // A broken stdin says the same as its end.
-            Err(_) => break,
-        }
-    }
+    // Read to the end; a broken stdin says the same as its end.
+    let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
     open_within(run_dir, LOCK_WAIT).map(|opened| opened.map(|(_, reaped)| reaped))
 }
 
@@ -105,10 +96,9 @@ pub(crate) fn watch(run_dir: &Path) -> io::Result<Option<Reaped>> {
 ///
 /// As [`RunDir::open`], but for a lock held by another process.
 pub(crate) fn open_within(run_dir: &Path, wait: Duration) -> io::Result<Option<(RunDir, Reaped)>> {
-    let path: PathBuf = run_dir.to_owned();
     let deadline = Instant::now() + wait;
     loop {
-        match RunDir::open(&path) {
+        match RunDir::open(run_dir) {
             Ok(opened) => return Ok(Some(opened)),
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {

@@ -222,11 +222,8 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
-    Ok(if failures == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    // 0 when every job succeeded, 1 when some failed.
+    Ok(ExitCode::from(u8::from(failures > 0)))
 }
 
 /// Runs the job of one input line.

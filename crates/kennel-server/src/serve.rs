@@ -152,7 +152,16 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
                 anyhow::bail!("the server stopped by itself");
             }
             asked = signals.next() => match asked {
-                Asked::Reload => reload(&state, &source).await,
+                // A bad file is logged with the error a start would print;
+                // the running config stays.
+                Asked::Reload => match state.reload().await {
+                    Ok(done) => {
+                        tracing::info!(target: "kennel_server", "SIGHUP: config reloaded from {source}: {done}");
+                    }
+                    Err(e) => {
+                        tracing::error!(target: "kennel_server", error = %e, "SIGHUP: reload refused; the running config is kept");
+                    }
+                },
                 Asked::Stop(name) => {
                     tracing::info!(target: "kennel_server", signal = name, "shutting down");
                     break;
@@ -208,19 +217,6 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
     drop(upkeep);
     tracing::info!(target: "kennel_server", "stopped");
     Ok(ExitCode::SUCCESS)
-}
-
-/// SIGHUP: reads the config file again; a bad one is logged with the
-/// error a start would print, and the running config stays.
-async fn reload(state: &AppState, source: &str) {
-    match state.reload().await {
-        Ok(done) => {
-            tracing::info!(target: "kennel_server", "SIGHUP: config reloaded from {source}: {done}");
-        }
-        Err(e) => {
-            tracing::error!(target: "kennel_server", error = %e, "SIGHUP: reload refused; the running config is kept");
-        }
-    }
 }
 
 /// The connections to take at once: `server.max_connections`, or fewer

@@ -34,6 +34,7 @@ use tokio::sync::broadcast;
 
 use crate::error::ApiError;
 use crate::events::{KEEP_ALIVE, lagged};
+use crate::metrics::Counted;
 use crate::state::AppState;
 
 /// How often an idle stream sends a keep-alive comment.
@@ -104,7 +105,7 @@ pub(crate) async fn events(
         shutdown,
         query.pool,
         keep_alive,
-        Subscriber::new(),
+        Counted::new("kennel_events_subscribers"),
     );
     let live = futures_util::stream::unfold(Some(live), |s| async move {
         let (mut rx, mut shutdown, filter, mut keep_alive, subscriber) = s?;
@@ -143,21 +144,4 @@ pub(crate) async fn events(
         Body::from_stream(stream),
     )
         .into_response())
-}
-
-/// One `/events` subscriber, counted in `kennel_events_subscribers` while
-/// it lives.
-struct Subscriber;
-
-impl Subscriber {
-    fn new() -> Self {
-        metrics::gauge!("kennel_events_subscribers").increment(1.0);
-        Self
-    }
-}
-
-impl Drop for Subscriber {
-    fn drop(&mut self) {
-        metrics::gauge!("kennel_events_subscribers").decrement(1.0);
-    }
 }

@@ -68,18 +68,17 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
     };
     let list: PoolList = serde_json::from_value(get("/pools").await?)
         .with_context(|| format!("{base}/pools: not a list of pools"))?;
-    let chosen: Vec<&PoolEntryBody> = match &args.pool {
-        Some(name) => {
-            let found: Vec<&PoolEntryBody> =
-                list.pools.iter().filter(|p| p.name == *name).collect();
-            if found.is_empty() {
-                let names: Vec<&str> = list.pools.iter().map(|p| p.name.as_str()).collect();
-                bail!("no pool named `{name}` (pools: {})", names.join(", "));
-            }
-            found
-        }
-        None => list.pools.iter().collect(),
-    };
+    let chosen: Vec<&PoolEntryBody> = list
+        .pools
+        .iter()
+        .filter(|p| args.pool.as_ref().is_none_or(|n| p.name == *n))
+        .collect();
+    if let Some(name) = &args.pool
+        && chosen.is_empty()
+    {
+        let names: Vec<&str> = list.pools.iter().map(|p| p.name.as_str()).collect();
+        bail!("no pool named `{name}` (pools: {})", names.join(", "));
+    }
     let mut out = String::new();
     if chosen.is_empty() {
         out.push_str("no pool is configured\n");

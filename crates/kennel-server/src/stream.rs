@@ -40,26 +40,20 @@ impl Answer {
     /// `application/x-ndjson` (the first one named) stream; anything else
     /// is plain.
     pub(crate) fn of(headers: &HeaderMap) -> Self {
-        let accept = headers
+        headers
             .get_all(header::ACCEPT)
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
-            .map(|v| {
-                v.split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase()
-            });
-        for kind in accept {
-            match kind.as_str() {
-                "text/event-stream" => return Self::EventStream,
-                "application/x-ndjson" => return Self::Ndjson,
-                _ => {}
-            }
-        }
-        Self::Plain
+            .find_map(|v| {
+                let kind = v.split(';').next()?.trim().to_ascii_lowercase();
+                match kind.as_str() {
+                    "text/event-stream" => Some(Self::EventStream),
+                    "application/x-ndjson" => Some(Self::Ndjson),
+                    _ => None,
+                }
+            })
+            .unwrap_or(Self::Plain)
     }
 }
 
@@ -145,10 +139,8 @@ impl Item {
             // `{"result": …}` with the reply's bytes as written (a reply
             // held to one line: a Content-Length frame may span several).
             Self::End(Ok(reply)) => {
-                format!(
-                    "{{\"result\":{}}}",
-                    reply.as_str().replace(['\n', '\r'], " ")
-                )
+                let reply = reply.as_str().replace(['\n', '\r'], " ");
+                format!("{{\"result\":{reply}}}")
             }
             Self::End(Err(e)) => error_json(e).to_string(),
         }

@@ -3,7 +3,7 @@
 //! run directory's file of each live worker group.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kennel::{Killer, Pool};
@@ -11,6 +11,7 @@ use kennel_process::{Coprocess, StderrTail};
 use serde_json::Value;
 
 use crate::error::{ApiError, with_last_words};
+use crate::lock;
 use crate::rundir::RunDir;
 
 /// How many workers' stderr tails a pool's watch keeps.
@@ -38,13 +39,11 @@ struct Inner {
 impl Watch {
     /// A watch that records each worker's group in `run_dir`, if given.
     pub(crate) fn new(run_dir: Option<Arc<RunDir>>) -> Self {
-        let inner = Inner {
+        let inner = Arc::new(Inner {
             run_dir,
             ..Inner::default()
-        };
-        Self {
-            inner: Arc::new(inner),
-        }
+        });
+        Self { inner }
     }
 
     /// Called by the pool's factory for each worker it started: keeps its
@@ -56,45 +55,38 @@ impl Watch {
     /// When called outside a tokio runtime.
     pub(crate) fn started(&self, slot: usize, worker: &Coprocess) {
         {
-            let mut recent = self.recent();
+            let mut recent = lock(&self.inner.recent);
             recent.push_back((slot, worker.stderr_tail()));
             while recent.len() > RECENT {
                 recent.pop_front();
             }
         }
         let pid = worker.pid();
-        self.live().insert(pid, worker.killer());
+        lock(&self.inner.live).insert(pid, worker.killer());
         let record = self.inner.run_dir.as_ref().and_then(|d| d.record(pid));
         let exited = worker.exited();
         let watch = self.clone();
         tokio::spawn(async move {
             exited.await;
             drop(record);
-            watch.live().remove(&pid);
+            lock(&watch.inner.live).remove(&pid);
         });
     }
 
     /// Kills every live worker of the pool at once (SIGKILL to each
     /// process group), without waiting: for a second stop signal.
     pub(crate) fn kill_all(&self) {
-        let killers: Vec<Killer> = self.live().values().cloned().collect();
+        let killers: Vec<Killer> = lock(&self.inner.live).values().cloned().collect();
         for k in killers {
             k.kill();
         }
-    }
-
-    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Killer>> {
-        self.inner
-            .live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The last words of the most recently started worker whose stderr has
     /// closed with something on it: while a pool is broken, the worker
     /// whose start failed last. Empty when there is none.
     pub(crate) fn last_failed_words(&self) -> Vec<String> {
-        self.recent()
+        lock(&self.inner.recent)
             .iter()
             .rev()
             .find(|(_, t)| t.is_closed() && t.last_line().is_some())
@@ -106,18 +98,11 @@ impl Watch {
     /// warm-up the pool reported without the worker's own error (it saw the
     /// worker exit first).
     pub(crate) fn tail_of(&self, slot: usize) -> Option<StderrTail> {
-        self.recent()
+        lock(&self.inner.recent)
             .iter()
             .rev()
             .find(|(s, _)| *s == slot)
             .map(|(_, t)| t.clone())
-    }
-
-    fn recent(&self) -> std::sync::MutexGuard<'_, VecDeque<(usize, StderrTail)>> {
-        self.inner
-            .recent
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -182,7 +167,7 @@ pub(crate) async fn run_request(
     let seen = tail.clone();
     let job = async move |w: &mut Coprocess| {
         lent();
-        *seen.lock().unwrap_or_else(PoisonError::into_inner) = Some(w.stderr_tail());
+        *lock(&seen) = Some(w.stderr_tail());
         w.request(&request).await
     };
     let result = if pool.options().retry_on_crash > 0 {
@@ -194,7 +179,7 @@ pub(crate) async fn run_request(
         Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => Err(e.into()),
         Err(e) => {
-            let tail = tail.lock().unwrap_or_else(PoisonError::into_inner).take();
+            let tail = lock(&tail).take();
             Err(pool_error(e, tail, watch).await)
         }
     }

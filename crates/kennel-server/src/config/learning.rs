@@ -114,15 +114,11 @@ impl LearningConfig {
         }
         let (shortest, longest) = self.pause();
         if shortest > longest {
+            let default = self.max_pause.map_or(" (the default)", |_| "");
             return Err((
                 field("min_pause"),
                 format!(
-                    "{shortest} windows is longer than max_pause, {longest}{} (allowed: at most max_pause)",
-                    if self.max_pause.is_none() {
-                        " (the default)"
-                    } else {
-                        ""
-                    }
+                    "{shortest} windows is longer than max_pause, {longest}{default} (allowed: at most max_pause)"
                 ),
             ));
         }

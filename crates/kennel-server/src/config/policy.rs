@@ -56,21 +56,18 @@ pub(crate) enum SizingConfig {
 
 impl fmt::Display for SizingConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (kind, m) = match self {
-            Self::Fixed { workers } => return write!(f, "fixed, {workers} worker(s)"),
-            Self::Resources {
-                memory_per_worker: m,
-            } => ("resources", m),
-            Self::HillClimbing {
-                memory_per_worker: m,
-                ..
-            } => ("hill-climbing", m),
-            Self::Gradient {
-                memory_per_worker: m,
-                ..
-            } => ("gradient", m),
-        };
-        write!(f, "{kind}, {m} per worker")
+        if let Self::Fixed { workers } = self {
+            return write!(f, "fixed, {workers} worker(s)");
+        }
+        // The kind and the memory per worker as a config writes them.
+        let written = serde_json::to_value(self).unwrap_or_default();
+        let text = |key: &str| written[key].as_str().unwrap_or_default().to_owned();
+        write!(
+            f,
+            "{}, {} per worker",
+            text("kind"),
+            text("memory_per_worker")
+        )
     }
 }
 

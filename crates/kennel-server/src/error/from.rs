@@ -23,28 +23,22 @@ pub(super) fn whole_secs(d: std::time::Duration) -> u64 {
 /// first has only its exit status), or the worker whose start failed last
 /// (a broken pool's error has only its message). Other errors, and errors
 /// that carry their own, are answered as [`From`] does.
-pub(crate) fn with_last_words(error: kennel::Error, stderr: Vec<String>) -> ApiError {
+pub(crate) fn with_last_words(error: kennel::Error, words: Vec<String>) -> ApiError {
     let mut answer = ApiError::from(error);
-    if let ApiError::Crashed {
-        message,
-        stderr: words,
-    }
-    | ApiError::WarmupFailed {
-        message,
-        stderr: words,
-    }
+    if let ApiError::Crashed { message, stderr }
+    | ApiError::WarmupFailed { message, stderr }
     | ApiError::Unavailable {
         last_failure: message,
-        stderr: words,
+        stderr,
         ..
     } = &mut answer
-        && words.is_empty()
-        && !stderr.is_empty()
+        && stderr.is_empty()
+        && !words.is_empty()
     {
-        if !message.ends_with(&last_line(&stderr)) {
-            message.push_str(&last_line(&stderr));
+        if !message.ends_with(&last_line(&words)) {
+            message.push_str(&last_line(&words));
         }
-        *words = stderr;
+        *stderr = words;
     }
     answer
 }

@@ -345,10 +345,9 @@ impl ApiError {
     /// stays `RETRY_AFTER_SECS`.
     #[must_use]
     pub(crate) fn retry_after_projected(mut self, wait: Option<Duration>) -> Self {
-        if let (
-            Self::Rejected { retry_after, .. } | Self::LendTimeout { retry_after, .. },
-            Some(wait),
-        ) = (&mut self, wait)
+        if let Self::Rejected { retry_after, .. } | Self::LendTimeout { retry_after, .. } =
+            &mut self
+            && let Some(wait) = wait
         {
             *retry_after = from::whole_secs(wait).min(MAX_RETRY_AFTER_SECS);
         }

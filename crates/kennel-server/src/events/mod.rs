@@ -13,7 +13,7 @@ mod json;
 mod rejections;
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use kennel::Event;
@@ -25,6 +25,7 @@ pub(crate) use self::json::event_json;
 pub(crate) use self::rejections::REJECTIONS_EVERY;
 
 use self::rejections::Rejections;
+use crate::lock;
 
 /// How many frames a subscriber may fall behind before it is let go.
 pub(crate) const EVENT_BUFFER: usize = 1024;
@@ -52,12 +53,6 @@ struct Inner {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Ring(Arc<Mutex<VecDeque<Arc<Frame>>>>);
 
-impl Ring {
-    fn frames(&self) -> MutexGuard<'_, VecDeque<Arc<Frame>>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// A new subscription: the frames to replay first, then the live ones.
 #[derive(Debug)]
 pub(crate) struct Subscription {
@@ -79,19 +74,12 @@ impl EventHub {
         }
     }
 
-    fn next_id(&self) -> MutexGuard<'_, u64> {
-        self.inner
-            .next_id
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Publishes one frame of `pool`: stamped with the wall clock now (a
     /// `time` key added to an object `data`), kept in its `ring`, sent to
     /// every subscriber.
     pub(crate) fn publish(&self, ring: &Ring, pool: &Arc<str>, name: &'static str, data: &Value) {
         let mut data = data.clone();
-        let mut next_id = self.next_id();
+        let mut next_id = lock(&self.inner.next_id);
         let id = *next_id;
         *next_id += 1;
         // Taken under the lock: times follow the order of the ids.
@@ -101,7 +89,7 @@ impl EventHub {
         }
         let frame = Arc::new(Frame::new(id, pool.clone(), name, &data));
         {
-            let mut frames = ring.frames();
+            let mut frames = lock(&ring.0);
             if frames.len() == REPLAY_PER_POOL {
                 frames.pop_front();
             }
@@ -119,15 +107,14 @@ impl EventHub {
         since: Option<u64>,
         rings: impl FnOnce() -> Vec<Ring>,
     ) -> Subscription {
-        let held = self.next_id();
+        let held = lock(&self.inner.next_id);
         let live = self.inner.tx.subscribe();
         let mut replay: Vec<Arc<Frame>> = match since {
             None => Vec::new(),
             Some(since) => rings()
                 .iter()
                 .flat_map(|ring| {
-                    let frames = ring.frames();
-                    frames
+                    lock(&ring.0)
                         .iter()
                         .filter(|f| f.id > since)
                         .cloned()

@@ -63,7 +63,7 @@ impl BodyGate {
     ///
     /// Cancel safe: dropping the future drops the body.
     pub(crate) async fn json_bytes(&self, body: Body) -> Result<JsonBytes<Bytes>, ApiError> {
-        let bytes = self.read(body).await?;
+        let bytes = self.timed(read(body, self.limit)).await?;
         not_empty(&bytes)?;
         JsonBytes::new(bytes).map_err(|e| ApiError::BadJson {
             message: e.to_string(),
@@ -101,11 +101,7 @@ impl BodyGate {
         }
         let _permit = self.permits.acquire().await.map_err(|_| ApiError::Closed)?;
         let job = crate::payload::job_of(content_type, body, upload());
-        let job = tokio::time::timeout(self.timeout, job)
-            .await
-            .unwrap_or(Err(ApiError::BodyTimeout {
-                after: self.timeout,
-            }))?;
+        let job = self.timed(job).await?;
         let job = JsonBytes::from_value(&job).map_err(|e| ApiError::Internal {
             detail: format!("the job could not be written as JSON: {e}"),
         })?;
@@ -126,17 +122,20 @@ impl BodyGate {
         &self,
         body: Body,
     ) -> Result<(Bytes, OwnedSemaphorePermit), ApiError> {
-        let bytes = self.read(body).await?;
+        let bytes = self.timed(read(body, self.limit)).await?;
         let permit = self.permits.clone().acquire_owned().await;
         Ok((bytes, permit.map_err(|_| ApiError::Closed)?))
     }
 
-    async fn read(&self, body: Body) -> Result<Bytes, ApiError> {
-        tokio::time::timeout(self.timeout, read(body, self.limit))
+    /// `reading` within the body timeout.
+    async fn timed<T>(
+        &self,
+        reading: impl Future<Output = Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        let after = self.timeout;
+        tokio::time::timeout(after, reading)
             .await
-            .unwrap_or(Err(ApiError::BodyTimeout {
-                after: self.timeout,
-            }))
+            .unwrap_or(Err(ApiError::BodyTimeout { after }))
     }
 }
 

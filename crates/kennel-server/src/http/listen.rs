@@ -20,6 +20,7 @@ use tokio::task::JoinSet;
 
 use super::stall::StallTimeout;
 use super::timer::ConnTimer;
+use crate::metrics::Counted;
 
 /// How long a new request's head may take when no limit is given.
 pub(crate) const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -135,7 +136,8 @@ pub async fn serve(
         let conn = builder.serve_connection(io, TowerToHyperService::new(router.clone()));
         let watched = graceful.watch(conn);
         conns.spawn(async move {
-            let _open = Open::new(permit);
+            // Open: its permit held and counted while it lives.
+            let _open = (permit, Counted::new("kennel_http_connections"));
             if let Err(e) = watched.await {
                 tracing::debug!(target: "kennel_server", error = %e, "connection ended with an error");
             }
@@ -144,21 +146,4 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
-}
-
-/// One open connection: its permit, and the `kennel_http_connections`
-/// gauge up while it lives.
-struct Open(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
-
-impl Open {
-    fn new(permit: tokio::sync::OwnedSemaphorePermit) -> Self {
-        metrics::gauge!("kennel_http_connections").increment(1.0);
-        Self(permit)
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        metrics::gauge!("kennel_http_connections").decrement(1.0);
-    }
 }

@@ -19,7 +19,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Map, Value};
+use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::ops::openapi::{ErrorBody, PoolConfigBody};
@@ -40,18 +40,13 @@ pub(crate) fn live_config(state: &AppState, name: &str) -> Result<Value, ApiErro
         .pools()
         .with(name, |e| (e.group.clone(), e.policies))
         .unwrap_or_default();
-    let mut body = Map::from_iter([
-        ("group".to_owned(), to_json(&group)),
-        ("sizing".to_owned(), to_json(&policies.map(|p| p.sizing))),
-        (
-            "eviction".to_owned(),
-            to_json(&policies.map(|p| p.eviction)),
-        ),
-    ]);
-    if let Value::Object(options) = to_json(&pool.options()) {
+    let sizing = policies.map(|p| p.sizing);
+    let eviction = policies.map(|p| p.eviction);
+    let mut body = json!({ "group": group, "sizing": sizing, "eviction": eviction });
+    if let (Value::Object(body), Value::Object(options)) = (&mut body, to_json(&pool.options())) {
         body.extend(options);
     }
-    Ok(Value::Object(body))
+    Ok(body)
 }
 
 fn to_json(value: &impl serde::Serialize) -> Value {

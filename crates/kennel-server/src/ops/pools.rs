@@ -40,13 +40,7 @@ pub(crate) async fn list_pools(State(state): State<AppState>) -> Json<Value> {
         .pools()
         .list()
         .into_iter()
-        .map(|e| {
-            json!({
-                "name": e.name,
-                "group": e.group,
-                "stats": stats_json(&e.stats),
-            })
-        })
+        .map(|e| json!({ "name": e.name, "group": e.group, "stats": stats_json(&e.stats) }))
         .collect();
     Json(json!({ "pools": pools }))
 }

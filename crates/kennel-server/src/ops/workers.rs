@@ -131,12 +131,9 @@ impl From<&WorkerRow> for WorkerJson {
 )]
 pub(crate) async fn pool_workers(
     State(state): State<AppState>,
-    Segment(name): Segment,
+    Segment(pool): Segment,
 ) -> Result<Json<WorkersBody>, ApiError> {
-    let pool = crate::jobs::pool_named(&state, &name)?;
-    let workers = pool.workers().iter().map(WorkerJson::from).collect();
-    Ok(Json(WorkersBody {
-        pool: name,
-        workers,
-    }))
+    let rows = crate::jobs::pool_named(&state, &pool)?.workers();
+    let workers = rows.iter().map(WorkerJson::from).collect();
+    Ok(Json(WorkersBody { pool, workers }))
 }

@@ -154,17 +154,14 @@ impl QueueConfig {
 
     /// What `kennel check` prints of the queue, one line per item.
     pub(crate) fn describe(&self, pool: &str) -> Vec<String> {
+        let created = if self.create {
+            " (created if missing)"
+        } else {
+            ""
+        };
         let mut lines = vec![
             format!("queue           {}", self.nats),
-            format!(
-                "  stream        {}{}",
-                self.stream,
-                if self.create {
-                    " (created if missing)"
-                } else {
-                    ""
-                }
-            ),
+            format!("  stream        {}{created}", self.stream),
             format!("  subject       {}", self.subject),
             format!("  durable       {}", self.durable_name(pool)),
             format!(

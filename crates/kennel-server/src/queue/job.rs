@@ -17,6 +17,7 @@ use super::outcome::{Disposition, dispose};
 use super::{DELIVERY, HEADROOM, INSTANCE, JOB_ID, META_KEY, MSG_ID, REPLY_TO, STATUS, Source};
 use crate::ApiError;
 use crate::http::body::parse_json;
+use crate::lock;
 use crate::watch::run_request;
 
 /// Releases the message's credit once: when its job gets a worker, or when
@@ -29,7 +30,7 @@ struct Unplaced {
 impl Unplaced {
     fn release(&self) {
         if !self.done.swap(true, Ordering::SeqCst) {
-            self.source.counts().unplaced -= 1;
+            lock(&self.source.counts).unplaced -= 1;
             self.source.wake.notify_one();
         }
     }

@@ -20,7 +20,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::jetstream;
@@ -30,6 +30,7 @@ use kennel_process::Coprocess;
 use tokio::sync::Notify;
 use tokio_util::task::TaskTracker;
 
+use crate::lock;
 use crate::watch::Watch;
 
 pub(crate) mod config;
@@ -131,14 +132,22 @@ pub(crate) struct Source {
     mean_job: Mutex<Option<f64>>,
 }
 
+/// The name this instance gives itself in answers (`Kennel-Instance`): the
+/// host's name (a pod's name in Kubernetes) and the process id.
+fn instance_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}/{}", std::process::id())
+}
+
 impl Source {
     /// Whether its connection is down.
     pub(crate) fn is_disconnected(&self) -> bool {
         self.client.connection_state() != async_nats::connection::State::Connected
-    }
-
-    fn counts(&self) -> MutexGuard<'_, Counts> {
-        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn is_draining(&self) -> bool {
@@ -163,7 +172,7 @@ impl Source {
     /// Records a job's time in the moving average (weight 1/8) and sets the
     /// projected-wait gauge.
     fn timed(&self, seconds: f64) {
-        let mut mean = self.mean_job.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut mean = lock(&self.mean_job);
         *mean = Some(mean.map_or(seconds, |m| m + (seconds - m) / 8.0));
     }
 
@@ -173,28 +182,14 @@ impl Source {
         #[expect(clippy::cast_precision_loss, reason = "a gauge")]
         let pending = pending as f64;
         self.metrics.pending.set(pending);
-        let mean = *self.mean_job.lock().unwrap_or_else(PoisonError::into_inner);
+        let mean = *lock(&self.mean_job);
         #[expect(clippy::cast_precision_loss, reason = "a gauge")]
         let size = self.pool.stats().size.max(1) as f64;
         self.metrics
             .projected_wait
             .set((pending + 1.0) * mean.unwrap_or(0.0) / size);
     }
-}
 
-/// The name this instance gives itself in answers (`Kennel-Instance`): the
-/// host's name (a pod's name in Kubernetes) and the process id.
-fn instance_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".into());
-    format!("{host}/{}", std::process::id())
-}
-
-impl Source {
     /// Connects the queue of pool `name` (`config`) for `pool`: creates the
     /// stream if asked to and missing, creates or updates the durable
     /// consumer, and starts fetching.

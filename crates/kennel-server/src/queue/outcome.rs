@@ -49,9 +49,8 @@ pub(crate) fn dispose(
     delivered: u64,
     queue: &QueueConfig,
 ) -> Disposition {
-    let error = match answer {
-        Ok(()) => return Disposition::Ack,
-        Err(e) => e,
+    let Err(error) = answer else {
+        return Disposition::Ack;
     };
     let delay = match error {
         ApiError::Worker { .. } => return Disposition::Ack,

@@ -77,13 +77,10 @@ impl Source {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if let Some(v) = header("Retry-After").and_then(|v| HeaderValue::from_str(&v).ok()) {
-            headers.insert(header::RETRY_AFTER, v);
-        }
         if let Ok(v) = HeaderValue::from_str(&id) {
             headers.insert(JOB_ID, v);
         }
-        for name in [INSTANCE, DELIVERY] {
+        for name in ["Retry-After", INSTANCE, DELIVERY] {
             if let Some(v) = header(name).and_then(|v| HeaderValue::from_str(&v).ok()) {
                 headers.insert(name, v);
             }

@@ -13,6 +13,7 @@ use futures_util::StreamExt;
 
 use super::credit::credits;
 use super::{PULL_EXPIRES, Source};
+use crate::lock;
 
 /// How often the credits are looked at again when nothing woke the task (a
 /// worker freed by a job that did not come from the queue, a worker that
@@ -25,12 +26,9 @@ const RETRY: Duration = Duration::from_secs(1);
 
 /// Fetches until the drain begins.
 pub(super) async fn fetch(source: Arc<Source>) {
-    loop {
-        if source.is_draining() {
-            break;
-        }
+    while !source.is_draining() {
         let want = {
-            let mut counts = source.counts();
+            let mut counts = lock(&source.counts);
             let want = credits(&source.pool.stats(), counts.unplaced, counts.asked);
             counts.asked += want;
             want
@@ -78,7 +76,7 @@ async fn pull(source: Arc<Source>, want: usize) {
             tokio::time::sleep(RETRY).await;
         }
     }
-    source.counts().asked -= want - received;
+    lock(&source.counts).asked -= want - received;
     source.wake.notify_one();
     if received == 0 {
         // Nothing came: a good time to learn the stream's backlog.
@@ -97,12 +95,10 @@ fn arrived(source: &Arc<Source>, message: jetstream::Message) {
     source.metrics.fetched.increment(1);
     source.metrics.held.increment(1.0);
     let draining = {
-        let mut counts = source.counts();
+        let mut counts = lock(&source.counts);
         counts.asked -= 1;
         let draining = source.is_draining();
-        if !draining {
-            counts.unplaced += 1;
-        }
+        counts.unplaced += usize::from(!draining);
         draining
     };
     let job = source.clone();

@@ -20,11 +20,9 @@
 //! directory is locked (`flock`) while a server uses it: two servers never
 //! share one.
 //!
-//! The directory must be this user's alone (see `trust.rs`): created 0700,
-//! refused when another user owns it or may write it or a directory above
-//! it, and its files are opened without following a symbolic link. Else
-//! another local user could make the server empty a file through a `lock`
-//! link, or kill a process through a forged `group-*` file.
+//! The directory must be this user's alone (`trust.rs`): else another
+//! local user could make the server empty a file through a `lock` link, or
+//! kill a process through a forged `group-*` file.
 
 mod leader;
 mod trust;
@@ -125,31 +123,20 @@ impl RunDir {
     /// Removes the files of groups whose leader has ended (at exit, after
     /// every pool closed, for records whose removal did not run).
     pub(crate) fn clean(&self) {
-        for Recorded {
-            file,
-            pgid,
-            started,
-            ..
-        } in self.records()
-        {
-            if start_time(pgid) != Some(started) {
-                let _ = fs::remove_file(file);
+        for r in self.records() {
+            if start_time(r.pgid) != Some(r.start) {
+                let _ = fs::remove_file(r.file);
             }
         }
     }
 
     fn reap(&self) -> io::Result<Reaped> {
         let mut reaped = Reaped::default();
-        for Recorded {
-            file,
-            pgid,
-            started,
-        } in self.records()
-        {
+        for Recorded { file, pgid, start } in self.records() {
             let live = match start_time(pgid) {
                 // The leader still runs: the group is the worker's if it is
                 // the same process, still leading its group.
-                Some(t) if t == started => leads_group(pgid),
+                Some(t) if t == start => leads_group(pgid),
                 // The pid is another process's now. While a group has a
                 // member its id is not given to a new process, so the old
                 // group has ended.
@@ -181,34 +168,10 @@ impl RunDir {
         let Ok(entries) = fs::read_dir(&self.path) else {
             return Vec::new();
         };
-        let mut found = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(named) = name.to_str().and_then(|n| n.strip_prefix("group-")) else {
-                continue;
-            };
-            let Some(text) = trust::read(&entry.path()) else {
-                continue;
-            };
-            let mut words = text.split_whitespace();
-            let (Some(pgid), Some(started)) = (
-                words.next().and_then(|w| w.parse::<u32>().ok()),
-                words.next().and_then(|w| w.parse::<u64>().ok()),
-            ) else {
-                continue;
-            };
-            // A file must name the group it is named after, and never the
-            // init process or a group id that is not a pid.
-            if named != pgid.to_string() || pgid <= 1 || i32::try_from(pgid).is_err() {
-                continue;
-            }
-            found.push(Recorded {
-                file: entry.path(),
-                pgid,
-                started,
-            });
-        }
-        found
+        entries
+            .flatten()
+            .filter_map(|e| Recorded::read(&e.path()))
+            .collect()
     }
 }
 
@@ -217,7 +180,26 @@ struct Recorded {
     file: PathBuf,
     pgid: u32,
     /// The leader's start time.
-    started: u64,
+    start: u64,
+}
+
+impl Recorded {
+    /// The file at `file`, if it is a well-formed `group-*` plain file.
+    fn read(file: &Path) -> Option<Self> {
+        let named = file.file_name()?.to_str()?.strip_prefix("group-")?;
+        let text = trust::read(file)?;
+        let mut words = text.split_whitespace();
+        let pgid: u32 = words.next()?.parse().ok()?;
+        let start: u64 = words.next()?.parse().ok()?;
+        // A file must name the group it is named after, and never the
+        // init process or a group id that is not a pid.
+        let valid = named == pgid.to_string() && pgid > 1 && i32::try_from(pgid).is_ok();
+        valid.then(|| Self {
+            file: file.to_owned(),
+            pgid,
+            start,
+        })
+    }
 }
 
 /// The file of one live worker group; removed on drop.

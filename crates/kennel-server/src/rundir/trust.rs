@@ -40,29 +40,19 @@ pub(super) fn prepare(path: &Path) -> io::Result<PathBuf> {
         .mode(0o700)
         .create(&path)?;
     let meta = fs::symlink_metadata(&path)?;
-    if meta.file_type().is_symlink() || !meta.is_dir() {
-        return Err(refused(
-            &path,
-            "is not a directory (a symbolic link is refused)",
-        ));
-    }
-    if meta.uid() != me {
-        return Err(refused(
-            &path,
-            &format!(
-                "is owned by another user (uid {}, this is uid {me})",
-                meta.uid()
-            ),
-        ));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(refused(
-            &path,
-            &format!(
-                "is writable by others (mode {:o}; allowed: 0700 or 0755)",
-                meta.mode() & 0o7777
-            ),
-        ));
+    let (uid, mode) = (meta.uid(), meta.mode());
+    let why = if meta.file_type().is_symlink() || !meta.is_dir() {
+        "is not a directory (a symbolic link is refused)".to_owned()
+    } else if uid != me {
+        format!("is owned by another user (uid {uid}, this is uid {me})")
+    } else if mode & 0o022 != 0 {
+        let mode = mode & 0o7777;
+        format!("is writable by others (mode {mode:o}; allowed: 0700 or 0755)")
+    } else {
+        String::new()
+    };
+    if !why.is_empty() {
+        return Err(refused(&path, &why));
     }
     for above in fs::canonicalize(&path)?.ancestors().skip(1) {
         trusted_above(above, &fs::metadata(above)?, me)?;

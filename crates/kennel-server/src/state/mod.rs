@@ -7,7 +7,7 @@ mod queues;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use kennel::{Action, Pool};
 use kennel_process::Coprocess;
@@ -258,10 +258,7 @@ impl AppState {
     /// One reconfiguration at a time: a change is a patch of the live
     /// options, read then written back whole.
     pub(crate) fn reconfig_lock(&self) -> MutexGuard<'_, ()> {
-        self.inner
-            .reconfig
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        crate::lock(&self.inner.reconfig)
     }
 
     /// What is kept of the workers of the pool `name`, for a pool built by

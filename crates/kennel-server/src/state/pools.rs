@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use kennel::{Error, Lease, Pool, Stats};
 use kennel_process::Coprocess;
@@ -100,7 +100,7 @@ impl fmt::Debug for Pools {
 
 impl Pools {
     pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, PoolEntry>> {
-        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::lock(&self.map)
     }
 
     /// The pool named `name`.
