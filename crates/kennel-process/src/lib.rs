@@ -58,6 +58,7 @@
 
 #![cfg(unix)]
 
+mod answers;
 mod coprocess;
 mod crash;
 #[cfg(target_os = "linux")]
@@ -76,6 +77,7 @@ mod stream;
 mod thread;
 mod threads;
 
+pub use crate::answers::LSP_NULL_REQUESTS;
 pub use crate::coprocess::{
     Coprocess, STDERR_BYTES_BURST, STDERR_BYTES_PER_SEC, STDERR_LINES_BURST, STDERR_LINES_PER_SEC,
     STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail,

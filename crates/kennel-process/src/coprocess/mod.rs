@@ -11,6 +11,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::process::{ChildStdin, ChildStdout};
 
+use crate::answers::Answers;
 use crate::frames::Frames;
 use crate::framing::{Framing, Handshake};
 use crate::group::ProcessGroup;
@@ -85,6 +86,8 @@ struct Talk {
     method: Option<Arc<str>>,
     /// JSON-RPC: the warm-up is this handshake.
     handshake: Option<Arc<Handshake>>,
+    /// JSON-RPC: what the worker's own requests are answered.
+    answers: Arc<Answers>,
 }
 
 /// The pool and slot a worker serves, for its log lines.
