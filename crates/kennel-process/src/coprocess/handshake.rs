@@ -41,7 +41,7 @@ impl Coprocess {
                 } => {
                     self.handshake_result = Some(result);
                     if let Some(method) = &handshake.initialized {
-                        let note = rpc::notification(framing, method, &serde_json::json!({}));
+                        let note = rpc::notification(framing, method, Some(&serde_json::json!({})));
                         if let Err(err) = self.write(&note).await {
                             let what = format!("writing {method} failed: {err}");
                             return Err(self.ended(Reading::WarmUp, &what).await);

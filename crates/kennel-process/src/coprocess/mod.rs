@@ -36,6 +36,7 @@ mod ending;
 mod exchange;
 mod handshake;
 mod memory;
+mod notify;
 mod read;
 mod reap;
 mod replies;

@@ -161,10 +161,13 @@ pub(super) fn request(framing: Framing, id: u64, method: &str, params: Option<&V
     frame(framing, body.to_string().into_bytes())
 }
 
-/// A notification, framed.
-pub(super) fn notification(framing: Framing, method: &str, params: &Value) -> Vec<u8> {
-    let body = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
-    frame(framing, body.into_bytes())
+/// A notification, framed (without params when `None`).
+pub(super) fn notification(framing: Framing, method: &str, params: Option<&Value>) -> Vec<u8> {
+    let mut body = json!({"jsonrpc": "2.0", "method": method});
+    if let Some(params) = params {
+        body["params"] = params.clone();
+    }
+    frame(framing, body.to_string().into_bytes())
 }
 
 /// A response to a request of the worker's, framed: `result`, or without
@@ -189,11 +192,13 @@ pub(super) fn answer(
 /// The cancel notification of the framing, for request `id`.
 pub(super) fn cancel(framing: Framing, id: u64) -> Vec<u8> {
     match framing {
-        Framing::ContentLength => notification(framing, "$/cancelRequest", &json!({"id": id})),
+        Framing::ContentLength => {
+            notification(framing, "$/cancelRequest", Some(&json!({"id": id})))
+        }
         _ => notification(
             framing,
             "notifications/cancelled",
-            &json!({"requestId": id, "reason": "the job was aborted or timed out"}),
+            Some(&json!({"requestId": id, "reason": "the job was aborted or timed out"})),
         ),
     }
 }
