@@ -24,8 +24,8 @@ impl Coprocess {
         };
         let framing = self.talk.framing;
         if !self.handshake_sent {
-            let params = Some(&handshake.params);
-            let bytes = rpc::request(framing, HANDSHAKE_ID, "initialize", params);
+            let params = handshake.params_for(framing, std::process::id());
+            let bytes = rpc::request(framing, HANDSHAKE_ID, "initialize", Some(&params));
             if let Err(err) = self.write(&bytes).await {
                 let what = format!("writing the handshake failed: {err}");
                 return Err(self.ended(Reading::WarmUp, &what).await);

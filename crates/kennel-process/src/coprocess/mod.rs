@@ -123,7 +123,9 @@ struct Label {
 ///
 /// - [`kill`](Self::kill) (or the [`Killer`]) sends SIGKILL to the group.
 /// - [`close`](Self::close) closes stdin, waits the grace period, sends
-///   SIGTERM to the group, waits the grace period again, then sends SIGKILL.
+///   SIGTERM to the group, waits the grace period again, then sends SIGKILL;
+///   in the `content-length` framing it first sends LSP's `shutdown` and
+///   `exit`, within the grace period.
 /// - Dropping a `Coprocess` sends SIGKILL to the group.
 /// - When the worker exits by itself, whatever is left of its group is
 ///   killed.
