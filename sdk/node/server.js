@@ -298,6 +298,12 @@ export class Server {
           this.sendResult(id, {});
           continue;
         }
+        if (method === 'shutdown' && this.framing === 'content-length') {
+          // LSP's end, which kennel sends at close before `exit`: answered
+          // here, never a job; the worker ends with its stdin.
+          this.sendResult(id, null);
+          continue;
+        }
         if (loadError) {
           this.sendFailure(id, loadError);
           continue;

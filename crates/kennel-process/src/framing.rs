@@ -101,8 +101,51 @@ impl Handshake {
         }
     }
 
+    /// LSP's: `initialize` with `processId` (filled with kennel's pid as it
+    /// is sent), `rootUri` null, empty `capabilities` and `clientInfo`
+    /// `{"name":"kennel","version":…}`, then `initialized`. Set the
+    /// workspace with [`param`](Self::param) (`rootUri`,
+    /// `workspaceFolders`), or start from [`custom`](Self::custom).
+    pub fn lsp() -> Self {
+        Self {
+            params: json!({
+                "processId": null,
+                "rootUri": null,
+                "capabilities": {},
+                "clientInfo": {"name": "kennel", "version": env!("CARGO_PKG_VERSION")},
+            }),
+            initialized: Some(Self::default_initialized(Framing::ContentLength).to_owned()),
+        }
+    }
+
+    /// The handshake a worker in `framing` gets unless told otherwise:
+    /// [`lsp`](Self::lsp) for `content-length`, [`mcp`](Self::mcp) for
+    /// the others.
+    pub fn for_framing(framing: Framing) -> Self {
+        match framing {
+            Framing::ContentLength => Self::lsp(),
+            _ => Self::mcp(),
+        }
+    }
+
+    /// The `initialized` notification a handshake in `framing` sends
+    /// unless told otherwise: LSP's `initialized` for `content-length`,
+    /// MCP's `notifications/initialized` for the others.
+    pub fn default_initialized(framing: Framing) -> &'static str {
+        match framing {
+            Framing::ContentLength => "initialized",
+            _ => "notifications/initialized",
+        }
+    }
+
     /// Any handshake: `initialize` with these params, then the notification
-    /// `initialized` if given (LSP's is `"initialized"` with `{}`).
+    /// `initialized` if given (LSP's is `"initialized"` with `{}`; see
+    /// [`default_initialized`](Self::default_initialized)).
+    ///
+    /// In the `content-length` framing, params that are an object and
+    /// leave `processId` out or null get kennel's own pid as `processId`
+    /// as the request is sent (a language server watches it, and ends
+    /// when kennel has).
     pub fn custom(params: Value, initialized: Option<String>) -> Self {
         Self {
             params,
@@ -126,6 +169,26 @@ impl Handshake {
     /// Sets `params.capabilities`.
     pub fn capabilities(self, capabilities: Value) -> Self {
         self.set("capabilities", capabilities)
+    }
+
+    /// Sets `params[key]` (LSP's `rootUri`, `workspaceFolders`,
+    /// `initializationOptions`…).
+    pub fn param(self, key: &str, value: Value) -> Self {
+        self.set(key, value)
+    }
+
+    /// The params `initialize` is sent with in `framing`: in
+    /// `content-length`, `processId` filled with `pid` when left out or
+    /// null.
+    pub(crate) fn params_for(&self, framing: Framing, pid: u32) -> Value {
+        let mut params = self.params.clone();
+        if framing == Framing::ContentLength
+            && let Value::Object(map) = &mut params
+            && map.get("processId").is_none_or(Value::is_null)
+        {
+            map.insert("processId".to_owned(), pid.into());
+        }
+        params
     }
 
     /// The params of the `initialize` request.
@@ -155,6 +218,35 @@ mod tests {
         }
         let err = "jsonrpc".parse::<Framing>().unwrap_err();
         assert!(err.contains("allowed"), "{err}");
+    }
+
+    #[test]
+    fn an_lsp_handshake_gets_kennels_pid_and_sends_initialized() {
+        let lsp =
+            Handshake::for_framing(Framing::ContentLength).param("rootUri", json!("file:///w"));
+        assert_eq!(lsp, Handshake::lsp().param("rootUri", json!("file:///w")));
+        assert_eq!(lsp.initialized.as_deref(), Some("initialized"));
+        let sent = lsp.params_for(Framing::ContentLength, 42);
+        assert_eq!(sent["processId"], 42);
+        assert_eq!(sent["rootUri"], "file:///w");
+        let own = Handshake::custom(json!({"processId": 7}), None);
+        assert_eq!(own.params_for(Framing::ContentLength, 42)["processId"], 7);
+        let left_out = Handshake::custom(json!({"capabilities": {}}), None);
+        assert_eq!(
+            left_out.params_for(Framing::ContentLength, 42)["processId"],
+            42
+        );
+        let mcp = Handshake::for_framing(Framing::JsonRpc);
+        assert_eq!(mcp, Handshake::mcp());
+        assert_eq!(
+            mcp.initialized.as_deref(),
+            Some("notifications/initialized")
+        );
+        assert!(
+            mcp.params_for(Framing::JsonRpc, 42)
+                .get("processId")
+                .is_none()
+        );
     }
 
     #[test]

@@ -41,6 +41,43 @@
 //! exit and last words; the worker's own error is only what the worker
 //! said (an error reply, output that broke the protocol).
 //!
+//! # A language server
+//!
+//! In the `content-length` framing with [`Handshake::lsp`], a coprocess
+//! speaks LSP: [`Coprocess::notify`] sends `textDocument/didOpen` and the
+//! other notifications (no reply awaited), [`Coprocess::request`] a hover
+//! or a completion; the server's `workspace/configuration` requests are
+//! answered from [`CoprocessSpec::settings`] (other requests as
+//! [`CoprocessSpec::answer`] says); `initialize` carries kennel's pid as
+//! `processId`; and [`Coprocess::close`] sends `shutdown` then `exit`.
+//!
+//! ```no_run
+//! use kennel_process::{CoprocessSpec, Framing, Handshake};
+//! use serde_json::json;
+//!
+//! # async fn demo() -> Result<(), kennel_process::ProcessError> {
+//! let spec = CoprocessSpec::new(["pyright-langserver", "--stdio"])
+//!     .framing(Framing::ContentLength)
+//!     .handshake(
+//!         Handshake::lsp()
+//!             .param("rootUri", json!("file:///srv/project"))
+//!             .capabilities(json!({"workspace": {"configuration": true}})),
+//!     )
+//!     .settings(json!({"python": {"analysis": {"extraPaths": ["/srv/lib"]}}}));
+//! let mut server = spec.spawn()?;
+//! let doc = json!({"uri": "file:///srv/project/new.py", "languageId": "python",
+//!                  "version": 1, "text": "def f(x: int) -> str: ..."});
+//! server.notify("textDocument/didOpen", Some(&json!({"textDocument": doc}))).await?;
+//! let hover = server
+//!     .request(&json!({"method": "textDocument/hover", "params": {
+//!         "textDocument": {"uri": "file:///srv/project/new.py"},
+//!         "position": {"line": 0, "character": 4},
+//!     }}))
+//!     .await?;
+//! server.close().await; // shutdown, exit: it exits 0
+//! # Ok(()) }
+//! ```
+//!
 //! # A thread
 //!
 //! [`ThreadWorker::spawn`] starts an OS thread that builds its state, then
@@ -58,6 +95,7 @@
 
 #![cfg(unix)]
 
+mod answers;
 mod coprocess;
 mod crash;
 #[cfg(target_os = "linux")]
@@ -76,6 +114,7 @@ mod stream;
 mod thread;
 mod threads;
 
+pub use crate::answers::LSP_NULL_REQUESTS;
 pub use crate::coprocess::{
     Coprocess, STDERR_BYTES_BURST, STDERR_BYTES_PER_SEC, STDERR_LINES_BURST, STDERR_LINES_PER_SEC,
     STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail,

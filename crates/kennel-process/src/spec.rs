@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use crate::answers::Answers;
 use crate::coprocess::Coprocess;
 use crate::error::ProcessError;
 use crate::framing::{Framing, Handshake};
@@ -68,6 +69,8 @@ pub struct CoprocessSpec {
     pub(crate) job_ids: bool,
     pub(crate) method: Option<Arc<str>>,
     pub(crate) handshake: Option<Arc<Handshake>>,
+    /// JSON-RPC: what the worker's own requests are answered.
+    pub(crate) answers: Arc<Answers>,
     /// The request a probe sends ([`Worker::check`](kennel::Worker::check)).
     pub(crate) probe: Option<std::sync::Arc<serde_json::Value>>,
     /// The threads each worker of a pool may use.
@@ -104,6 +107,7 @@ impl CoprocessSpec {
             job_ids: true,
             method: None,
             handshake: None,
+            answers: Arc::default(),
             probe: None,
             threads: None,
             pin: false,
@@ -162,6 +166,30 @@ impl CoprocessSpec {
     /// [`Handshake::mcp`]).
     pub fn handshake(mut self, handshake: Handshake) -> Self {
         self.handshake = Some(Arc::new(handshake));
+        self
+    }
+
+    /// JSON-RPC: the worker's request `method` (a server → client request)
+    /// is answered with `result`, over kennel's own answer. Without one,
+    /// kennel answers `ping` with `{}`, `workspace/configuration` from the
+    /// [`settings`](Self::settings), and in the `content-length` framing
+    /// the requests of [`LSP_NULL_REQUESTS`](crate::LSP_NULL_REQUESTS)
+    /// with `null`; any other request gets the error -32601 (method not
+    /// found).
+    pub fn answer(mut self, method: impl Into<String>, result: serde_json::Value) -> Self {
+        Arc::make_mut(&mut self.answers).fix(method.into(), result);
+        self
+    }
+
+    /// JSON-RPC: the settings a language server's `workspace/configuration`
+    /// requests read: for each of its `params.items`, the value at the
+    /// item's `section`, a dotted path into `settings` (`python.analysis`
+    /// is `settings["python"]["analysis"]`), `null` where there is none;
+    /// the whole `settings` for an item without a section. Without
+    /// settings the request gets -32601, unless [`answer`](Self::answer)
+    /// fixes its result.
+    pub fn settings(mut self, settings: serde_json::Value) -> Self {
+        Arc::make_mut(&mut self.answers).set_settings(settings);
         self
     }
 

@@ -302,6 +302,16 @@ for (const framing of FRAMINGS) {
         assert.deepEqual(shape.result(reply), { ok: 3 });
       });
 
+      test('shutdown is answered null in content-length, a job in json-rpc', async () => {
+        // The test worker's handler answers an unknown op with an error.
+        const { reply } = await call('shutdown');
+        if (framing === 'content-length') {
+          assert.equal(shape.result(reply), null);
+        } else {
+          assert.ok(reply.error, JSON.stringify(reply));
+        }
+      });
+
       test('unparsable input is a parse error with id null', async () => {
         if (framing === 'json-rpc') {
           t.worker.writeRaw('{nope\n');

@@ -287,6 +287,12 @@ class _Server:
                 if method == "ping":
                     self.send_result(id, {})
                     continue
+                if method == "shutdown" and self.framing == "content-length":
+                    # LSP's end, which kennel sends at close before `exit`:
+                    # answered here, never a job; the worker ends with its
+                    # stdin.
+                    self.send_result(id, None)
+                    continue
                 if load_error is not None:
                     self._send_failure(id, load_error)
                     continue

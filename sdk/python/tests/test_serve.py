@@ -349,6 +349,13 @@ class ContentLengthTests(RpcTests, unittest.TestCase):
     def token(self, message):
         return message["params"]["token"]
 
+    def test_shutdown_is_answered_null_and_never_reaches_the_handler(self):
+        # The test worker's handler answers an unknown op with an error.
+        _, reply = self.call("shutdown")
+        self.assertIsNone(self.result(reply))
+        _, reply = self.call("echo", ok=6)
+        self.assertEqual(self.result(reply), {"ok": 6})
+
     def test_bad_frames_are_parse_errors(self):
         self.worker.write_raw(b"Content-Length: 5\r\n\r\n{nope")
         reply = self.worker.read()

@@ -7,8 +7,12 @@ use std::time::Duration;
 use kennel::{Exit, ExitStatus};
 use nix::sys::signal::Signal;
 
-use super::{Coprocess, Phase};
+use serde_json::Value;
+
+use super::rpc;
+use super::{Coprocess, Open, Phase};
 use crate::error::ProcessError;
+use crate::framing::Framing;
 
 /// How long to wait for the exit status after the worker closed its stdout,
 /// so that an error can say how the worker ended.
@@ -29,7 +33,11 @@ pub(super) const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
 impl Coprocess {
     /// Ends the worker gracefully and returns how it ended.
     ///
-    /// Closes the worker's stdin (a well-behaved worker exits when it reads
+    /// In the `content-length` framing (a language server) that is sound
+    /// and warm, kennel first asks it to end as LSP does: the `shutdown`
+    /// request, and once it is answered the `exit` notification, the two
+    /// within the [`close_grace`]. Then, in every framing, it closes the
+    /// worker's stdin (a well-behaved worker exits when it reads
     /// the end of its input), waits up to the [`close_grace`], then sends
     /// SIGTERM to the whole process group, waits up to the grace again, then
     /// sends SIGKILL and waits for the end. Whatever is left in the group
@@ -42,8 +50,19 @@ impl Coprocess {
     ///
     /// [`close_grace`]: crate::CoprocessSpec::close_grace
     pub async fn close(mut self) -> Exit {
-        drop(self.stdin.take());
         let grace = self.close_grace;
+        let sound = matches!(self.phase, Phase::Idle | Phase::InFlight);
+        if self.talk.framing == Framing::ContentLength && sound && self.try_exited().is_none() {
+            let asked = tokio::time::timeout(grace, self.shut_down()).await;
+            if asked.is_err() {
+                event!(
+                    debug,
+                    self,
+                    "worker did not answer shutdown within the grace"
+                );
+            }
+        }
+        drop(self.stdin.take());
         let exited = self.exited();
         tokio::pin!(exited);
         if let Ok(exit) = tokio::time::timeout(grace, &mut exited).await {
@@ -65,6 +84,36 @@ impl Coprocess {
         );
         self.group.signal(Signal::SIGKILL);
         exited.await
+    }
+
+    /// LSP's end: `shutdown`, its answer awaited (the worker's requests
+    /// meanwhile answered, other messages skipped), then `exit`. A worker
+    /// that breaks the stream or ends on the way is left to the steps
+    /// after.
+    async fn shut_down(&mut self) {
+        let framing = self.talk.framing;
+        let id = self.next_id;
+        self.next_id += 1;
+        if self
+            .write(&rpc::request(framing, id, "shutdown", None))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        let open = Open {
+            id,
+            carries_id: false,
+            token: Value::Null,
+        };
+        self.phase = Phase::InFlight;
+        self.open = Some(open.clone());
+        match self.rpc_reply(&open, None, &mut |_| {}).await {
+            Ok(_) | Err(ProcessError::Worker { .. }) => {
+                let _ = self.write(&rpc::notification(framing, "exit", None)).await;
+            }
+            Err(_) => {}
+        }
     }
 
     /// Marks the stream broken, kills the group, and waits (a bounded time)

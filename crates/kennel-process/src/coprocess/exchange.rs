@@ -353,10 +353,10 @@ impl Coprocess {
 }
 
 /// Kills the process group if a request is dropped half-way.
-struct KillOnDrop(Option<Arc<ProcessGroup>>);
+pub(super) struct KillOnDrop(pub(super) Option<Arc<ProcessGroup>>);
 
 impl KillOnDrop {
-    fn disarm(mut self) {
+    pub(super) fn disarm(mut self) {
         self.0 = None;
     }
 }

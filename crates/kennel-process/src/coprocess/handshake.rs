@@ -24,8 +24,8 @@ impl Coprocess {
         };
         let framing = self.talk.framing;
         if !self.handshake_sent {
-            let params = Some(&handshake.params);
-            let bytes = rpc::request(framing, HANDSHAKE_ID, "initialize", params);
+            let params = handshake.params_for(framing, std::process::id());
+            let bytes = rpc::request(framing, HANDSHAKE_ID, "initialize", Some(&params));
             if let Err(err) = self.write(&bytes).await {
                 let what = format!("writing the handshake failed: {err}");
                 return Err(self.ended(Reading::WarmUp, &what).await);
@@ -41,7 +41,7 @@ impl Coprocess {
                 } => {
                     self.handshake_result = Some(result);
                     if let Some(method) = &handshake.initialized {
-                        let note = rpc::notification(framing, method, &serde_json::json!({}));
+                        let note = rpc::notification(framing, method, Some(&serde_json::json!({})));
                         if let Err(err) = self.write(&note).await {
                             let what = format!("writing {method} failed: {err}");
                             return Err(self.ended(Reading::WarmUp, &what).await);

@@ -11,6 +11,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::process::{ChildStdin, ChildStdout};
 
+use crate::answers::Answers;
 use crate::frames::Frames;
 use crate::framing::{Framing, Handshake};
 use crate::group::ProcessGroup;
@@ -35,6 +36,7 @@ mod ending;
 mod exchange;
 mod handshake;
 mod memory;
+mod notify;
 mod read;
 mod reap;
 mod replies;
@@ -85,6 +87,8 @@ struct Talk {
     method: Option<Arc<str>>,
     /// JSON-RPC: the warm-up is this handshake.
     handshake: Option<Arc<Handshake>>,
+    /// JSON-RPC: what the worker's own requests are answered.
+    answers: Arc<Answers>,
 }
 
 /// The pool and slot a worker serves, for its log lines.
@@ -119,7 +123,9 @@ struct Label {
 ///
 /// - [`kill`](Self::kill) (or the [`Killer`]) sends SIGKILL to the group.
 /// - [`close`](Self::close) closes stdin, waits the grace period, sends
-///   SIGTERM to the group, waits the grace period again, then sends SIGKILL.
+///   SIGTERM to the group, waits the grace period again, then sends SIGKILL;
+///   in the `content-length` framing it first sends LSP's `shutdown` and
+///   `exit`, within the grace period.
 /// - Dropping a `Coprocess` sends SIGKILL to the group.
 /// - When the worker exits by itself, whatever is left of its group is
 ///   killed.

@@ -140,8 +140,17 @@ impl Coprocess {
     /// when it is a request of the worker's.
     pub(super) async fn skip(&mut self, message: Inbound, bytes: &[u8]) {
         match message {
-            Inbound::Request { id, method } => {
-                let answer = rpc::answer(self.talk.framing, &id, &method);
+            Inbound::Request { id, method, params } => {
+                let framing = self.talk.framing;
+                let result = self.talk.answers.result(framing, &method, params.as_ref());
+                event!(
+                    debug,
+                    self,
+                    method,
+                    served = result.is_some(),
+                    "worker sent a request"
+                );
+                let answer = rpc::answer(framing, &id, &method, result);
                 // A closed pipe shows as the end of stdout, next read.
                 let _ = self.write(&answer).await;
             }

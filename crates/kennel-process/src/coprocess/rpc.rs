@@ -23,8 +23,13 @@ pub(super) enum Inbound {
     },
     /// A progress notification with this token.
     Progress { token: Value, progress: Progress },
-    /// A request from the worker to kennel (MCP's `ping`, `roots/list`…).
-    Request { id: Box<RawValue>, method: String },
+    /// A request from the worker to kennel (MCP's `ping`, `roots/list`,
+    /// LSP's `workspace/configuration`…).
+    Request {
+        id: Box<RawValue>,
+        method: String,
+        params: Option<Value>,
+    },
     /// Any other notification.
     Notification,
     /// JSON, but not a JSON-RPC message.
@@ -72,6 +77,7 @@ pub(super) fn classify(bytes: &[u8]) -> Inbound {
             Some(id) => Inbound::Request {
                 id: id.to_owned(),
                 method: method.into_owned(),
+                params: envelope.params,
             },
             None => match progress_of(&method, envelope.params) {
                 Some((token, progress)) => Inbound::Progress { token, progress },
@@ -155,24 +161,30 @@ pub(super) fn request(framing: Framing, id: u64, method: &str, params: Option<&V
     frame(framing, body.to_string().into_bytes())
 }
 
-/// A notification, framed.
-pub(super) fn notification(framing: Framing, method: &str, params: &Value) -> Vec<u8> {
-    let body = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
-    frame(framing, body.into_bytes())
+/// A notification, framed (without params when `None`).
+pub(super) fn notification(framing: Framing, method: &str, params: Option<&Value>) -> Vec<u8> {
+    let mut body = json!({"jsonrpc": "2.0", "method": method});
+    if let Some(params) = params {
+        body["params"] = params.clone();
+    }
+    frame(framing, body.to_string().into_bytes())
 }
 
-/// A response to a request of the worker's, framed: `{}` to a `ping`,
-/// "method not found" to anything else (kennel offers no client
-/// capabilities).
-pub(super) fn answer(framing: Framing, id: &RawValue, method: &str) -> Vec<u8> {
+/// A response to a request of the worker's, framed: `result`, or without
+/// one "method not found" (the spec's answers decide which).
+pub(super) fn answer(
+    framing: Framing,
+    id: &RawValue,
+    method: &str,
+    result: Option<Value>,
+) -> Vec<u8> {
     let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
-    let body = if method == "ping" {
-        json!({"jsonrpc": "2.0", "id": id, "result": {}})
-    } else {
-        json!({"jsonrpc": "2.0", "id": id, "error": {
+    let body = match result {
+        Some(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        None => json!({"jsonrpc": "2.0", "id": id, "error": {
             "code": -32601,
             "message": format!("kennel does not serve {method:?}"),
-        }})
+        }}),
     };
     frame(framing, body.to_string().into_bytes())
 }
@@ -180,11 +192,13 @@ pub(super) fn answer(framing: Framing, id: &RawValue, method: &str) -> Vec<u8> {
 /// The cancel notification of the framing, for request `id`.
 pub(super) fn cancel(framing: Framing, id: u64) -> Vec<u8> {
     match framing {
-        Framing::ContentLength => notification(framing, "$/cancelRequest", &json!({"id": id})),
+        Framing::ContentLength => {
+            notification(framing, "$/cancelRequest", Some(&json!({"id": id})))
+        }
         _ => notification(
             framing,
             "notifications/cancelled",
-            &json!({"requestId": id, "reason": "the job was aborted or timed out"}),
+            Some(&json!({"requestId": id, "reason": "the job was aborted or timed out"})),
         ),
     }
 }
@@ -262,6 +276,10 @@ mod tests {
         assert!(matches!(r, Inbound::Progress { token, .. } if token == 5));
         let r = classify(br#"{"jsonrpc":"2.0","id":"s1","method":"ping"}"#);
         assert!(matches!(r, Inbound::Request { method, .. } if method == "ping"));
+        let r = classify(
+            br#"{"jsonrpc":"2.0","id":2,"method":"workspace/configuration","params":{"items":[]}}"#,
+        );
+        assert!(matches!(r, Inbound::Request { params: Some(p), .. } if p["items"] == json!([])));
         assert!(matches!(classify(br#"{"ready":true}"#), Inbound::Other));
         assert!(matches!(classify(b"[1]"), Inbound::Other));
         assert!(matches!(classify(b"Starting..."), Inbound::NotJson(_)));

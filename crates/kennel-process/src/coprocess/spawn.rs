@@ -100,6 +100,7 @@ impl Coprocess {
                 job_ids: spec.job_ids && !spec.framing.is_rpc(),
                 method: spec.method.clone(),
                 handshake: spec.handshake.clone(),
+                answers: Arc::clone(&spec.answers),
             },
             next_id: 1,
             echoes_ids: false,
