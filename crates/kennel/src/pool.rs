@@ -170,10 +170,8 @@ impl<W: Worker> Pool<W> {
     pub async fn lend_timeout(&self, wait: Duration) -> Result<Lease<W>, Error> {
         // The timer is looked at only after the lend was polled, so a worker
         // that is free at once is lent whatever the limit.
-        match tokio::time::timeout(wait, self.lend()).await {
-            Ok(r) => r,
-            Err(_) => Err(Error::LendTimeout { after: wait }),
-        }
+        let lent = tokio::time::timeout(wait, self.lend()).await;
+        lent.unwrap_or(Err(Error::LendTimeout { after: wait }))
     }
 
     /// Lends a worker only if one can be had without queueing behind other
