@@ -154,10 +154,7 @@ impl Order {
 
 /// The lowest running slot whose worker is starting for no job.
 fn unawaited_starting<W>(slots: &Slots<W>) -> Option<usize> {
-    if slots.counts().starting == 0 {
-        return None;
-    }
-    slots.states(slots.size()).position(|s| {
+    let unawaited = |s: &SlotState<W>| {
         matches!(
             s,
             SlotState::Starting {
@@ -165,15 +162,11 @@ fn unawaited_starting<W>(slots: &Slots<W>) -> Option<usize> {
                 ..
             }
         )
-    })
+    };
+    slots.states(slots.size()).position(unawaited)
 }
 
-/// The lowest empty running slot, if the running slots are not all full.
+/// The lowest empty running slot.
 pub(crate) fn startable<W>(slots: &Slots<W>) -> Option<usize> {
-    let c = slots.counts();
-    if c.idle + c.lent >= slots.size() {
-        // Every running slot holds a ready worker (a busy pool's case).
-        return None;
-    }
     slots.states(slots.size()).position(SlotState::is_empty)
 }
