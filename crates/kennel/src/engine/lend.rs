@@ -9,7 +9,6 @@ use super::state::State;
 use crate::dispatch::{Choice, Grant, Granted, JobLimits, Waiters, Waiting, startable};
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
-use crate::slot::Held;
 use crate::slot::{EndReason, SlotState, transitions as t};
 use crate::worker::Worker;
 
@@ -168,15 +167,7 @@ impl<W: Worker> State<W> {
             generation: self.slots.generation(i),
         };
         let timer = fx.wake_at(self.now + after, wake);
-        self.slots.edit(i, |s| {
-            if let SlotState::Ready {
-                live,
-                held: Held::Lent,
-            } = s
-            {
-                live.record.slow = Some(timer);
-            }
-        });
+        self.with_lent_record(i, |r| r.slow = Some(timer));
     }
 
     /// The job on the worker of slot `i` has run past `slow_job`.
@@ -184,14 +175,8 @@ impl<W: Worker> State<W> {
         if self.slots.generation(i) != generation {
             return;
         }
-        let fired = self.slots.edit(i, |s| match s {
-            SlotState::Ready {
-                live,
-                held: Held::Lent,
-            } => live.record.slow.take().is_some(),
-            _ => false,
-        });
-        if let (true, Some(running_for)) = (fired, self.opts.slow_job) {
+        let fired = self.with_lent_record(i, |r| r.slow.take().is_some());
+        if let (Some(true), Some(running_for)) = (fired, self.opts.slow_job) {
             fx.emit(Event::SlowJob {
                 slot: i,
                 pid: self.pid_of(i),
@@ -268,10 +253,8 @@ impl<W: Worker> State<W> {
     /// a worker there (memory is short). Memory may free without any worker
     /// of this pool returning or ending, so look again in a second.
     fn retry_refused_start(&mut self, fx: &mut Effects<W>) {
-        if self.start_retry.is_some() || self.closed || self.waiters.unbound() == 0 {
-            return;
-        }
-        if startable(&self.slots).is_none() {
+        let none_empty = startable(&self.slots).is_none();
+        if self.start_retry.is_some() || self.closed || self.waiters.unbound() == 0 || none_empty {
             return;
         }
         self.start_retry = Some(fx.wake_at(self.now + START_RETRY, Wake::StartRetry));
@@ -281,9 +264,6 @@ impl<W: Worker> State<W> {
     /// pool is closing gracefully (evicted, expired): a job never waits for a
     /// graceful close, so kill it; its slot empties when the exit is seen.
     fn hurry_closing(&self, fx: &mut Effects<W>) {
-        if self.slots.counts().closing == 0 {
-            return;
-        }
         let closing = self.slots.states(self.slots.size()).find_map(|s| match s {
             SlotState::Closing {
                 cell,

@@ -67,6 +67,21 @@ pub(crate) enum Surge {
 }
 
 impl<W: Worker> State<W> {
+    /// Runs `f` on the record of slot `i`'s lent worker.
+    pub(super) fn with_lent_record<R>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(&mut Record) -> R,
+    ) -> Option<R> {
+        self.slots.edit(i, |s| match s {
+            SlotState::Ready {
+                live,
+                held: Held::Lent,
+            } => Some(f(&mut live.record)),
+            _ => None,
+        })
+    }
+
     /// Runs `f` on the record of slot `i`'s ready worker (idle or lent).
     pub(super) fn with_record<R>(
         &mut self,
