@@ -74,7 +74,7 @@ pub(crate) async fn run_seen<W: Worker, R>(
         _ => None,
     };
     let limits = Limits { soft, hard, beats };
-    let hard_at = limits.hard_at(start);
+    let hard_at = hard.map(|d| start + d);
     let cell = lease.cell.clone();
     let mut job_guard = InFlight::new(lease);
     let end = race(job(&mut job_guard), cell.died(), limits, start).await;

@@ -58,13 +58,11 @@ impl<W: Worker> State<W> {
         for i in 0..self.slots.len() {
             self.cancel_surge(fx, i);
             self.slots.apply(i, t::end_backoff);
-            if let Some(aborted) = self
+            let aborted = self
                 .slots
-                .apply(i, |s| t::abort_start(s, EndReason::PoolClosed))
-            {
-                if let Some(killer) = aborted.killer {
-                    fx.kill(killer);
-                }
+                .apply(i, |s| t::abort_start(s, EndReason::PoolClosed));
+            if let Some(killer) = aborted.and_then(|a| a.killer) {
+                fx.kill(killer);
             }
         }
     }
