@@ -56,9 +56,7 @@ impl<W: Worker> State<W> {
             }
             Choice::Idle(i) => {
                 let granted = self.take_slot(i).expect(CHOSE_IDLE);
-                if self.opts.slow_job.is_some() {
-                    self.arm_slow(fx, i);
-                }
+                self.arm_slow(fx, i);
                 self.auto_grow(fx);
                 self.keep_spares(fx);
                 Ok(Acquired::Now(granted))
@@ -82,10 +80,10 @@ impl<W: Worker> State<W> {
                 }
                 // Only a measured mean job time rejects: before a first job
                 // comes back, a cold pool accepts what `max_waiting` admits.
-                if let (Some(limit), Some(mean)) = (self.opts.max_queue_wait, self.ewma) {
-                    if self.projected(mean) > limit.as_secs_f64() {
-                        return Err(reject(fx, RejectReason::QueueWait));
-                    }
+                if let (Some(limit), Some(mean)) = (self.opts.max_queue_wait, self.ewma)
+                    && self.projected(mean) > limit.as_secs_f64()
+                {
+                    return Err(reject(fx, RejectReason::QueueWait));
                 }
                 let waiting = self.waiters.push(None);
                 self.retry_refused_start(fx);
@@ -279,9 +277,7 @@ impl<W: Worker> State<W> {
     /// Hands a lent worker to the oldest waiting job: a worker that becomes
     /// idle goes to the oldest waiting job first.
     pub(super) fn grant_oldest(&mut self, fx: &mut Effects<W>, mut g: Granted<W>) {
-        if self.opts.slow_job.is_some() {
-            self.arm_slow(fx, g.slot);
-        }
+        self.arm_slow(fx, g.slot);
         g.at = Some(self.now);
         let (_, waiter) = self
             .waiters
@@ -295,7 +291,7 @@ impl<W: Worker> State<W> {
 }
 
 /// Emits the rejection and gives its error.
-fn reject<W>(fx: &mut Effects<W>, reason: RejectReason) -> Error {
+pub(super) fn reject<W>(fx: &mut Effects<W>, reason: RejectReason) -> Error {
     fx.emit(Event::Rejected { reason });
     Error::Rejected { reason }
 }

@@ -238,15 +238,12 @@ impl<W: Worker> Engine<W> {
     /// A lease comes back, with `worker` taken out of it. With `max_memory`
     /// (as it was at the lend), the worker's memory is read before the lock.
     pub(crate) fn release(&self, lease: &Lease<W>, worker: W, outcome: Outcome) {
-        let memory = (lease.limits.max_memory)
-            .then(|| {
-                lease
-                    .cell
-                    .meter
-                    .as_ref()
-                    .and_then(crate::worker::Meter::read)
-            })
-            .flatten();
+        let meter = lease
+            .cell
+            .meter
+            .as_ref()
+            .filter(|_| lease.limits.max_memory);
+        let memory = meter.and_then(crate::worker::Meter::read);
         self.act(|st, fx| {
             let held = (lease.since).map(|since| st.now.saturating_duration_since(since));
             let back = Returned {

@@ -155,9 +155,8 @@ impl<W: Worker> State<W> {
             let Some(id) = self.waiters.youngest_unbound() else {
                 break;
             };
-            let reason = RejectReason::QueueFull;
-            self.waiters.fail(id, Error::Rejected { reason });
-            fx.emit(Event::Rejected { reason });
+            let err = super::lend::reject(fx, RejectReason::QueueFull);
+            self.waiters.fail(id, err);
             count += 1;
         }
         if count > 0 {

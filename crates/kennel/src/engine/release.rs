@@ -148,9 +148,7 @@ impl<W: Worker> State<W> {
             Some(reason) => self.retire_lent(fx, i, worker, reason),
             None => self.place(fx, i, worker, idle_since),
         }
-        if self.opts.min_idle.is_some() {
-            self.keep_spares(fx);
-        }
+        self.keep_spares(fx);
     }
 
     /// A ready worker is free in slot `i`, whose state is `Lent`: close it,

@@ -28,9 +28,6 @@ impl<W: Worker> State<W> {
     /// came back, the slot is kept).
     /// Returns the slots whose worker it began to replace.
     pub(crate) fn replace_resized(&mut self, fx: &mut Effects<W>) -> Vec<usize> {
-        if self.closed {
-            return Vec::new();
-        }
         (0..self.slots.len())
             .filter(|&i| self.replace_if_resized(fx, i))
             .collect()
