@@ -142,7 +142,17 @@ impl Order {
 
     /// No worker is idle: a starting one nobody awaits, or a new one.
     fn choose_new<W>(slots: &Slots<W>, may_start: impl FnOnce() -> bool) -> Choice {
-        if let Some(i) = unawaited_starting(slots) {
+        // The lowest running slot whose worker is starting for no job.
+        let unawaited = |s: &SlotState<W>| {
+            matches!(
+                s,
+                SlotState::Starting {
+                    awaited_by: None,
+                    ..
+                }
+            )
+        };
+        if let Some(i) = slots.states(slots.size()).position(unawaited) {
             return Choice::Starting(i);
         }
         match startable(slots) {
@@ -150,20 +160,6 @@ impl Order {
             _ => Choice::Queue,
         }
     }
-}
-
-/// The lowest running slot whose worker is starting for no job.
-fn unawaited_starting<W>(slots: &Slots<W>) -> Option<usize> {
-    let unawaited = |s: &SlotState<W>| {
-        matches!(
-            s,
-            SlotState::Starting {
-                awaited_by: None,
-                ..
-            }
-        )
-    };
-    slots.states(slots.size()).position(unawaited)
 }
 
 /// The lowest empty running slot.

@@ -69,7 +69,7 @@ impl<W: Worker> State<W> {
 
     /// Whether every worker has ended.
     pub(crate) fn all_ended(&self) -> bool {
-        !self.any_side()
+        (0..self.slots.len()).all(|i| self.slots.side(i).is_none())
             && self.slots.states(self.slots.len()).all(|s| match s {
                 SlotState::Empty { .. } => true,
                 SlotState::Starting { .. } => false,

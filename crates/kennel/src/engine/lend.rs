@@ -57,7 +57,11 @@ impl<W: Worker> State<W> {
             Choice::Idle(i) => {
                 let granted = self.take_slot(i).expect(CHOSE_IDLE);
                 self.arm_slow(fx, i);
-                self.auto_grow(fx);
+                // When idle workers drop to `auto_grow_threshold`, one
+                // more running slot starts ahead of demand.
+                if let Some(threshold) = self.opts.auto_grow_threshold {
+                    self.start_spares(fx, threshold.saturating_add(1), 1);
+                }
                 self.keep_spares(fx);
                 Ok(Acquired::Now(granted))
             }
@@ -119,14 +123,6 @@ impl<W: Worker> State<W> {
         (0..self.slots.len())
             .filter(|&i| self.slots.state(i).is_idle())
             .collect()
-    }
-
-    /// When idle workers drop to `auto_grow_threshold`, starts one more
-    /// running slot ahead of demand.
-    fn auto_grow(&mut self, fx: &mut Effects<W>) {
-        if let Some(threshold) = self.opts.auto_grow_threshold {
-            self.start_spares(fx, threshold.saturating_add(1), 1);
-        }
     }
 
     /// Starts workers in empty running slots while fewer than `min_idle`

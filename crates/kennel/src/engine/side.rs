@@ -270,11 +270,6 @@ impl<W: Worker> State<W> {
             }
         }
     }
-
-    /// Whether any slot holds a second worker.
-    pub(crate) fn any_side(&self) -> bool {
-        (0..self.slots.len()).any(|i| self.slots.side(i).is_some())
-    }
 }
 
 /// A warming replacement given up: a worker already made is killed and
