@@ -24,7 +24,7 @@ use super::effects::{Effects, Wake, Warmup};
 use super::state::State;
 use crate::event::{Event, RetireReason};
 use crate::slot::Held;
-use crate::slot::{Record, Side, SlotState};
+use crate::slot::{Record, Replacement, Side, SlotState};
 use crate::timer::Timer;
 use crate::worker::Worker;
 
@@ -125,7 +125,8 @@ impl<W: Worker> State<W> {
         // Memory for it is checked as for any start.
         if !self.sizing.may_start(&self.view()) {
             fx.emit(Event::SurgeSkipped { slot: i, reason });
-            self.with_record(i, |r| r.replacement.skip_surge());
+            // A later replacement retires it first, whatever the reason.
+            self.with_record(i, |r| r.replacement = Replacement::SurgeGivenUp);
             return Surge::Refused;
         }
         let generation = self.slots.issue(i);
