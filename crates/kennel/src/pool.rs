@@ -318,7 +318,7 @@ impl<W: Worker> Pool<W> {
                 "a pool alone has no group (allowed: change it through the Registry that holds the pool)",
             )));
         }
-        self.engine().reconfigure(change)
+        self.engine().act(|st, fx| st.reconfigure(fx, change))
     }
 
     /// Starts closing without waiting (the first half of [`close`](Pool::close)).

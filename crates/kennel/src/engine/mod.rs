@@ -43,11 +43,9 @@ pub(crate) use release::{Outcome, Returned};
 pub(crate) use state::{Parts, State};
 
 use crate::dispatch::Handing;
-use crate::error::Error;
 use crate::event::Event;
 use crate::lease::Lease;
 use crate::metrics::PoolMetrics;
-use crate::reconfig::{Action, Reconfig};
 use crate::worker::{BoxError, SlotInfo, Worker};
 
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -258,10 +256,6 @@ impl<W: Worker> Engine<W> {
             st.release(fx, back);
             st.pump(fx);
         });
-    }
-
-    pub(crate) fn reconfigure(&self, r: Reconfig) -> Result<Vec<Action>, Error> {
-        self.act(|st, fx| st.reconfigure(fx, r))
     }
 
     /// Waits until every worker has ended; kills lent ones after the grace.
