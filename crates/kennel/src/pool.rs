@@ -44,14 +44,12 @@ pub struct Pool<W: Worker> {
     handle: Arc<Handle<W>>,
 }
 
-struct Handle<W: Worker> {
-    engine: Arc<Engine<W>>,
-}
+struct Handle<W: Worker>(Arc<Engine<W>>);
 
 impl<W: Worker> Drop for Handle<W> {
     fn drop(&mut self) {
         // The last handle is gone without a close: every worker ends now.
-        self.engine.act(State::kill_all);
+        self.0.act(State::kill_all);
     }
 }
 
@@ -66,7 +64,7 @@ impl<W: Worker> Clone for Pool<W> {
 impl<W: Worker> fmt::Debug for Pool<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pool")
-            .field("name", &self.handle.engine.name)
+            .field("name", &self.name())
             .field("stats", &self.stats())
             .finish()
     }
@@ -89,12 +87,12 @@ impl<W: Worker> Pool<W> {
 
     pub(crate) fn from_engine(engine: Arc<Engine<W>>) -> Self {
         Self {
-            handle: Arc::new(Handle { engine }),
+            handle: Arc::new(Handle(engine)),
         }
     }
 
     pub(crate) fn engine(&self) -> &Arc<Engine<W>> {
-        &self.handle.engine
+        &self.handle.0
     }
 
     /// The pool's name.

@@ -265,9 +265,7 @@ impl<W: Worker> State<W> {
             } => Some(cell.killer.clone()),
             _ => None,
         });
-        if let Some(killer) = closing {
-            fx.kill(killer);
-        }
+        fx.kills.extend(closing);
     }
 
     /// Hands a lent worker to the oldest waiting job: a worker that becomes

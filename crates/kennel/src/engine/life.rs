@@ -124,11 +124,9 @@ impl<W: Worker> State<W> {
         self.ever_ready = true;
         self.warmups.note(warmup);
         let about = worker.about().map(Arc::<str>::from);
-        self.slots.edit(i, |s| {
-            if let Some(live) = s.live_mut() {
-                live.record.ready_after = Some(warmup);
-                live.record.about = about;
-            }
+        self.with_lent_record(i, |r| {
+            r.ready_after = Some(warmup);
+            r.about = about;
         });
         fx.emit(Event::Ready {
             slot: i,
