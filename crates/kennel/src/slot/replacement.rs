@@ -118,8 +118,7 @@ mod tests {
 
     #[test]
     fn a_replacement_called_off_whole_tries_a_surge_afresh() {
-        let mut r = Replacement::None;
-        r = Replacement::SurgeGivenUp;
+        let mut r = Replacement::SurgeGivenUp;
         assert!(r.surge_refused());
         r.call_off();
         assert!(r.surge_refused(), "calling off keeps the refusal");
