@@ -41,13 +41,6 @@ pub(crate) struct Limits {
     pub(crate) beats: Option<watch::Receiver<u64>>,
 }
 
-impl Limits {
-    /// When the hard limit falls, for a job that started at `start`.
-    pub(crate) fn hard_at(&self, start: Instant) -> Option<Instant> {
-        self.hard.map(|d| start + d)
-    }
-}
-
 /// Races `job` against the worker's end (`died`) and the limits, counted
 /// from `start`. Each poll looks, in this order, at the job, the soft
 /// limit, the hard limit, the worker's end, then a heartbeat.

@@ -324,20 +324,17 @@ impl Event {
     /// rejections (which come by the thousand under overload; the service
     /// logs them as periodic summaries) and the rest at DEBUG.
     pub(crate) fn trace(&self, pool: &str) {
+        let (slot, pid) = (self.slot(), self.pid());
         macro_rules! at {
             ($level:ident, $($fields:tt)*) => {
-                tracing::$level!(target: "kennel", pool, event = self.name(), $($fields)*)
+                tracing::$level!(target: "kennel", pool, event = self.name(), slot, pid, $($fields)*)
             };
         }
-        let slot = self.slot();
-        let pid = self.pid();
         match self {
             Self::Crashed { exit, .. } => {
-                at!(warn, slot, pid, status = %exit.status, ran_for = ?exit.ran_for, "worker crashed under a job");
+                at!(warn, status = %exit.status, ran_for = ?exit.ran_for, "worker crashed under a job");
             }
-            Self::WarmupFailed { message, .. } => {
-                at!(warn, slot, pid, reason = %message, "warm-up failed");
-            }
+            Self::WarmupFailed { message, .. } => at!(warn, reason = %message, "warm-up failed"),
             Self::Warning { message } => at!(warn, reason = %message, "pool warning"),
             Self::Broken {
                 failed_starts,
@@ -347,34 +344,26 @@ impl Event {
                 at!(warn, failed_starts, reason = %last_failure, retry_after = ?retry_after, "pool broken: its workers keep failing to start");
             }
             Self::TimedOut { after, .. } => {
-                at!(info, slot, pid, after = ?after, "job timed out; its worker is killed");
+                at!(info, after = ?after, "job timed out; its worker is killed");
             }
             Self::Backoff {
                 delay, early_exits, ..
-            } => at!(info, slot, delay = ?delay, early_exits, "slot backs off"),
-            Self::SlowJob { running_for, .. } => {
-                at!(info, slot, pid, running_for = ?running_for, "slow job");
-            }
+            } => at!(info, delay = ?delay, early_exits, "slot backs off"),
+            Self::SlowJob { running_for, .. } => at!(info, running_for = ?running_for, "slow job"),
             Self::SizingStep(step) => {
                 at!(info, from = step.from, tried = step.tried, to = step.to, reason = ?step.verdict, "sizing step");
             }
             Self::SizingTrial(trial) => {
                 at!(info, from = trial.from, tried = trial.tried, figures = %trial.figures, "sizing trial");
             }
-            Self::Recovered { failed_starts } => {
-                at!(info, failed_starts, "pool recovered");
-            }
+            Self::Recovered { failed_starts } => at!(info, failed_starts, "pool recovered"),
             Self::Rejected { reason } => at!(debug, reason = reason.as_str(), "job rejected"),
-            Self::Retired { reason, .. } => {
-                at!(debug, slot, pid, reason = reason.as_str(), "worker retired");
-            }
+            Self::Retired { reason, .. } => at!(debug, reason = reason.as_str(), "worker retired"),
             Self::Exited { exit, early, .. } => {
-                at!(debug, slot, pid, status = %exit.status, early, "worker exited");
+                at!(debug, status = %exit.status, early, "worker exited");
             }
-            Self::Ready { warmup, .. } => at!(debug, slot, pid, warmup = ?warmup, "worker ready"),
-            Self::Evicted { idle_for, .. } => {
-                at!(debug, slot, pid, idle_for = ?idle_for, "worker evicted");
-            }
+            Self::Ready { warmup, .. } => at!(debug, warmup = ?warmup, "worker ready"),
+            Self::Evicted { idle_for, .. } => at!(debug, idle_for = ?idle_for, "worker evicted"),
             Self::Retried { attempt, .. } => at!(debug, attempt, "job retried"),
             Self::Cancelled {
                 reason,
@@ -382,15 +371,14 @@ impl Event {
                 took,
                 ..
             } => {
-                at!(info, slot, reason = reason.as_str(), outcome = ?outcome, took = ?took, "job cancelled");
+                at!(info, reason = reason.as_str(), outcome = ?outcome, took = ?took, "job cancelled");
             }
             Self::ProbeFailed { message, .. } => {
-                at!(info, slot, reason = %message, "worker probe failed");
+                at!(info, reason = %message, "worker probe failed");
             }
             Self::Surging { reason, .. } => {
                 at!(
                     debug,
-                    slot,
                     reason = reason.as_str(),
                     "replacement warms above the capacity"
                 );
@@ -398,12 +386,11 @@ impl Event {
             Self::SurgeSkipped { reason, .. } => {
                 at!(
                     info,
-                    slot,
                     reason = reason.as_str(),
                     "no memory for a replacement above the capacity: retired first"
                 );
             }
-            _ => at!(debug, slot, "pool event"),
+            _ => at!(debug, "pool event"),
         }
     }
 }

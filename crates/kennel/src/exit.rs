@@ -1,7 +1,6 @@
 //! [`ExitSignal`]: how a worker tells the pool that it ended, first exit wins.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -34,10 +33,6 @@ use crate::worker::{Exit, ExitStatus, Exited, Killer, Worker};
 /// ```
 #[derive(Clone)]
 pub struct ExitSignal {
-    inner: Arc<ExitInner>,
-}
-
-struct ExitInner {
     started: Instant,
     /// `None` until the first exit; then that exit for good.
     tx: watch::Sender<Option<Exit>>,
@@ -48,10 +43,8 @@ impl ExitSignal {
     pub fn new() -> (Self, Exited) {
         let (tx, _) = watch::channel(None);
         let signal = Self {
-            inner: Arc::new(ExitInner {
-                started: Instant::now(),
-                tx,
-            }),
+            started: Instant::now(),
+            tx,
         };
         let exited = signal.exited();
         (signal, exited)
@@ -62,7 +55,7 @@ impl ExitSignal {
     /// clone of the signal is dropped without an exit, it resolves with
     /// [`ExitStatus::Other`] ("worker dropped").
     pub fn exited(&self) -> Exited {
-        let mut rx = self.inner.tx.subscribe();
+        let mut rx = self.tx.subscribe();
         Exited::new(async move {
             loop {
                 if let Some(exit) = rx.borrow_and_update().clone() {
@@ -90,8 +83,8 @@ impl ExitSignal {
     /// it wrote to stderr), which the pool's `worker:exited` and
     /// `worker:crashed` events carry. Only the first call counts.
     pub fn exit_with(&self, status: ExitStatus, last_words: Vec<String>) {
-        let ran_for = self.inner.started.elapsed();
-        self.inner.tx.send_if_modified(|seen| {
+        let ran_for = self.started.elapsed();
+        self.tx.send_if_modified(|seen| {
             if seen.is_some() {
                 return false;
             }
@@ -106,12 +99,12 @@ impl ExitSignal {
 
     /// Whether the worker has ended.
     pub fn has_exited(&self) -> bool {
-        self.inner.tx.borrow().is_some()
+        self.tx.borrow().is_some()
     }
 
     /// How the worker ended, if it has: the first exit recorded.
     pub fn try_exited(&self) -> Option<Exit> {
-        self.inner.tx.borrow().clone()
+        self.tx.borrow().clone()
     }
 
     /// A [`Killer`] that records [`ExitStatus::Killed`].
@@ -122,7 +115,7 @@ impl ExitSignal {
 
     /// When the worker started.
     pub fn started(&self) -> Instant {
-        self.inner.started
+        self.started
     }
 }
 

@@ -2,7 +2,6 @@
 //! the job's deadline (`progress_extends_timeout`).
 
 use std::fmt;
-use std::sync::Arc;
 
 use tokio::sync::watch;
 
@@ -14,13 +13,13 @@ use tokio::sync::watch;
 /// the pool's `progress_extends_timeout`, each beat moves the job's
 /// `job_timeout` deadline to a full `job_timeout` from the beat;
 /// `job_kill_after` is never moved.
-#[derive(Clone)]
-pub struct Heartbeat(Arc<watch::Sender<u64>>);
+#[derive(Clone, Default)]
+pub struct Heartbeat(watch::Sender<u64>);
 
 impl Heartbeat {
     /// A heartbeat that nobody has beaten yet.
     pub fn new() -> Self {
-        Self(Arc::new(watch::Sender::new(0)))
+        Self::default()
     }
 
     /// Says the job in hand made progress. Never blocks; costs nothing
@@ -39,12 +38,6 @@ impl Heartbeat {
     /// A receiver that sees the beats from now on.
     pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
         self.0.subscribe()
-    }
-}
-
-impl Default for Heartbeat {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

@@ -168,25 +168,3 @@ impl<W: Worker> fmt::Debug for InFlight<W> {
         f.debug_tuple("InFlight").field(&self.0).finish()
     }
 }
-
-/// Probes the lent worker with [`Worker::check`] within `timeout`: the lease
-/// back if it passed, or with what went wrong. Dropped midway, the worker
-/// is retired as aborted (its state is unknown), as a dropped job's is.
-/// The error says whether the worker answered (false: it timed out).
-pub(crate) async fn check<W: Worker>(
-    lease: Lease<W>,
-    timeout: std::time::Duration,
-) -> Result<Lease<W>, (Lease<W>, String, bool)> {
-    let mut guard = InFlight::new(lease);
-    let checked = tokio::time::timeout(timeout, guard.check()).await;
-    let lease = guard.disarm();
-    match checked {
-        Ok(Ok(())) => Ok(lease),
-        Ok(Err(e)) => Err((lease, format!("the probe failed: {e}"), true)),
-        Err(_) => Err((
-            lease,
-            format!("no answer to the probe within {timeout:?}"),
-            false,
-        )),
-    }
-}

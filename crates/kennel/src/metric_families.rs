@@ -2,6 +2,8 @@
 //! Prometheus `# HELP` line says of each. [`describe_metrics`] hands them
 //! to the installed recorder.
 
+use MetricKind::{Counter, Gauge, Histogram};
+
 /// The kind of a metric family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -44,97 +46,85 @@ impl MetricFamily {
     }
 }
 
-const fn family(name: &'static str, kind: MetricKind, help: &'static str) -> MetricFamily {
-    MetricFamily::new(name, kind, help)
-}
-
 /// Every family a pool built with `metrics(true)` records, each labelled
 /// `pool` (docs/METRICS.md lists them too).
 pub const METRIC_FAMILIES: &[MetricFamily] = &[
-    family(
-        "kennel_jobs_total",
-        MetricKind::Counter,
-        "Jobs that got a worker.",
-    ),
-    family(
+    MetricFamily::new("kennel_jobs_total", Counter, "Jobs that got a worker."),
+    MetricFamily::new(
         "kennel_jobs_rejected_total",
-        MetricKind::Counter,
+        Counter,
         "Jobs turned away at once, by reason (queue-depth, queue-wait).",
     ),
-    family(
+    MetricFamily::new(
         "kennel_jobs_timed_out_total",
-        MetricKind::Counter,
+        Counter,
         "Jobs that ran past their job_timeout.",
     ),
-    family(
+    MetricFamily::new(
         "kennel_jobs_cancelled_total",
-        MetricKind::Counter,
+        Counter,
         "Jobs aborted or past job_timeout whose worker was asked to cancel, by outcome (kept, killed).",
     ),
-    family(
+    MetricFamily::new(
         "kennel_workers_started_total",
-        MetricKind::Counter,
+        Counter,
         "Workers the pool started.",
     ),
-    family(
+    MetricFamily::new(
         "kennel_workers_retired_total",
-        MetricKind::Counter,
+        Counter,
         "Workers the pool ended itself, by reason.",
     ),
-    family(
+    MetricFamily::new(
         "kennel_workers_evicted_total",
-        MetricKind::Counter,
+        Counter,
         "Idle workers let go by the eviction.",
     ),
-    family(
+    MetricFamily::new(
         "kennel_workers_exited_total",
-        MetricKind::Counter,
+        Counter,
         "Workers that ended on their own.",
     ),
-    family(
+    MetricFamily::new(
         "kennel_workers_crashed_total",
-        MetricKind::Counter,
+        Counter,
         "Workers that ended while a job held them.",
     ),
-    family(
+    MetricFamily::new(
         "kennel_warmups_failed_total",
-        MetricKind::Counter,
+        Counter,
         "Warm-ups that failed or ran past warmup_timeout.",
     ),
-    family(
+    MetricFamily::new(
         "kennel_warmup_seconds",
-        MetricKind::Histogram,
+        Histogram,
         "Seconds from a worker's start until it was ready.",
     ),
-    family(
+    MetricFamily::new(
         "kennel_wait_seconds",
-        MetricKind::Histogram,
+        Histogram,
         "Seconds from asking for a worker until getting one.",
     ),
-    family(
+    MetricFamily::new(
         "kennel_job_seconds",
-        MetricKind::Histogram,
+        Histogram,
         "Seconds a job held its worker.",
     ),
-    family(
+    MetricFamily::new(
         "kennel_workers",
-        MetricKind::Gauge,
+        Gauge,
         "Workers in each state (starting, idle, lent, kept).",
     ),
-    family(
-        "kennel_waiting",
-        MetricKind::Gauge,
-        "Jobs waiting for a worker.",
-    ),
-    family(
+    MetricFamily::new("kennel_waiting", Gauge, "Jobs waiting for a worker."),
+    MetricFamily::new(
         "kennel_capacity",
-        MetricKind::Gauge,
+        Gauge,
         "The most workers the pool may run.",
     ),
-    family("kennel_size", MetricKind::Gauge, "The running slots now."),
-    family(
+    MetricFamily::new("kennel_size", Gauge, "The running slots now."),
+    MetricFamily::new(
         "kennel_queue_high_water",
-        MetricKind::Gauge,
+        Gauge,
         "The most jobs ever waiting at once.",
     ),
 ];
@@ -145,9 +135,9 @@ pub const METRIC_FAMILIES: &[MetricFamily] = &[
 pub fn describe_metrics(families: &[MetricFamily]) {
     for f in families {
         match f.kind {
-            MetricKind::Counter => ::metrics::describe_counter!(f.name, f.help),
-            MetricKind::Gauge => ::metrics::describe_gauge!(f.name, f.help),
-            MetricKind::Histogram => ::metrics::describe_histogram!(f.name, f.help),
+            Counter => ::metrics::describe_counter!(f.name, f.help),
+            Gauge => ::metrics::describe_gauge!(f.name, f.help),
+            Histogram => ::metrics::describe_histogram!(f.name, f.help),
         }
     }
 }

@@ -44,14 +44,12 @@ pub struct Pool<W: Worker> {
     handle: Arc<Handle<W>>,
 }
 
-struct Handle<W: Worker> {
-    engine: Arc<Engine<W>>,
-}
+struct Handle<W: Worker>(Arc<Engine<W>>);
 
 impl<W: Worker> Drop for Handle<W> {
     fn drop(&mut self) {
         // The last handle is gone without a close: every worker ends now.
-        self.engine.act(State::kill_all);
+        self.0.act(State::kill_all);
     }
 }
 
@@ -66,7 +64,7 @@ impl<W: Worker> Clone for Pool<W> {
 impl<W: Worker> fmt::Debug for Pool<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pool")
-            .field("name", &self.handle.engine.name)
+            .field("name", &self.name())
             .field("stats", &self.stats())
             .finish()
     }
@@ -89,12 +87,12 @@ impl<W: Worker> Pool<W> {
 
     pub(crate) fn from_engine(engine: Arc<Engine<W>>) -> Self {
         Self {
-            handle: Arc::new(Handle { engine }),
+            handle: Arc::new(Handle(engine)),
         }
     }
 
     pub(crate) fn engine(&self) -> &Arc<Engine<W>> {
-        &self.handle.engine
+        &self.handle.0
     }
 
     /// The pool's name.
@@ -170,10 +168,8 @@ impl<W: Worker> Pool<W> {
     pub async fn lend_timeout(&self, wait: Duration) -> Result<Lease<W>, Error> {
         // The timer is looked at only after the lend was polled, so a worker
         // that is free at once is lent whatever the limit.
-        match tokio::time::timeout(wait, self.lend()).await {
-            Ok(r) => r,
-            Err(_) => Err(Error::LendTimeout { after: wait }),
-        }
+        let lent = tokio::time::timeout(wait, self.lend()).await;
+        lent.unwrap_or(Err(Error::LendTimeout { after: wait }))
     }
 
     /// Lends a worker only if one can be had without queueing behind other
@@ -320,7 +316,7 @@ impl<W: Worker> Pool<W> {
                 "a pool alone has no group (allowed: change it through the Registry that holds the pool)",
             )));
         }
-        self.engine().reconfigure(change)
+        self.engine().act(|st, fx| st.reconfigure(fx, change))
     }
 
     /// Starts closing without waiting (the first half of [`close`](Pool::close)).

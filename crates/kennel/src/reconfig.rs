@@ -170,15 +170,11 @@ impl fmt::Display for Action {
             Self::Resized { from, to } => write!(f, "size {from} -> {to}"),
             Self::Started { slot } => write!(f, "started a worker in slot {slot}"),
             Self::Retired { slot } => write!(f, "retired the worker in slot {slot}"),
-            Self::Replaced { slot } => {
-                write!(
-                    f,
-                    "replacing the worker in slot {slot} (started at another size)"
-                )
-            }
-            Self::TimersRescheduled { count } => {
-                write!(f, "rescheduled {count} eviction timer(s)")
-            }
+            Self::Replaced { slot } => write!(
+                f,
+                "replacing the worker in slot {slot} (started at another size)"
+            ),
+            Self::TimersRescheduled { count } => write!(f, "rescheduled {count} eviction timer(s)"),
             Self::LifetimesRescheduled { count } => {
                 write!(f, "rescheduled {count} worker lifetime(s)")
             }

@@ -184,12 +184,9 @@ impl<W: Worker> Registry<W> {
 
     /// Every group name that has at least one pool.
     pub fn groups(&self) -> Vec<String> {
-        let groups: BTreeSet<String> = self
-            .lock()
-            .values()
-            .filter_map(|e| e.group.clone())
-            .collect();
-        groups.into_iter().collect()
+        let map = self.lock();
+        let groups: BTreeSet<_> = map.values().filter_map(|e| e.group.as_ref()).collect();
+        groups.into_iter().cloned().collect()
     }
 
     /// The group named `name` (it may have no pool yet).
@@ -246,14 +243,6 @@ impl<W: Worker> Registry<W> {
             pool.close().await;
         }
     }
-
-    fn members(&self, group: &str) -> Vec<Pool<W>> {
-        self.lock()
-            .values()
-            .filter(|e| e.group.as_deref() == Some(group))
-            .map(|e| e.pool.clone())
-            .collect()
-    }
 }
 
 /// The pools of one group: a job goes to a random one that can lend at once.
@@ -276,7 +265,11 @@ impl<W: Worker> Group<W> {
 
     /// The pools of the group now.
     pub fn pools(&self) -> Vec<Pool<W>> {
-        self.registry.members(&self.name)
+        let map = self.registry.lock();
+        let members = map
+            .values()
+            .filter(|e| e.group.as_ref() == Some(&self.name));
+        members.map(|e| e.pool.clone()).collect()
     }
 
     /// Lends a worker from a random pool of the group; when that pool cannot

@@ -74,32 +74,29 @@ pub(crate) async fn run_seen<W: Worker, R>(
         _ => None,
     };
     let limits = Limits { soft, hard, beats };
-    let hard_at = limits.hard_at(start);
+    let hard_at = hard.map(|d| start + d);
     let cell = lease.cell.clone();
     let mut job_guard = InFlight::new(lease);
     let end = race(job(&mut job_guard), cell.died(), limits, start).await;
+    let lease = job_guard.disarm();
     match end {
         End::Done(r) => {
-            let lease = job_guard.disarm();
             let ended = lease.has_exited() || !lease.is_alive();
             drop(lease);
             (Ok(r), ended)
         }
         End::TimedOut(after) => {
-            let lease = job_guard.disarm();
             lease.engine.timed_out(lease.slot, after);
             // A worker that can cancel is asked to, and may stay.
             settle(lease, RetireReason::Timeout, hard_at);
             (Err(Error::Timeout { after }), false)
         }
         End::KillAfter(after) => {
-            let lease = job_guard.disarm();
             lease.engine.timed_out(lease.slot, after);
             lease.retire(RetireReason::Timeout);
             (Err(Error::Timeout { after }), false)
         }
         End::Died => {
-            let lease = job_guard.disarm();
             let engine = lease.engine.clone();
             drop(lease);
             let err = if engine.lock().closed {

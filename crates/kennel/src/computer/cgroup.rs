@@ -102,7 +102,7 @@ impl Cgroup {
     /// The least memory left under a limit, over the cgroup and its parents.
     pub(super) fn memory_available(&self, read: Read<'_>) -> Option<u64> {
         let v2 = self.v2.iter().filter_map(|dir| {
-            let limit = parse_memory_max(&read(&dir.join("memory.max"))?)?;
+            let limit = parse_bytes(&read(&dir.join("memory.max"))?)?;
             let usage = read(&dir.join("memory.current")).and_then(|s| parse_bytes(&s));
             let stat = read(&dir.join("memory.stat"));
             let reclaimable = stat.and_then(|s| parse_memory_stat(&s, "inactive_file"));
@@ -155,12 +155,6 @@ fn parse_positive(s: &str) -> Option<f64> {
     (n > 0).then_some(n as f64)
 }
 
-/// A cgroup v2 `memory.max` in bytes, or `None` for `max` (no limit) and for
-/// contents that do not parse.
-fn parse_memory_max(contents: &str) -> Option<u64> {
-    parse_bytes(contents)
-}
-
 /// A cgroup v1 `memory.limit_in_bytes`, or `None` for an unset limit (a huge
 /// number) and for contents that do not parse.
 fn parse_memory_limit_v1(contents: &str) -> Option<u64> {
@@ -168,7 +162,8 @@ fn parse_memory_limit_v1(contents: &str) -> Option<u64> {
 }
 
 /// A file that holds one number of bytes (`memory.current`,
-/// `memory.usage_in_bytes`, ...).
+/// `memory.usage_in_bytes`, ...); a v2 `memory.max` of `max` (no limit) is
+/// `None`, as are contents that do not parse.
 fn parse_bytes(contents: &str) -> Option<u64> {
     contents.trim().parse().ok()
 }
@@ -251,11 +246,11 @@ mod tests {
 
     #[test]
     fn memory_max_reads_bytes_and_max_is_no_limit() {
-        assert_eq!(parse_memory_max("2147483648\n"), Some(2 * GIB));
-        assert_eq!(parse_memory_max("max\n"), None);
-        assert_eq!(parse_memory_max(""), None);
-        assert_eq!(parse_memory_max("2G"), None);
-        assert_eq!(parse_memory_max("-1"), None);
+        assert_eq!(parse_bytes("2147483648\n"), Some(2 * GIB));
+        assert_eq!(parse_bytes("max\n"), None);
+        assert_eq!(parse_bytes(""), None);
+        assert_eq!(parse_bytes("2G"), None);
+        assert_eq!(parse_bytes("-1"), None);
     }
 
     #[test]

@@ -142,7 +142,17 @@ impl Order {
 
     /// No worker is idle: a starting one nobody awaits, or a new one.
     fn choose_new<W>(slots: &Slots<W>, may_start: impl FnOnce() -> bool) -> Choice {
-        if let Some(i) = unawaited_starting(slots) {
+        // The lowest running slot whose worker is starting for no job.
+        let unawaited = |s: &SlotState<W>| {
+            matches!(
+                s,
+                SlotState::Starting {
+                    awaited_by: None,
+                    ..
+                }
+            )
+        };
+        if let Some(i) = slots.states(slots.size()).position(unawaited) {
             return Choice::Starting(i);
         }
         match startable(slots) {
@@ -152,28 +162,7 @@ impl Order {
     }
 }
 
-/// The lowest running slot whose worker is starting for no job.
-fn unawaited_starting<W>(slots: &Slots<W>) -> Option<usize> {
-    if slots.counts().starting == 0 {
-        return None;
-    }
-    slots.states(slots.size()).position(|s| {
-        matches!(
-            s,
-            SlotState::Starting {
-                awaited_by: None,
-                ..
-            }
-        )
-    })
-}
-
-/// The lowest empty running slot, if the running slots are not all full.
+/// The lowest empty running slot.
 pub(crate) fn startable<W>(slots: &Slots<W>) -> Option<usize> {
-    let c = slots.counts();
-    if c.idle + c.lent >= slots.size() {
-        // Every running slot holds a ready worker (a busy pool's case).
-        return None;
-    }
     slots.states(slots.size()).position(SlotState::is_empty)
 }

@@ -12,7 +12,6 @@ use super::state::State;
 use crate::backoff;
 use crate::error::Error;
 use crate::event::Event;
-use crate::options::Options;
 use crate::timer::Timer;
 use crate::worker::Worker;
 
@@ -32,18 +31,13 @@ pub(crate) struct Breaker {
     said: bool,
 }
 
-impl Breaker {
+impl<W> State<W> {
     /// Whether the run of failed starts reached `break_after_failed_starts`.
-    pub(crate) fn is_tripped(&self, opts: &Options) -> bool {
-        opts.break_after_failed_starts
-            .is_some_and(|n| self.failed >= n)
-    }
-}
-
-impl<W: Worker> State<W> {
-    /// Whether the breaker has tripped.
     pub(crate) fn tripped(&self) -> bool {
-        self.breaker.is_tripped(&self.opts)
+        let failed = self.breaker.failed;
+        self.opts
+            .break_after_failed_starts
+            .is_some_and(|n| failed >= n)
     }
 
     /// Whether the pool is broken: tripped, and no ready worker can serve.
@@ -51,7 +45,9 @@ impl<W: Worker> State<W> {
         let c = self.slots.counts();
         self.tripped() && c.idle + c.lent == 0
     }
+}
 
+impl<W: Worker> State<W> {
     /// A start failed with `message`.
     pub(crate) fn note_failed_start(&mut self, fx: &mut Effects<W>, message: &str) {
         let b = &mut self.breaker;

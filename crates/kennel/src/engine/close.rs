@@ -18,12 +18,10 @@ impl<W: Worker> State<W> {
         }
         self.stop(fx);
         for i in 0..self.slots.len() {
-            if let Some(closing) = self
+            let closing = self
                 .slots
-                .apply(i, |s| t::close_idle(s, EndReason::PoolClosed))
-            {
-                fx.closes.push(closing);
-            }
+                .apply(i, |s| t::close_idle(s, EndReason::PoolClosed));
+            fx.closes.extend(closing);
         }
         fx.emit(Event::Closed);
         true
@@ -37,12 +35,10 @@ impl<W: Worker> State<W> {
             if let Some(cell) = self.slots.state(i).cell() {
                 fx.kill(cell.killer.clone());
             }
-            if let Some((worker, _)) = self
+            let closing = self
                 .slots
-                .apply(i, |s| t::close_idle(s, EndReason::PoolClosed))
-            {
-                fx.drops.push(worker);
-            }
+                .apply(i, |s| t::close_idle(s, EndReason::PoolClosed));
+            fx.drops.extend(closing.map(|(worker, _)| worker));
         }
     }
 
@@ -58,20 +54,16 @@ impl<W: Worker> State<W> {
         for i in 0..self.slots.len() {
             self.cancel_surge(fx, i);
             self.slots.apply(i, t::end_backoff);
-            if let Some(aborted) = self
+            let aborted = self
                 .slots
-                .apply(i, |s| t::abort_start(s, EndReason::PoolClosed))
-            {
-                if let Some(killer) = aborted.killer {
-                    fx.kill(killer);
-                }
-            }
+                .apply(i, |s| t::abort_start(s, EndReason::PoolClosed));
+            fx.kills.extend(aborted.and_then(|a| a.killer));
         }
     }
 
     /// Whether every worker has ended.
     pub(crate) fn all_ended(&self) -> bool {
-        !self.any_side()
+        (0..self.slots.len()).all(|i| self.slots.side(i).is_none())
             && self.slots.states(self.slots.len()).all(|s| match s {
                 SlotState::Empty { .. } => true,
                 SlotState::Starting { .. } => false,
@@ -89,10 +81,9 @@ impl<W: Worker> State<W> {
             }
             | SlotState::LentGone { .. }
             | SlotState::Closing { .. } = s
+                && let Some(cell) = s.cell()
             {
-                if let Some(cell) = s.cell() {
-                    fx.kill(cell.killer.clone());
-                }
+                fx.kill(cell.killer.clone());
             }
         }
     }

@@ -9,7 +9,6 @@ use super::state::State;
 use crate::dispatch::{Choice, Grant, Granted, JobLimits, Waiters, Waiting, startable};
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
-use crate::slot::Held;
 use crate::slot::{EndReason, SlotState, transitions as t};
 use crate::worker::Worker;
 
@@ -57,10 +56,12 @@ impl<W: Worker> State<W> {
             }
             Choice::Idle(i) => {
                 let granted = self.take_slot(i).expect(CHOSE_IDLE);
-                if self.opts.slow_job.is_some() {
-                    self.arm_slow(fx, i);
+                self.arm_slow(fx, i);
+                // When idle workers drop to `auto_grow_threshold`, one
+                // more running slot starts ahead of demand.
+                if let Some(threshold) = self.opts.auto_grow_threshold {
+                    self.start_spares(fx, threshold.saturating_add(1), 1);
                 }
-                self.auto_grow(fx);
                 self.keep_spares(fx);
                 Ok(Acquired::Now(granted))
             }
@@ -83,10 +84,10 @@ impl<W: Worker> State<W> {
                 }
                 // Only a measured mean job time rejects: before a first job
                 // comes back, a cold pool accepts what `max_waiting` admits.
-                if let (Some(limit), Some(mean)) = (self.opts.max_queue_wait, self.ewma) {
-                    if self.projected(mean) > limit.as_secs_f64() {
-                        return Err(reject(fx, RejectReason::QueueWait));
-                    }
+                if let (Some(limit), Some(mean)) = (self.opts.max_queue_wait, self.ewma)
+                    && self.projected(mean) > limit.as_secs_f64()
+                {
+                    return Err(reject(fx, RejectReason::QueueWait));
                 }
                 let waiting = self.waiters.push(None);
                 self.retry_refused_start(fx);
@@ -122,14 +123,6 @@ impl<W: Worker> State<W> {
         (0..self.slots.len())
             .filter(|&i| self.slots.state(i).is_idle())
             .collect()
-    }
-
-    /// When idle workers drop to `auto_grow_threshold`, starts one more
-    /// running slot ahead of demand.
-    fn auto_grow(&mut self, fx: &mut Effects<W>) {
-        if let Some(threshold) = self.opts.auto_grow_threshold {
-            self.start_spares(fx, threshold.saturating_add(1), 1);
-        }
     }
 
     /// Starts workers in empty running slots while fewer than `min_idle`
@@ -168,15 +161,7 @@ impl<W: Worker> State<W> {
             generation: self.slots.generation(i),
         };
         let timer = fx.wake_at(self.now + after, wake);
-        self.slots.edit(i, |s| {
-            if let SlotState::Ready {
-                live,
-                held: Held::Lent,
-            } = s
-            {
-                live.record.slow = Some(timer);
-            }
-        });
+        self.with_lent_record(i, |r| r.slow = Some(timer));
     }
 
     /// The job on the worker of slot `i` has run past `slow_job`.
@@ -184,14 +169,8 @@ impl<W: Worker> State<W> {
         if self.slots.generation(i) != generation {
             return;
         }
-        let fired = self.slots.edit(i, |s| match s {
-            SlotState::Ready {
-                live,
-                held: Held::Lent,
-            } => live.record.slow.take().is_some(),
-            _ => false,
-        });
-        if let (true, Some(running_for)) = (fired, self.opts.slow_job) {
+        let fired = self.with_lent_record(i, |r| r.slow.take().is_some());
+        if let (Some(true), Some(running_for)) = (fired, self.opts.slow_job) {
             fx.emit(Event::SlowJob {
                 slot: i,
                 pid: self.pid_of(i),
@@ -268,10 +247,8 @@ impl<W: Worker> State<W> {
     /// a worker there (memory is short). Memory may free without any worker
     /// of this pool returning or ending, so look again in a second.
     fn retry_refused_start(&mut self, fx: &mut Effects<W>) {
-        if self.start_retry.is_some() || self.closed || self.waiters.unbound() == 0 {
-            return;
-        }
-        if startable(&self.slots).is_none() {
+        let none_empty = startable(&self.slots).is_none();
+        if self.start_retry.is_some() || self.closed || self.waiters.unbound() == 0 || none_empty {
             return;
         }
         self.start_retry = Some(fx.wake_at(self.now + START_RETRY, Wake::StartRetry));
@@ -281,9 +258,6 @@ impl<W: Worker> State<W> {
     /// pool is closing gracefully (evicted, expired): a job never waits for a
     /// graceful close, so kill it; its slot empties when the exit is seen.
     fn hurry_closing(&self, fx: &mut Effects<W>) {
-        if self.slots.counts().closing == 0 {
-            return;
-        }
         let closing = self.slots.states(self.slots.size()).find_map(|s| match s {
             SlotState::Closing {
                 cell,
@@ -291,17 +265,13 @@ impl<W: Worker> State<W> {
             } => Some(cell.killer.clone()),
             _ => None,
         });
-        if let Some(killer) = closing {
-            fx.kill(killer);
-        }
+        fx.kills.extend(closing);
     }
 
     /// Hands a lent worker to the oldest waiting job: a worker that becomes
     /// idle goes to the oldest waiting job first.
     pub(super) fn grant_oldest(&mut self, fx: &mut Effects<W>, mut g: Granted<W>) {
-        if self.opts.slow_job.is_some() {
-            self.arm_slow(fx, g.slot);
-        }
+        self.arm_slow(fx, g.slot);
         g.at = Some(self.now);
         let (_, waiter) = self
             .waiters
@@ -315,7 +285,7 @@ impl<W: Worker> State<W> {
 }
 
 /// Emits the rejection and gives its error.
-fn reject<W>(fx: &mut Effects<W>, reason: RejectReason) -> Error {
+pub(super) fn reject<W>(fx: &mut Effects<W>, reason: RejectReason) -> Error {
     fx.emit(Event::Rejected { reason });
     Error::Rejected { reason }
 }

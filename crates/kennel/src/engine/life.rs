@@ -124,11 +124,9 @@ impl<W: Worker> State<W> {
         self.ever_ready = true;
         self.warmups.note(warmup);
         let about = worker.about().map(Arc::<str>::from);
-        self.slots.edit(i, |s| {
-            if let Some(live) = s.live_mut() {
-                live.record.ready_after = Some(warmup);
-                live.record.about = about;
-            }
+        self.with_lent_record(i, |r| {
+            r.ready_after = Some(warmup);
+            r.about = about;
         });
         fx.emit(Event::Ready {
             slot: i,
@@ -174,16 +172,7 @@ impl<W: Worker> State<W> {
         else {
             return;
         };
-        fx.emit(Event::WarmupFailed {
-            slot: i,
-            pid,
-            message: message.clone(),
-        });
-        self.note_failed_start(fx, &message);
-        if let Some(id) = aborted.awaited_by {
-            self.waiters.fail(id, Error::warmup(i, message, source));
-        }
-        *self.slots.early_exits_mut(i) += 1;
+        self.failed_start(fx, i, pid, message, aborted.awaited_by, source);
         match aborted.killer {
             // The slot is closing: the back-off starts when the exit is seen.
             Some(killer) => fx.kill(killer),
@@ -234,16 +223,7 @@ impl<W: Worker> State<W> {
                 });
                 // The same words as a warm-up that saw the end itself.
                 let message = format!("not ready: the worker ended its warm-up: {}", exit.status);
-                fx.emit(Event::WarmupFailed {
-                    slot: i,
-                    pid: cell.pid,
-                    message: message.clone(),
-                });
-                self.note_failed_start(fx, &message);
-                if let Some(id) = awaited_by {
-                    self.waiters.fail(id, Error::warmup(i, message, None));
-                }
-                *self.slots.early_exits_mut(i) += 1;
+                self.failed_start(fx, i, cell.pid, message, awaited_by, None);
                 self.schedule_refill(fx, i);
             }
             t::Ended::Idle(worker) => {
@@ -269,6 +249,41 @@ impl<W: Worker> State<W> {
     }
 
     /// The exit of a worker the pool was ending is seen.
+    /// A start that failed: said (`worker:warmup-failed`), counted by the
+    /// breaker and as an early exit, and told to the job it was for.
+    fn failed_start(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        pid: Option<u32>,
+        message: String,
+        awaited_by: Option<u64>,
+        source: Option<BoxError>,
+    ) {
+        self.warmup_failed(fx, i, pid, &message);
+        if let Some(id) = awaited_by {
+            self.waiters.fail(id, Error::warmup(i, message, source));
+        }
+        *self.slots.early_exits_mut(i) += 1;
+    }
+
+    /// Says that the warm-up in slot `i` failed, and counts it for the
+    /// crash-loop breaker.
+    pub(crate) fn warmup_failed(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        pid: Option<u32>,
+        message: &str,
+    ) {
+        fx.emit(Event::WarmupFailed {
+            slot: i,
+            pid,
+            message: message.to_owned(),
+        });
+        self.note_failed_start(fx, message);
+    }
+
     fn closed_exit(
         &mut self,
         fx: &mut Effects<W>,

@@ -19,12 +19,10 @@ impl<W: Worker> State<W> {
     pub(crate) fn on_memory_tick(&mut self, fx: &mut Effects<W>) {
         self.arm_memory(fx);
         for i in 0..self.slots.len() {
-            let meter = match self.slots.state(i) {
-                SlotState::Ready { live, .. } => live.cell.meter.clone(),
-                _ => None,
-            };
-            if let Some(meter) = meter {
-                fx.meters.push((i, self.slots.generation(i), meter));
+            if let SlotState::Ready { live, .. } = self.slots.state(i)
+                && let Some(meter) = &live.cell.meter
+            {
+                fx.meters.push((i, self.slots.generation(i), meter.clone()));
             }
         }
     }

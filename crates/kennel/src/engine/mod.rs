@@ -43,11 +43,9 @@ pub(crate) use release::{Outcome, Returned};
 pub(crate) use state::{Parts, State};
 
 use crate::dispatch::Handing;
-use crate::error::Error;
 use crate::event::Event;
 use crate::lease::Lease;
 use crate::metrics::PoolMetrics;
-use crate::reconfig::{Action, Reconfig};
 use crate::worker::{BoxError, SlotInfo, Worker};
 
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -238,15 +236,12 @@ impl<W: Worker> Engine<W> {
     /// A lease comes back, with `worker` taken out of it. With `max_memory`
     /// (as it was at the lend), the worker's memory is read before the lock.
     pub(crate) fn release(&self, lease: &Lease<W>, worker: W, outcome: Outcome) {
-        let memory = (lease.limits.max_memory)
-            .then(|| {
-                lease
-                    .cell
-                    .meter
-                    .as_ref()
-                    .and_then(crate::worker::Meter::read)
-            })
-            .flatten();
+        let meter = lease
+            .cell
+            .meter
+            .as_ref()
+            .filter(|_| lease.limits.max_memory);
+        let memory = meter.and_then(crate::worker::Meter::read);
         self.act(|st, fx| {
             let held = (lease.since).map(|since| st.now.saturating_duration_since(since));
             let back = Returned {
@@ -261,10 +256,6 @@ impl<W: Worker> Engine<W> {
             st.release(fx, back);
             st.pump(fx);
         });
-    }
-
-    pub(crate) fn reconfigure(&self, r: Reconfig) -> Result<Vec<Action>, Error> {
-        self.act(|st, fx| st.reconfigure(fx, r))
     }
 
     /// Waits until every worker has ended; kills lent ones after the grace.

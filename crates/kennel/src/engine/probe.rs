@@ -101,15 +101,7 @@ impl<W: Worker> State<W> {
         let Some(granted) = self.take_slot(i) else {
             return;
         };
-        self.slots.edit(i, |s| {
-            if let SlotState::Ready {
-                live,
-                held: Held::Lent,
-            } = s
-            {
-                live.record.probe = Some(Probed { idle_since });
-            }
-        });
+        self.with_lent_record(i, |r| r.probe = Some(Probed { idle_since }));
         if idle_since.is_none() {
             self.probes_for_jobs += 1;
         }
@@ -123,19 +115,13 @@ impl<W: Worker> State<W> {
     /// was its probe, when it turned idle before it.
     pub(crate) fn end_probe(&mut self, i: usize) -> Option<Instant> {
         let now = self.now;
-        let probe = self.slots.edit(i, |s| match s {
-            SlotState::Ready {
-                live,
-                held: Held::Lent,
-            } => {
-                let probe = live.record.probe.take();
-                if probe.is_some() {
-                    live.record.probed_at = Some(now);
-                }
-                probe
+        let probe = self.with_lent_record(i, |r| {
+            let probe = r.probe.take();
+            if probe.is_some() {
+                r.probed_at = Some(now);
             }
-            _ => None,
-        })?;
+            probe
+        })??;
         if probe.idle_since.is_none() {
             self.probes_for_jobs -= 1;
         }

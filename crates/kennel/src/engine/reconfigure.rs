@@ -155,9 +155,8 @@ impl<W: Worker> State<W> {
             let Some(id) = self.waiters.youngest_unbound() else {
                 break;
             };
-            let reason = RejectReason::QueueFull;
-            self.waiters.fail(id, Error::Rejected { reason });
-            fx.emit(Event::Rejected { reason });
+            let err = super::lend::reject(fx, RejectReason::QueueFull);
+            self.waiters.fail(id, err);
             count += 1;
         }
         if count > 0 {
@@ -187,14 +186,10 @@ impl<W: Worker> State<W> {
                 let aborted = self
                     .slots
                     .apply(i, |s| t::abort_start(s, EndReason::Retired(reason)));
-                if let Some(aborted) = aborted {
-                    if let Some(id) = aborted.awaited_by {
-                        self.waiters.set_bound(id, None);
-                    }
-                    if let Some(killer) = aborted.killer {
-                        fx.kill(killer);
-                    }
+                if let Some(id) = aborted.as_ref().and_then(|a| a.awaited_by) {
+                    self.waiters.set_bound(id, None);
                 }
+                fx.kills.extend(aborted.and_then(|a| a.killer));
                 fx.emit(Event::Retired {
                     slot: i,
                     pid,

@@ -58,6 +58,7 @@ impl<W: Worker> State<W> {
         } = back;
         // One look at the slot: whether the lease is its own, and what its
         // return decides on (the job counted with it).
+        let now = self.now;
         let ours = self.slots.edit(i, |s| match s {
             SlotState::Ready {
                 live,
@@ -65,6 +66,7 @@ impl<W: Worker> State<W> {
             } if Arc::ptr_eq(&live.cell, cell) => Some(Look {
                 served_all: job && count_job(live, held),
                 replacing: live.record.replacement.reason().is_some(),
+                expired: live.expired_by(now),
             }),
             SlotState::LentGone { cell: c, .. } if Arc::ptr_eq(c, cell) => Some(Look::default()),
             _ => None,
@@ -123,7 +125,7 @@ impl<W: Worker> State<W> {
             // Its slot was removed by a reconfiguration.
             Outcome::Returned if i >= self.slots.capacity() => Some(RetireReason::Reconfigured),
             // Never cut short; replaced when it comes back.
-            Outcome::Returned if self.live_expired(i) => Some(RetireReason::Lifetime),
+            Outcome::Returned if look.expired => Some(RetireReason::Lifetime),
             Outcome::Returned if look.served_all => Some(RetireReason::MaxJobs),
             // Its replacement is warm: it takes the slot now.
             Outcome::Returned if look.replacing && self.warm_replacement(i).is_some() => {
@@ -148,9 +150,7 @@ impl<W: Worker> State<W> {
             Some(reason) => self.retire_lent(fx, i, worker, reason),
             None => self.place(fx, i, worker, idle_since),
         }
-        if self.opts.min_idle.is_some() {
-            self.keep_spares(fx);
-        }
+        self.keep_spares(fx);
     }
 
     /// A ready worker is free in slot `i`, whose state is `Lent`: close it,
@@ -209,17 +209,6 @@ impl<W: Worker> State<W> {
         }
     }
 
-    /// Whether the live worker of slot `i` has outlived its lifetime.
-    fn live_expired(&self, i: usize) -> bool {
-        match self.slots.state(i) {
-            SlotState::Ready {
-                live,
-                held: Held::Lent,
-            } => live.expired_by(self.now),
-            _ => false,
-        }
-    }
-
     /// Asks the eviction when the idle worker of slot `i` goes.
     pub(crate) fn arm_eviction(
         &self,
@@ -249,6 +238,8 @@ struct Look {
     served_all: bool,
     /// A replacement is on its way for it, or waits for room to (`max_surge`).
     replacing: bool,
+    /// It has outlived its lifetime.
+    expired: bool,
 }
 
 /// Counts a job served by a lent worker (and ends its slow-job timer);

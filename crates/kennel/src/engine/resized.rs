@@ -5,7 +5,7 @@
 use super::effects::Effects;
 use super::state::State;
 use crate::event::RetireReason;
-use crate::slot::{Held, SlotState};
+use crate::slot::{Held, Replacement, SlotState};
 use crate::worker::Worker;
 
 /// What a running slot's ready worker needs, by the size it started at.
@@ -28,9 +28,6 @@ impl<W: Worker> State<W> {
     /// came back, the slot is kept).
     /// Returns the slots whose worker it began to replace.
     pub(crate) fn replace_resized(&mut self, fx: &mut Effects<W>) -> Vec<usize> {
-        if self.closed {
-            return Vec::new();
-        }
         (0..self.slots.len())
             .filter(|&i| self.replace_if_resized(fx, i))
             .collect()
@@ -48,7 +45,8 @@ impl<W: Worker> State<W> {
             Fit::Fits => false,
             Fit::NotWanted => {
                 self.cancel_surge(fx, i);
-                self.with_record(i, |r| r.replacement.forget());
+                // Called off whole: the next replacement tries a surge afresh.
+                self.with_record(i, |r| r.replacement = Replacement::None);
                 false
             }
             Fit::Stale { idle } => {
@@ -59,7 +57,7 @@ impl<W: Worker> State<W> {
                     self.retire_idle(fx, i, reason);
                 } else {
                     // No surge: retired when its job returns.
-                    self.with_record(i, |r| r.replacement.retire_when_free(reason));
+                    self.with_record(i, |r| r.replacement = Replacement::WhenFree(reason));
                 }
                 true
             }

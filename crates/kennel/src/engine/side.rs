@@ -182,16 +182,10 @@ impl<W: Worker> State<W> {
             }) => (killed_warming(fx, generation, live), true),
             other => (other, false),
         });
-        if !gone {
-            return;
+        if gone {
+            self.warmup_failed(fx, i, pid, message);
+            self.give_up_surge(fx, i);
         }
-        fx.emit(Event::WarmupFailed {
-            slot: i,
-            pid,
-            message: message.to_owned(),
-        });
-        self.note_failed_start(fx, message);
-        self.give_up_surge(fx, i);
     }
 
     /// The worker of slot `i` will get no replacement warm first: retire it
@@ -222,12 +216,7 @@ impl<W: Worker> State<W> {
             Side::Warming { live, .. } => {
                 let pid = live.as_ref().and_then(|l| l.cell.pid);
                 let message = format!("not ready: the worker ended its warm-up: {}", exit.status);
-                fx.emit(Event::WarmupFailed {
-                    slot: i,
-                    pid,
-                    message: message.clone(),
-                });
-                self.note_failed_start(fx, &message);
+                self.warmup_failed(fx, i, pid, &message);
                 self.give_up_surge(fx, i);
             }
             Side::Warm { worker, live, .. } => {
@@ -280,11 +269,6 @@ impl<W: Worker> State<W> {
                 fx.kill(cell.killer.clone());
             }
         }
-    }
-
-    /// Whether any slot holds a second worker.
-    pub(crate) fn any_side(&self) -> bool {
-        (0..self.slots.len()).any(|i| self.slots.side(i).is_some())
     }
 }
 

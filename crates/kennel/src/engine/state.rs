@@ -133,7 +133,7 @@ impl<W> State<W> {
             kept: c.kept,
             backing_off: c.backing_off,
             surging: self.slots.surging(),
-            broken: self.breaker.is_tripped(&self.opts) && c.idle + c.lent == 0,
+            broken: self.broken(),
         }
     }
 

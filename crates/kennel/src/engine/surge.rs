@@ -24,7 +24,7 @@ use super::effects::{Effects, Wake, Warmup};
 use super::state::State;
 use crate::event::{Event, RetireReason};
 use crate::slot::Held;
-use crate::slot::{Record, Side, SlotState};
+use crate::slot::{Record, Replacement, Side, SlotState};
 use crate::timer::Timer;
 use crate::worker::Worker;
 
@@ -67,6 +67,21 @@ pub(crate) enum Surge {
 }
 
 impl<W: Worker> State<W> {
+    /// Runs `f` on the record of slot `i`'s lent worker.
+    pub(super) fn with_lent_record<R>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(&mut Record) -> R,
+    ) -> Option<R> {
+        self.slots.edit(i, |s| match s {
+            SlotState::Ready {
+                live,
+                held: Held::Lent,
+            } => Some(f(&mut live.record)),
+            _ => None,
+        })
+    }
+
     /// Runs `f` on the record of slot `i`'s ready worker (idle or lent).
     pub(super) fn with_record<R>(
         &mut self,
@@ -110,7 +125,8 @@ impl<W: Worker> State<W> {
         // Memory for it is checked as for any start.
         if !self.sizing.may_start(&self.view()) {
             fx.emit(Event::SurgeSkipped { slot: i, reason });
-            self.with_record(i, |r| r.replacement.skip_surge());
+            // A later replacement retires it first, whatever the reason.
+            self.with_record(i, |r| r.replacement = Replacement::SurgeGivenUp);
             return Surge::Refused;
         }
         let generation = self.slots.issue(i);

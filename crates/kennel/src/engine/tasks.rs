@@ -129,22 +129,27 @@ pub(super) async fn probe<W: Worker>(
     let super::probe::ProbeRun { granted, timeout } = run;
     let slot = granted.slot;
     let lease = crate::lease::Lease::new(engine.clone(), granted, None).not_a_job();
-    match crate::lease::check(lease, timeout).await {
-        Ok(lease) => drop(lease),
-        Err((lease, message, answered)) => {
-            let reason = crate::event::RetireReason::ProbeFailed;
-            // A worker that answered, and is alive, keeps serving while its
-            // replacement warms (`max_surge`); one that did not is retired.
-            let alive = answered && !lease.has_exited();
-            let keep = engine.act(|st, fx| {
-                fx.emit(crate::event::Event::ProbeFailed { slot, message });
-                alive && st.replace_later(fx, slot, reason)
-            });
-            if keep {
-                drop(lease);
-            } else {
-                lease.retire(reason);
-            }
-        }
+    // Dropped midway, the worker is retired as aborted (its state is
+    // unknown), as a dropped job's is.
+    let mut guard = crate::lease::InFlight::new(lease);
+    let checked = tokio::time::timeout(timeout, guard.check()).await;
+    let lease = guard.disarm();
+    let (message, answered) = match checked {
+        Ok(Ok(())) => return,
+        Ok(Err(e)) => (format!("the probe failed: {e}"), true),
+        Err(_) => (format!("no answer to the probe within {timeout:?}"), false),
+    };
+    let reason = crate::event::RetireReason::ProbeFailed;
+    // A worker that answered, and is alive, keeps serving while its
+    // replacement warms (`max_surge`); one that did not is retired.
+    let alive = answered && !lease.has_exited();
+    let keep = engine.act(|st, fx| {
+        fx.emit(crate::event::Event::ProbeFailed { slot, message });
+        alive && st.replace_later(fx, slot, reason)
+    });
+    if keep {
+        drop(lease);
+    } else {
+        lease.retire(reason);
     }
 }

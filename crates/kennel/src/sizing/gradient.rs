@@ -125,11 +125,7 @@ impl Rule for Grade {
                 );
                 let pays = ra <= TOLERANCE && rc <= TOLERANCE;
                 (
-                    if pays {
-                        Verdict::Pays
-                    } else {
-                        Verdict::DoesNotPay
-                    },
+                    Verdict::of(pays),
                     format!(
                         "{measured}: {tried} takes x{ra:.2} and x{rc:.2} the 2-worker time (limit x1.5)"
                     ),
@@ -147,32 +143,25 @@ impl Rule for Grade {
             anchored = true;
             let does_not_pay = ra > TOLERANCE && rc > TOLERANCE;
             (
-                if does_not_pay {
-                    Verdict::DoesNotPay
-                } else {
-                    Verdict::Pays
-                },
+                Verdict::of(!does_not_pay),
                 format!(
                     "{measured}: {from} takes x{ra:.2} and x{rc:.2} the 2-worker time (limit x1.5)"
                 ),
             )
         } else {
             let rel = self.rel.unwrap_or(1.0);
+            let does_not_pay = rel > TOLERANCE;
             (
-                if rel > TOLERANCE {
-                    Verdict::DoesNotPay
-                } else {
-                    Verdict::Pays
-                },
+                Verdict::of(!does_not_pay),
                 format!("{measured}: {from} takes x{rel:.2} the 2-worker time (limit x1.5)"),
             )
         };
         if !anchored {
             self.since_anchor += 1;
-            if let Some(at) = self.at_rel {
-                if (around / at.max(f64::MIN_POSITIVE) - 1.0).abs() > DRIFT {
-                    self.drifted = true;
-                }
+            if let Some(at) = self.at_rel
+                && (around / at.max(f64::MIN_POSITIVE) - 1.0).abs() > DRIFT
+            {
+                self.drifted = true;
             }
         }
         (verdict, figures)

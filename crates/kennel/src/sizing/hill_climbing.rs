@@ -87,11 +87,7 @@ impl Rule for Climb {
         let measured = format!("jobs/s {a:.2} at {from}, {b:.2} at {tried}, {c:.2} at {from}");
         if step.is_up() {
             let pays = b >= need * a && b >= need * c;
-            let verdict = if pays {
-                Verdict::Pays
-            } else {
-                Verdict::DoesNotPay
-            };
+            let verdict = Verdict::of(pays);
             let figures = format!(
                 "{measured}: {tried} gives {} and {} (a worker must add +10%)",
                 percent(b, a),
@@ -100,11 +96,7 @@ impl Rule for Climb {
             (verdict, figures)
         } else {
             let does_not_pay = a < need * b && c < need * b;
-            let verdict = if does_not_pay {
-                Verdict::DoesNotPay
-            } else {
-                Verdict::Pays
-            };
+            let verdict = Verdict::of(!does_not_pay);
             let figures = format!(
                 "{measured}: {from} gives {} and {} over {tried} (a worker must add +10%)",
                 percent(a, b),

@@ -127,6 +127,13 @@ pub enum Verdict {
     MemoryShort,
 }
 
+impl Verdict {
+    /// [`Pays`](Self::Pays) when `pays`, else [`DoesNotPay`](Self::DoesNotPay).
+    pub(crate) fn of(pays: bool) -> Self {
+        if pays { Self::Pays } else { Self::DoesNotPay }
+    }
+}
+
 /// One sizing step, with its verdict and the measured figures.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

@@ -1,7 +1,6 @@
 //! What the pool and a lease both know of one live worker.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -19,7 +18,7 @@ pub(crate) struct WorkerCell {
     pub(crate) started: Instant,
     /// Its process id, for workers that are processes.
     pub(crate) pid: Option<u32>,
-    dead: AtomicBool,
+    /// `None` until its end is seen.
     exit: Mutex<Option<Exit>>,
     notify: Notify,
 }
@@ -36,7 +35,6 @@ impl WorkerCell {
             meter,
             started,
             pid,
-            dead: AtomicBool::new(false),
             exit: Mutex::new(None),
             notify: Notify::new(),
         }
@@ -47,7 +45,6 @@ impl WorkerCell {
     /// once the lock is released.
     pub(crate) fn set_dead(&self, exit: Exit) {
         *self.exit.lock().unwrap_or_else(|e| e.into_inner()) = Some(exit);
-        self.dead.store(true, Ordering::Release);
     }
 
     /// Wakes a job that waits in [`died`](Self::died).
@@ -56,7 +53,10 @@ impl WorkerCell {
     }
 
     pub(crate) fn is_dead(&self) -> bool {
-        self.dead.load(Ordering::Acquire)
+        self.exit
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
     }
 
     pub(crate) fn exit(&self) -> Option<Exit> {

@@ -76,26 +76,6 @@ impl Replacement {
         self.reason()
     }
 
-    /// No memory for a replacement beside it: a later replacement retires
-    /// it first, whatever the reason (the caller retires it now or when
-    /// free).
-    pub(crate) fn skip_surge(&mut self) {
-        *self = Self::SurgeGivenUp;
-    }
-
-    /// Retired for `reason` when its job returns, with no replacement
-    /// warming first.
-    pub(crate) fn retire_when_free(&mut self, reason: RetireReason) {
-        *self = Self::WhenFree(reason);
-    }
-
-    /// Its replacement is called off whole (a resize back to its size): the
-    /// next replacement tries a surge afresh, even if this one could not
-    /// have one.
-    pub(crate) fn forget(&mut self) {
-        *self = Self::None;
-    }
-
     /// Its replacement is called off (a close, a smaller size, a lower
     /// `max_surge`): the worker stays, and keeps whether a surge was given
     /// up for it.
@@ -138,15 +118,14 @@ mod tests {
 
     #[test]
     fn a_replacement_called_off_whole_tries_a_surge_afresh() {
-        let mut r = Replacement::None;
-        r.skip_surge();
+        let mut r = Replacement::SurgeGivenUp;
         assert!(r.surge_refused());
         r.call_off();
         assert!(r.surge_refused(), "calling off keeps the refusal");
-        r.forget();
+        r = Replacement::None;
         assert_eq!(r, Replacement::None);
         assert!(r.warm_first_for(RetireReason::Resized));
-        r.retire_when_free(RetireReason::Resized);
+        r = Replacement::WhenFree(RetireReason::Resized);
         assert_eq!(r.when_free(), Some(RetireReason::Resized));
         assert_eq!(r.warm_first(), None);
     }

@@ -128,15 +128,8 @@ impl<W> Slots<W> {
     /// Workers alive (made and not yet seen to end) or being made, the
     /// sides' too.
     pub(crate) fn alive(&self) -> usize {
-        let c = self.counts();
-        c.starting
-            + c.idle
-            + c.kept
-            + c.lent
-            + c.lent_above
-            + c.closing
-            + self.surging()
-            + self.leaving()
+        let held = self.slots.iter().filter(|s| !s.state.is_empty()).count();
+        held + self.sides().count()
     }
 
     /// A new generation for a worker of slot `i` (its own or its side's).
