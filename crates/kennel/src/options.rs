@@ -96,9 +96,7 @@ macro_rules! options {
             /// Each option with a range, in the order declared.
             #[cfg(test)]
             pub(crate) fn ranges() -> Vec<(&'static str, Range)> {
-                let mut ranges = Vec::new();
-                $($(ranges.push((stringify!($field), $range));)?)*
-                ranges
+                vec![$($((stringify!($field), $range),)?)*]
             }
 
             /// The names of the options whose values differ in `other`.

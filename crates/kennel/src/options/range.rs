@@ -112,7 +112,7 @@ impl Range {
     /// declared; `also` adds a rule between options to an option's row.
     #[cfg(test)]
     pub(crate) fn table(
-        ranges: &[(&'static str, Range)],
+        ranges: &[(&'static str, Self)],
         also: &[(&'static str, &'static str)],
     ) -> String {
         use std::fmt::Write as _;
