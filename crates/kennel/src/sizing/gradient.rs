@@ -1,7 +1,8 @@
 use super::Verdict;
+use super::learning::learning_sizing;
 use super::memory::Memory;
 use super::rule::{Measured, Rule};
-use super::step::{FIRST_SIZE, Stepper, learning_sizing};
+use super::step::{FIRST_SIZE, Stepper};
 use crate::computer::Computer;
 
 /// A job may take at most this many times its time with 2 workers.

@@ -1,7 +1,8 @@
 use super::Verdict;
+use super::learning::learning_sizing;
 use super::memory::Memory;
 use super::rule::{Measured, Rule, percent};
-use super::step::{Stepper, learning_sizing};
+use super::step::Stepper;
 use super::window::Measure;
 use crate::computer::Computer;
 

@@ -10,6 +10,7 @@ use crate::error::BuildError;
 mod fixed;
 mod gradient;
 mod hill_climbing;
+mod learning;
 mod memory;
 mod pause;
 mod resources;
