@@ -1,27 +1,10 @@
-//! The built-in demo worker: `kennel worker demo`.
-//!
-//! With no config, `kennel serve` runs one pool named `demo` whose workers
-//! are this very binary in its hidden `worker demo` mode, so nothing else
-//! must be installed. The worker speaks the JSON-lines protocol of
-//! `docs/PROTOCOL.md`: it warms up (sleeps, as if it loaded a model), writes
-//! `{"ready":true}`, then answers one request per line with CPU-bound work,
-//! the sum of `sqrt(i)` for `i < iterations` (Deserve's example).
-//!
-//! A request is an object; every key is optional:
-//!
-//! | key | effect |
-//! | --- | --- |
-//! | `iterations` | how many square roots to add (default 50,000; at most 10¹⁰) |
-//! | `sleep_ms` | sleep this long first (to try timeouts and queues) |
-//! | `fail` | reply with an error carrying this message (HTTP 500) |
-//! | `crash` | `true`: exit with code 3 before replying (HTTP 502) |
-//!
-//! The reply: `{"done":true,"value":…,"iterations":…,"pid":…,"slot":…,"job":…,"millis":…}`
-//! where `pid` is the worker's process id, `slot` its slot, `job` how many
-//! jobs this worker has served, `millis` the time the job took.
-//!
-//! The worker exits when its stdin ends: when the pool closes it, and when
-//! the server dies, since the pipe then closes.
+//! The built-in demo worker: `kennel worker demo`, the workers of the
+//! `demo` pool `kennel serve` runs with no config. It speaks the JSON-lines
+//! protocol of `docs/PROTOCOL.md`: it warms up (sleeps), writes
+//! `{"ready":true}`, then answers `iterations`, `sleep_ms`, `fail` and
+//! `crash` as docs/CONFIG.md, "The built-in demo config", says, replying
+//! `{"done":true,"value":…,"iterations":…,"pid":…,"slot":…,"job":…,"millis":…}`.
+//! It exits when its stdin ends (the pool closes it, or the server dies).
 
 use std::io::{self, BufRead, Write};
 use std::time::{Duration, Instant};
@@ -38,7 +21,7 @@ pub(crate) const DEMO_POOL: &str = "demo";
 /// The demo pool's group.
 pub(crate) const DEMO_GROUP: &str = "demo";
 
-/// Iterations when a request gives none (Deserve's 50,000).
+/// Iterations when a request gives none.
 pub(crate) const DEFAULT_ITERATIONS: u64 = 50_000;
 
 /// The most iterations a request may ask for.

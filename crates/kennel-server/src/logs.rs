@@ -1,19 +1,10 @@
-//! Logging that never blocks the server: every line goes
-//! through `tracing-appender`'s non-blocking writer, in lossy mode, to
-//! stderr. When stderr is slow or stalled (a log shipper that stopped
-//! reading a pipe), lines beyond a bounded buffer are dropped and counted
-//! (`kennel_log_dropped_lines_total` at `/metrics`) instead of holding up
-//! the request or the signal that wrote them.
-//!
-//! Lines are text or JSON (`--log-format`, `server.log_format`), filtered
-//! by `RUST_LOG`; with the access log on, each request is one INFO line
-//! (target `kennel_server::access`).
-//!
-//! The server's other writes follow the same rule: the start-up summary on
-//! stdout is written by a thread of its own ([`print_detached`]), and a
-//! last error line on stderr waits at most [`LAST_LINE_WAIT`]
-//! ([`eprint_bounded`]). A pipe nobody reads never stalls serving or a
-//! stop.
+//! Logging that never blocks the server: every line goes through
+//! `tracing-appender`'s non-blocking writer, in lossy mode, to stderr;
+//! lines past a bounded buffer are dropped and counted
+//! (`kennel_log_dropped_lines_total`), text or JSON (`--log-format`),
+//! filtered by `RUST_LOG` (docs/SERVICE.md, "Logs"). The start-up summary
+//! is written by a thread of its own ([`print_detached`]), and a last error
+//! line waits at most [`LAST_LINE_WAIT`] ([`eprint_bounded`]).
 
 use std::io::Write;
 use std::sync::OnceLock;

@@ -1,12 +1,7 @@
-//! `GET /metrics`: Prometheus text from the `metrics` facade.
-//!
-//! The pools record their own metrics through the facade, labelled `pool`
-//! (names start with `kennel_`); the service adds its HTTP metrics
-//! (`kennel_http_requests_total`, `kennel_http_request_duration_seconds`,
-//! labelled `method`, `route`, `status`) and, at each scrape, each pool's
-//! health (`kennel_pool_healthy{pool}`: 1 when no job waits without a
-//! worker starting, idle or lent, else 0). The recorder is installed once
-//! per process; no HTTP listener of the exporter is used.
+//! `GET /metrics`: Prometheus text from the `metrics` facade: the pools'
+//! own metrics (labelled `pool`), the service's HTTP metrics and, at each
+//! scrape, each pool's `kennel_pool_healthy` (docs/METRICS.md). The
+//! recorder is installed once per process; the exporter's listener is unused.
 
 use std::sync::OnceLock;
 

@@ -1,12 +1,7 @@
 //! A job's body: JSON as it is, or bytes (`application/octet-stream`, or
 //! `multipart/form-data` with a JSON part and file parts) as JSON with the
-//! bytes in base64 under `files`, within the pool's `upload_limit`.
-//!
-//! ```json
-//! {"text": "from the json part",
-//!  "files": [{"name": "photo", "filename": "a.png", "content_type": "image/png",
-//!             "size": 1234, "base64": "iVBORw0KGgo…"}]}
-//! ```
+//! bytes in base64 under `files`, within the pool's `upload_limit`
+//! (docs/SERVICE.md, "Bytes").
 
 use axum::body::Body;
 use base64::Engine;

@@ -1,22 +1,10 @@
-//! The reaper: a small process `kennel serve` starts beside itself, so that
-//! the children of its workers do not outlive a server that was killed.
-//!
-//! A worker dies with the server (the death signal, ADR 0016), but the
-//! worker's own children do not inherit that signal. The run directory
-//! names every live worker group ([`RunDir`]); the next server kills what
-//! is left there, but only when it starts. The reaper closes that gap: it
-//! holds the read end of a pipe whose write end only the server has. When
-//! the server ends, however it ends (`kill -9`, the OOM killer, a panic, a
-//! clean exit), the pipe reads end-of-file, and the reaper takes the run
-//! directory's lock as soon as the server's is gone and kills the groups
-//! still recorded there, as the next server would. After a clean exit there
-//! are none.
-//!
-//! The reaper starts with an empty environment: it needs none, and no
-//! secret of the server's (the bearer token's variable) reaches it. It
-//! runs in a process group of its own, so a terminal's Ctrl-C
-//! reaches the server (which stops its workers itself) and not the reaper.
-//! It is the server's own binary (`kennel reaper DIR`, a hidden command).
+//! The reaper (`kennel reaper DIR`, a hidden command of the server's own
+//! binary): it holds the read end of a pipe whose write end only the
+//! server has, and when that reads end-of-file (the server ended, however
+//! it ended) it takes the run directory's lock and kills the groups still
+//! recorded there, as the next server would ([`RunDir`]). It starts with an
+//! empty environment (no secret of the server's reaches it) and in a
+//! process group of its own (a terminal's Ctrl-C reaches only the server).
 
 use std::io;
 use std::path::Path;

@@ -1,22 +1,11 @@
-//! `kennel run [--pool NAME] jobs.jsonl`: streams jobs through one pool
-//! (`--pool` may be left out when the config has one).
-//!
-//! Each non-blank input line is one job (a JSON value); a line that is not
-//! UTF-8 or not JSON fails alone, with its own error row. Results are written
-//! as JSON lines in input order: the worker's reply for a job that
-//! succeeded, `{"error": kind, "message": …, "line": n}` for one that failed
-//! (the same kinds as the HTTP service, with `"stderr": [...]`, the worker's
-//! last words, when it failed because a worker ended). `--output` may not
-//! name the jobs file. A progress bar (the warm-up, then the rate and ETA
-//! from the first ready worker on) goes to stderr, and a summary at the end, followed by the last words
-//! of the last worker that failed a job. The exit code is 0 when every job
-//! succeeded, 1 when some failed. A pool with `retry_on_crash` runs each job
-//! through `Pool::run_idempotent`.
+//! `kennel run [--pool NAME] jobs.jsonl`: streams jobs through one pool,
+//! each non-blank line one job, and writes the results as JSON lines in
+//! input order (docs/SERVICE.md, "`kennel run`"). A pool with
+//! `retry_on_crash` runs each job through `Pool::run_idempotent`.
 //!
 //! A batch applies back-pressure instead of queue limits: it reads a line
 //! only while fewer than `--concurrency` jobs are in the pool, and the pool
-//! is built without `max_queue_wait` and with a queue that holds them all,
-//! so no job is rejected that could run later.
+//! is built without `max_queue_wait` and with a queue that holds them all.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -1,25 +1,8 @@
-//! `GET /events`: the pools' events as server-sent events.
-//!
-//! Each event's SSE name is the event's serialised name (`worker:ready`,
-//! `worker:crashed`, `sizing:step`, …), its `id` a number that increases
-//! across every pool, and its data one JSON object with the pool's name,
-//! the event's name, the worker's `slot` and `pid` where there are some,
-//! and the event's fields:
-//!
-//! ```text
-//! id: 7
-//! event: worker:ready
-//! data: {"event":"worker:ready","pid":8132,"pool":"demo","slot":0,"warmup_ms":1003.2}
-//! ```
-//!
-//! Rejected jobs come as one `jobs:rejected` event per pool and second,
-//! with their count by reason. `?pool=NAME` keeps one pool's events;
-//! `Last-Event-ID: N` (what a browser's `EventSource` sends when it
-//! reconnects) or `?since=N` first replays the kept events after `N` (the
-//! last [`REPLAY_PER_POOL`](crate::events::REPLAY_PER_POOL) of each pool;
-//! `?since=0` for all of them). A subscriber that falls more than
-//! [`EVENT_BUFFER`](crate::events::EVENT_BUFFER) events behind gets a last
-//! `event: lagged` with `{"missed": n}` and its stream ends.
+//! `GET /events`: the pools' events as server-sent events, one frame of
+//! the [`EventHub`](crate::events::EventHub) each, with `?pool=` to keep
+//! one pool and `Last-Event-ID` or `?since=` to replay (docs/SERVICE.md,
+//! "Endpoints"). A subscriber that falls behind gets a last `lagged` event
+//! and its stream ends.
 
 use std::convert::Infallible;
 use std::time::Duration;

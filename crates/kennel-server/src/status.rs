@@ -1,12 +1,6 @@
 //! `kennel status [POOL]`: a running server's pools and their workers as
-//! a table, read from `GET /pools` and `GET /pools/{name}/workers`.
-//!
-//! ```text
-//! pool model: capacity 2, size 2 | starting 0, idle 2, lent 0, waiting 0, kept 0 | healthy
-//!   slot  state  pid   gen  jobs  running  warm-up  last job  memory    retire due          about
-//!   0     idle   5244  1    3     3.6s     1.0s     32ms      10.4 MiB  lifetime in 59m56s  {"pid":5244}
-//!   1     idle   5247  1    0     3.6s     1.0s     -         9.6 MiB   lifetime in 59m56s  {"pid":5247}
-//! ```
+//! a table, read from `GET /pools` and `GET /pools/{name}/workers`
+//! (docs/SERVICE.md, "`kennel status`", shows one).
 
 use std::io::Write;
 use std::process::ExitCode;

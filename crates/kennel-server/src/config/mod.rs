@@ -8,23 +8,8 @@
 //! pass checks ranges (kennel's [`Options::validate`](kennel::Options::validate)
 //! for the options) and the links between keys. Every refusal is a
 //! [`ConfigError`] that names the file, the key (`pool[1].job_timeout`) and
-//! what is allowed.
-//!
-//! ```toml
-//! [server]
-//! listen = "127.0.0.1:7878"
-//! body_limit = "1MiB"
-//! token_env = "KENNEL_TOKEN"
-//! shutdown_grace = "10s"
-//!
-//! [[pool]]
-//! name = "echo"
-//! argv = ["python3", "examples/workers/echo.py"]
-//! startup = "parallel"
-//! sizing = { kind = "fixed", workers = 2 }
-//! eviction = { kind = "idle-timeout", after = "5m", keep = 1 }
-//! job_timeout = "30s"
-//! ```
+//! what is allowed. docs/CONFIG.md is the reference, with a complete
+//! example.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;

@@ -76,11 +76,8 @@ pub(crate) struct ServerConfig {
     /// histogram's buckets (default: 1 ms to 5 min, finer from 0.5 s to 5 s).
     pub histogram_buckets: Option<Buckets>,
     /// `run_dir`: where `kennel serve` records each live worker process
-    /// group, and at start kills the groups a previous run left (default:
-    /// `$XDG_RUNTIME_DIR/kennel/<port>`; for root without it
-    /// `/run/kennel/<port>`; else `/tmp/kennel-<uid>/<port>`). A relative
-    /// path is taken from the server's working directory. Created with
-    /// mode 0700; refused when another user controls it.
+    /// group (default `$XDG_RUNTIME_DIR/kennel/<port>`; docs/CONFIG.md,
+    /// "`[server]`"); a relative path is from the working directory.
     pub run_dir: Option<PathBuf>,
     /// `runtime_threads`: the threads of the service's own runtime,
     /// `"auto"` (half the CPUs, at least 1) by default.

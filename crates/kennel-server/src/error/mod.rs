@@ -13,33 +13,12 @@ mod from;
 
 pub(crate) use self::from::with_last_words;
 
-/// An error the service answers with.
-///
-/// | kind | status |
-/// | --- | --- |
-/// | `not-supported` (no pool is configured) | 501 |
-/// | `no-such-pool`, `no-such-group`, `not-found` | 404 |
-/// | `method-not-allowed` | 405 |
-/// | `bad-json`, `bad-request`, `bad-config` | 400 |
-/// | `unauthorized` | 401 |
-/// | `forbidden` (a foreign `Host`, a cross-site browser request) | 403 |
-/// | `request-timeout` (the body took longer than `body_timeout`) | 408 |
-/// | `too-large` | 413 |
-/// | `rejected`, `no-members`, `lend-timeout` (with `Retry-After`) | 503 |
-/// | `unavailable` (the pool's workers keep failing to start; with `Retry-After`) | 503 |
-/// | `closed` | 503 |
-/// | `timeout` | 504 |
-/// | `crashed`, `warmup-failed`, `protocol` | 502 |
-/// | `reply-too-large` (a queued job's reply over NATS's `max_payload`) | 502 |
-/// | `queue-unavailable` (the NATS server cannot take the job; with `Retry-After`) | 503 |
-/// | `queue-timeout` (a queued job's result did not come within `reply_timeout`) | 504 |
-/// | `worker-error` (the worker's own message) | 500 |
-/// | `internal` (detail logged, not sent) | 500 |
+/// An error the service answers with: its kinds and statuses are the table
+/// in docs/SERVICE.md, "Errors".
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ApiError {
-    /// No pool is configured: the router was built without one (Deserve's
-    /// `NotSupported`).
+    /// No pool is configured: the router was built without one.
     NotSupported,
     /// No pool of this name.
     NoSuchPool {

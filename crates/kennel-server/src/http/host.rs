@@ -1,11 +1,8 @@
-//! Who may drive the service from a browser: the `Host` of every request
-//! is checked against an allow-list (against DNS rebinding, where a
-//! foreign name resolves to the service's address), and a browser's
-//! cross-site request (a foreign `Origin`, or `Sec-Fetch-Site:
-//! cross-site`) is refused, so that a web page cannot run a job or change
-//! a pool through the visitor's browser. Clients that are not browsers
-//! (curl, SDKs, load balancers' probes) send neither header and are not
-//! touched. ADR 0020 says why.
+//! Who may drive the service from a browser: every request's `Host` is
+//! checked against an allow-list (against DNS rebinding), and a browser's
+//! cross-site request (a foreign `Origin`, or `Sec-Fetch-Site: cross-site`)
+//! is refused (docs/SERVICE.md, "Who may call it"; ADR 0020). Clients that
+//! are not browsers send neither header and are not touched.
 
 use std::net::{IpAddr, SocketAddr};
 

@@ -3,10 +3,9 @@
 //! no file descriptor left (each worker holds its three pipes in the
 //! server, and a warm-up may open more).
 //!
-//! At start the process raises its soft `RLIMIT_NOFILE` to the hard limit
-//! (as Go's runtime and nginx's `worker_rlimit_nofile` do), then keeps
-//! [`BASE_FDS`] plus [`FDS_PER_WORKER`] for each worker the pools may run
-//! out of the connection budget.
+//! At start the process raises its soft `RLIMIT_NOFILE` to the hard limit,
+//! then keeps [`BASE_FDS`] plus [`FDS_PER_WORKER`] for each worker the
+//! pools may run out of the connection budget.
 
 /// Descriptors kept for the process itself: the listener, the log file,
 /// the runtime, the run directory, `/proc` reads.

@@ -1,20 +1,9 @@
 //! `GET /pools/{name}/config`: the live config of a pool, in the shape
 //! `PUT /pools/{name}/config` takes, so that what one prints the other
-//! takes back unchanged.
-//!
-//! ```text
-//! {"auto_grow_threshold":null,"break_after_failed_starts":5,"close_grace":"5s",
-//!  "dispatch":"lowest-slot","eviction":{"after":"5m","keep":1,"kind":"idle-timeout"},
-//!  "group":"demo","job_timeout":"30s",…,"sizing":{"kind":"fixed","workers":2},…}
-//! ```
-//!
-//! The keys, in alphabetical order: `group`, `sizing`, `eviction`, and
-//! every option of [`kennel::Options`], written as a config writes it
-//! (durations as `"30s"`, an unset limit as `null`). `sizing` and
-//! `eviction` are those the service gave the pool, at start or by the last
-//! `PUT`; a pool built without a sizing shows the one it runs,
-//! `{"kind":"fixed","workers":<its capacity>}`. A pool added to the state
-//! by hand (not from a config) shows `null` for both: `PUT` reads `null` as
+//! takes back unchanged: `group`, `sizing`, `eviction` and every option of
+//! [`kennel::Options`], in alphabetical order, written as a config writes
+//! them (docs/SERVICE.md, "A pool's live config"). A pool added to the
+//! state by hand shows `null` sizing and eviction, which `PUT` reads as
 //! "keep".
 
 use axum::Json;

@@ -1,15 +1,8 @@
 //! `GET /`: the status page, one HTML file embedded in the binary
-//! (`assets/status.html`, with its style and script inline: no build step,
-//! nothing fetched from elsewhere).
-//!
-//! The page holds no data: its script reads `GET /pools`, each pool's
-//! `GET /pools/{name}/workers` every second and the live feed of
-//! `GET /events`, and draws each pool's counts, its workers, its size over
-//! the last two minutes with its sizing steps, and the events as they come,
-//! each at the `time` it carries (a replayed one at its original time).
-//! So the page itself is served without the bearer token (a browser cannot
-//! send one on a navigation); the script asks for the token when the
-//! service answers 401 and sends it with each of its requests.
+//! (`assets/status.html`, style and script inline; docs/SERVICE.md, "The
+//! status page"). The page holds no data, so it is served without the
+//! bearer token; its script asks for the token on a 401 and sends it with
+//! each of its requests.
 
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};

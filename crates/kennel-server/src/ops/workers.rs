@@ -1,11 +1,5 @@
 //! `GET /pools/{name}/workers`: one row per slot of a pool
-//! ([`kennel::Pool::workers`]).
-//!
-//! ```text
-//! {"pool":"demo","workers":[{"slot":0,"state":"idle","generation":1,"pid":8132,
-//!   "running_for_ms":12003.1,"ready_after_ms":1003.4,"jobs":3,"last_job_ms":15.8,
-//!   "early_exits":0,"memory_bytes":null,"retire_due":null,"about":{"pid":8132}}, …]}
-//! ```
+//! ([`kennel::Pool::workers`]; docs/SERVICE.md, "A pool's workers").
 
 use std::time::Duration;
 

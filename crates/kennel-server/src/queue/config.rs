@@ -1,19 +1,6 @@
 //! `[pool.queue]`: where a pool's jobs come from when it reads a NATS
-//! JetStream work queue, and how each message is acknowledged.
-//!
-//! ```toml
-//! [[pool]]
-//! name = "echo"
-//! argv = ["python3", "examples/workers/echo.py"]
-//! job_timeout = "30s"
-//!
-//! [pool.queue]
-//! nats = "nats://127.0.0.1:4222"
-//! stream = "KENNEL"
-//! subject = "kennel.jobs.echo"
-//! ack_wait = "30s"
-//! max_deliver = 5
-//! ```
+//! JetStream work queue, and how each message is acknowledged
+//! (docs/CONFIG.md, "`[pool.queue]`").
 
 use std::path::PathBuf;
 use std::str::FromStr;

@@ -1,22 +1,10 @@
-//! Pools fed by a NATS JetStream work queue: a pool with a `[pool.queue]`
-//! reads its jobs from a stream through a durable pull consumer that every
-//! instance of the service shares, and publishes each job's answer to the
-//! message's reply subject (header `Kennel-Reply-To`) or the queue's
-//! `result_subject`.
-//!
-//! - An instance asks for at most as many messages as its pool has workers
-//!   that can take a job now ([`credit`]), so no message waits on a host
-//!   that cannot start it.
-//! - Each answer is the body the HTTP route gives, with the status in the
-//!   header `Kennel-Status`. A reply or a worker-reported error is acked, a
-//!   crash or a broken pool is nak'd with a delay, a timeout or a job that
-//!   is not JSON is terminated, and so is a job whose last delivery
-//!   (`max_deliver`) failed ([`outcome`]). While a job runs, an in-progress
-//!   ack goes every third of `ack_wait`.
-//! - `POST /pools/{name}/jobs` on such a pool publishes the job to the
-//!   stream and answers its result, whichever instance ran it.
-//! - A graceful stop drains: no more fetching, a message that arrives after
-//!   is handed back at once, the jobs started finish and are acked.
+//! Pools fed by a NATS JetStream work queue (`[pool.queue]`): a durable
+//! pull consumer every instance shares, asked for at most as many messages
+//! as the pool has workers that can take a job now ([`credit`]); each
+//! answer is the body the HTTP route gives, acked, nak'd or terminated as
+//! [`outcome`] says; `POST /pools/{name}/jobs` on such a pool publishes to
+//! the stream ([`publish`]); a graceful stop drains. docs/SERVICE.md,
+//! "Pools fed by a JetStream work queue", is the reference.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,23 +1,10 @@
 //! Reloading the config file (`SIGHUP`, `POST /reload`), ADR 0023: the
-//! file is read once it has settled ([`read`]) and checked as at start; a
-//! file that does not pass is refused with the same error and the running
-//! config stays. So is a file with no `[[pool]]`, unless it says
-//! `[server] allow_no_pools = true`. Otherwise each pool's entry is
-//! compared with the one it runs ([`diff`]):
-//!
-//! - a new `[[pool]]` is started;
-//! - a pool no longer in the file is taken out and closed (its jobs get
-//!   its `job_grace`);
-//! - a pool where only live keys changed (`sizing`, `eviction`, `group`,
-//!   kennel's options) is changed in place, as `PUT /pools/{name}/config`
-//!   does;
-//! - a pool where any other key changed is replaced: a new pool is built
-//!   (its queue connected) and put under the name in one step, then the
-//!   old one is closed;
-//! - a pool that cannot be started or replaced is refused and runs as
-//!   before (a later reload tries again);
-//! - a changed `[server]` is not applied (the listener, token and limits
-//!   are set at start): its keys are named.
+//! file is read once it has settled ([`read`]) and checked as at start
+//! (refused, and the running config kept, when it does not pass or has no
+//! `[[pool]]` without `allow_no_pools`); then each pool's entry is compared
+//! with the one it runs ([`diff`]) and the pool is added, removed,
+//! reconfigured in place or replaced, as the table in docs/SERVICE.md,
+//! "Reloading the config", says. A changed `[server]` is not applied.
 
 mod diff;
 mod read;

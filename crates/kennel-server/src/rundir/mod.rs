@@ -1,28 +1,15 @@
-//! The run directory of `kennel serve`: one file per live worker process
-//! group, so that a server that died without closing its pools (`kill -9`,
-//! the OOM killer) has its leftovers killed by the next one.
+//! The run directory of `kennel serve`: one file `group-<pgid>` per live
+//! worker process group, holding `<pgid> <start time>` (the leader's start
+//! time in clock ticks since boot, field 22 of `/proc/<pid>/stat`), so that
+//! the next server kills what a server that died left (docs/SERVICE.md,
+//! "No orphans: the run directory").
 //!
-//! The worker itself dies with the server (the death signal, ADR 0016), but
-//! its own children do not inherit that; they stay in the worker's process
-//! group, which the file names. A server reaps at start the groups a
-//! previous run left in the same run directory.
-//!
-//! A file `group-<pgid>` holds `<pgid> <start time>`, the start time of
-//! the group's leader in clock ticks since boot (field 22 of
-//! `/proc/<pid>/stat`). A group whose leader still runs is signalled only
-//! when the leader has the recorded start time and still leads its own
-//! group, so that a pid the system gave to another process since is told
-//! from the worker's. (Its program is no test: a worker started as a
-//! wrapper that `exec`s its program changes it.) A group whose leader has
-//! ended is signalled while it has a live member: while a group has a
-//! member its id is given to no new process, so the members are what the
-//! worker left. Only the groups the files name are ever signalled. The
-//! directory is locked (`flock`) while a server uses it: two servers never
-//! share one.
-//!
-//! The directory must be this user's alone (`trust.rs`): else another
-//! local user could make the server empty a file through a `lock` link, or
-//! kill a process through a forged `group-*` file.
+//! Only the groups the files name are ever signalled: one whose leader runs
+//! with the recorded start time and still leads its group (its program is
+//! no test: an `exec` changes it), or, once the leader has ended, one with
+//! a live member (a group's id goes to no new process while it has one).
+//! The directory is locked (`flock`) while a server uses it, and must be
+//! this user's alone (`trust.rs`).
 
 mod leader;
 mod trust;

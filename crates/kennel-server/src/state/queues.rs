@@ -12,11 +12,8 @@ use crate::queue::{QueueStartError, Source};
 use crate::watch::Watch;
 
 impl AppState {
-    /// Connects the queue of each pool of `config` that has one (the pools
-    /// must have been started by [`start_pools`](Self::start_pools)):
-    /// creates the stream if asked to and missing, creates or updates the
-    /// durable consumer, and starts fetching. From then on
-    /// `POST /pools/{name}/jobs` on such a pool goes through the queue.
+    /// Connects the queue of each pool of `config` that has one, started by
+    /// [`start_pools`](Self::start_pools), as [`Source::start`] does.
     ///
     /// # Errors
     ///
