@@ -1,10 +1,10 @@
 //! An axum integration for library users: lend from a pool inside your own
-//! router (Deserve's `ctx.get.worker()`).
+//! router.
 //!
 //! Put a [`PoolHandle`] in your router's state (or make it reachable with
 //! [`FromRef`]), and take a [`WorkerPool`] in a handler. A router built
 //! with [`PoolHandle::none`] has no pool: the extractor then refuses with
-//! 501 `not-supported`, as Deserve's `NotSupported`. [`ApiError`] converts
+//! 501 `not-supported`. [`ApiError`] converts
 //! from the pool's and the worker's errors, so `?` gives the service's
 //! status codes and JSON bodies.
 //!

@@ -10,14 +10,14 @@ use crate::worker::{BoxError, Exit};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RejectReason {
-    /// The wait queue already holds `max_waiting` jobs (Deserve's `queue-depth`).
+    /// The wait queue already holds `max_waiting` jobs (`queue-depth`).
     QueueFull,
-    /// The projected wait is above `max_queue_wait` (Deserve's `queue-wait`).
+    /// The projected wait is above `max_queue_wait` (`queue-wait`).
     QueueWait,
 }
 
 impl RejectReason {
-    /// The serialised name, as in Deserve's `worker:rejected` event.
+    /// The serialised name, as in the `worker:rejected` event.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::QueueFull => "queue-depth",

@@ -251,7 +251,7 @@ pub enum Event {
 }
 
 impl Event {
-    /// The serialised name, in Deserve's form (`worker:crashed`, `sizing:step`, …).
+    /// The serialised name (`worker:crashed`, `sizing:step`, …).
     pub fn name(&self) -> &'static str {
         match self {
             Self::Starting { .. } => "worker:starting",
