@@ -91,14 +91,7 @@ impl Handshake {
     /// `capabilities` and `clientInfo` `{"name":"kennel","version":…}`,
     /// then `notifications/initialized`.
     pub fn mcp() -> Self {
-        Self {
-            params: json!({
-                "protocolVersion": MCP_PROTOCOL_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "kennel", "version": env!("CARGO_PKG_VERSION")},
-            }),
-            initialized: Some("notifications/initialized".to_owned()),
-        }
+        Self::for_framing(Framing::JsonRpc)
     }
 
     /// LSP's: `initialize` with `processId` (filled with kennel's pid as it
@@ -107,25 +100,29 @@ impl Handshake {
     /// workspace with [`param`](Self::param) (`rootUri`,
     /// `workspaceFolders`), or start from [`custom`](Self::custom).
     pub fn lsp() -> Self {
-        Self {
-            params: json!({
-                "processId": null,
-                "rootUri": null,
-                "capabilities": {},
-                "clientInfo": {"name": "kennel", "version": env!("CARGO_PKG_VERSION")},
-            }),
-            initialized: Some(Self::default_initialized(Framing::ContentLength).to_owned()),
-        }
+        Self::for_framing(Framing::ContentLength)
     }
 
     /// The handshake a worker in `framing` gets unless told otherwise:
     /// [`lsp`](Self::lsp) for `content-length`, [`mcp`](Self::mcp) for
     /// the others.
     pub fn for_framing(framing: Framing) -> Self {
-        match framing {
-            Framing::ContentLength => Self::lsp(),
-            _ => Self::mcp(),
-        }
+        let client = json!({"name": "kennel", "version": env!("CARGO_PKG_VERSION")});
+        let params = match framing {
+            Framing::ContentLength => json!({
+                "processId": null,
+                "rootUri": null,
+                "capabilities": {},
+                "clientInfo": client,
+            }),
+            _ => json!({
+                "protocolVersion": MCP_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": client,
+            }),
+        };
+        let initialized = Self::default_initialized(framing).to_owned();
+        Self::custom(params, Some(initialized))
     }
 
     /// The `initialized` notification a handshake in `framing` sends
@@ -155,12 +152,12 @@ impl Handshake {
 
     /// Sets `params.protocolVersion`.
     pub fn protocol_version(self, version: impl Into<String>) -> Self {
-        self.set("protocolVersion", Value::String(version.into()))
+        self.param("protocolVersion", Value::String(version.into()))
     }
 
     /// Sets `params.clientInfo` to a name and a version.
     pub fn client_info(self, name: impl Into<String>, version: impl Into<String>) -> Self {
-        self.set(
+        self.param(
             "clientInfo",
             json!({"name": name.into(), "version": version.into()}),
         )
@@ -168,13 +165,19 @@ impl Handshake {
 
     /// Sets `params.capabilities`.
     pub fn capabilities(self, capabilities: Value) -> Self {
-        self.set("capabilities", capabilities)
+        self.param("capabilities", capabilities)
     }
 
     /// Sets `params[key]` (LSP's `rootUri`, `workspaceFolders`,
     /// `initializationOptions`…).
-    pub fn param(self, key: &str, value: Value) -> Self {
-        self.set(key, value)
+    pub fn param(mut self, key: &str, value: Value) -> Self {
+        if !self.params.is_object() {
+            self.params = json!({});
+        }
+        if let Value::Object(map) = &mut self.params {
+            map.insert(key.to_owned(), value);
+        }
+        self
     }
 
     /// The params `initialize` is sent with in `framing`: in
@@ -194,16 +197,6 @@ impl Handshake {
     /// The params of the `initialize` request.
     pub fn params(&self) -> &Value {
         &self.params
-    }
-
-    fn set(mut self, key: &str, value: Value) -> Self {
-        if !self.params.is_object() {
-            self.params = json!({});
-        }
-        if let Value::Object(map) = &mut self.params {
-            map.insert(key.to_owned(), value);
-        }
-        self
     }
 }
 

@@ -63,7 +63,7 @@ impl Coprocess {
                 CANCEL_LINE.to_vec()
             };
             if let Some(ping) = ping {
-                bytes.extend(rpc::request(framing, ping, "ping", None));
+                bytes.extend(rpc::message(framing, Some(ping), "ping", None));
             }
             if self.write(&bytes).await.is_err() {
                 return false;

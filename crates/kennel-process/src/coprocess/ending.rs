@@ -51,16 +51,16 @@ impl Coprocess {
     /// [`close_grace`]: crate::CoprocessSpec::close_grace
     pub async fn close(mut self) -> Exit {
         let grace = self.close_grace;
-        let sound = matches!(self.phase, Phase::Idle | Phase::InFlight);
-        if self.talk.framing == Framing::ContentLength && sound && self.try_exited().is_none() {
-            let asked = tokio::time::timeout(grace, self.shut_down()).await;
-            if asked.is_err() {
-                event!(
-                    debug,
-                    self,
-                    "worker did not answer shutdown within the grace"
-                );
-            }
+        // Sound and running: `can_cancel` says so.
+        if self.talk.framing == Framing::ContentLength
+            && self.can_cancel()
+            && tokio::time::timeout(grace, self.shut_down()).await.is_err()
+        {
+            event!(
+                debug,
+                self,
+                "worker did not answer shutdown within the grace"
+            );
         }
         drop(self.stdin.take());
         let exited = self.exited();
@@ -94,11 +94,8 @@ impl Coprocess {
         let framing = self.talk.framing;
         let id = self.next_id;
         self.next_id += 1;
-        if self
-            .write(&rpc::request(framing, id, "shutdown", None))
-            .await
-            .is_err()
-        {
+        let shutdown = rpc::message(framing, Some(id), "shutdown", None);
+        if self.write(&shutdown).await.is_err() {
             return;
         }
         let open = Open {
@@ -110,7 +107,7 @@ impl Coprocess {
         self.open = Some(open.clone());
         match self.rpc_reply(&open, None, &mut |_| {}).await {
             Ok(_) | Err(ProcessError::Worker { .. }) => {
-                let _ = self.write(&rpc::notification(framing, "exit", None)).await;
+                let _ = self.write(&rpc::message(framing, None, "exit", None)).await;
             }
             Err(_) => {}
         }

@@ -325,19 +325,12 @@ impl Coprocess {
         self.phase = Phase::InFlight;
         self.open = Some(open.clone());
         // Dropping this future from here on leaves the stream out of step.
-        let guard = KillOnDrop(Some(Arc::clone(&self.group)));
-        if let Err(err) = self.write(&out).await {
-            guard.disarm();
-            let what = format!("writing a request failed: {err}");
-            return Err(self.ended(Reading::Reply, &what).await);
-        }
+        let mut guard = KillOnDrop::new(&self.group);
+        self.send(&out, Reading::Reply, "a request").await?;
         // Written whole: a framing that can cancel settles a drop from here.
-        let guard = if self.can_cancel() {
-            guard.disarm();
-            None
-        } else {
-            Some(guard)
-        };
+        if self.can_cancel() {
+            guard.0 = None;
+        }
         let mut ignore = |_: Progress| {};
         let on_progress = on_progress.unwrap_or(&mut ignore);
         let result = if rpc {
@@ -345,17 +338,19 @@ impl Coprocess {
         } else {
             self.line_reply(&open, on_progress).await
         };
-        if let Some(guard) = guard {
-            guard.disarm();
-        }
+        guard.disarm();
         result
     }
 }
 
 /// Kills the process group if a request is dropped half-way.
-pub(super) struct KillOnDrop(pub(super) Option<Arc<ProcessGroup>>);
+pub(super) struct KillOnDrop(Option<Arc<ProcessGroup>>);
 
 impl KillOnDrop {
+    pub(super) fn new(group: &Arc<ProcessGroup>) -> Self {
+        Self(Some(Arc::clone(group)))
+    }
+
     pub(super) fn disarm(mut self) {
         self.0 = None;
     }

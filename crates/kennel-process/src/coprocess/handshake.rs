@@ -25,11 +25,8 @@ impl Coprocess {
         let framing = self.talk.framing;
         if !self.handshake_sent {
             let params = handshake.params_for(framing, std::process::id());
-            let bytes = rpc::request(framing, HANDSHAKE_ID, "initialize", Some(&params));
-            if let Err(err) = self.write(&bytes).await {
-                let what = format!("writing the handshake failed: {err}");
-                return Err(self.ended(Reading::WarmUp, &what).await);
-            }
+            let bytes = rpc::message(framing, Some(HANDSHAKE_ID), "initialize", Some(&params));
+            self.send(&bytes, Reading::WarmUp, "the handshake").await?;
             self.handshake_sent = true;
         }
         loop {
@@ -41,11 +38,9 @@ impl Coprocess {
                 } => {
                     self.handshake_result = Some(result);
                     if let Some(method) = &handshake.initialized {
-                        let note = rpc::notification(framing, method, Some(&serde_json::json!({})));
-                        if let Err(err) = self.write(&note).await {
-                            let what = format!("writing {method} failed: {err}");
-                            return Err(self.ended(Reading::WarmUp, &what).await);
-                        }
+                        let note =
+                            rpc::message(framing, None, method, Some(&serde_json::json!({})));
+                        self.send(&note, Reading::WarmUp, method).await?;
                     }
                     self.phase = Phase::Idle;
                     event!(debug, self, "worker answered the handshake; ready");

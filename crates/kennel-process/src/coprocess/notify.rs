@@ -1,8 +1,6 @@
 //! A job that is a notification: written in the worker's framing, no
 //! reply awaited (a language server's `textDocument/didOpen`).
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -61,15 +59,11 @@ impl Coprocess {
             Phase::Idle | Phase::InFlight => {}
             Phase::Broken => return Err(self.crashed_now()),
         }
-        let bytes = rpc::notification(framing, method, params);
-        let guard = KillOnDrop(Some(Arc::clone(&self.group)));
-        let written = self.write(&bytes).await;
+        let bytes = rpc::message(framing, None, method, params);
+        let guard = KillOnDrop::new(&self.group);
+        let written = self.send(&bytes, Reading::Reply, "a notification").await;
         guard.disarm();
-        if let Err(err) = written {
-            let what = format!("writing a notification failed: {err}");
-            return Err(self.ended(Reading::Reply, &what).await);
-        }
-        Ok(())
+        written
     }
 
     /// As [`notify`](Self::notify), the notification a job that is JSON

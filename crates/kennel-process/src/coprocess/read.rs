@@ -71,6 +71,22 @@ impl Coprocess {
         }
     }
 
+    /// Writes `bytes` as [`write`](Self::write) does; if that fails, the
+    /// error of the worker's end met while `reading` (`what` was written).
+    pub(super) async fn send(
+        &mut self,
+        bytes: &[u8],
+        reading: Reading,
+        what: &str,
+    ) -> Result<(), ProcessError> {
+        match self.write(bytes).await {
+            Ok(()) => Ok(()),
+            Err(err) => Err(self
+                .ended(reading, &format!("writing {what} failed: {err}"))
+                .await),
+        }
+    }
+
     /// Writes `bytes` to the worker's stdin and flushes.
     ///
     /// # Errors

@@ -53,22 +53,14 @@ struct Envelope<'a> {
 }
 
 pub(super) fn classify(bytes: &[u8]) -> Inbound {
-    let starts_object = bytes
-        .iter()
-        .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|&b| b == b'{');
-    if !starts_object {
-        return match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-            Ok(_) => Inbound::Other,
-            Err(err) => Inbound::NotJson(err.to_string()),
-        };
-    }
+    // A derived struct would also read an array.
+    let object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     let envelope = match serde_json::from_slice::<Envelope<'_>>(bytes) {
-        Ok(envelope) => envelope,
-        Err(err) => {
+        Ok(envelope) if object => envelope,
+        _ => {
             return match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
                 Ok(_) => Inbound::Other,
-                Err(_) => Inbound::NotJson(err.to_string()),
+                Err(err) => Inbound::NotJson(err.to_string()),
             };
         }
     };
@@ -152,18 +144,18 @@ fn progress_of(method: &str, params: Option<Value>) -> Option<(Value, Progress)>
     }
 }
 
-/// A request of kennel's own (the handshake, a ping), framed.
-pub(super) fn request(framing: Framing, id: u64, method: &str, params: Option<&Value>) -> Vec<u8> {
-    let mut body = json!({"jsonrpc": "2.0", "id": id, "method": method});
-    if let Some(params) = params {
-        body["params"] = params.clone();
-    }
-    frame(framing, body.to_string().into_bytes())
-}
-
-/// A notification, framed (without params when `None`).
-pub(super) fn notification(framing: Framing, method: &str, params: Option<&Value>) -> Vec<u8> {
+/// A request of kennel's own with `id` (the handshake, a ping), or without
+/// one a notification, framed (without params when `None`).
+pub(super) fn message(
+    framing: Framing,
+    id: Option<u64>,
+    method: &str,
+    params: Option<&Value>,
+) -> Vec<u8> {
     let mut body = json!({"jsonrpc": "2.0", "method": method});
+    if let Some(id) = id {
+        body["id"] = id.into();
+    }
     if let Some(params) = params {
         body["params"] = params.clone();
     }
@@ -191,16 +183,14 @@ pub(super) fn answer(
 
 /// The cancel notification of the framing, for request `id`.
 pub(super) fn cancel(framing: Framing, id: u64) -> Vec<u8> {
-    match framing {
-        Framing::ContentLength => {
-            notification(framing, "$/cancelRequest", Some(&json!({"id": id})))
-        }
-        _ => notification(
-            framing,
+    let (method, params) = match framing {
+        Framing::ContentLength => ("$/cancelRequest", json!({"id": id})),
+        _ => (
             "notifications/cancelled",
-            Some(&json!({"requestId": id, "reason": "the job was aborted or timed out"})),
+            json!({"requestId": id, "reason": "the job was aborted or timed out"}),
         ),
-    }
+    };
+    message(framing, None, method, Some(&params))
 }
 
 /// `body` framed: a line, or a `Content-Length` frame.
