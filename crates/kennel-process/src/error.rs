@@ -9,18 +9,12 @@ pub(crate) const NO_MESSAGE: &str = "worker returned an error with no message";
 
 /// What went wrong with a [`Coprocess`](crate::Coprocess).
 ///
-/// The variants say whether the worker can still be used:
-///
-/// - [`Worker`](Self::Worker), [`NotACall`](Self::NotACall),
-///   [`Encode`](Self::Encode) and [`Decode`](Self::Decode) leave the stream
-///   in step: the worker stays usable.
-/// - [`Protocol`](Self::Protocol), [`Crashed`](Self::Crashed) and
-///   [`NotReady`](Self::NotReady) mean the stream can no longer be trusted:
-///   the coprocess has already killed its process group and waited (up to
-///   a second) until the process was reaped, so the future from
-///   [`Coprocess::exited`](crate::Coprocess::exited) has resolved when the
-///   error is returned. Every later request fails at once with
-///   [`Crashed`](Self::Crashed).
+/// After [`Protocol`](Self::Protocol), [`Crashed`](Self::Crashed) or
+/// [`NotReady`](Self::NotReady) the stream can no longer be trusted: the
+/// process group was killed and reaped (waited for up to a second), so
+/// [`Coprocess::exited`](crate::Coprocess::exited) has resolved, and every
+/// later request fails at once with `Crashed`. After the others the worker
+/// stays usable ([`worker_is_usable`](Self::worker_is_usable)).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProcessError {

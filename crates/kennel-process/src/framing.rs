@@ -136,13 +136,9 @@ impl Handshake {
     }
 
     /// Any handshake: `initialize` with these params, then the notification
-    /// `initialized` if given (LSP's is `"initialized"` with `{}`; see
-    /// [`default_initialized`](Self::default_initialized)).
-    ///
-    /// In the `content-length` framing, params that are an object and
-    /// leave `processId` out or null get kennel's own pid as `processId`
-    /// as the request is sent (a language server watches it, and ends
-    /// when kennel has).
+    /// `initialized` if given. In the `content-length` framing, object
+    /// params without a `processId` (or a null one) get kennel's pid, as in
+    /// [`lsp`](Self::lsp) (a language server ends when kennel has).
     pub fn custom(params: Value, initialized: Option<String>) -> Self {
         Self {
             params,

@@ -1,11 +1,6 @@
 //! [`JsonBytes`]: one JSON value as bytes, checked once and then forwarded
-//! as they are (docs/internals.md).
-//!
-//! A job that arrives as JSON text (an HTTP body, a queue message) and a
-//! reply a worker wrote as a line need no tree of values in between: the
-//! service checks that the bytes are one JSON value, writes them to the
-//! worker, and hands the reply's bytes back, never re-serialised. The bytes
-//! stay where they are (`B` may be the HTTP stack's own buffer).
+//! as they are (docs/internals.md): a job that arrives as JSON text and a
+//! reply a worker wrote need no tree of values in between.
 
 use std::fmt;
 use std::ops::Range;

@@ -28,10 +28,8 @@ impl Coprocess {
     ///   request settles it (LSP answers cancelled requests).
     ///
     /// Returns [`CancelOutcome::Kept`] when settled in time (or when no
-    /// request was in hand): the worker takes the next request. Otherwise
-    /// the process group is killed and it returns
-    /// [`CancelOutcome::Killed`]. Progress and other messages meanwhile are
-    /// skipped.
+    /// request was in hand); otherwise the process group is killed:
+    /// [`CancelOutcome::Killed`]. Other messages meanwhile are skipped.
     ///
     /// # Cancel safety
     ///

@@ -31,17 +31,14 @@ const REAP_WAIT: Duration = Duration::from_secs(1);
 pub(super) const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
 
 impl Coprocess {
-    /// Ends the worker gracefully and returns how it ended.
-    ///
-    /// In the `content-length` framing (a language server) that is sound
-    /// and warm, kennel first asks it to end as LSP does: the `shutdown`
-    /// request, and once it is answered the `exit` notification, the two
-    /// within the [`close_grace`]. Then, in every framing, it closes the
-    /// worker's stdin (a well-behaved worker exits when it reads
-    /// the end of its input), waits up to the [`close_grace`], then sends
-    /// SIGTERM to the whole process group, waits up to the grace again, then
-    /// sends SIGKILL and waits for the end. Whatever is left in the group
-    /// when the worker exits is killed.
+    /// Ends the worker gracefully and returns how it ended. In the
+    /// `content-length` framing (a language server), if sound and running,
+    /// it first sends LSP's `shutdown` and, once answered, `exit`, the two
+    /// within the [`close_grace`]. Then it closes the worker's stdin (a
+    /// well-behaved worker exits at the end of its input), waits up to the
+    /// grace, sends SIGTERM to the whole process group, waits up to the
+    /// grace again, then sends SIGKILL. Whatever is left in the group when
+    /// the worker exits is killed.
     ///
     /// # Cancel safety
     ///

@@ -21,27 +21,19 @@ use crate::lines::excerpt;
 use crate::progress::Progress;
 
 impl Coprocess {
-    /// Waits until the worker is warm: in JSON lines, until it has written
-    /// its ready line `{"ready":true}`; in the JSON-RPC framings, until it
-    /// has answered the [`handshake`](crate::CoprocessSpec::handshake)
-    /// (then kennel sends the `initialized` notification), or at once
-    /// without one.
-    ///
-    /// With [`ReadyMode::Immediate`], or once the worker is ready, this
-    /// resolves at once. Lines the worker writes before its ready line that
-    /// are not an error line (a library's banner, a progress note, even text
-    /// that is not JSON) are logged with `tracing` at level WARN and skipped.
-    /// A line over the size limit is not skipped: it is a protocol error.
-    ///
-    /// A warm-up has no time limit of its own; a pool can set one
-    /// (`warmup_timeout`), or wrap this in [`tokio::time::timeout`].
+    /// Waits until the worker is warm: its ready line `{"ready":true}` read
+    /// (JSON lines; lines before it that are not an error line are logged
+    /// at WARN and skipped), or its
+    /// [`handshake`](crate::CoprocessSpec::handshake) answered and the
+    /// `initialized` notification sent (JSON-RPC). At once with
+    /// [`ReadyMode::Immediate`], without a handshake, or once ready. It has
+    /// no time limit of its own (a pool's is `warmup_timeout`).
     ///
     /// # Errors
     ///
     /// - [`ProcessError::NotReady`] if the worker exits or closes its stdout
-    ///   before its ready line, or writes an error line
-    ///   `{"error":true,"message":"…"}` instead (the reason is its message),
-    ///   or answers the handshake with an error.
+    ///   first, writes an error line `{"error":true,"message":"…"}` (the
+    ///   reason is its message), or answers the handshake with an error.
     /// - [`ProcessError::Protocol`] if a line is over the size limit.
     /// - [`ProcessError::Crashed`] if the worker was already broken.
     ///
@@ -49,9 +41,8 @@ impl Coprocess {
     ///
     /// # Cancel safety
     ///
-    /// This method is cancel safe. If it is dropped before it completes, the
-    /// worker keeps warming up and nothing it wrote is lost: a later call
-    /// goes on waiting for the same ready line.
+    /// Cancel safe: the worker keeps warming up, nothing it wrote is lost,
+    /// and a later call goes on waiting for the same ready line.
     ///
     /// [`ReadyMode::Immediate`]: crate::ReadyMode::Immediate
     pub async fn ready(&mut self) -> Result<(), ProcessError> {
@@ -103,18 +94,16 @@ impl Coprocess {
 
     /// Sends one request and returns the worker's reply.
     ///
-    /// In JSON lines the request is written as one line of compact JSON
-    /// (an object with kennel's job id first, `"kennel_id"`, unless the
-    /// spec turned [`job_ids`](crate::CoprocessSpec::job_ids) off) and the
-    /// next line that is not a progress line is its reply: taken only with
-    /// the job's id when it carries one, and handed on without it. In the
-    /// JSON-RPC framings the request is a method call (the spec's
-    /// [`method`](crate::CoprocessSpec::method) with `request` as its
-    /// params, or `request` is `{"method": …, "params": …}`) with an id of
-    /// kennel's, and its reply is the response with that id: a response to
-    /// another id (a late or unasked one) is skipped, never taken for it.
-    /// If the worker is still warming up, this first waits for
-    /// [`ready`](Self::ready).
+    /// In JSON lines the request is one line of compact JSON (an object
+    /// with kennel's `"kennel_id"` first, unless
+    /// [`job_ids`](crate::CoprocessSpec::job_ids) is off) and its reply the
+    /// next line that is not a progress line, held to the job's id. In the
+    /// JSON-RPC framings it is a call (the spec's
+    /// [`method`](crate::CoprocessSpec::method) with `request` as params,
+    /// or `request` is `{"method": …, "params": …}`) with an id of
+    /// kennel's, and its reply the response with that id: any other
+    /// response is skipped. A worker still warming up is first awaited
+    /// ([`ready`](Self::ready)).
     ///
     /// # Errors
     ///
@@ -122,12 +111,9 @@ impl Coprocess {
     ///   JSON-RPC error. The worker stays usable.
     /// - [`ProcessError::NotACall`] if, in JSON-RPC without a method,
     ///   `request` is not a method call. Nothing is sent.
-    /// - [`ProcessError::Protocol`] if the reply is not JSON, a line or
-    ///   frame is over the size limit, the framing is broken, or (JSON
-    ///   lines) the worker had already written output no request asked for,
-    ///   wrote a line for another job (another `kennel_id`), said it echoes
-    ///   the id and wrote a reply without it, wrote a second ready line, or
-    ///   an earlier request was dropped before its reply was read.
+    /// - [`ProcessError::Protocol`] if the output breaks the protocol (see
+    ///   [Bad output](Self#bad-output)), or an earlier request was dropped
+    ///   before its reply was read (JSON lines without cancel lines).
     /// - [`ProcessError::Crashed`] if the worker exits or closes its stdout
     ///   before it replies, or was already broken. In a pool (which watches
     ///   the worker's end) the job waits instead, up to a second, for the
@@ -139,15 +125,12 @@ impl Coprocess {
     ///
     /// # Cancel safety
     ///
-    /// This method is not cancel safe. Dropped while the request is being
-    /// written, it kills the worker. Dropped after that, in JSON lines
-    /// without cancel lines, the worker's reply would be taken as the
-    /// answer to the next request, so the coprocess kills its process
-    /// group at once and the next request fails with
-    /// [`ProcessError::Protocol`]. In a framing that can cancel, the
-    /// request stays in hand: [`cancel`](Self::cancel) settles it (a pool
-    /// does, on an abort or a timeout); in JSON-RPC a later request also
-    /// works, the dropped one's reply being skipped by its id.
+    /// Not cancel safe. Dropped while the request is being written, it
+    /// kills the worker. Dropped later, in JSON lines without cancel lines,
+    /// the next request fails with [`ProcessError::Protocol`] (the worker
+    /// killed: its reply would answer the next request); in a framing that
+    /// can cancel, the request stays in hand for [`cancel`](Self::cancel)
+    /// (as a pool does), and in JSON-RPC a later request skips its reply.
     pub async fn request(&mut self, request: &Value) -> Result<Value, ProcessError> {
         self.call(request).await
     }

@@ -108,31 +108,25 @@ struct Label {
 ///
 /// # Bad output
 ///
-/// A worker's output is never trusted. A line that is not JSON, a line over
-/// [`max_line_bytes`], a line for another job (its `kennel_id`), output
-/// already waiting when a request is about to be sent (a line no request
-/// asked for), or the end of stdout before a reply fails the request
-/// ([`ProcessError::Protocol`] or [`ProcessError::Crashed`]), and the
-/// coprocess kills its whole process group at once, because requests and
-/// replies may no longer match. Output already waiting once a reply has
-/// been read kills it too, the reply standing. The
-/// future from [`exited`](Self::exited) then resolves (so a pool replaces the
-/// worker) and every later request fails at once with `Crashed`.
+/// A worker's output is never trusted. A line that is not JSON, a line or
+/// frame over [`max_line_bytes`], broken `Content-Length` framing, a line
+/// for another job (its `kennel_id`), a reply without the id from a worker
+/// that said it echoes it, a second ready line, output no request asked
+/// for (waiting when a request is about to be sent), or the end of stdout
+/// before a reply fails the request ([`ProcessError::Protocol`] or
+/// [`ProcessError::Crashed`]) and kills the whole process group at once:
+/// requests and replies may no longer match. Output already waiting once
+/// a reply has been read kills it too, the reply standing. Every later
+/// request fails at once with `Crashed`.
 ///
 /// # Ending
 ///
-/// - [`kill`](Self::kill) (or the [`Killer`]) sends SIGKILL to the group.
-/// - [`close`](Self::close) closes stdin, waits the grace period, sends
-///   SIGTERM to the group, waits the grace period again, then sends SIGKILL;
-///   in the `content-length` framing it first sends LSP's `shutdown` and
-///   `exit`, within the grace period.
-/// - Dropping a `Coprocess` sends SIGKILL to the group.
-/// - When the worker exits by itself, whatever is left of its group is
-///   killed.
-///
-/// One task per coprocess owns the [`Child`](tokio::process::Child) and waits
-/// for it; it publishes the exit, so [`exited`](Self::exited) and
-/// [`kill`](Self::kill) never borrow the worker.
+/// [`kill`](Self::kill), its [`Killer`] and dropping it send SIGKILL to the
+/// group; [`close`](Self::close) ends it gracefully; when the worker exits
+/// by itself, whatever is left of its group is killed. One task per
+/// coprocess owns the [`Child`](tokio::process::Child), waits for it and
+/// publishes the exit, so [`exited`](Self::exited) and [`kill`](Self::kill)
+/// never borrow the worker.
 ///
 /// [`CoprocessSpec::spawn`]: crate::CoprocessSpec::spawn
 /// [`max_line_bytes`]: crate::CoprocessSpec::max_line_bytes

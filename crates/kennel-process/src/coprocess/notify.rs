@@ -22,13 +22,10 @@ struct NoteShape {
 
 impl Coprocess {
     /// Sends the JSON-RPC notification `method` with `params` (none when
-    /// `None`) in the worker's framing, and returns once it is written:
-    /// no reply is awaited, since a notification has none. A language
-    /// server's `textDocument/didOpen`, `didChange` and `didClose` are
-    /// sent so. If the worker is still warming up, this first waits for
-    /// [`ready`](Self::ready). Its messages meanwhile (diagnostics, say)
-    /// are read and skipped, and its requests answered, while the next
-    /// request waits for its reply.
+    /// `None`) in the worker's framing, and returns once it is written (a
+    /// notification has no reply), first awaiting [`ready`](Self::ready)
+    /// if the worker is warming up. What the worker writes meanwhile is
+    /// read by the next request: skipped, or answered if a request.
     ///
     /// # Errors
     ///
@@ -40,9 +37,9 @@ impl Coprocess {
     ///
     /// # Cancel safety
     ///
-    /// Not cancel safe: dropped while the notification is being written,
-    /// it kills the worker (a half-written message would break the
-    /// stream). Dropped while it waits for `ready`, nothing is lost.
+    /// Not cancel safe: dropped while writing, it kills the worker (a
+    /// half-written message would break the stream); dropped while it
+    /// waits for `ready`, nothing is lost.
     pub async fn notify(
         &mut self,
         method: &str,
@@ -66,10 +63,9 @@ impl Coprocess {
         written
     }
 
-    /// As [`notify`](Self::notify), the notification a job that is JSON
-    /// text: `{"method": "…", "params": …}` (`params` may be left out),
-    /// whatever [`method`](crate::CoprocessSpec::method) the spec gives
-    /// its calls. This is what a service sends a notification job with.
+    /// As [`notify`](Self::notify), for a job that is JSON text
+    /// `{"method": "…", "params": …}` (`params` may be left out), whatever
+    /// [`method`](crate::CoprocessSpec::method) the spec gives its calls.
     ///
     /// # Errors
     ///

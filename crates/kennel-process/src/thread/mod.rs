@@ -33,25 +33,21 @@ use serve::{Job, serve};
 ///   In a pool the job fails with the pool's `kennel::Error::Crashed`
 ///   (its exit has the panic's message) and the pool replaces the worker;
 ///   on its own the run fails with [`ThreadError::Crashed`].
-/// - In a pool, a freed worker reaches the next waiting job through the
-///   async runtime, which costs a few thread wake-ups: for jobs of a few
-///   microseconds sent by many tasks at once, give the pool as many workers
-///   as jobs run at once; for jobs of a millisecond or more, as many as
-///   cores.
+/// - In a pool, a freed worker reaches the next job through the async
+///   runtime: for jobs of microseconds sent by many tasks, give the pool as
+///   many workers as jobs run at once; otherwise, as many as cores.
 ///
 /// # A thread cannot be killed
 ///
 /// Rust has no way to stop a thread from outside. [`kill`](Self::kill) (the
-/// pool's kill switch, used on a timeout or an abort) therefore does not
-/// stop a running job: it marks the worker as abandoned, resolves
-/// [`exited`](Self::exited) at once with [`ExitStatus::Killed`], and makes
-/// every later [`run`](Self::run) fail. The job that was running goes on
-/// until it returns by itself; its result is dropped. The thread then sees
-/// that it was abandoned and ends, dropping its state (a thread that was
-/// idle ends when the `ThreadWorker` is dropped, as the pool does with a
-/// killed worker). A job that never returns keeps its thread (and its CPU)
-/// for as long as the program runs: give long jobs a way to stop by
-/// themselves (a deadline, a cancel flag).
+/// pool's kill switch, on a timeout or an abort) marks the worker as
+/// abandoned: [`exited`](Self::exited) resolves at once with
+/// [`ExitStatus::Killed`] and every later [`run`](Self::run) fails. A
+/// running job goes on until it returns (its result dropped); then the
+/// thread ends, dropping its state (an idle one ends when the
+/// `ThreadWorker` is dropped). A job that never returns keeps its thread
+/// and CPU: give long jobs a way to stop by themselves (a deadline, a
+/// cancel flag).
 ///
 /// The thread enters the Tokio runtime that spawned it (if any), so a job
 /// can use [`tokio::runtime::Handle::current`], e.g. to spawn a task or
@@ -265,9 +261,8 @@ impl<S: 'static> ThreadWorker<S> {
     }
 
     /// Abandons the worker: [`exited`](Self::exited) resolves at once with
-    /// [`ExitStatus::Killed`] and later jobs fail. This does **not** stop a
-    /// job that is running: the thread goes on until that job returns, drops
-    /// its result, and then ends. See the type's docs.
+    /// [`ExitStatus::Killed`] and later jobs fail. A running job is **not**
+    /// stopped (see [the type's docs](Self#a-thread-cannot-be-killed)).
     pub fn kill(&self) {
         self.shared.exit(ExitStatus::Killed);
     }
