@@ -57,8 +57,8 @@ impl Bucket {
 pub(crate) struct StderrBudget {
     lines: Bucket,
     bytes: Bucket,
-    /// Dropped since the last note.
-    dropped: u64,
+    /// Lines dropped over the budget since the last note.
+    pub(crate) dropped: u64,
     last_note: Option<Instant>,
 }
 
@@ -88,11 +88,6 @@ impl StderrBudget {
     pub(crate) fn spend(&mut self, len: usize) {
         self.lines.tokens -= 1.0;
         self.bytes.tokens -= len as f64;
-    }
-
-    /// Counts a line dropped over the budget.
-    pub(crate) fn dropped(&mut self) {
-        self.dropped += 1;
     }
 
     /// The lines dropped since the last note, when a note is due: at the

@@ -31,17 +31,11 @@ struct CallShape<'a> {
     params: Option<&'a RawValue>,
 }
 
-/// The keys of params that say they carry their own progress token.
+/// The key of params that may carry their own progress token.
 #[derive(Deserialize)]
 struct MetaPeek {
     #[serde(default, rename = "_meta")]
-    meta: Option<TokenPeek>,
-}
-
-#[derive(Deserialize)]
-struct TokenPeek {
-    #[serde(default, rename = "progressToken")]
-    progress_token: Option<Value>,
+    meta: Option<Map<String, Value>>,
 }
 
 /// The key of the id kennel adds to a JSON-lines request that is an object
@@ -188,7 +182,7 @@ fn own_token(params: &[u8]) -> Option<Value> {
         return None;
     }
     let peek = serde_json::from_slice::<MetaPeek>(params).ok()?;
-    peek.meta?.progress_token
+    peek.meta?.remove("progressToken").filter(|t| !t.is_null())
 }
 
 /// Appends the rest of the checked JSON object `object` after a member

@@ -38,7 +38,6 @@ mod handshake;
 mod memory;
 mod notify;
 mod read;
-mod reap;
 mod replies;
 mod reply;
 mod rpc;

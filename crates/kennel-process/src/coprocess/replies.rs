@@ -154,11 +154,7 @@ impl Coprocess {
                 // A closed pipe shows as the end of stdout, next read.
                 let _ = self.write(&answer).await;
             }
-            Inbound::Other | Inbound::NotJson(_) => {
-                let why = match &message {
-                    Inbound::NotJson(err) => err.as_str(),
-                    _ => "JSON, but not a JSON-RPC message",
-                };
+            Inbound::NotRpc(why) => {
                 event!(
                     warn,
                     self,

@@ -32,11 +32,12 @@ pub(super) enum Inbound {
     },
     /// Any other notification.
     Notification,
-    /// JSON, but not a JSON-RPC message.
-    Other,
-    /// Not JSON.
-    NotJson(String),
+    /// Not a JSON-RPC message: why.
+    NotRpc(String),
 }
+
+/// Why JSON that is no JSON-RPC message is skipped.
+const NOT_RPC: &str = "JSON, but not a JSON-RPC message";
 
 #[derive(Deserialize)]
 struct Envelope<'a> {
@@ -59,8 +60,8 @@ pub(super) fn classify(bytes: &[u8]) -> Inbound {
         Ok(envelope) if object => envelope,
         _ => {
             return match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-                Ok(_) => Inbound::Other,
-                Err(err) => Inbound::NotJson(err.to_string()),
+                Ok(_) => Inbound::NotRpc(NOT_RPC.to_owned()),
+                Err(err) => Inbound::NotRpc(err.to_string()),
             };
         }
     };
@@ -85,7 +86,7 @@ pub(super) fn classify(bytes: &[u8]) -> Inbound {
                 id: None,
                 outcome: Err(failure(error)),
             },
-            _ => Inbound::Other,
+            _ => Inbound::NotRpc(NOT_RPC.to_owned()),
         };
     };
     let id = serde_json::from_str::<u64>(id.get()).ok();
@@ -270,8 +271,12 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":2,"method":"workspace/configuration","params":{"items":[]}}"#,
         );
         assert!(matches!(r, Inbound::Request { params: Some(p), .. } if p["items"] == json!([])));
-        assert!(matches!(classify(br#"{"ready":true}"#), Inbound::Other));
-        assert!(matches!(classify(b"[1]"), Inbound::Other));
-        assert!(matches!(classify(b"Starting..."), Inbound::NotJson(_)));
+        let not_rpc = |b: &[u8]| match classify(b) {
+            Inbound::NotRpc(why) => why,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(not_rpc(br#"{"ready":true}"#), NOT_RPC);
+        assert_eq!(not_rpc(b"[1]"), NOT_RPC);
+        assert!(not_rpc(b"Starting...").starts_with("expected value"));
     }
 }

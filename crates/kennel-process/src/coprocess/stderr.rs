@@ -182,7 +182,7 @@ pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32, 
             break;
         } else if !allowed {
             dropped_lines.increment(1);
-            budget.dropped();
+            budget.dropped += 1;
         } else {
             budget.spend(bytes.len());
             tail.push(&bytes);

@@ -95,11 +95,6 @@ struct Shared {
 }
 
 impl Shared {
-    /// Records the end; only the first call counts.
-    fn exit(&self, status: ExitStatus) {
-        self.exit.exit(status);
-    }
-
     fn status(&self) -> Option<ExitStatus> {
         self.exit.try_exited().map(|exit| exit.status)
     }
@@ -264,7 +259,7 @@ impl<S: 'static> ThreadWorker<S> {
     /// [`ExitStatus::Killed`] and later jobs fail. A running job is **not**
     /// stopped (see [the type's docs](Self#a-thread-cannot-be-killed)).
     pub fn kill(&self) {
-        self.shared.exit(ExitStatus::Killed);
+        self.shared.exit.exit(ExitStatus::Killed);
     }
 
     /// Ends the worker gracefully and returns how it ended.
@@ -287,7 +282,7 @@ impl<S: 'static> ThreadWorker<S> {
             // Resolves with an error when the thread drops its sender at its
             // very end, which is the signal.
             let _ = finished.await;
-            self.shared.exit(ExitStatus::Closed);
+            self.shared.exit.exit(ExitStatus::Closed);
         }
         self.exited().await
     }
