@@ -150,11 +150,21 @@ impl Coprocess {
     /// The worker broke the protocol, as `message` says: the error, once
     /// the stream is broken (see [`break_stream`](Self::break_stream)).
     pub(super) async fn protocol_error(&mut self, message: String) -> ProcessError {
-        let err = ProcessError::Protocol {
-            message,
-            stderr: Vec::new(),
-        };
-        self.break_stream(err).await
+        let stderr = Vec::new();
+        self.break_stream(ProcessError::Protocol { message, stderr })
+            .await
+    }
+
+    /// The worker refused its warm-up, as `reason` says: the error, once
+    /// the stream is broken.
+    pub(super) async fn not_ready(&mut self, reason: String) -> ProcessError {
+        let (status, stderr) = (None, Vec::new());
+        self.break_stream(ProcessError::NotReady {
+            reason,
+            status,
+            stderr,
+        })
+        .await
     }
 
     /// The worker closed its stdout (or a pipe failed): waits a moment for

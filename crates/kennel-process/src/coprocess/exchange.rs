@@ -73,12 +73,8 @@ impl Coprocess {
                     return Ok(());
                 }
                 Ok(value) if value.get("error") == Some(&Value::Bool(true)) => {
-                    let err = ProcessError::NotReady {
-                        reason: reply::message_of(value.get("message").cloned()),
-                        status: None,
-                        stderr: Vec::new(),
-                    };
-                    return Err(self.break_stream(err).await);
+                    let reason = reply::message_of(value.get("message").cloned());
+                    return Err(self.not_ready(reason).await);
                 }
                 _ => {
                     event!(
@@ -135,9 +131,8 @@ impl Coprocess {
         self.call(request).await
     }
 
-    /// As [`request`](Self::request), the reply as the worker wrote it:
-    /// checked to be JSON, never re-serialised (key order, number
-    /// spelling and inner whitespace kept).
+    /// As [`request`](Self::request), the reply as the worker wrote it
+    /// (checked to be JSON, never re-serialised).
     ///
     /// # Errors
     ///
@@ -150,9 +145,8 @@ impl Coprocess {
         Ok(self.job(&encode::json(request)?, None).await?.into_raw())
     }
 
-    /// As [`request_raw`](Self::request_raw), with each progress item the
-    /// worker sends for the request handed to `on_progress` as it comes, in
-    /// order, all before the reply.
+    /// As [`request_raw`](Self::request_raw), each progress item of the
+    /// request handed to `on_progress` in order, all before the reply.
     ///
     /// # Errors
     ///
@@ -171,18 +165,14 @@ impl Coprocess {
         Ok(reply.into_raw())
     }
 
-    /// Sends a job that is already JSON text and returns the reply's bytes,
-    /// neither parsed into a tree nor written again: the job's
-    /// bytes go to the worker as they are (as the params of the call in
-    /// the JSON-RPC framings), the reply is the worker's line (or the
-    /// response's `result`) as it wrote it. This is what `kennel serve`
-    /// runs each job with.
-    ///
-    /// With `on_progress`, each progress item of the request goes to it as
-    /// it comes, and in `json-rpc` the call carries
-    /// `_meta.progressToken`; without it (and without a pool that extends
-    /// deadlines by progress), no token is sent: an MCP server then sends
-    /// no progress, which nobody would read.
+    /// As [`request_raw`](Self::request_raw), for a job that is already
+    /// JSON text: its bytes go to the worker as they are (as the params of
+    /// the call in JSON-RPC), and the reply is the worker's line (or the
+    /// response's `result`) as it wrote it; no tree either way. This is
+    /// what `kennel serve` runs each job with. Each progress item goes to
+    /// `on_progress`; in `json-rpc` the call carries `_meta.progressToken`
+    /// only when someone reads the progress (`on_progress`, or a pool that
+    /// extends deadlines by it).
     ///
     /// ```no_run
     /// use kennel_process::{CoprocessSpec, JsonBytes};

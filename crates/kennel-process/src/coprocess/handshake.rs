@@ -34,8 +34,16 @@ impl Coprocess {
             match rpc::classify(&bytes) {
                 Inbound::Response {
                     id: Some(HANDSHAKE_ID),
-                    outcome: Ok(result),
+                    outcome,
                 } => {
+                    let result = match outcome {
+                        Ok(result) => result,
+                        Err(ProcessError::Worker { message, .. }) => {
+                            let reason = format!("it answered initialize with an error: {message}");
+                            return Err(self.not_ready(reason).await);
+                        }
+                        Err(other) => return Err(self.not_ready(other.to_string()).await),
+                    };
                     self.handshake_result = Some(result);
                     if let Some(method) = &handshake.initialized {
                         let note =
@@ -45,23 +53,6 @@ impl Coprocess {
                     self.phase = Phase::Idle;
                     event!(debug, self, "worker answered the handshake; ready");
                     return Ok(());
-                }
-                Inbound::Response {
-                    id: Some(HANDSHAKE_ID),
-                    outcome: Err(err),
-                } => {
-                    let reason = match &err {
-                        ProcessError::Worker { message, .. } => {
-                            format!("it answered initialize with an error: {message}")
-                        }
-                        other => other.to_string(),
-                    };
-                    let err = ProcessError::NotReady {
-                        reason,
-                        status: None,
-                        stderr: Vec::new(),
-                    };
-                    return Err(self.break_stream(err).await);
                 }
                 other => self.skip(other, &bytes).await,
             }

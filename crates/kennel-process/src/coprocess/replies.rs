@@ -27,24 +27,16 @@ impl Coprocess {
                 return Err(self.protocol_error(message).await);
             }
             let Line { kind, id } = line;
-            match kind {
-                LineKind::Reply(raw) => {
-                    let raw = match id {
-                        LineId::Id(_, at) if self.talk.job_ids => reply::without_id(raw, at),
-                        _ => raw,
-                    };
-                    self.settled();
-                    self.nothing_after_reply();
-                    return Ok(raw);
-                }
-                LineKind::Error(err) => {
-                    self.settled();
-                    self.nothing_after_reply();
-                    return Err(err);
-                }
+            let reply = match kind {
+                LineKind::Reply(raw) => match id {
+                    LineId::Id(_, at) if self.talk.job_ids => Ok(reply::without_id(raw, at)),
+                    _ => Ok(raw),
+                },
+                LineKind::Error(err) => Err(err),
                 LineKind::Progress(progress) => {
                     self.heartbeat.beat();
                     on_progress(progress);
+                    continue;
                 }
                 LineKind::Ready => {
                     let message = "the worker wrote a second ready line where a reply was due, \
@@ -55,7 +47,10 @@ impl Coprocess {
                     let message = format!("reply is not JSON ({err}); it reads {excerpt}");
                     return Err(self.protocol_error(message).await);
                 }
-            }
+            };
+            self.settled();
+            self.nothing_after_reply();
+            return reply;
         }
     }
 

@@ -27,12 +27,8 @@ use serve::{Job, serve};
 ///   it: that is the warm-up. The state is built once per worker and never
 ///   leaves its thread, so it need not be `Send` (an `Rc`, a handle of a C
 ///   library, a model).
-/// - [`run`](Self::run) sends a job to the thread and awaits its result.
-/// - A job that panics is a crash: the state is dropped, the thread ends
-///   and [`exited`](Self::exited) resolves with [`ExitStatus::Panicked`].
-///   In a pool the job fails with the pool's `kennel::Error::Crashed`
-///   (its exit has the panic's message) and the pool replaces the worker;
-///   on its own the run fails with [`ThreadError::Crashed`].
+/// - [`run`](Self::run) runs a job on the thread; a job that panics ends
+///   the worker ([`ExitStatus::Panicked`]: the state is dropped).
 /// - In a pool, a freed worker reaches the next job through the async
 ///   runtime: for jobs of microseconds sent by many tasks, give the pool as
 ///   many workers as jobs run at once; otherwise, as many as cores.
