@@ -28,8 +28,7 @@ pub enum ProcessError {
         source: io::Error,
     },
     /// The worker replied `{"error":true,"message":"…"}` (JSON lines) or
-    /// with a JSON-RPC error object: a failure it reports itself. The
-    /// worker is still usable.
+    /// with a JSON-RPC error object: a failure it reports itself.
     #[error("worker reported an error: {message}")]
     Worker {
         /// The worker's message, or "worker returned an error with no
@@ -46,16 +45,14 @@ pub enum ProcessError {
     },
     /// The job cannot be sent in this framing: in JSON-RPC without a pool
     /// method, a job must be `{"method": "…", "params": …}`. Nothing was
-    /// sent; the worker is still usable.
+    /// sent.
     #[error("the job is not a method call: {message}")]
     NotACall {
         /// What is wrong with it.
         message: String,
     },
-    /// The worker wrote something that breaks the protocol: a line that is
-    /// not JSON, a line over the size limit, or a request was abandoned
-    /// half-way so that replies no longer match requests. The worker was
-    /// killed.
+    /// The worker broke the protocol (see
+    /// [Bad output](crate::Coprocess#bad-output)). It was killed.
     #[error("worker broke the protocol: {message}{}", last_line(stderr))]
     Protocol {
         /// What was wrong, with a short excerpt of the offending output.
@@ -86,7 +83,7 @@ pub enum ProcessError {
         stderr: Vec<String>,
     },
     /// The request could not be written as JSON (e.g. a map with keys that
-    /// are not strings). Nothing was sent; the worker is still usable.
+    /// are not strings). Nothing was sent.
     #[error("request could not be encoded as JSON: {source}")]
     Encode {
         /// The serializer's error.
@@ -94,8 +91,7 @@ pub enum ProcessError {
         source: serde_json::Error,
     },
     /// The reply was valid JSON but did not match the type asked for by
-    /// [`Coprocess::call`](crate::Coprocess::call). The worker is still
-    /// usable.
+    /// [`Coprocess::call`](crate::Coprocess::call).
     #[error("reply does not match the expected type: {source}")]
     Decode {
         /// The deserializer's error.

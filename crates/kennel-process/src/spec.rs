@@ -115,23 +115,19 @@ impl CoprocessSpec {
         }
     }
 
-    /// How messages are framed (default [`Framing::JsonLines`]).
-    ///
-    /// In the JSON-RPC framings kennel numbers each request and takes as
-    /// its reply only the response with that id; the worker counts as warm
-    /// when the [`handshake`](Self::handshake) is answered, or at once
-    /// without one (the [`ready`](Self::ready) mode is for JSON lines).
+    /// How messages are framed (default [`Framing::JsonLines`]). In the
+    /// JSON-RPC framings the worker is warm once the
+    /// [`handshake`](Self::handshake) is answered, or at once without one
+    /// (the [`ready`](Self::ready) mode is for JSON lines).
     pub fn framing(mut self, framing: Framing) -> Self {
         self.framing = framing;
         self
     }
 
     /// JSON lines: the worker reads `{"cancel":true}` lines while it works
-    /// (the SDKs do), so a job that is aborted or times out is cancelled
-    /// with one instead of a kill. Off by default: a worker that does not
-    /// read them would take the line as its next request. The JSON-RPC
-    /// framings always cancel (`notifications/cancelled`,
-    /// `$/cancelRequest`).
+    /// (the SDKs do), so an aborted or timed-out job is cancelled with one
+    /// instead of a kill (see [`Coprocess::cancel`]). Off by default: a
+    /// worker that does not read them would take one for a request.
     pub fn cancel_lines(mut self, on: bool) -> Self {
         self.cancel_lines = on;
         self
@@ -243,20 +239,18 @@ impl CoprocessSpec {
         self
     }
 
-    /// The request [`Coprocess`]'s probe sends, for a pool with `probe_every` or
-    /// `probe_on_lend`: the worker passes when it answers with a reply that
-    /// is not an error. Without one, the probe checks only that the process
-    /// still runs.
+    /// The request the probe of a pool with `probe_every` or `probe_on_lend`
+    /// sends: the worker passes with a reply that is not an error. Without
+    /// one, the probe checks only that the process still runs.
     pub fn probe(mut self, request: serde_json::Value) -> Self {
         self.probe = Some(std::sync::Arc::new(request));
         self
     }
 
-    /// Gives each worker of a pool built from this spec a thread budget
-    /// (see [`ThreadBudget`](crate::ThreadBudget)): the variables of
-    /// [`THREAD_VARIABLES`](crate::THREAD_VARIABLES) set to its share, each
-    /// unless the spec sets it itself. Applied per slot by
-    /// [`pool`](Self::pool) and [`for_slot`](Self::for_slot).
+    /// Gives each worker of a pool built from this spec a
+    /// [`ThreadBudget`](crate::ThreadBudget): each of
+    /// [`THREAD_VARIABLES`](crate::THREAD_VARIABLES) the spec does not set
+    /// is set to its share ([`for_slot`](Self::for_slot)).
     pub fn threads(mut self, budget: crate::ThreadBudget) -> Self {
         self.threads = Some(budget);
         self
@@ -280,10 +274,8 @@ impl CoprocessSpec {
     }
 
     /// Starts the worker: its own process group, stdin and stdout piped for
-    /// the protocol, stderr forwarded line by line to `tracing`.
-    ///
-    /// The worker is not warm yet: await [`Coprocess::ready`] (a pool does
-    /// that itself).
+    /// the protocol, stderr forwarded line by line to `tracing`. Await
+    /// [`Coprocess::ready`] for its warm-up (a pool does).
     ///
     /// # Errors
     ///

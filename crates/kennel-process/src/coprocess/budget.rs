@@ -1,9 +1,7 @@
 //! How much of a worker's stderr is kept: a token bucket of lines and one
 //! of bytes, per worker. Within both, a line is logged and kept in the
-//! tail; past either, lines are read, dropped unlogged and counted, so
-//! that a worker that floods its stderr costs the server little and never
-//! blocks (the worker is never slowed either: its pipe
-//! is drained all the same).
+//! tail; past either, it is read, dropped unlogged and counted, so that a
+//! flood costs the server little and never blocks the worker.
 
 use std::time::Duration;
 

@@ -178,11 +178,10 @@ impl Coprocess {
     /// A future that resolves once, when the process has ended and been
     /// reaped, with how it ended and how long it ran (on Tokio's clock).
     ///
-    /// The status is [`ExitStatus::Killed`] when the [`Killer`] (or
-    /// [`kill`](Self::kill)) was used before the end, otherwise the
-    /// process's own [`ExitStatus::Code`] or [`ExitStatus::Signal`]
-    /// (a kill because of bad output shows as signal 9). It may be called any
-    /// number of times; the future does not borrow the worker.
+    /// [`ExitStatus::Killed`] after the [`Killer`] or [`kill`](Self::kill),
+    /// otherwise the process's own [`ExitStatus::Code`] or
+    /// [`ExitStatus::Signal`] (a kill for bad output is signal 9). The
+    /// future does not borrow the worker.
     ///
     /// [`ExitStatus::Killed`]: kennel::ExitStatus::Killed
     /// [`ExitStatus::Code`]: kennel::ExitStatus::Code
@@ -191,12 +190,10 @@ impl Coprocess {
         self.exit.exited()
     }
 
-    /// The worker's last words: a handle on the tail of its stderr, which
-    /// stays readable after the worker has ended. A failed warm-up, a crash
-    /// and a protocol error carry a copy
-    /// ([`ProcessError::stderr`](crate::ProcessError::stderr)); this handle
-    /// serves the cases where the error comes from elsewhere, e.g. a pool
-    /// that saw the worker end first.
+    /// The worker's last words: the tail of its stderr, readable after it
+    /// has ended too, for an error that carries none (a pool's); a failed
+    /// warm-up, a crash and a protocol error carry a copy
+    /// ([`ProcessError::stderr`](crate::ProcessError::stderr)).
     pub fn stderr_tail(&self) -> StderrTail {
         self.tail.clone()
     }

@@ -25,12 +25,8 @@ pub const STDERR_TAIL_BYTES: usize = 4 * 1024;
 
 /// The last lines a worker wrote on stderr: at most [`STDERR_TAIL_LINES`]
 /// lines and [`STDERR_TAIL_BYTES`] bytes, oldest first, blank lines left
-/// out, each decoded as UTF-8 (invalid bytes replaced).
-///
-/// A failed warm-up, a crash under a request and a protocol error carry a
-/// copy of it ([`ProcessError::stderr`](crate::ProcessError::stderr)); the
-/// handle from [`Coprocess::stderr_tail`](crate::Coprocess::stderr_tail)
-/// reads it at any time, also after the worker has ended. Cheap to clone.
+/// out, each decoded as UTF-8 (invalid bytes replaced). Cheap to clone;
+/// see [`Coprocess::stderr_tail`](crate::Coprocess::stderr_tail).
 #[derive(Clone)]
 pub struct StderrTail {
     inner: Arc<Inner>,
@@ -108,10 +104,6 @@ impl StderrTail {
             };
             tail.bytes -= old.len();
         }
-    }
-
-    fn close(&self) {
-        self.inner.closed.send_replace(true);
     }
 
     fn tail(&self) -> std::sync::MutexGuard<'_, Tail> {
@@ -201,7 +193,7 @@ struct CloseOnDrop(StderrTail);
 
 impl Drop for CloseOnDrop {
     fn drop(&mut self) {
-        self.0.close();
+        self.0.inner.closed.send_replace(true);
     }
 }
 

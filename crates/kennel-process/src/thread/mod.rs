@@ -193,9 +193,8 @@ impl<S: 'static> ThreadWorker<S> {
     ///
     /// # Cancel safety
     ///
-    /// The worker stays usable if this future is dropped: the job has been
-    /// sent and still runs to its end on the thread (a job cannot be stopped
-    /// half-way), and its result is dropped. A later job runs after it.
+    /// The worker stays usable if this future is dropped: the job still
+    /// runs to its end on the thread, its result dropped, before the next.
     pub async fn run<F, R>(&mut self, job: F) -> Result<R, ThreadError>
     where
         F: FnOnce(&mut S) -> R + Send + 'static,
@@ -260,11 +259,10 @@ impl<S: 'static> ThreadWorker<S> {
 
     /// Ends the worker gracefully and returns how it ended.
     ///
-    /// Stops taking jobs, lets the thread finish the job it is running (and
-    /// the warm-up, if it is still warming up), waits for the thread to drop
-    /// its state and end, and resolves with [`ExitStatus::Closed`]. A worker
-    /// that has already ended (crashed, killed) resolves at once with how it
-    /// ended; an abandoned thread is not waited for.
+    /// Stops taking jobs, waits for the thread to finish its job (or
+    /// warm-up), drop its state and end: [`ExitStatus::Closed`]. A worker
+    /// that has already ended (crashed, killed) resolves at once with how
+    /// it ended; an abandoned thread is not waited for.
     ///
     /// # Cancel safety
     ///
