@@ -48,7 +48,7 @@ impl Coprocess {
             self.kill_in_hand();
             return CancelOutcome::Killed;
         }
-        let framing = self.talk.framing;
+        let framing = self.spec.framing;
         let outcome = tokio::time::timeout(grace, async {
             let ping = (framing == Framing::JsonRpc).then(|| {
                 let id = self.next_id;

@@ -47,9 +47,9 @@ impl Coprocess {
     ///
     /// [`close_grace`]: crate::CoprocessSpec::close_grace
     pub async fn close(mut self) -> Exit {
-        let grace = self.close_grace;
+        let grace = self.spec.close_grace;
         // Sound and running: `can_cancel` says so.
-        if self.talk.framing == Framing::ContentLength
+        if self.spec.framing == Framing::ContentLength
             && self.can_cancel()
             && tokio::time::timeout(grace, self.shut_down()).await.is_err()
         {
@@ -88,7 +88,7 @@ impl Coprocess {
     /// that breaks the stream or ends on the way is left to the steps
     /// after.
     async fn shut_down(&mut self) {
-        let framing = self.talk.framing;
+        let framing = self.spec.framing;
         let id = self.next_id;
         self.next_id += 1;
         let shutdown = rpc::message(framing, Some(id), "shutdown", None);

@@ -51,7 +51,7 @@ impl Coprocess {
             Phase::Broken => return Err(self.crashed_now()),
             Phase::Warming => {}
         }
-        if self.talk.framing.is_rpc() {
+        if self.spec.framing.is_rpc() {
             return self.handshake().await;
         }
         loop {
@@ -64,7 +64,7 @@ impl Coprocess {
                         fields.remove("ready");
                         // It echoes the id in every reply (the SDKs do).
                         let echoes = fields.remove(encode::ID_KEY) == Some(Value::Bool(true));
-                        self.echoes_ids = echoes && self.talk.job_ids;
+                        self.echoes_ids = echoes && self.spec.job_ids;
                         if !fields.is_empty() {
                             self.about = Some(value.to_string());
                         }
@@ -254,7 +254,7 @@ impl Coprocess {
         job: &[u8],
         on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
     ) -> Result<JsonBytes, ProcessError> {
-        let rpc = self.talk.framing.is_rpc();
+        let rpc = self.spec.framing.is_rpc();
         match self.phase {
             Phase::Warming => self.ready().await?,
             Phase::Idle if !rpc => {
@@ -281,12 +281,12 @@ impl Coprocess {
         let (out, carries_id, token) = if rpc {
             // A token only for someone who reads the progress.
             let token = on_progress.is_some() || self.heartbeat.is_watched();
-            let method = self.talk.method.as_deref();
-            let (out, token) = encode::call(self.talk.framing, id, method, job, token)?;
+            let method = self.spec.method.as_deref();
+            let (out, token) = encode::call(self.spec.framing, id, method, job, token)?;
             self.next_id += 1;
             (out, false, token)
         } else {
-            let (out, carries_id) = encode::line(job, self.talk.job_ids.then_some(id))?;
+            let (out, carries_id) = encode::line(job, self.spec.job_ids.then_some(id))?;
             self.next_id += u64::from(carries_id);
             (out, carries_id, Value::Null)
         };

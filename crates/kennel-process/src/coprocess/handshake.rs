@@ -18,11 +18,11 @@ impl Coprocess {
     /// Cancel safe once `initialize` is written: a later call goes on
     /// waiting for the same response.
     pub(super) async fn handshake(&mut self) -> Result<(), ProcessError> {
-        let Some(handshake) = self.talk.handshake.clone() else {
+        let Some(handshake) = self.spec.handshake.clone() else {
             self.phase = Phase::Idle;
             return Ok(());
         };
-        let framing = self.talk.framing;
+        let framing = self.spec.framing;
         if !self.handshake_sent {
             let params = handshake.params_for(framing, std::process::id());
             let bytes = rpc::message(framing, Some(HANDSHAKE_ID), "initialize", Some(&params));

@@ -11,18 +11,18 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::process::{ChildStdin, ChildStdout};
 
-use crate::answers::Answers;
 use crate::frames::Frames;
-use crate::framing::{Framing, Handshake};
+use crate::framing::Framing;
 use crate::group::ProcessGroup;
+use crate::spec::CoprocessSpec;
 
 /// A `tracing` event about a coprocess, with its `pool`, `slot` and `pid`:
 /// `event!(warn, self, %err, "…")`.
 macro_rules! event {
     ($level:ident, $me:expr, $($rest:tt)+) => {
         tracing::$level!(
-            pool = $me.label.pool.as_deref(),
-            slot = $me.label.slot,
+            pool = $me.spec.pool.as_deref(),
+            slot = $me.spec.slot,
             pid = $me.pid,
             $($rest)+
         )
@@ -74,22 +74,6 @@ struct Open {
     token: Value,
 }
 
-/// How this coprocess speaks: its framing and what goes with it.
-#[derive(Debug, Clone)]
-struct Talk {
-    framing: Framing,
-    /// JSON lines: the worker reads `{"cancel":true}` lines.
-    cancel_lines: bool,
-    /// JSON lines: object requests carry `"kennel_id"`.
-    job_ids: bool,
-    /// JSON-RPC: every job calls this method with the job as its params.
-    method: Option<Arc<str>>,
-    /// JSON-RPC: the warm-up is this handshake.
-    handshake: Option<Arc<Handshake>>,
-    /// JSON-RPC: what the worker's own requests are answered.
-    answers: Arc<Answers>,
-}
-
 /// The pool and slot a worker serves, for its log lines.
 #[derive(Debug, Clone, Default)]
 struct Label {
@@ -136,7 +120,8 @@ pub struct Coprocess {
     group: Arc<ProcessGroup>,
     stdin: Option<ChildStdin>,
     stdout: Frames<ChildStdout>,
-    talk: Talk,
+    /// How it was started, and how it speaks.
+    spec: CoprocessSpec,
     /// The id of the next request (0 is the JSON-RPC handshake's).
     next_id: u64,
     /// JSON lines: the worker's ready line said `"kennel_id": true` (it
@@ -160,13 +145,8 @@ pub struct Coprocess {
     /// The end, recorded by the task that waits for the child.
     exit: ExitSignal,
     phase: Phase,
-    max_line_bytes: usize,
-    close_grace: Duration,
-    label: Label,
     /// The last lines of its stderr.
     tail: StderrTail,
-    /// The request its probe sends, if the spec gave one.
-    probe: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 impl Coprocess {
@@ -200,7 +180,7 @@ impl Coprocess {
 
     /// The framing the worker speaks.
     pub fn framing(&self) -> Framing {
-        self.talk.framing
+        self.spec.framing
     }
 
     /// The result the worker answered to the handshake's `initialize`, as
@@ -216,7 +196,7 @@ impl Coprocess {
     /// while the stream is sound.
     pub fn can_cancel(&self) -> bool {
         matches!(self.phase, Phase::Idle | Phase::InFlight)
-            && (self.talk.framing.is_rpc() || self.talk.cancel_lines)
+            && (self.spec.framing.is_rpc() || self.spec.cancel_lines)
             && self.try_exited().is_none()
     }
 
@@ -250,9 +230,9 @@ impl fmt::Debug for Coprocess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Coprocess")
             .field("pid", &self.pid)
-            .field("pool", &self.label.pool)
-            .field("slot", &self.label.slot)
-            .field("framing", &self.talk.framing)
+            .field("pool", &self.spec.pool)
+            .field("slot", &self.spec.slot)
+            .field("framing", &self.spec.framing)
             .field("phase", &self.phase)
             .field("exited", &self.try_exited())
             .finish_non_exhaustive()
@@ -317,7 +297,7 @@ impl Worker for Coprocess {
         if self.try_exited().is_some() {
             return Err("the worker has ended".into());
         }
-        if let Some(request) = self.probe.clone() {
+        if let Some(request) = self.spec.probe.clone() {
             self.exchange(&encode::json(&*request)?, None).await?;
         }
         Ok(())

@@ -45,7 +45,7 @@ impl Coprocess {
         method: &str,
         params: Option<&Value>,
     ) -> Result<(), ProcessError> {
-        let framing = self.talk.framing;
+        let framing = self.spec.framing;
         if !framing.is_rpc() {
             return Err(ProcessError::NotACall {
                 message: format!("the {framing} framing has no notifications"),

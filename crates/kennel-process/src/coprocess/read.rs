@@ -36,7 +36,7 @@ impl Coprocess {
             Frame::TooLong(head) => {
                 let message = format!(
                     "a line is over the {}-byte limit; it starts with {}",
-                    self.max_line_bytes,
+                    self.spec.max_line_bytes,
                     excerpt(&head)
                 );
                 Err(self.protocol_error(message).await)

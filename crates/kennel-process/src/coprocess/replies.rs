@@ -29,7 +29,7 @@ impl Coprocess {
             let Line { kind, id } = line;
             let reply = match kind {
                 LineKind::Reply(raw) => match id {
-                    LineId::Id(_, at) if self.talk.job_ids => Ok(reply::without_id(raw, at)),
+                    LineId::Id(_, at) if self.spec.job_ids => Ok(reply::without_id(raw, at)),
                     _ => Ok(raw),
                 },
                 LineKind::Error(err) => Err(err),
@@ -59,7 +59,7 @@ impl Coprocess {
     /// that it echoes the id, a reply object to a job that carries one must
     /// carry it. The message of the protocol error otherwise.
     pub(super) fn check_id(&mut self, open: &Open, line: &Line) -> Result<(), String> {
-        if !self.talk.job_ids {
+        if !self.spec.job_ids {
             return Ok(());
         }
         let other = match &line.id {
@@ -136,8 +136,8 @@ impl Coprocess {
     pub(super) async fn skip(&mut self, message: Inbound, bytes: &[u8]) {
         match message {
             Inbound::Request { id, method, params } => {
-                let framing = self.talk.framing;
-                let result = self.talk.answers.result(framing, &method, params.as_ref());
+                let framing = self.spec.framing;
+                let result = self.spec.answers.result(framing, &method, params.as_ref());
                 event!(
                     debug,
                     self,

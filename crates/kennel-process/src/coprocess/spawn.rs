@@ -12,7 +12,7 @@ use tokio::process::{Child, Command};
 
 use super::ending::LAST_WORDS_WAIT;
 use super::stderr::{StderrTail, forward_stderr};
-use super::{Coprocess, Label, Phase, Talk};
+use super::{Coprocess, Label, Phase};
 use crate::error::ProcessError;
 use crate::frames::Frames;
 use crate::group::ProcessGroup;
@@ -96,14 +96,7 @@ impl Coprocess {
             group,
             stdin: Some(stdin),
             stdout: Frames::new(stdout, spec.framing, spec.max_line_bytes),
-            talk: Talk {
-                framing: spec.framing,
-                cancel_lines: spec.cancel_lines,
-                job_ids: spec.job_ids && !spec.framing.is_rpc(),
-                method: spec.method.clone(),
-                handshake: spec.handshake.clone(),
-                answers: Arc::clone(&spec.answers),
-            },
+            spec: spec.clone(),
             next_id: 1,
             echoes_ids: false,
             watched: false,
@@ -121,11 +114,7 @@ impl Coprocess {
             } else {
                 Phase::Idle
             },
-            max_line_bytes: spec.max_line_bytes,
-            close_grace: spec.close_grace,
-            label,
             tail,
-            probe: spec.probe.clone(),
         })
     }
 }
