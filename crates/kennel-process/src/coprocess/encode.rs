@@ -1,13 +1,8 @@
-//! Writing a job in the worker's framing (docs/internals.md).
-//!
-//! A job is bytes checked to be one JSON value (a tree is written through
-//! serde first), copied, not parsed: the JSON-lines request is the job's
-//! bytes and a newline, the JSON-RPC call the envelope around them. Where a
-//! job must change (kennel's id over its own, a progress token merged into
-//! its `_meta`) it goes through a tree. A newline or carriage return in
-//! checked JSON can only be whitespace between tokens (JSON strings cannot
-//! hold them raw), so each is written as a space and the message stays one
-//! line.
+//! Writing a job in the worker's framing (docs/internals.md): its checked
+//! bytes copied, not parsed, into a line or a call's envelope; through a
+//! tree only where it must change (kennel's id over its own, a token merged
+//! into its `_meta`). A newline or carriage return in checked JSON can only
+//! be whitespace between tokens, so each is written as a space.
 
 use std::borrow::Cow;
 use std::io::Write;

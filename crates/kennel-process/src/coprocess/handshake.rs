@@ -9,9 +9,9 @@ use crate::error::ProcessError;
 const HANDSHAKE_ID: u64 = 0;
 
 impl Coprocess {
-    /// Sends `initialize` (once, however often this is called), waits for
-    /// its response, sends the `initialized` notification and counts the
-    /// worker ready. Without a handshake the worker is ready at once.
+    /// Sends `initialize` (once), waits for its response, sends the
+    /// `initialized` notification: the worker is ready (at once without a
+    /// handshake).
     ///
     /// # Cancel safety
     ///

@@ -62,9 +62,16 @@ impl Coprocess {
         if !self.spec.job_ids {
             return Ok(());
         }
+        // A reply object or an error reply carries the id of a worker that
+        // echoes it.
+        let object = match &line.kind {
+            LineKind::Reply(raw) => raw.as_bytes().first() == Some(&b'{'),
+            LineKind::Error(_) => true,
+            _ => false,
+        };
         let other = match &line.id {
             LineId::Id(id, _) if open.carries_id && *id == open.id => return Ok(()),
-            LineId::Absent if self.echoes_ids && open.carries_id && line.is_object_reply() => {
+            LineId::Absent if self.echoes_ids && open.carries_id && object => {
                 return Err(format!(
                     "the worker said it echoes `kennel_id`, but a reply to job {} carries none, \
                      so it may be another job's",

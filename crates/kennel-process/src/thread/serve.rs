@@ -1,8 +1,5 @@
 //! The side of a [`ThreadWorker`](super::ThreadWorker) that runs on its
-//! thread: the body (build the state, then run jobs until the worker is
-//! closed, dropped, killed or a job panics), and a job as it receives it
-//! (the caller's closure run on the state, its result sent back, a panic
-//! caught and recorded as the worker's end).
+//! thread: the body, and a job as it receives it.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
