@@ -74,13 +74,6 @@ struct Open {
     token: Value,
 }
 
-/// The pool and slot a worker serves, for its log lines.
-#[derive(Debug, Clone, Default)]
-struct Label {
-    pool: Option<String>,
-    slot: Option<usize>,
-}
-
 /// A child process that does jobs by reading one JSON line per request on
 /// stdin and writing one JSON line per reply on stdout (the protocol is
 /// written down for worker authors in `docs/PROTOCOL.md`).

@@ -12,7 +12,7 @@ use tokio::process::{Child, Command};
 
 use super::ending::LAST_WORDS_WAIT;
 use super::stderr::{StderrTail, forward_stderr};
-use super::{Coprocess, Label, Phase};
+use super::{Coprocess, Phase};
 use crate::error::ProcessError;
 use crate::frames::Frames;
 use crate::group::ProcessGroup;
@@ -74,22 +74,18 @@ impl Coprocess {
             unreachable!("stdin, stdout and stderr were all set to piped");
         };
 
-        let label = Label {
-            pool: spec.pool.clone(),
-            slot: spec.slot,
-        };
         let group = Arc::new(ProcessGroup::new(pid));
         let tail = StderrTail::new();
-        tokio::spawn(forward_stderr(stderr, label.clone(), pid, tail.clone()));
+        tokio::spawn(forward_stderr(stderr, spec.clone(), pid, tail.clone()));
         tokio::spawn(wait_for_exit(
             child,
             Arc::clone(&group),
             exit.clone(),
-            label.clone(),
+            spec.clone(),
             pid,
             tail.clone(),
         ));
-        tracing::debug!(pool = label.pool.as_deref(), slot = label.slot, pid, %program, "worker started");
+        tracing::debug!(pool = spec.pool.as_deref(), slot = spec.slot, pid, %program, "worker started");
 
         Ok(Self {
             pid,
@@ -125,7 +121,7 @@ async fn wait_for_exit(
     mut child: Child,
     group: Arc<ProcessGroup>,
     exit: ExitSignal,
-    label: Label,
+    spec: CoprocessSpec,
     pid: u32,
     tail: StderrTail,
 ) {
@@ -147,7 +143,7 @@ async fn wait_for_exit(
     let exit = &stopped.0;
     exit.exit_with(status, tail.lines());
     if let Some(exit) = exit.try_exited() {
-        tracing::debug!(pool = label.pool.as_deref(), slot = label.slot, pid, status = %exit.status, ran_for = ?exit.ran_for, "worker ended");
+        tracing::debug!(pool = spec.pool.as_deref(), slot = spec.slot, pid, status = %exit.status, ran_for = ?exit.ran_for, "worker ended");
     }
 }
 

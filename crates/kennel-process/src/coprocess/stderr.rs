@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::process::ChildStderr;
 use tokio::sync::watch;
 
-use super::Label;
 use super::budget::{STDERR_BYTES_PER_SEC, STDERR_LINES_PER_SEC, StderrBudget};
 use crate::lines::{Line, LineReader, Overflow};
+use crate::spec::CoprocessSpec;
 
 /// The longest stderr line forwarded whole; longer ones are cut.
 const STDERR_LINE_BYTES: usize = 64 * 1024;
@@ -141,12 +141,17 @@ fn cut(text: &str, max: usize) -> &str {
 /// and dropped, counted in `kennel_worker_stderr_dropped_lines_total`
 /// (labelled `pool`) and in a WARN line at most every 10 s. Marks the tail
 /// closed at the end of the stream.
-pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32, tail: StderrTail) {
+pub(super) async fn forward_stderr(
+    stderr: ChildStderr,
+    spec: CoprocessSpec,
+    pid: u32,
+    tail: StderrTail,
+) {
     let mut reader = LineReader::new(stderr, STDERR_LINE_BYTES, Overflow::Truncate);
     // Closed however this task ends, even when its runtime stops.
     let _closed = CloseOnDrop(tail.clone());
     let mut budget = StderrBudget::new();
-    let (pool, slot) = (label.pool.as_deref(), label.slot);
+    let (pool, slot) = (spec.pool.as_deref(), spec.slot);
     let dropped_lines = metrics::counter!(
         "kennel_worker_stderr_dropped_lines_total",
         "pool" => pool.unwrap_or_default().to_owned()
