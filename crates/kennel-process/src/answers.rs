@@ -1,19 +1,7 @@
 //! [`Answers`]: what kennel answers the requests a JSON-RPC worker sends
-//! it (server → client requests), from the spec's configuration.
-//!
-//! The rules, in order:
-//!
-//! 1. A method given a fixed result ([`CoprocessSpec::answer`]) gets it.
-//! 2. `workspace/configuration`, with [`CoprocessSpec::settings`], gets one
-//!    value per item of `params.items`: the value at the item's `section`
-//!    (a dotted path into the settings), `null` where there is none; the
-//!    whole settings for an item without a section.
-//! 3. `ping` gets `{}`.
-//! 4. In the `content-length` framing, the requests by which a language
-//!    server registers capabilities or creates a progress token
-//!    ([`LSP_NULL_REQUESTS`]) get `null`: kennel accepts them, and has
-//!    nothing more to do.
-//! 5. Anything else gets the error -32601 (method not found).
+//! it (server → client requests), from the spec's configuration: the
+//! rules are [`CoprocessSpec::answer`]'s and
+//! [`CoprocessSpec::settings`]'s.
 //!
 //! [`CoprocessSpec::answer`]: crate::CoprocessSpec::answer
 //! [`CoprocessSpec::settings`]: crate::CoprocessSpec::settings

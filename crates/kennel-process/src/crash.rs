@@ -4,17 +4,13 @@
 
 use std::time::Duration;
 
-/// How long a worker whose end a pool watches waits, once it has seen its
-/// own end under a job, for the pool to fail the job with its crash. The
-/// pool does so as soon as its watcher has seen the exit, well within it;
-/// past it (a worker held through a bare `Lease`, whose job no pool
-/// races), the worker's own `Crashed` is returned.
+/// How long a worker whose end a pool watches waits, once it saw its own
+/// end under a job, for the pool to fail the job with its crash (the pool's
+/// watcher sees the exit well within it; a bare `Lease` never does).
 pub(crate) const POOL_REPORT_WAIT: Duration = Duration::from_secs(1);
 
 /// Waits [`POOL_REPORT_WAIT`] when a pool watches the worker's end
-/// (`watched`: it took [`Worker::exited`](kennel::Worker::exited)), so that
-/// a job the pool runs fails with the pool's `Error::Crashed` instead of
-/// the worker's own error; at once otherwise.
+/// (`watched`), at once otherwise.
 ///
 /// # Cancel safety
 ///

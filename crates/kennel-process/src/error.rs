@@ -9,18 +9,12 @@ pub(crate) const NO_MESSAGE: &str = "worker returned an error with no message";
 
 /// What went wrong with a [`Coprocess`](crate::Coprocess).
 ///
-/// The variants say whether the worker can still be used:
-///
-/// - [`Worker`](Self::Worker), [`NotACall`](Self::NotACall),
-///   [`Encode`](Self::Encode) and [`Decode`](Self::Decode) leave the stream
-///   in step: the worker stays usable.
-/// - [`Protocol`](Self::Protocol), [`Crashed`](Self::Crashed) and
-///   [`NotReady`](Self::NotReady) mean the stream can no longer be trusted:
-///   the coprocess has already killed its process group and waited (up to
-///   a second) until the process was reaped, so the future from
-///   [`Coprocess::exited`](crate::Coprocess::exited) has resolved when the
-///   error is returned. Every later request fails at once with
-///   [`Crashed`](Self::Crashed).
+/// After [`Protocol`](Self::Protocol), [`Crashed`](Self::Crashed) or
+/// [`NotReady`](Self::NotReady) the stream can no longer be trusted: the
+/// process group was killed and reaped (waited for up to a second), so
+/// [`Coprocess::exited`](crate::Coprocess::exited) has resolved, and every
+/// later request fails at once with `Crashed`. After the others the worker
+/// stays usable ([`worker_is_usable`](Self::worker_is_usable)).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProcessError {
@@ -34,8 +28,7 @@ pub enum ProcessError {
         source: io::Error,
     },
     /// The worker replied `{"error":true,"message":"…"}` (JSON lines) or
-    /// with a JSON-RPC error object: a failure it reports itself. The
-    /// worker is still usable.
+    /// with a JSON-RPC error object: a failure it reports itself.
     #[error("worker reported an error: {message}")]
     Worker {
         /// The worker's message, or "worker returned an error with no
@@ -52,16 +45,14 @@ pub enum ProcessError {
     },
     /// The job cannot be sent in this framing: in JSON-RPC without a pool
     /// method, a job must be `{"method": "…", "params": …}`. Nothing was
-    /// sent; the worker is still usable.
+    /// sent.
     #[error("the job is not a method call: {message}")]
     NotACall {
         /// What is wrong with it.
         message: String,
     },
-    /// The worker wrote something that breaks the protocol: a line that is
-    /// not JSON, a line over the size limit, or a request was abandoned
-    /// half-way so that replies no longer match requests. The worker was
-    /// killed.
+    /// The worker broke the protocol (see
+    /// [Bad output](crate::Coprocess#bad-output)). It was killed.
     #[error("worker broke the protocol: {message}{}", last_line(stderr))]
     Protocol {
         /// What was wrong, with a short excerpt of the offending output.
@@ -92,7 +83,7 @@ pub enum ProcessError {
         stderr: Vec<String>,
     },
     /// The request could not be written as JSON (e.g. a map with keys that
-    /// are not strings). Nothing was sent; the worker is still usable.
+    /// are not strings). Nothing was sent.
     #[error("request could not be encoded as JSON: {source}")]
     Encode {
         /// The serializer's error.
@@ -100,8 +91,7 @@ pub enum ProcessError {
         source: serde_json::Error,
     },
     /// The reply was valid JSON but did not match the type asked for by
-    /// [`Coprocess::call`](crate::Coprocess::call). The worker is still
-    /// usable.
+    /// [`Coprocess::call`](crate::Coprocess::call).
     #[error("reply does not match the expected type: {source}")]
     Decode {
         /// The deserializer's error.

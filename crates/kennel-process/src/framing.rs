@@ -91,14 +91,7 @@ impl Handshake {
     /// `capabilities` and `clientInfo` `{"name":"kennel","version":…}`,
     /// then `notifications/initialized`.
     pub fn mcp() -> Self {
-        Self {
-            params: json!({
-                "protocolVersion": MCP_PROTOCOL_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "kennel", "version": env!("CARGO_PKG_VERSION")},
-            }),
-            initialized: Some("notifications/initialized".to_owned()),
-        }
+        Self::for_framing(Framing::JsonRpc)
     }
 
     /// LSP's: `initialize` with `processId` (filled with kennel's pid as it
@@ -107,25 +100,29 @@ impl Handshake {
     /// workspace with [`param`](Self::param) (`rootUri`,
     /// `workspaceFolders`), or start from [`custom`](Self::custom).
     pub fn lsp() -> Self {
-        Self {
-            params: json!({
-                "processId": null,
-                "rootUri": null,
-                "capabilities": {},
-                "clientInfo": {"name": "kennel", "version": env!("CARGO_PKG_VERSION")},
-            }),
-            initialized: Some(Self::default_initialized(Framing::ContentLength).to_owned()),
-        }
+        Self::for_framing(Framing::ContentLength)
     }
 
     /// The handshake a worker in `framing` gets unless told otherwise:
     /// [`lsp`](Self::lsp) for `content-length`, [`mcp`](Self::mcp) for
     /// the others.
     pub fn for_framing(framing: Framing) -> Self {
-        match framing {
-            Framing::ContentLength => Self::lsp(),
-            _ => Self::mcp(),
-        }
+        let client = json!({"name": "kennel", "version": env!("CARGO_PKG_VERSION")});
+        let params = match framing {
+            Framing::ContentLength => json!({
+                "processId": null,
+                "rootUri": null,
+                "capabilities": {},
+                "clientInfo": client,
+            }),
+            _ => json!({
+                "protocolVersion": MCP_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": client,
+            }),
+        };
+        let initialized = Self::default_initialized(framing).to_owned();
+        Self::custom(params, Some(initialized))
     }
 
     /// The `initialized` notification a handshake in `framing` sends
@@ -139,13 +136,9 @@ impl Handshake {
     }
 
     /// Any handshake: `initialize` with these params, then the notification
-    /// `initialized` if given (LSP's is `"initialized"` with `{}`; see
-    /// [`default_initialized`](Self::default_initialized)).
-    ///
-    /// In the `content-length` framing, params that are an object and
-    /// leave `processId` out or null get kennel's own pid as `processId`
-    /// as the request is sent (a language server watches it, and ends
-    /// when kennel has).
+    /// `initialized` if given. In the `content-length` framing, object
+    /// params without a `processId` (or a null one) get kennel's pid, as in
+    /// [`lsp`](Self::lsp) (a language server ends when kennel has).
     pub fn custom(params: Value, initialized: Option<String>) -> Self {
         Self {
             params,
@@ -155,12 +148,12 @@ impl Handshake {
 
     /// Sets `params.protocolVersion`.
     pub fn protocol_version(self, version: impl Into<String>) -> Self {
-        self.set("protocolVersion", Value::String(version.into()))
+        self.param("protocolVersion", Value::String(version.into()))
     }
 
     /// Sets `params.clientInfo` to a name and a version.
     pub fn client_info(self, name: impl Into<String>, version: impl Into<String>) -> Self {
-        self.set(
+        self.param(
             "clientInfo",
             json!({"name": name.into(), "version": version.into()}),
         )
@@ -168,13 +161,19 @@ impl Handshake {
 
     /// Sets `params.capabilities`.
     pub fn capabilities(self, capabilities: Value) -> Self {
-        self.set("capabilities", capabilities)
+        self.param("capabilities", capabilities)
     }
 
     /// Sets `params[key]` (LSP's `rootUri`, `workspaceFolders`,
     /// `initializationOptions`…).
-    pub fn param(self, key: &str, value: Value) -> Self {
-        self.set(key, value)
+    pub fn param(mut self, key: &str, value: Value) -> Self {
+        if !self.params.is_object() {
+            self.params = json!({});
+        }
+        if let Value::Object(map) = &mut self.params {
+            map.insert(key.to_owned(), value);
+        }
+        self
     }
 
     /// The params `initialize` is sent with in `framing`: in
@@ -194,16 +193,6 @@ impl Handshake {
     /// The params of the `initialize` request.
     pub fn params(&self) -> &Value {
         &self.params
-    }
-
-    fn set(mut self, key: &str, value: Value) -> Self {
-        if !self.params.is_object() {
-            self.params = json!({});
-        }
-        if let Value::Object(map) = &mut self.params {
-            map.insert(key.to_owned(), value);
-        }
-        self
     }
 }
 

@@ -6,18 +6,12 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-/// The process group of one coprocess, shared by the coprocess, its kill
-/// switch and the task that waits for it.
-///
-/// The child was started with `process_group(0)`, so its pid is also the id
-/// of its group and every process it starts (that does not leave the group
-/// itself) is a member.
-///
-/// Once the task that waits for the child has reaped it, it kills the whole
-/// group one last time and marks the group as gone; after that no signal is
-/// sent, so a later kill can never hit an unrelated group that reused the id.
-/// (While any member of the group is alive, Linux does not hand its id to a
-/// new process, so the last kill right after the reap is safe.)
+/// The process group of one coprocess (its pid is the group's id:
+/// `process_group(0)`), shared by the coprocess, its kill switch and the
+/// task that waits for it. Once that task has reaped the leader, it kills
+/// the group one last time and no signal is sent after, so a later kill
+/// never hits a group that reused the id (Linux does not reuse it while a
+/// member lives).
 #[derive(Debug)]
 pub(crate) struct ProcessGroup {
     pgid: Pid,

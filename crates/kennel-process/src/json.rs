@@ -1,11 +1,6 @@
 //! [`JsonBytes`]: one JSON value as bytes, checked once and then forwarded
-//! as they are (docs/internals.md).
-//!
-//! A job that arrives as JSON text (an HTTP body, a queue message) and a
-//! reply a worker wrote as a line need no tree of values in between: the
-//! service checks that the bytes are one JSON value, writes them to the
-//! worker, and hands the reply's bytes back, never re-serialised. The bytes
-//! stay where they are (`B` may be the HTTP stack's own buffer).
+//! as they are (docs/internals.md): a job that arrives as JSON text and a
+//! reply a worker wrote need no tree of values in between.
 
 use std::fmt;
 use std::ops::Range;
@@ -33,9 +28,9 @@ pub struct JsonBytes<B = Vec<u8>> {
 }
 
 impl<B: AsRef<[u8]>> JsonBytes<B> {
-    /// Checks that `bytes` are one JSON value, as serde_json reads it into
-    /// a [`Value`] (nesting up to 128 levels, numbers within range, escapes
-    /// that stand for characters), and keeps them.
+    /// Checks that `bytes` are one JSON value as serde_json reads a
+    /// [`Value`] (nesting up to 128 levels, numbers in range, escapes of
+    /// characters), and keeps them.
     ///
     /// # Errors
     ///
@@ -47,9 +42,8 @@ impl<B: AsRef<[u8]>> JsonBytes<B> {
         Ok(Self::trimmed(bytes))
     }
 
-    /// Checks the syntax only, as a [`RawValue`] does (any depth, any
-    /// number, escapes as written): what a worker's reply is held to. The
-    /// bytes come back with the error.
+    /// Checks the syntax only, as a [`RawValue`] does: what a worker's reply
+    /// is held to. The bytes come back with the error.
     pub(crate) fn check(bytes: B) -> Result<Self, (serde_json::Error, B)> {
         match serde_json::from_slice::<&RawValue>(bytes.as_ref()) {
             Ok(_) => Ok(Self::trimmed(bytes)),

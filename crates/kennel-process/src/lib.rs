@@ -25,31 +25,21 @@
 //!
 //! # In a pool
 //!
-//! [`CoprocessSpec::pool`] builds a pool whose workers are one spec; each
-//! worker is labelled with its pool and slot, so that its stderr lines carry
-//! them, and finds them in `KENNEL_POOL` and `KENNEL_SLOT` (its docs have an
-//! example). A factory of your own gets a [`kennel::SlotInfo`] and can do
-//! the same with [`CoprocessSpec::for_slot`]. A job's result is two
-//! `Result`s: the outer one the pool's error (timeout, crash, closed), the
-//! inner one the worker's (an error reply, bad output).
-//!
-//! A job that is dropped or runs past the pool's `job_timeout` kills its
-//! worker's whole process group; a worker whose output broke the protocol
-//! kills itself; either way the pool starts a new one. A worker that ends
-//! under a job (it exits, is killed, a thread's job panics) fails the job
-//! with the pool's error, [`kennel::Error::Crashed`], which carries its
-//! exit and last words; the worker's own error is only what the worker
-//! said (an error reply, output that broke the protocol).
+//! [`CoprocessSpec::pool`] builds a pool whose workers are one spec, each
+//! labelled with its pool and slot (its docs have an example); a factory of
+//! your own can do the same with [`CoprocessSpec::for_slot`]. A job's
+//! result is two `Result`s: the outer one the pool's error (timeout,
+//! crash, closed), the inner one the worker's (an error reply, bad
+//! output). A worker that ends under a job fails it with the pool's
+//! [`kennel::Error::Crashed`], which carries its exit and last words.
 //!
 //! # A language server
 //!
 //! In the `content-length` framing with [`Handshake::lsp`], a coprocess
-//! speaks LSP: [`Coprocess::notify`] sends `textDocument/didOpen` and the
-//! other notifications (no reply awaited), [`Coprocess::request`] a hover
-//! or a completion; the server's `workspace/configuration` requests are
-//! answered from [`CoprocessSpec::settings`] (other requests as
-//! [`CoprocessSpec::answer`] says); `initialize` carries kennel's pid as
-//! `processId`; and [`Coprocess::close`] sends `shutdown` then `exit`.
+//! speaks LSP: [`Coprocess::notify`] sends notifications such as
+//! `textDocument/didOpen`, [`Coprocess::request`] a hover; the server's
+//! requests are answered as [`CoprocessSpec::answer`] says; and
+//! [`Coprocess::close`] sends `shutdown` then `exit`.
 //!
 //! ```no_run
 //! use kennel_process::{CoprocessSpec, Framing, Handshake};

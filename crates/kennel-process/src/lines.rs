@@ -1,9 +1,6 @@
-//! Reading newline-terminated lines with a size limit.
-//!
-//! A worker's stdout is untrusted: a line may be huge, may never end, and may
-//! not be UTF-8. [`LineReader`] never holds more than the limit in memory and
-//! keeps a partial line in itself, so dropping [`LineReader::next_line`]
-//! half-way loses nothing.
+//! Reading newline-terminated lines with a size limit: a worker's line may
+//! be huge, never end, or not be UTF-8; [`LineReader`] never holds more
+//! than the limit, and keeps a partial line in itself.
 
 use std::future::Future;
 use std::io;

@@ -38,20 +38,14 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-#[cfg(target_os = "linux")]
+/// This process's affinity mask (where it cannot be read, the first CPUs,
+/// as many as it may use).
 fn affinity() -> Vec<usize> {
-    use nix::sched::{CpuSet, sched_getaffinity};
-    use nix::unistd::Pid;
-    match sched_getaffinity(Pid::from_raw(0)) {
-        Ok(set) => (0..CpuSet::count())
-            .filter(|&c| set.is_set(c).unwrap_or(false))
-            .collect(),
-        Err(_) => (0..std::thread::available_parallelism().map_or(1, usize::from)).collect(),
+    #[cfg(target_os = "linux")]
+    if let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
+        let cpus = 0..nix::sched::CpuSet::count();
+        return cpus.filter(|&c| set.is_set(c).unwrap_or(false)).collect();
     }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn affinity() -> Vec<usize> {
     (0..std::thread::available_parallelism().map_or(1, usize::from)).collect()
 }
 

@@ -7,15 +7,11 @@ use crate::coprocess::Coprocess;
 use crate::spec::CoprocessSpec;
 
 impl CoprocessSpec {
-    /// Starts building a pool whose workers are this spec, one per slot.
-    ///
-    /// For each slot the factory clones the spec, labels it with the pool's
-    /// name and the slot (as [`label`](Self::label) does, for the `tracing`
-    /// fields of the worker's events and stderr lines), sets the environment
-    /// variables `KENNEL_POOL` (the pool's name) and `KENNEL_SLOT` (the slot,
-    /// from 0) for the worker, over any value the spec gives them, and
-    /// [`spawn`](Self::spawn)s it. The pool's name is the one given to
-    /// [`PoolBuilder::name`].
+    /// Starts building a pool whose workers are this spec, one per slot:
+    /// the factory [`spawn`](Self::spawn)s [`for_slot`](Self::for_slot)'s
+    /// spec for each, so a worker finds its pool's name
+    /// ([`PoolBuilder::name`]) in `KENNEL_POOL` and its slot (from 0) in
+    /// `KENNEL_SLOT`.
     ///
     /// ```
     /// use kennel::{Fixed, Parallel};
@@ -56,12 +52,10 @@ impl CoprocessSpec {
         })
     }
 
-    /// This spec for the worker of `info`'s slot, as [`pool`](Self::pool)'s
-    /// factory makes it: labelled, told its pool and slot in its
-    /// environment (`KENNEL_POOL`, `KENNEL_SLOT`), and, with a
-    /// [`threads`](Self::threads) budget, its share of threads for the
-    /// pool's size as it starts; [pinned](Self::pin), bound to its share of
-    /// the CPUs.
+    /// This spec for the worker of `info`'s slot: [labelled](Self::label),
+    /// told its pool and slot in `KENNEL_POOL` and `KENNEL_SLOT` (over the
+    /// spec's), with a [`threads`](Self::threads) budget its share for the
+    /// pool's size as it starts, and [pinned](Self::pin) to its CPUs.
     pub fn for_slot(&self, info: &SlotInfo) -> Self {
         let mut spec = self.clone();
         if let Some(budget) = self.threads {

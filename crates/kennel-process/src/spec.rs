@@ -115,23 +115,19 @@ impl CoprocessSpec {
         }
     }
 
-    /// How messages are framed (default [`Framing::JsonLines`]).
-    ///
-    /// In the JSON-RPC framings kennel numbers each request and takes as
-    /// its reply only the response with that id; the worker counts as warm
-    /// when the [`handshake`](Self::handshake) is answered, or at once
-    /// without one (the [`ready`](Self::ready) mode is for JSON lines).
+    /// How messages are framed (default [`Framing::JsonLines`]). In the
+    /// JSON-RPC framings the worker is warm once the
+    /// [`handshake`](Self::handshake) is answered, or at once without one
+    /// (the [`ready`](Self::ready) mode is for JSON lines).
     pub fn framing(mut self, framing: Framing) -> Self {
         self.framing = framing;
         self
     }
 
     /// JSON lines: the worker reads `{"cancel":true}` lines while it works
-    /// (the SDKs do), so a job that is aborted or times out is cancelled
-    /// with one instead of a kill. Off by default: a worker that does not
-    /// read them would take the line as its next request. The JSON-RPC
-    /// framings always cancel (`notifications/cancelled`,
-    /// `$/cancelRequest`).
+    /// (the SDKs do), so an aborted or timed-out job is cancelled with one
+    /// instead of a kill (see [`Coprocess::cancel`]). Off by default: a
+    /// worker that does not read them would take one for a request.
     pub fn cancel_lines(mut self, on: bool) -> Self {
         self.cancel_lines = on;
         self
@@ -139,15 +135,10 @@ impl CoprocessSpec {
 
     /// JSON lines: kennel adds its id to each request that is a JSON object,
     /// as its first key `"kennel_id"` (the worker's job number, from 1), and
-    /// takes a reply (or error reply, or progress line) that carries
-    /// `"kennel_id"` only for the job with that id; the key is taken out of
-    /// the reply before it is handed on. The SDKs echo it. On by default.
-    ///
-    /// Turn it off only for a worker that refuses a request with a key it
-    /// does not know: without the id, a reply is matched to its job by
-    /// order alone, and a worker that writes one line too many (a reply
-    /// twice, a stray line just after its reply) can hand a job the reply
-    /// of another when the extra line comes after the next job was written
+    /// takes a line that carries `"kennel_id"` only for the job with that
+    /// id, the key taken out of the reply it hands on. The SDKs echo it. On
+    /// by default; turn it off only for a worker that refuses unknown keys,
+    /// whose replies then match their jobs by order alone
     /// (`docs/PROTOCOL.md`, rule 3).
     pub fn job_ids(mut self, on: bool) -> Self {
         self.job_ids = on;
@@ -170,24 +161,21 @@ impl CoprocessSpec {
     }
 
     /// JSON-RPC: the worker's request `method` (a server → client request)
-    /// is answered with `result`, over kennel's own answer. Without one,
-    /// kennel answers `ping` with `{}`, `workspace/configuration` from the
-    /// [`settings`](Self::settings), and in the `content-length` framing
-    /// the requests of [`LSP_NULL_REQUESTS`](crate::LSP_NULL_REQUESTS)
-    /// with `null`; any other request gets the error -32601 (method not
-    /// found).
+    /// is answered with `result`, over kennel's own answers: `ping` gets
+    /// `{}`, `workspace/configuration` the [`settings`](Self::settings), in
+    /// the `content-length` framing the requests of
+    /// [`LSP_NULL_REQUESTS`](crate::LSP_NULL_REQUESTS) `null`, and any
+    /// other -32601 (method not found).
     pub fn answer(mut self, method: impl Into<String>, result: serde_json::Value) -> Self {
         Arc::make_mut(&mut self.answers).fix(method.into(), result);
         self
     }
 
-    /// JSON-RPC: the settings a language server's `workspace/configuration`
-    /// requests read: for each of its `params.items`, the value at the
-    /// item's `section`, a dotted path into `settings` (`python.analysis`
-    /// is `settings["python"]["analysis"]`), `null` where there is none;
-    /// the whole `settings` for an item without a section. Without
-    /// settings the request gets -32601, unless [`answer`](Self::answer)
-    /// fixes its result.
+    /// JSON-RPC: the settings `workspace/configuration` requests read: for
+    /// each of its `params.items`, the value at the item's `section`, a
+    /// dotted path (`python.analysis` is `settings["python"]["analysis"]`),
+    /// `null` where there is none; the whole `settings` for an item without
+    /// a section.
     pub fn settings(mut self, settings: serde_json::Value) -> Self {
         Arc::make_mut(&mut self.answers).set_settings(settings);
         self
@@ -251,36 +239,30 @@ impl CoprocessSpec {
         self
     }
 
-    /// The request [`Coprocess`]'s probe sends, for a pool with `probe_every` or
-    /// `probe_on_lend`: the worker passes when it answers with a reply that
-    /// is not an error. Without one, the probe checks only that the process
-    /// still runs.
+    /// The request the probe of a pool with `probe_every` or `probe_on_lend`
+    /// sends: the worker passes with a reply that is not an error. Without
+    /// one, the probe checks only that the process still runs.
     pub fn probe(mut self, request: serde_json::Value) -> Self {
         self.probe = Some(std::sync::Arc::new(request));
         self
     }
 
-    /// Gives each worker of a pool built from this spec a thread budget
-    /// (see [`ThreadBudget`](crate::ThreadBudget)): the variables of
-    /// [`THREAD_VARIABLES`](crate::THREAD_VARIABLES) set to its share, each
-    /// unless the spec sets it itself. Applied per slot by
-    /// [`pool`](Self::pool) and [`for_slot`](Self::for_slot).
+    /// Gives each worker of a pool built from this spec a
+    /// [`ThreadBudget`](crate::ThreadBudget): each of
+    /// [`THREAD_VARIABLES`](crate::THREAD_VARIABLES) the spec does not set
+    /// is set to its share ([`for_slot`](Self::for_slot)).
     pub fn threads(mut self, budget: crate::ThreadBudget) -> Self {
         self.threads = Some(budget);
         self
     }
 
     /// Binds each worker of a pool built from this spec to its share of the
-    /// CPUs (off by default): as many CPUs as its
-    /// [`threads`](Self::threads) budget (without one, the share `cores /
-    /// size`), from the CPUs this process may use (its affinity mask, within
-    /// its cgroup's cpuset), slot by slot: with 4 CPUs and 2 workers, slot 0
-    /// gets CPUs 0-1 and slot 1 CPUs 2-3. A worker whose share is every CPU
-    /// is not bound. The mask is set before the worker's program runs, so its
-    /// threads and children inherit it; the worker is told its CPUs in
-    /// `KENNEL_CPUS` (`0-1`). As the budget, the pin follows the size for
-    /// workers started after a resize. Linux only; elsewhere it does
-    /// nothing.
+    /// CPUs this process may use (off by default): as many as its
+    /// [`threads`](Self::threads) budget (without one, `cores / size`),
+    /// slot by slot (with 4 CPUs and 2 workers, slot 0 gets CPUs 0-1, slot
+    /// 1 CPUs 2-3); not when the share is every CPU. The mask is set before
+    /// the program runs, so its threads and children inherit it, and the
+    /// worker finds its CPUs in `KENNEL_CPUS` (`0-1`). Linux only.
     pub fn pin(mut self, on: bool) -> Self {
         self.pin = on;
         self
@@ -292,10 +274,8 @@ impl CoprocessSpec {
     }
 
     /// Starts the worker: its own process group, stdin and stdout piped for
-    /// the protocol, stderr forwarded line by line to `tracing`.
-    ///
-    /// The worker is not warm yet: await [`Coprocess::ready`] (a pool does
-    /// that itself).
+    /// the protocol, stderr forwarded line by line to `tracing`. Await
+    /// [`Coprocess::ready`] for its warm-up (a pool does).
     ///
     /// # Errors
     ///

@@ -38,16 +38,17 @@ type Job = Pin<Box<dyn Future<Output = Result<Box<RawValue>, JobError<ProcessErr
 /// cancel (in a framing that can), or killed.
 #[must_use = "a stream does nothing unless polled"]
 pub struct CallStream {
-    job: Job,
+    /// The job, until it has ended.
+    job: Option<Job>,
     progress: mpsc::Receiver<Progress>,
+    /// The job's end, until it is streamed.
     reply: Option<Result<Box<RawValue>, JobError<ProcessError>>>,
-    done: bool,
 }
 
 impl fmt::Debug for CallStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallStream")
-            .field("done", &self.done)
+            .field("running", &self.job.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -57,23 +58,18 @@ impl Stream for CallStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Streamed>> {
         let me = &mut *self;
-        if me.done {
-            return Poll::Ready(None);
-        }
-        if me.reply.is_none() {
+        if let Some(job) = &mut me.job {
             if let Poll::Ready(Some(p)) = me.progress.poll_recv(cx) {
                 return Poll::Ready(Some(Streamed::Progress(p)));
             }
-            match me.job.as_mut().poll(cx) {
-                Poll::Ready(reply) => me.reply = Some(reply),
-                Poll::Pending => return Poll::Pending,
-            }
+            me.reply = Some(std::task::ready!(job.as_mut().poll(cx)));
+            me.job = None;
         }
-        // The job ended: what progress it sent comes first.
+        // The job ended: what progress it sent comes first, then the reply,
+        // then nothing.
         if let Ok(p) = me.progress.try_recv() {
             return Poll::Ready(Some(Streamed::Progress(p)));
         }
-        me.done = true;
         Poll::Ready(me.reply.take().map(Streamed::Reply))
     }
 }
@@ -118,10 +114,9 @@ impl CallStreaming for Pool<Coprocess> {
             .await
         };
         CallStream {
-            job: Box::pin(job),
+            job: Some(Box::pin(job)),
             progress: rx,
             reply: None,
-            done: false,
         }
     }
 }

@@ -1,9 +1,7 @@
 //! How much of a worker's stderr is kept: a token bucket of lines and one
 //! of bytes, per worker. Within both, a line is logged and kept in the
-//! tail; past either, lines are read, dropped unlogged and counted, so
-//! that a worker that floods its stderr costs the server little and never
-//! blocks (the worker is never slowed either: its pipe
-//! is drained all the same).
+//! tail; past either, it is read, dropped unlogged and counted, so that a
+//! flood costs the server little and never blocks the worker.
 
 use std::time::Duration;
 
@@ -57,8 +55,8 @@ impl Bucket {
 pub(crate) struct StderrBudget {
     lines: Bucket,
     bytes: Bucket,
-    /// Dropped since the last note.
-    dropped: u64,
+    /// Lines dropped over the budget since the last note.
+    pub(crate) dropped: u64,
     last_note: Option<Instant>,
 }
 
@@ -88,11 +86,6 @@ impl StderrBudget {
     pub(crate) fn spend(&mut self, len: usize) {
         self.lines.tokens -= 1.0;
         self.bytes.tokens -= len as f64;
-    }
-
-    /// Counts a line dropped over the budget.
-    pub(crate) fn dropped(&mut self) {
-        self.dropped += 1;
     }
 
     /// The lines dropped since the last note, when a note is due: at the

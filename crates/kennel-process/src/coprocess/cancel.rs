@@ -28,10 +28,8 @@ impl Coprocess {
     ///   request settles it (LSP answers cancelled requests).
     ///
     /// Returns [`CancelOutcome::Kept`] when settled in time (or when no
-    /// request was in hand): the worker takes the next request. Otherwise
-    /// the process group is killed and it returns
-    /// [`CancelOutcome::Killed`]. Progress and other messages meanwhile are
-    /// skipped.
+    /// request was in hand); otherwise the process group is killed:
+    /// [`CancelOutcome::Killed`]. Other messages meanwhile are skipped.
     ///
     /// # Cancel safety
     ///
@@ -50,7 +48,7 @@ impl Coprocess {
             self.kill_in_hand();
             return CancelOutcome::Killed;
         }
-        let framing = self.talk.framing;
+        let framing = self.spec.framing;
         let outcome = tokio::time::timeout(grace, async {
             let ping = (framing == Framing::JsonRpc).then(|| {
                 let id = self.next_id;
@@ -63,7 +61,7 @@ impl Coprocess {
                 CANCEL_LINE.to_vec()
             };
             if let Some(ping) = ping {
-                bytes.extend(rpc::request(framing, ping, "ping", None));
+                bytes.extend(rpc::message(framing, Some(ping), "ping", None));
             }
             if self.write(&bytes).await.is_err() {
                 return false;

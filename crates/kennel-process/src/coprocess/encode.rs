@@ -1,13 +1,8 @@
-//! Writing a job in the worker's framing (docs/internals.md).
-//!
-//! A job is bytes checked to be one JSON value (a tree is written through
-//! serde first), copied, not parsed: the JSON-lines request is the job's
-//! bytes and a newline, the JSON-RPC call the envelope around them. Where a
-//! job must change (kennel's id over its own, a progress token merged into
-//! its `_meta`) it goes through a tree. A newline or carriage return in
-//! checked JSON can only be whitespace between tokens (JSON strings cannot
-//! hold them raw), so each is written as a space and the message stays one
-//! line.
+//! Writing a job in the worker's framing (docs/internals.md): its checked
+//! bytes copied, not parsed, into a line or a call's envelope; through a
+//! tree only where it must change (kennel's id over its own, a token merged
+//! into its `_meta`). A newline or carriage return in checked JSON can only
+//! be whitespace between tokens, so each is written as a space.
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -31,17 +26,11 @@ struct CallShape<'a> {
     params: Option<&'a RawValue>,
 }
 
-/// The keys of params that say they carry their own progress token.
+/// The key of params that may carry their own progress token.
 #[derive(Deserialize)]
 struct MetaPeek {
     #[serde(default, rename = "_meta")]
-    meta: Option<TokenPeek>,
-}
-
-#[derive(Deserialize)]
-struct TokenPeek {
-    #[serde(default, rename = "progressToken")]
-    progress_token: Option<Value>,
+    meta: Option<Map<String, Value>>,
 }
 
 /// The key of the id kennel adds to a JSON-lines request that is an object
@@ -188,7 +177,7 @@ fn own_token(params: &[u8]) -> Option<Value> {
         return None;
     }
     let peek = serde_json::from_slice::<MetaPeek>(params).ok()?;
-    peek.meta?.progress_token
+    peek.meta?.remove("progressToken").filter(|t| !t.is_null())
 }
 
 /// Appends the rest of the checked JSON object `object` after a member

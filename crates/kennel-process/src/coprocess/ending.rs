@@ -31,17 +31,14 @@ const REAP_WAIT: Duration = Duration::from_secs(1);
 pub(super) const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
 
 impl Coprocess {
-    /// Ends the worker gracefully and returns how it ended.
-    ///
-    /// In the `content-length` framing (a language server) that is sound
-    /// and warm, kennel first asks it to end as LSP does: the `shutdown`
-    /// request, and once it is answered the `exit` notification, the two
-    /// within the [`close_grace`]. Then, in every framing, it closes the
-    /// worker's stdin (a well-behaved worker exits when it reads
-    /// the end of its input), waits up to the [`close_grace`], then sends
-    /// SIGTERM to the whole process group, waits up to the grace again, then
-    /// sends SIGKILL and waits for the end. Whatever is left in the group
-    /// when the worker exits is killed.
+    /// Ends the worker gracefully and returns how it ended. In the
+    /// `content-length` framing (a language server), if sound and running,
+    /// it first sends LSP's `shutdown` and, once answered, `exit`, the two
+    /// within the [`close_grace`]. Then it closes the worker's stdin (a
+    /// well-behaved worker exits at the end of its input), waits up to the
+    /// grace, sends SIGTERM to the whole process group, waits up to the
+    /// grace again, then sends SIGKILL. Whatever is left in the group when
+    /// the worker exits is killed.
     ///
     /// # Cancel safety
     ///
@@ -50,17 +47,17 @@ impl Coprocess {
     ///
     /// [`close_grace`]: crate::CoprocessSpec::close_grace
     pub async fn close(mut self) -> Exit {
-        let grace = self.close_grace;
-        let sound = matches!(self.phase, Phase::Idle | Phase::InFlight);
-        if self.talk.framing == Framing::ContentLength && sound && self.try_exited().is_none() {
-            let asked = tokio::time::timeout(grace, self.shut_down()).await;
-            if asked.is_err() {
-                event!(
-                    debug,
-                    self,
-                    "worker did not answer shutdown within the grace"
-                );
-            }
+        let grace = self.spec.close_grace;
+        // Sound and running: `can_cancel` says so.
+        if self.spec.framing == Framing::ContentLength
+            && self.can_cancel()
+            && tokio::time::timeout(grace, self.shut_down()).await.is_err()
+        {
+            event!(
+                debug,
+                self,
+                "worker did not answer shutdown within the grace"
+            );
         }
         drop(self.stdin.take());
         let exited = self.exited();
@@ -91,14 +88,11 @@ impl Coprocess {
     /// that breaks the stream or ends on the way is left to the steps
     /// after.
     async fn shut_down(&mut self) {
-        let framing = self.talk.framing;
+        let framing = self.spec.framing;
         let id = self.next_id;
         self.next_id += 1;
-        if self
-            .write(&rpc::request(framing, id, "shutdown", None))
-            .await
-            .is_err()
-        {
+        let shutdown = rpc::message(framing, Some(id), "shutdown", None);
+        if self.write(&shutdown).await.is_err() {
             return;
         }
         let open = Open {
@@ -110,7 +104,7 @@ impl Coprocess {
         self.open = Some(open.clone());
         match self.rpc_reply(&open, None, &mut |_| {}).await {
             Ok(_) | Err(ProcessError::Worker { .. }) => {
-                let _ = self.write(&rpc::notification(framing, "exit", None)).await;
+                let _ = self.write(&rpc::message(framing, None, "exit", None)).await;
             }
             Err(_) => {}
         }
@@ -156,11 +150,21 @@ impl Coprocess {
     /// The worker broke the protocol, as `message` says: the error, once
     /// the stream is broken (see [`break_stream`](Self::break_stream)).
     pub(super) async fn protocol_error(&mut self, message: String) -> ProcessError {
-        let err = ProcessError::Protocol {
-            message,
-            stderr: Vec::new(),
-        };
-        self.break_stream(err).await
+        let stderr = Vec::new();
+        self.break_stream(ProcessError::Protocol { message, stderr })
+            .await
+    }
+
+    /// The worker refused its warm-up, as `reason` says: the error, once
+    /// the stream is broken.
+    pub(super) async fn not_ready(&mut self, reason: String) -> ProcessError {
+        let (status, stderr) = (None, Vec::new());
+        self.break_stream(ProcessError::NotReady {
+            reason,
+            status,
+            stderr,
+        })
+        .await
     }
 
     /// The worker closed its stdout (or a pipe failed): waits a moment for

@@ -21,27 +21,19 @@ use crate::lines::excerpt;
 use crate::progress::Progress;
 
 impl Coprocess {
-    /// Waits until the worker is warm: in JSON lines, until it has written
-    /// its ready line `{"ready":true}`; in the JSON-RPC framings, until it
-    /// has answered the [`handshake`](crate::CoprocessSpec::handshake)
-    /// (then kennel sends the `initialized` notification), or at once
-    /// without one.
-    ///
-    /// With [`ReadyMode::Immediate`], or once the worker is ready, this
-    /// resolves at once. Lines the worker writes before its ready line that
-    /// are not an error line (a library's banner, a progress note, even text
-    /// that is not JSON) are logged with `tracing` at level WARN and skipped.
-    /// A line over the size limit is not skipped: it is a protocol error.
-    ///
-    /// A warm-up has no time limit of its own; a pool can set one
-    /// (`warmup_timeout`), or wrap this in [`tokio::time::timeout`].
+    /// Waits until the worker is warm: its ready line `{"ready":true}` read
+    /// (JSON lines; lines before it that are not an error line are logged
+    /// at WARN and skipped), or its
+    /// [`handshake`](crate::CoprocessSpec::handshake) answered and the
+    /// `initialized` notification sent (JSON-RPC). At once with
+    /// [`ReadyMode::Immediate`], without a handshake, or once ready. It has
+    /// no time limit of its own (a pool's is `warmup_timeout`).
     ///
     /// # Errors
     ///
     /// - [`ProcessError::NotReady`] if the worker exits or closes its stdout
-    ///   before its ready line, or writes an error line
-    ///   `{"error":true,"message":"…"}` instead (the reason is its message),
-    ///   or answers the handshake with an error.
+    ///   first, writes an error line `{"error":true,"message":"…"}` (the
+    ///   reason is its message), or answers the handshake with an error.
     /// - [`ProcessError::Protocol`] if a line is over the size limit.
     /// - [`ProcessError::Crashed`] if the worker was already broken.
     ///
@@ -49,9 +41,8 @@ impl Coprocess {
     ///
     /// # Cancel safety
     ///
-    /// This method is cancel safe. If it is dropped before it completes, the
-    /// worker keeps warming up and nothing it wrote is lost: a later call
-    /// goes on waiting for the same ready line.
+    /// Cancel safe: the worker keeps warming up, nothing it wrote is lost,
+    /// and a later call goes on waiting for the same ready line.
     ///
     /// [`ReadyMode::Immediate`]: crate::ReadyMode::Immediate
     pub async fn ready(&mut self) -> Result<(), ProcessError> {
@@ -60,7 +51,7 @@ impl Coprocess {
             Phase::Broken => return Err(self.crashed_now()),
             Phase::Warming => {}
         }
-        if self.talk.framing.is_rpc() {
+        if self.spec.framing.is_rpc() {
             return self.handshake().await;
         }
         loop {
@@ -73,7 +64,7 @@ impl Coprocess {
                         fields.remove("ready");
                         // It echoes the id in every reply (the SDKs do).
                         let echoes = fields.remove(encode::ID_KEY) == Some(Value::Bool(true));
-                        self.echoes_ids = echoes && self.talk.job_ids;
+                        self.echoes_ids = echoes && self.spec.job_ids;
                         if !fields.is_empty() {
                             self.about = Some(value.to_string());
                         }
@@ -82,12 +73,8 @@ impl Coprocess {
                     return Ok(());
                 }
                 Ok(value) if value.get("error") == Some(&Value::Bool(true)) => {
-                    let err = ProcessError::NotReady {
-                        reason: reply::message_of(value.get("message").cloned()),
-                        status: None,
-                        stderr: Vec::new(),
-                    };
-                    return Err(self.break_stream(err).await);
+                    let reason = reply::message_of(value.get("message").cloned());
+                    return Err(self.not_ready(reason).await);
                 }
                 _ => {
                     event!(
@@ -103,18 +90,16 @@ impl Coprocess {
 
     /// Sends one request and returns the worker's reply.
     ///
-    /// In JSON lines the request is written as one line of compact JSON
-    /// (an object with kennel's job id first, `"kennel_id"`, unless the
-    /// spec turned [`job_ids`](crate::CoprocessSpec::job_ids) off) and the
-    /// next line that is not a progress line is its reply: taken only with
-    /// the job's id when it carries one, and handed on without it. In the
-    /// JSON-RPC framings the request is a method call (the spec's
-    /// [`method`](crate::CoprocessSpec::method) with `request` as its
-    /// params, or `request` is `{"method": …, "params": …}`) with an id of
-    /// kennel's, and its reply is the response with that id: a response to
-    /// another id (a late or unasked one) is skipped, never taken for it.
-    /// If the worker is still warming up, this first waits for
-    /// [`ready`](Self::ready).
+    /// In JSON lines the request is one line of compact JSON (an object
+    /// with kennel's `"kennel_id"` first, unless
+    /// [`job_ids`](crate::CoprocessSpec::job_ids) is off) and its reply the
+    /// next line that is not a progress line, held to the job's id. In the
+    /// JSON-RPC framings it is a call (the spec's
+    /// [`method`](crate::CoprocessSpec::method) with `request` as params,
+    /// or `request` is `{"method": …, "params": …}`) with an id of
+    /// kennel's, and its reply the response with that id: any other
+    /// response is skipped. A worker still warming up is first awaited
+    /// ([`ready`](Self::ready)).
     ///
     /// # Errors
     ///
@@ -122,12 +107,9 @@ impl Coprocess {
     ///   JSON-RPC error. The worker stays usable.
     /// - [`ProcessError::NotACall`] if, in JSON-RPC without a method,
     ///   `request` is not a method call. Nothing is sent.
-    /// - [`ProcessError::Protocol`] if the reply is not JSON, a line or
-    ///   frame is over the size limit, the framing is broken, or (JSON
-    ///   lines) the worker had already written output no request asked for,
-    ///   wrote a line for another job (another `kennel_id`), said it echoes
-    ///   the id and wrote a reply without it, wrote a second ready line, or
-    ///   an earlier request was dropped before its reply was read.
+    /// - [`ProcessError::Protocol`] if the output breaks the protocol (see
+    ///   [Bad output](Self#bad-output)), or an earlier request was dropped
+    ///   before its reply was read (JSON lines without cancel lines).
     /// - [`ProcessError::Crashed`] if the worker exits or closes its stdout
     ///   before it replies, or was already broken. In a pool (which watches
     ///   the worker's end) the job waits instead, up to a second, for the
@@ -139,22 +121,18 @@ impl Coprocess {
     ///
     /// # Cancel safety
     ///
-    /// This method is not cancel safe. Dropped while the request is being
-    /// written, it kills the worker. Dropped after that, in JSON lines
-    /// without cancel lines, the worker's reply would be taken as the
-    /// answer to the next request, so the coprocess kills its process
-    /// group at once and the next request fails with
-    /// [`ProcessError::Protocol`]. In a framing that can cancel, the
-    /// request stays in hand: [`cancel`](Self::cancel) settles it (a pool
-    /// does, on an abort or a timeout); in JSON-RPC a later request also
-    /// works, the dropped one's reply being skipped by its id.
+    /// Not cancel safe. Dropped while the request is being written, it
+    /// kills the worker. Dropped later, in JSON lines without cancel lines,
+    /// the next request fails with [`ProcessError::Protocol`] (the worker
+    /// killed: its reply would answer the next request); in a framing that
+    /// can cancel, the request stays in hand for [`cancel`](Self::cancel)
+    /// (as a pool does), and in JSON-RPC a later request skips its reply.
     pub async fn request(&mut self, request: &Value) -> Result<Value, ProcessError> {
         self.call(request).await
     }
 
-    /// As [`request`](Self::request), the reply as the worker wrote it:
-    /// checked to be JSON, never re-serialised (key order, number
-    /// spelling and inner whitespace kept).
+    /// As [`request`](Self::request), the reply as the worker wrote it
+    /// (checked to be JSON, never re-serialised).
     ///
     /// # Errors
     ///
@@ -167,9 +145,8 @@ impl Coprocess {
         Ok(self.job(&encode::json(request)?, None).await?.into_raw())
     }
 
-    /// As [`request_raw`](Self::request_raw), with each progress item the
-    /// worker sends for the request handed to `on_progress` as it comes, in
-    /// order, all before the reply.
+    /// As [`request_raw`](Self::request_raw), each progress item of the
+    /// request handed to `on_progress` in order, all before the reply.
     ///
     /// # Errors
     ///
@@ -188,18 +165,14 @@ impl Coprocess {
         Ok(reply.into_raw())
     }
 
-    /// Sends a job that is already JSON text and returns the reply's bytes,
-    /// neither parsed into a tree nor written again: the job's
-    /// bytes go to the worker as they are (as the params of the call in
-    /// the JSON-RPC framings), the reply is the worker's line (or the
-    /// response's `result`) as it wrote it. This is what `kennel serve`
-    /// runs each job with.
-    ///
-    /// With `on_progress`, each progress item of the request goes to it as
-    /// it comes, and in `json-rpc` the call carries
-    /// `_meta.progressToken`; without it (and without a pool that extends
-    /// deadlines by progress), no token is sent: an MCP server then sends
-    /// no progress, which nobody would read.
+    /// As [`request_raw`](Self::request_raw), for a job that is already
+    /// JSON text: its bytes go to the worker as they are (as the params of
+    /// the call in JSON-RPC), and the reply is the worker's line (or the
+    /// response's `result`) as it wrote it; no tree either way. This is
+    /// what `kennel serve` runs each job with. Each progress item goes to
+    /// `on_progress`; in `json-rpc` the call carries `_meta.progressToken`
+    /// only when someone reads the progress (`on_progress`, or a pool that
+    /// extends deadlines by it).
     ///
     /// ```no_run
     /// use kennel_process::{CoprocessSpec, JsonBytes};
@@ -281,7 +254,7 @@ impl Coprocess {
         job: &[u8],
         on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
     ) -> Result<JsonBytes, ProcessError> {
-        let rpc = self.talk.framing.is_rpc();
+        let rpc = self.spec.framing.is_rpc();
         match self.phase {
             Phase::Warming => self.ready().await?,
             Phase::Idle if !rpc => {
@@ -308,12 +281,12 @@ impl Coprocess {
         let (out, carries_id, token) = if rpc {
             // A token only for someone who reads the progress.
             let token = on_progress.is_some() || self.heartbeat.is_watched();
-            let method = self.talk.method.as_deref();
-            let (out, token) = encode::call(self.talk.framing, id, method, job, token)?;
+            let method = self.spec.method.as_deref();
+            let (out, token) = encode::call(self.spec.framing, id, method, job, token)?;
             self.next_id += 1;
             (out, false, token)
         } else {
-            let (out, carries_id) = encode::line(job, self.talk.job_ids.then_some(id))?;
+            let (out, carries_id) = encode::line(job, self.spec.job_ids.then_some(id))?;
             self.next_id += u64::from(carries_id);
             (out, carries_id, Value::Null)
         };
@@ -325,19 +298,12 @@ impl Coprocess {
         self.phase = Phase::InFlight;
         self.open = Some(open.clone());
         // Dropping this future from here on leaves the stream out of step.
-        let guard = KillOnDrop(Some(Arc::clone(&self.group)));
-        if let Err(err) = self.write(&out).await {
-            guard.disarm();
-            let what = format!("writing a request failed: {err}");
-            return Err(self.ended(Reading::Reply, &what).await);
-        }
+        let mut guard = KillOnDrop::new(&self.group);
+        self.send(&out, Reading::Reply, "a request").await?;
         // Written whole: a framing that can cancel settles a drop from here.
-        let guard = if self.can_cancel() {
-            guard.disarm();
-            None
-        } else {
-            Some(guard)
-        };
+        if self.can_cancel() {
+            guard.0 = None;
+        }
         let mut ignore = |_: Progress| {};
         let on_progress = on_progress.unwrap_or(&mut ignore);
         let result = if rpc {
@@ -345,17 +311,19 @@ impl Coprocess {
         } else {
             self.line_reply(&open, on_progress).await
         };
-        if let Some(guard) = guard {
-            guard.disarm();
-        }
+        guard.disarm();
         result
     }
 }
 
 /// Kills the process group if a request is dropped half-way.
-pub(super) struct KillOnDrop(pub(super) Option<Arc<ProcessGroup>>);
+pub(super) struct KillOnDrop(Option<Arc<ProcessGroup>>);
 
 impl KillOnDrop {
+    pub(super) fn new(group: &Arc<ProcessGroup>) -> Self {
+        Self(Some(Arc::clone(group)))
+    }
+
     pub(super) fn disarm(mut self) {
         self.0 = None;
     }

@@ -9,27 +9,24 @@ use crate::error::ProcessError;
 const HANDSHAKE_ID: u64 = 0;
 
 impl Coprocess {
-    /// Sends `initialize` (once, however often this is called), waits for
-    /// its response, sends the `initialized` notification and counts the
-    /// worker ready. Without a handshake the worker is ready at once.
+    /// Sends `initialize` (once), waits for its response, sends the
+    /// `initialized` notification: the worker is ready (at once without a
+    /// handshake).
     ///
     /// # Cancel safety
     ///
     /// Cancel safe once `initialize` is written: a later call goes on
     /// waiting for the same response.
     pub(super) async fn handshake(&mut self) -> Result<(), ProcessError> {
-        let Some(handshake) = self.talk.handshake.clone() else {
+        let Some(handshake) = self.spec.handshake.clone() else {
             self.phase = Phase::Idle;
             return Ok(());
         };
-        let framing = self.talk.framing;
+        let framing = self.spec.framing;
         if !self.handshake_sent {
             let params = handshake.params_for(framing, std::process::id());
-            let bytes = rpc::request(framing, HANDSHAKE_ID, "initialize", Some(&params));
-            if let Err(err) = self.write(&bytes).await {
-                let what = format!("writing the handshake failed: {err}");
-                return Err(self.ended(Reading::WarmUp, &what).await);
-            }
+            let bytes = rpc::message(framing, Some(HANDSHAKE_ID), "initialize", Some(&params));
+            self.send(&bytes, Reading::WarmUp, "the handshake").await?;
             self.handshake_sent = true;
         }
         loop {
@@ -37,36 +34,25 @@ impl Coprocess {
             match rpc::classify(&bytes) {
                 Inbound::Response {
                     id: Some(HANDSHAKE_ID),
-                    outcome: Ok(result),
+                    outcome,
                 } => {
+                    let result = match outcome {
+                        Ok(result) => result,
+                        Err(ProcessError::Worker { message, .. }) => {
+                            let reason = format!("it answered initialize with an error: {message}");
+                            return Err(self.not_ready(reason).await);
+                        }
+                        Err(other) => return Err(self.not_ready(other.to_string()).await),
+                    };
                     self.handshake_result = Some(result);
                     if let Some(method) = &handshake.initialized {
-                        let note = rpc::notification(framing, method, Some(&serde_json::json!({})));
-                        if let Err(err) = self.write(&note).await {
-                            let what = format!("writing {method} failed: {err}");
-                            return Err(self.ended(Reading::WarmUp, &what).await);
-                        }
+                        let note =
+                            rpc::message(framing, None, method, Some(&serde_json::json!({})));
+                        self.send(&note, Reading::WarmUp, method).await?;
                     }
                     self.phase = Phase::Idle;
                     event!(debug, self, "worker answered the handshake; ready");
                     return Ok(());
-                }
-                Inbound::Response {
-                    id: Some(HANDSHAKE_ID),
-                    outcome: Err(err),
-                } => {
-                    let reason = match &err {
-                        ProcessError::Worker { message, .. } => {
-                            format!("it answered initialize with an error: {message}")
-                        }
-                        other => other.to_string(),
-                    };
-                    let err = ProcessError::NotReady {
-                        reason,
-                        status: None,
-                        stderr: Vec::new(),
-                    };
-                    return Err(self.break_stream(err).await);
                 }
                 other => self.skip(other, &bytes).await,
             }

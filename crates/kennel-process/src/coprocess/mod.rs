@@ -11,18 +11,18 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::process::{ChildStdin, ChildStdout};
 
-use crate::answers::Answers;
 use crate::frames::Frames;
-use crate::framing::{Framing, Handshake};
+use crate::framing::Framing;
 use crate::group::ProcessGroup;
+use crate::spec::CoprocessSpec;
 
 /// A `tracing` event about a coprocess, with its `pool`, `slot` and `pid`:
 /// `event!(warn, self, %err, "…")`.
 macro_rules! event {
     ($level:ident, $me:expr, $($rest:tt)+) => {
         tracing::$level!(
-            pool = $me.label.pool.as_deref(),
-            slot = $me.label.slot,
+            pool = $me.spec.pool.as_deref(),
+            slot = $me.spec.slot,
             pid = $me.pid,
             $($rest)+
         )
@@ -38,7 +38,6 @@ mod handshake;
 mod memory;
 mod notify;
 mod read;
-mod reap;
 mod replies;
 mod reply;
 mod rpc;
@@ -75,29 +74,6 @@ struct Open {
     token: Value,
 }
 
-/// How this coprocess speaks: its framing and what goes with it.
-#[derive(Debug, Clone)]
-struct Talk {
-    framing: Framing,
-    /// JSON lines: the worker reads `{"cancel":true}` lines.
-    cancel_lines: bool,
-    /// JSON lines: object requests carry `"kennel_id"`.
-    job_ids: bool,
-    /// JSON-RPC: every job calls this method with the job as its params.
-    method: Option<Arc<str>>,
-    /// JSON-RPC: the warm-up is this handshake.
-    handshake: Option<Arc<Handshake>>,
-    /// JSON-RPC: what the worker's own requests are answered.
-    answers: Arc<Answers>,
-}
-
-/// The pool and slot a worker serves, for its log lines.
-#[derive(Debug, Clone, Default)]
-struct Label {
-    pool: Option<String>,
-    slot: Option<usize>,
-}
-
 /// A child process that does jobs by reading one JSON line per request on
 /// stdin and writing one JSON line per reply on stdout (the protocol is
 /// written down for worker authors in `docs/PROTOCOL.md`).
@@ -108,31 +84,25 @@ struct Label {
 ///
 /// # Bad output
 ///
-/// A worker's output is never trusted. A line that is not JSON, a line over
-/// [`max_line_bytes`], a line for another job (its `kennel_id`), output
-/// already waiting when a request is about to be sent (a line no request
-/// asked for), or the end of stdout before a reply fails the request
-/// ([`ProcessError::Protocol`] or [`ProcessError::Crashed`]), and the
-/// coprocess kills its whole process group at once, because requests and
-/// replies may no longer match. Output already waiting once a reply has
-/// been read kills it too, the reply standing. The
-/// future from [`exited`](Self::exited) then resolves (so a pool replaces the
-/// worker) and every later request fails at once with `Crashed`.
+/// A worker's output is never trusted. A line that is not JSON, a line or
+/// frame over [`max_line_bytes`], broken `Content-Length` framing, a line
+/// for another job (its `kennel_id`), a reply without the id from a worker
+/// that said it echoes it, a second ready line, output no request asked
+/// for (waiting when a request is about to be sent), or the end of stdout
+/// before a reply fails the request ([`ProcessError::Protocol`] or
+/// [`ProcessError::Crashed`]) and kills the whole process group at once:
+/// requests and replies may no longer match. Output already waiting once
+/// a reply has been read kills it too, the reply standing. Every later
+/// request fails at once with `Crashed`.
 ///
 /// # Ending
 ///
-/// - [`kill`](Self::kill) (or the [`Killer`]) sends SIGKILL to the group.
-/// - [`close`](Self::close) closes stdin, waits the grace period, sends
-///   SIGTERM to the group, waits the grace period again, then sends SIGKILL;
-///   in the `content-length` framing it first sends LSP's `shutdown` and
-///   `exit`, within the grace period.
-/// - Dropping a `Coprocess` sends SIGKILL to the group.
-/// - When the worker exits by itself, whatever is left of its group is
-///   killed.
-///
-/// One task per coprocess owns the [`Child`](tokio::process::Child) and waits
-/// for it; it publishes the exit, so [`exited`](Self::exited) and
-/// [`kill`](Self::kill) never borrow the worker.
+/// [`kill`](Self::kill), its [`Killer`] and dropping it send SIGKILL to the
+/// group; [`close`](Self::close) ends it gracefully; when the worker exits
+/// by itself, whatever is left of its group is killed. One task per
+/// coprocess owns the [`Child`](tokio::process::Child), waits for it and
+/// publishes the exit, so [`exited`](Self::exited) and [`kill`](Self::kill)
+/// never borrow the worker.
 ///
 /// [`CoprocessSpec::spawn`]: crate::CoprocessSpec::spawn
 /// [`max_line_bytes`]: crate::CoprocessSpec::max_line_bytes
@@ -143,7 +113,8 @@ pub struct Coprocess {
     group: Arc<ProcessGroup>,
     stdin: Option<ChildStdin>,
     stdout: Frames<ChildStdout>,
-    talk: Talk,
+    /// How it was started, and how it speaks.
+    spec: CoprocessSpec,
     /// The id of the next request (0 is the JSON-RPC handshake's).
     next_id: u64,
     /// JSON lines: the worker's ready line said `"kennel_id": true` (it
@@ -167,13 +138,8 @@ pub struct Coprocess {
     /// The end, recorded by the task that waits for the child.
     exit: ExitSignal,
     phase: Phase,
-    max_line_bytes: usize,
-    close_grace: Duration,
-    label: Label,
     /// The last lines of its stderr.
     tail: StderrTail,
-    /// The request its probe sends, if the spec gave one.
-    probe: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 impl Coprocess {
@@ -185,11 +151,10 @@ impl Coprocess {
     /// A future that resolves once, when the process has ended and been
     /// reaped, with how it ended and how long it ran (on Tokio's clock).
     ///
-    /// The status is [`ExitStatus::Killed`] when the [`Killer`] (or
-    /// [`kill`](Self::kill)) was used before the end, otherwise the
-    /// process's own [`ExitStatus::Code`] or [`ExitStatus::Signal`]
-    /// (a kill because of bad output shows as signal 9). It may be called any
-    /// number of times; the future does not borrow the worker.
+    /// [`ExitStatus::Killed`] after the [`Killer`] or [`kill`](Self::kill),
+    /// otherwise the process's own [`ExitStatus::Code`] or
+    /// [`ExitStatus::Signal`] (a kill for bad output is signal 9). The
+    /// future does not borrow the worker.
     ///
     /// [`ExitStatus::Killed`]: kennel::ExitStatus::Killed
     /// [`ExitStatus::Code`]: kennel::ExitStatus::Code
@@ -198,19 +163,17 @@ impl Coprocess {
         self.exit.exited()
     }
 
-    /// The worker's last words: a handle on the tail of its stderr, which
-    /// stays readable after the worker has ended. A failed warm-up, a crash
-    /// and a protocol error carry a copy
-    /// ([`ProcessError::stderr`](crate::ProcessError::stderr)); this handle
-    /// serves the cases where the error comes from elsewhere, e.g. a pool
-    /// that saw the worker end first.
+    /// The worker's last words: the tail of its stderr, readable after it
+    /// has ended too, for an error that carries none (a pool's); a failed
+    /// warm-up, a crash and a protocol error carry a copy
+    /// ([`ProcessError::stderr`](crate::ProcessError::stderr)).
     pub fn stderr_tail(&self) -> StderrTail {
         self.tail.clone()
     }
 
     /// The framing the worker speaks.
     pub fn framing(&self) -> Framing {
-        self.talk.framing
+        self.spec.framing
     }
 
     /// The result the worker answered to the handshake's `initialize`, as
@@ -226,7 +189,7 @@ impl Coprocess {
     /// while the stream is sound.
     pub fn can_cancel(&self) -> bool {
         matches!(self.phase, Phase::Idle | Phase::InFlight)
-            && (self.talk.framing.is_rpc() || self.talk.cancel_lines)
+            && (self.spec.framing.is_rpc() || self.spec.cancel_lines)
             && self.try_exited().is_none()
     }
 
@@ -260,9 +223,9 @@ impl fmt::Debug for Coprocess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Coprocess")
             .field("pid", &self.pid)
-            .field("pool", &self.label.pool)
-            .field("slot", &self.label.slot)
-            .field("framing", &self.talk.framing)
+            .field("pool", &self.spec.pool)
+            .field("slot", &self.spec.slot)
+            .field("framing", &self.spec.framing)
             .field("phase", &self.phase)
             .field("exited", &self.try_exited())
             .finish_non_exhaustive()
@@ -327,7 +290,7 @@ impl Worker for Coprocess {
         if self.try_exited().is_some() {
             return Err("the worker has ended".into());
         }
-        if let Some(request) = self.probe.clone() {
+        if let Some(request) = self.spec.probe.clone() {
             self.exchange(&encode::json(&*request)?, None).await?;
         }
         Ok(())

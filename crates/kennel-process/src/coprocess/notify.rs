@@ -1,8 +1,6 @@
 //! A job that is a notification: written in the worker's framing, no
 //! reply awaited (a language server's `textDocument/didOpen`).
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -24,13 +22,10 @@ struct NoteShape {
 
 impl Coprocess {
     /// Sends the JSON-RPC notification `method` with `params` (none when
-    /// `None`) in the worker's framing, and returns once it is written:
-    /// no reply is awaited, since a notification has none. A language
-    /// server's `textDocument/didOpen`, `didChange` and `didClose` are
-    /// sent so. If the worker is still warming up, this first waits for
-    /// [`ready`](Self::ready). Its messages meanwhile (diagnostics, say)
-    /// are read and skipped, and its requests answered, while the next
-    /// request waits for its reply.
+    /// `None`) in the worker's framing, and returns once it is written (a
+    /// notification has no reply), first awaiting [`ready`](Self::ready)
+    /// if the worker is warming up. What the worker writes meanwhile is
+    /// read by the next request: skipped, or answered if a request.
     ///
     /// # Errors
     ///
@@ -42,15 +37,15 @@ impl Coprocess {
     ///
     /// # Cancel safety
     ///
-    /// Not cancel safe: dropped while the notification is being written,
-    /// it kills the worker (a half-written message would break the
-    /// stream). Dropped while it waits for `ready`, nothing is lost.
+    /// Not cancel safe: dropped while writing, it kills the worker (a
+    /// half-written message would break the stream); dropped while it
+    /// waits for `ready`, nothing is lost.
     pub async fn notify(
         &mut self,
         method: &str,
         params: Option<&Value>,
     ) -> Result<(), ProcessError> {
-        let framing = self.talk.framing;
+        let framing = self.spec.framing;
         if !framing.is_rpc() {
             return Err(ProcessError::NotACall {
                 message: format!("the {framing} framing has no notifications"),
@@ -61,21 +56,16 @@ impl Coprocess {
             Phase::Idle | Phase::InFlight => {}
             Phase::Broken => return Err(self.crashed_now()),
         }
-        let bytes = rpc::notification(framing, method, params);
-        let guard = KillOnDrop(Some(Arc::clone(&self.group)));
-        let written = self.write(&bytes).await;
+        let bytes = rpc::message(framing, None, method, params);
+        let guard = KillOnDrop::new(&self.group);
+        let written = self.send(&bytes, Reading::Reply, "a notification").await;
         guard.disarm();
-        if let Err(err) = written {
-            let what = format!("writing a notification failed: {err}");
-            return Err(self.ended(Reading::Reply, &what).await);
-        }
-        Ok(())
+        written
     }
 
-    /// As [`notify`](Self::notify), the notification a job that is JSON
-    /// text: `{"method": "…", "params": …}` (`params` may be left out),
-    /// whatever [`method`](crate::CoprocessSpec::method) the spec gives
-    /// its calls. This is what a service sends a notification job with.
+    /// As [`notify`](Self::notify), for a job that is JSON text
+    /// `{"method": "…", "params": …}` (`params` may be left out), whatever
+    /// [`method`](crate::CoprocessSpec::method) the spec gives its calls.
     ///
     /// # Errors
     ///

@@ -36,7 +36,7 @@ impl Coprocess {
             Frame::TooLong(head) => {
                 let message = format!(
                     "a line is over the {}-byte limit; it starts with {}",
-                    self.max_line_bytes,
+                    self.spec.max_line_bytes,
                     excerpt(&head)
                 );
                 Err(self.protocol_error(message).await)
@@ -68,6 +68,22 @@ impl Coprocess {
                 stderr,
             },
             Reading::Reply => ProcessError::Crashed { status, stderr },
+        }
+    }
+
+    /// Writes `bytes` as [`write`](Self::write) does; if that fails, the
+    /// error of the worker's end met while `reading` (`what` was written).
+    pub(super) async fn send(
+        &mut self,
+        bytes: &[u8],
+        reading: Reading,
+        what: &str,
+    ) -> Result<(), ProcessError> {
+        match self.write(bytes).await {
+            Ok(()) => Ok(()),
+            Err(err) => Err(self
+                .ended(reading, &format!("writing {what} failed: {err}"))
+                .await),
         }
     }
 

@@ -27,24 +27,16 @@ impl Coprocess {
                 return Err(self.protocol_error(message).await);
             }
             let Line { kind, id } = line;
-            match kind {
-                LineKind::Reply(raw) => {
-                    let raw = match id {
-                        LineId::Id(_, at) if self.talk.job_ids => reply::without_id(raw, at),
-                        _ => raw,
-                    };
-                    self.settled();
-                    self.nothing_after_reply();
-                    return Ok(raw);
-                }
-                LineKind::Error(err) => {
-                    self.settled();
-                    self.nothing_after_reply();
-                    return Err(err);
-                }
+            let reply = match kind {
+                LineKind::Reply(raw) => match id {
+                    LineId::Id(_, at) if self.spec.job_ids => Ok(reply::without_id(raw, at)),
+                    _ => Ok(raw),
+                },
+                LineKind::Error(err) => Err(err),
                 LineKind::Progress(progress) => {
                     self.heartbeat.beat();
                     on_progress(progress);
+                    continue;
                 }
                 LineKind::Ready => {
                     let message = "the worker wrote a second ready line where a reply was due, \
@@ -55,7 +47,10 @@ impl Coprocess {
                     let message = format!("reply is not JSON ({err}); it reads {excerpt}");
                     return Err(self.protocol_error(message).await);
                 }
-            }
+            };
+            self.settled();
+            self.nothing_after_reply();
+            return reply;
         }
     }
 
@@ -64,12 +59,19 @@ impl Coprocess {
     /// that it echoes the id, a reply object to a job that carries one must
     /// carry it. The message of the protocol error otherwise.
     pub(super) fn check_id(&mut self, open: &Open, line: &Line) -> Result<(), String> {
-        if !self.talk.job_ids {
+        if !self.spec.job_ids {
             return Ok(());
         }
+        // A reply object or an error reply carries the id of a worker that
+        // echoes it.
+        let object = match &line.kind {
+            LineKind::Reply(raw) => raw.as_bytes().first() == Some(&b'{'),
+            LineKind::Error(_) => true,
+            _ => false,
+        };
         let other = match &line.id {
             LineId::Id(id, _) if open.carries_id && *id == open.id => return Ok(()),
-            LineId::Absent if self.echoes_ids && open.carries_id && line.is_object_reply() => {
+            LineId::Absent if self.echoes_ids && open.carries_id && object => {
                 return Err(format!(
                     "the worker said it echoes `kennel_id`, but a reply to job {} carries none, \
                      so it may be another job's",
@@ -141,8 +143,8 @@ impl Coprocess {
     pub(super) async fn skip(&mut self, message: Inbound, bytes: &[u8]) {
         match message {
             Inbound::Request { id, method, params } => {
-                let framing = self.talk.framing;
-                let result = self.talk.answers.result(framing, &method, params.as_ref());
+                let framing = self.spec.framing;
+                let result = self.spec.answers.result(framing, &method, params.as_ref());
                 event!(
                     debug,
                     self,
@@ -154,11 +156,7 @@ impl Coprocess {
                 // A closed pipe shows as the end of stdout, next read.
                 let _ = self.write(&answer).await;
             }
-            Inbound::Other | Inbound::NotJson(_) => {
-                let why = match &message {
-                    Inbound::NotJson(err) => err.as_str(),
-                    _ => "JSON, but not a JSON-RPC message",
-                };
+            Inbound::NotRpc(why) => {
                 event!(
                     warn,
                     self,

@@ -49,18 +49,6 @@ pub(super) struct Line {
     pub(super) id: LineId,
 }
 
-impl Line {
-    /// A reply that is an object, or an error reply: what carries the id
-    /// of a worker that echoes it.
-    pub(super) fn is_object_reply(&self) -> bool {
-        match &self.kind {
-            LineKind::Reply(raw) => raw.as_bytes().first() == Some(&b'{'),
-            LineKind::Error(_) => true,
-            _ => false,
-        }
-    }
-}
-
 /// The keys that decide what an object line is.
 #[derive(Deserialize)]
 struct Peek<'a> {

@@ -32,11 +32,12 @@ pub(super) enum Inbound {
     },
     /// Any other notification.
     Notification,
-    /// JSON, but not a JSON-RPC message.
-    Other,
-    /// Not JSON.
-    NotJson(String),
+    /// Not a JSON-RPC message: why.
+    NotRpc(String),
 }
+
+/// Why JSON that is no JSON-RPC message is skipped.
+const NOT_RPC: &str = "JSON, but not a JSON-RPC message";
 
 #[derive(Deserialize)]
 struct Envelope<'a> {
@@ -53,22 +54,14 @@ struct Envelope<'a> {
 }
 
 pub(super) fn classify(bytes: &[u8]) -> Inbound {
-    let starts_object = bytes
-        .iter()
-        .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|&b| b == b'{');
-    if !starts_object {
-        return match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-            Ok(_) => Inbound::Other,
-            Err(err) => Inbound::NotJson(err.to_string()),
-        };
-    }
+    // A derived struct would also read an array.
+    let object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     let envelope = match serde_json::from_slice::<Envelope<'_>>(bytes) {
-        Ok(envelope) => envelope,
-        Err(err) => {
+        Ok(envelope) if object => envelope,
+        _ => {
             return match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-                Ok(_) => Inbound::Other,
-                Err(_) => Inbound::NotJson(err.to_string()),
+                Ok(_) => Inbound::NotRpc(NOT_RPC.to_owned()),
+                Err(err) => Inbound::NotRpc(err.to_string()),
             };
         }
     };
@@ -93,7 +86,7 @@ pub(super) fn classify(bytes: &[u8]) -> Inbound {
                 id: None,
                 outcome: Err(failure(error)),
             },
-            _ => Inbound::Other,
+            _ => Inbound::NotRpc(NOT_RPC.to_owned()),
         };
     };
     let id = serde_json::from_str::<u64>(id.get()).ok();
@@ -152,18 +145,18 @@ fn progress_of(method: &str, params: Option<Value>) -> Option<(Value, Progress)>
     }
 }
 
-/// A request of kennel's own (the handshake, a ping), framed.
-pub(super) fn request(framing: Framing, id: u64, method: &str, params: Option<&Value>) -> Vec<u8> {
-    let mut body = json!({"jsonrpc": "2.0", "id": id, "method": method});
-    if let Some(params) = params {
-        body["params"] = params.clone();
-    }
-    frame(framing, body.to_string().into_bytes())
-}
-
-/// A notification, framed (without params when `None`).
-pub(super) fn notification(framing: Framing, method: &str, params: Option<&Value>) -> Vec<u8> {
+/// A request of kennel's own with `id` (the handshake, a ping), or without
+/// one a notification, framed (without params when `None`).
+pub(super) fn message(
+    framing: Framing,
+    id: Option<u64>,
+    method: &str,
+    params: Option<&Value>,
+) -> Vec<u8> {
     let mut body = json!({"jsonrpc": "2.0", "method": method});
+    if let Some(id) = id {
+        body["id"] = id.into();
+    }
     if let Some(params) = params {
         body["params"] = params.clone();
     }
@@ -191,16 +184,14 @@ pub(super) fn answer(
 
 /// The cancel notification of the framing, for request `id`.
 pub(super) fn cancel(framing: Framing, id: u64) -> Vec<u8> {
-    match framing {
-        Framing::ContentLength => {
-            notification(framing, "$/cancelRequest", Some(&json!({"id": id})))
-        }
-        _ => notification(
-            framing,
+    let (method, params) = match framing {
+        Framing::ContentLength => ("$/cancelRequest", json!({"id": id})),
+        _ => (
             "notifications/cancelled",
-            Some(&json!({"requestId": id, "reason": "the job was aborted or timed out"})),
+            json!({"requestId": id, "reason": "the job was aborted or timed out"}),
         ),
-    }
+    };
+    message(framing, None, method, Some(&params))
 }
 
 /// `body` framed: a line, or a `Content-Length` frame.
@@ -280,8 +271,12 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":2,"method":"workspace/configuration","params":{"items":[]}}"#,
         );
         assert!(matches!(r, Inbound::Request { params: Some(p), .. } if p["items"] == json!([])));
-        assert!(matches!(classify(br#"{"ready":true}"#), Inbound::Other));
-        assert!(matches!(classify(b"[1]"), Inbound::Other));
-        assert!(matches!(classify(b"Starting..."), Inbound::NotJson(_)));
+        let not_rpc = |b: &[u8]| match classify(b) {
+            Inbound::NotRpc(why) => why,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(not_rpc(br#"{"ready":true}"#), NOT_RPC);
+        assert_eq!(not_rpc(b"[1]"), NOT_RPC);
+        assert!(not_rpc(b"Starting...").starts_with("expected value"));
     }
 }

@@ -1,16 +1,18 @@
 //! Starting a [`Coprocess`]: the child in a process group of its own, with
-//! piped stdin, stdout and stderr, and the tasks that reap it and forward its
-//! stderr.
+//! piped stdin, stdout and stderr, and the tasks that forward its stderr
+//! and own the child (wait for it, kill what is left of its group, record
+//! the exit).
 
+use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::sync::Arc;
 
-use kennel::ExitSignal;
-use tokio::process::Command;
+use kennel::{ExitSignal, ExitStatus};
+use tokio::process::{Child, Command};
 
-use super::reap::wait_for_exit;
+use super::ending::LAST_WORDS_WAIT;
 use super::stderr::{StderrTail, forward_stderr};
-use super::{Coprocess, Label, Phase, Talk};
+use super::{Coprocess, Phase};
 use crate::error::ProcessError;
 use crate::frames::Frames;
 use crate::group::ProcessGroup;
@@ -72,36 +74,25 @@ impl Coprocess {
             unreachable!("stdin, stdout and stderr were all set to piped");
         };
 
-        let label = Label {
-            pool: spec.pool.clone(),
-            slot: spec.slot,
-        };
         let group = Arc::new(ProcessGroup::new(pid));
         let tail = StderrTail::new();
-        tokio::spawn(forward_stderr(stderr, label.clone(), pid, tail.clone()));
+        tokio::spawn(forward_stderr(stderr, spec.clone(), pid, tail.clone()));
         tokio::spawn(wait_for_exit(
             child,
             Arc::clone(&group),
             exit.clone(),
-            label.clone(),
+            spec.clone(),
             pid,
             tail.clone(),
         ));
-        tracing::debug!(pool = label.pool.as_deref(), slot = label.slot, pid, %program, "worker started");
+        tracing::debug!(pool = spec.pool.as_deref(), slot = spec.slot, pid, %program, "worker started");
 
         Ok(Self {
             pid,
             group,
             stdin: Some(stdin),
             stdout: Frames::new(stdout, spec.framing, spec.max_line_bytes),
-            talk: Talk {
-                framing: spec.framing,
-                cancel_lines: spec.cancel_lines,
-                job_ids: spec.job_ids && !spec.framing.is_rpc(),
-                method: spec.method.clone(),
-                handshake: spec.handshake.clone(),
-                answers: Arc::clone(&spec.answers),
-            },
+            spec: spec.clone(),
             next_id: 1,
             echoes_ids: false,
             watched: false,
@@ -119,11 +110,51 @@ impl Coprocess {
             } else {
                 Phase::Idle
             },
-            max_line_bytes: spec.max_line_bytes,
-            close_grace: spec.close_grace,
-            label,
             tail,
-            probe: spec.probe.clone(),
         })
+    }
+}
+
+/// Owns the child, waits for it, kills what is left of its group and
+/// records the exit with the worker's last words.
+async fn wait_for_exit(
+    mut child: Child,
+    group: Arc<ProcessGroup>,
+    exit: ExitSignal,
+    spec: CoprocessSpec,
+    pid: u32,
+    tail: StderrTail,
+) {
+    // Stopped before the child was reaped (its runtime shut down): the end
+    // is recorded all the same, so no `exited()` waits for ever.
+    let stopped = ExitOnDrop(exit);
+    let waited = child.wait().await;
+    group.leader_reaped();
+    let status = match waited {
+        _ if group.was_killed_by_switch() => ExitStatus::Killed,
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => ExitStatus::Code(code),
+            (None, Some(signal)) => ExitStatus::Signal(signal),
+            (None, None) => ExitStatus::Other(status.to_string()),
+        },
+        Err(err) => ExitStatus::Other(format!("could not wait for the worker: {err}")),
+    };
+    let _ = tokio::time::timeout(LAST_WORDS_WAIT, tail.closed()).await;
+    let exit = &stopped.0;
+    exit.exit_with(status, tail.lines());
+    if let Some(exit) = exit.try_exited() {
+        tracing::debug!(pool = spec.pool.as_deref(), slot = spec.slot, pid, status = %exit.status, ran_for = ?exit.ran_for, "worker ended");
+    }
+}
+
+/// Records that the task waiting for the worker stopped, unless the worker's
+/// end was recorded first.
+struct ExitOnDrop(ExitSignal);
+
+impl Drop for ExitOnDrop {
+    fn drop(&mut self) {
+        self.0.exit(ExitStatus::Other(
+            "the task waiting for the worker was stopped".into(),
+        ));
     }
 }

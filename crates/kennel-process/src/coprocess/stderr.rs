@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::process::ChildStderr;
 use tokio::sync::watch;
 
-use super::Label;
 use super::budget::{STDERR_BYTES_PER_SEC, STDERR_LINES_PER_SEC, StderrBudget};
 use crate::lines::{Line, LineReader, Overflow};
+use crate::spec::CoprocessSpec;
 
 /// The longest stderr line forwarded whole; longer ones are cut.
 const STDERR_LINE_BYTES: usize = 64 * 1024;
@@ -25,12 +25,8 @@ pub const STDERR_TAIL_BYTES: usize = 4 * 1024;
 
 /// The last lines a worker wrote on stderr: at most [`STDERR_TAIL_LINES`]
 /// lines and [`STDERR_TAIL_BYTES`] bytes, oldest first, blank lines left
-/// out, each decoded as UTF-8 (invalid bytes replaced).
-///
-/// A failed warm-up, a crash under a request and a protocol error carry a
-/// copy of it ([`ProcessError::stderr`](crate::ProcessError::stderr)); the
-/// handle from [`Coprocess::stderr_tail`](crate::Coprocess::stderr_tail)
-/// reads it at any time, also after the worker has ended. Cheap to clone.
+/// out, each decoded as UTF-8 (invalid bytes replaced). Cheap to clone;
+/// see [`Coprocess::stderr_tail`](crate::Coprocess::stderr_tail).
 #[derive(Clone)]
 pub struct StderrTail {
     inner: Arc<Inner>,
@@ -110,10 +106,6 @@ impl StderrTail {
         }
     }
 
-    fn close(&self) {
-        self.inner.closed.send_replace(true);
-    }
-
     fn tail(&self) -> std::sync::MutexGuard<'_, Tail> {
         self.inner
             .lines
@@ -149,12 +141,17 @@ fn cut(text: &str, max: usize) -> &str {
 /// and dropped, counted in `kennel_worker_stderr_dropped_lines_total`
 /// (labelled `pool`) and in a WARN line at most every 10 s. Marks the tail
 /// closed at the end of the stream.
-pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32, tail: StderrTail) {
+pub(super) async fn forward_stderr(
+    stderr: ChildStderr,
+    spec: CoprocessSpec,
+    pid: u32,
+    tail: StderrTail,
+) {
     let mut reader = LineReader::new(stderr, STDERR_LINE_BYTES, Overflow::Truncate);
     // Closed however this task ends, even when its runtime stops.
     let _closed = CloseOnDrop(tail.clone());
     let mut budget = StderrBudget::new();
-    let (pool, slot) = (label.pool.as_deref(), label.slot);
+    let (pool, slot) = (spec.pool.as_deref(), spec.slot);
     let dropped_lines = metrics::counter!(
         "kennel_worker_stderr_dropped_lines_total",
         "pool" => pool.unwrap_or_default().to_owned()
@@ -182,7 +179,7 @@ pub(super) async fn forward_stderr(stderr: ChildStderr, label: Label, pid: u32, 
             break;
         } else if !allowed {
             dropped_lines.increment(1);
-            budget.dropped();
+            budget.dropped += 1;
         } else {
             budget.spend(bytes.len());
             tail.push(&bytes);
@@ -201,7 +198,7 @@ struct CloseOnDrop(StderrTail);
 
 impl Drop for CloseOnDrop {
     fn drop(&mut self) {
-        self.0.close();
+        self.0.inner.closed.send_replace(true);
     }
 }
 

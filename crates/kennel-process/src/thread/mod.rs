@@ -27,31 +27,23 @@ use serve::{Job, serve};
 ///   it: that is the warm-up. The state is built once per worker and never
 ///   leaves its thread, so it need not be `Send` (an `Rc`, a handle of a C
 ///   library, a model).
-/// - [`run`](Self::run) sends a job to the thread and awaits its result.
-/// - A job that panics is a crash: the state is dropped, the thread ends
-///   and [`exited`](Self::exited) resolves with [`ExitStatus::Panicked`].
-///   In a pool the job fails with the pool's `kennel::Error::Crashed`
-///   (its exit has the panic's message) and the pool replaces the worker;
-///   on its own the run fails with [`ThreadError::Crashed`].
-/// - In a pool, a freed worker reaches the next waiting job through the
-///   async runtime, which costs a few thread wake-ups: for jobs of a few
-///   microseconds sent by many tasks at once, give the pool as many workers
-///   as jobs run at once; for jobs of a millisecond or more, as many as
-///   cores.
+/// - [`run`](Self::run) runs a job on the thread; a job that panics ends
+///   the worker ([`ExitStatus::Panicked`]: the state is dropped).
+/// - In a pool, a freed worker reaches the next job through the async
+///   runtime: for jobs of microseconds sent by many tasks, give the pool as
+///   many workers as jobs run at once; otherwise, as many as cores.
 ///
 /// # A thread cannot be killed
 ///
 /// Rust has no way to stop a thread from outside. [`kill`](Self::kill) (the
-/// pool's kill switch, used on a timeout or an abort) therefore does not
-/// stop a running job: it marks the worker as abandoned, resolves
-/// [`exited`](Self::exited) at once with [`ExitStatus::Killed`], and makes
-/// every later [`run`](Self::run) fail. The job that was running goes on
-/// until it returns by itself; its result is dropped. The thread then sees
-/// that it was abandoned and ends, dropping its state (a thread that was
-/// idle ends when the `ThreadWorker` is dropped, as the pool does with a
-/// killed worker). A job that never returns keeps its thread (and its CPU)
-/// for as long as the program runs: give long jobs a way to stop by
-/// themselves (a deadline, a cancel flag).
+/// pool's kill switch, on a timeout or an abort) marks the worker as
+/// abandoned: [`exited`](Self::exited) resolves at once with
+/// [`ExitStatus::Killed`] and every later [`run`](Self::run) fails. A
+/// running job goes on until it returns (its result dropped); then the
+/// thread ends, dropping its state (an idle one ends when the
+/// `ThreadWorker` is dropped). A job that never returns keeps its thread
+/// and CPU: give long jobs a way to stop by themselves (a deadline, a
+/// cancel flag).
 ///
 /// The thread enters the Tokio runtime that spawned it (if any), so a job
 /// can use [`tokio::runtime::Handle::current`], e.g. to spawn a task or
@@ -99,11 +91,6 @@ struct Shared {
 }
 
 impl Shared {
-    /// Records the end; only the first call counts.
-    fn exit(&self, status: ExitStatus) {
-        self.exit.exit(status);
-    }
-
     fn status(&self) -> Option<ExitStatus> {
         self.exit.try_exited().map(|exit| exit.status)
     }
@@ -206,9 +193,8 @@ impl<S: 'static> ThreadWorker<S> {
     ///
     /// # Cancel safety
     ///
-    /// The worker stays usable if this future is dropped: the job has been
-    /// sent and still runs to its end on the thread (a job cannot be stopped
-    /// half-way), and its result is dropped. A later job runs after it.
+    /// The worker stays usable if this future is dropped: the job still
+    /// runs to its end on the thread, its result dropped, before the next.
     pub async fn run<F, R>(&mut self, job: F) -> Result<R, ThreadError>
     where
         F: FnOnce(&mut S) -> R + Send + 'static,
@@ -265,20 +251,18 @@ impl<S: 'static> ThreadWorker<S> {
     }
 
     /// Abandons the worker: [`exited`](Self::exited) resolves at once with
-    /// [`ExitStatus::Killed`] and later jobs fail. This does **not** stop a
-    /// job that is running: the thread goes on until that job returns, drops
-    /// its result, and then ends. See the type's docs.
+    /// [`ExitStatus::Killed`] and later jobs fail. A running job is **not**
+    /// stopped (see [the type's docs](Self#a-thread-cannot-be-killed)).
     pub fn kill(&self) {
-        self.shared.exit(ExitStatus::Killed);
+        self.shared.exit.exit(ExitStatus::Killed);
     }
 
     /// Ends the worker gracefully and returns how it ended.
     ///
-    /// Stops taking jobs, lets the thread finish the job it is running (and
-    /// the warm-up, if it is still warming up), waits for the thread to drop
-    /// its state and end, and resolves with [`ExitStatus::Closed`]. A worker
-    /// that has already ended (crashed, killed) resolves at once with how it
-    /// ended; an abandoned thread is not waited for.
+    /// Stops taking jobs, waits for the thread to finish its job (or
+    /// warm-up), drop its state and end: [`ExitStatus::Closed`]. A worker
+    /// that has already ended (crashed, killed) resolves at once with how
+    /// it ended; an abandoned thread is not waited for.
     ///
     /// # Cancel safety
     ///
@@ -292,7 +276,7 @@ impl<S: 'static> ThreadWorker<S> {
             // Resolves with an error when the thread drops its sender at its
             // very end, which is the signal.
             let _ = finished.await;
-            self.shared.exit(ExitStatus::Closed);
+            self.shared.exit.exit(ExitStatus::Closed);
         }
         self.exited().await
     }

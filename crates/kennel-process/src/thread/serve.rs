@@ -1,8 +1,5 @@
 //! The side of a [`ThreadWorker`](super::ThreadWorker) that runs on its
-//! thread: the body (build the state, then run jobs until the worker is
-//! closed, dropped, killed or a job panics), and a job as it receives it
-//! (the caller's closure run on the state, its result sent back, a panic
-//! caught and recorded as the worker's end).
+//! thread: the body, and a job as it receives it.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -32,7 +29,9 @@ pub(super) fn serve<S, F, E>(
         Err(err) => {
             let message = err.to_string();
             let _ = shared.warmup_failed.set(message.clone());
-            shared.exit(ExitStatus::Other(format!("warm-up failed: {message}")));
+            shared
+                .exit
+                .exit(ExitStatus::Other(format!("warm-up failed: {message}")));
             let _ = ready.send(Err(err));
             return;
         }
@@ -45,7 +44,7 @@ pub(super) fn serve<S, F, E>(
             break;
         }
         if let Err(message) = job(&mut state) {
-            shared.exit(ExitStatus::Panicked(message));
+            shared.exit.exit(ExitStatus::Panicked(message));
             break;
         }
         if shared.status().is_some() {
@@ -59,7 +58,7 @@ pub(super) fn serve<S, F, E>(
     }
     // The channel closed: the worker was closed or dropped. A crash or a kill
     // recorded before keeps its status.
-    shared.exit(ExitStatus::Closed);
+    shared.exit.exit(ExitStatus::Closed);
 }
 
 /// A job as the thread receives it: runs on the state, sends its own result,
@@ -89,7 +88,7 @@ where
                 let message = panic_message(payload.as_ref());
                 // The exit first: when the caller sees `Crashed`, the
                 // worker has already ended.
-                shared.exit(ExitStatus::Panicked(message.clone()));
+                shared.exit.exit(ExitStatus::Panicked(message.clone()));
                 let _ = result_tx.send(Err(message.clone()));
                 Err(message)
             }
