@@ -180,6 +180,7 @@ impl Drop for FinishOnDrop {
     request_body(content = Value, description = "the job: a JSON value handed to the worker as its request, or bytes (an upload, sent to the worker as base64; see SERVICE.md)"),
     responses(
         (status = 200, description = "the worker's reply as it wrote it; a client that asks for `text/event-stream` or `application/x-ndjson` gets the job's progress, then the reply", body = Value),
+        (status = 202, description = "a notification job (`Kennel-Notify: true`, a JSON-RPC pool) was written to a worker; no reply is awaited"),
         (status = 400, description = "the body is not JSON or is empty (`bad-json`)", body = ErrorBody),
         (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
         (status = 413, description = "the body is over `body_limit` (`too-large`)", body = ErrorBody),
@@ -210,13 +211,16 @@ pub(crate) async fn pool_job(
         Ok(request) => request,
         Err(e) => return e.into_response(),
     };
+    let watch = state.watch(&name);
+    if headers.get(NOTIFY).is_some_and(|v| v == "true") {
+        return notify(pool, request, watch).await;
+    }
     if let Some(queue) = state.queue(&name) {
         return queue
             .submit(request)
             .await
             .unwrap_or_else(IntoResponse::into_response);
     }
-    let watch = state.watch(&name);
     let successor = {
         let state = state.clone();
         Box::new(move || state.pools().get(&name).ok())
@@ -232,6 +236,27 @@ pub(crate) async fn pool_job(
         .map_err(|e| e.retry_after_projected(pool.projected_wait()))
     })
     .await
+}
+
+/// The header that makes a JSON-RPC job a notification.
+const NOTIFY: &str = "kennel-notify";
+
+/// A notification job (`Kennel-Notify: true`, the body `{"method", "params"}`):
+/// written to one of this instance's workers (never queued), answered 202
+/// once written; no reply is awaited.
+async fn notify(
+    pool: Pool<Coprocess>,
+    request: JsonBytes<Bytes>,
+    watch: Option<Watch>,
+) -> Response {
+    match pool
+        .run(async |w: &mut Coprocess| w.notify_bytes(&request).await)
+        .await
+    {
+        Ok(Ok(())) => axum::http::StatusCode::ACCEPTED.into_response(),
+        Ok(Err(e)) => ApiError::from(e).into_response(),
+        Err(e) => pool_error(e, None, watch.as_ref()).await.into_response(),
+    }
 }
 
 /// Runs the body as one job on a random pool of the group that can lend at

@@ -63,6 +63,12 @@ pub(crate) fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpe
     if let Some(request) = &pool.probe_request {
         spec = spec.probe(request.clone());
     }
+    if let Some(settings) = &pool.settings {
+        spec = spec.settings(settings.clone());
+    }
+    for (method, result) in &pool.answers {
+        spec = spec.answer(method, result.clone());
+    }
     if let Some(budget) = pool.threads.budget() {
         spec = spec.threads(budget);
     }

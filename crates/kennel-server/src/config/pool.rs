@@ -120,6 +120,14 @@ pub(crate) struct PoolConfig {
     /// `initialize`: JSON-RPC, the handshake that is the warm-up.
     #[serde(default)]
     pub initialize: Option<InitializeConfig>,
+    /// `settings`: JSON-RPC, a table that answers the worker's
+    /// `workspace/configuration` requests (a value per item's dotted section).
+    #[serde(default)]
+    pub settings: Option<serde_json::Value>,
+    /// `answers`: JSON-RPC, a fixed result per method of the worker's own
+    /// requests (`answers = { "roots/list" = { roots = [] } }`).
+    #[serde(default)]
+    pub answers: BTreeMap<String, serde_json::Value>,
     /// `upload_limit`: the largest binary job body (octet-stream or
     /// multipart), before base64 (default: the server's `body_limit`).
     #[serde(default)]
@@ -240,6 +248,19 @@ impl PoolConfig {
             self.method.as_deref(),
             self.initialize.as_ref(),
         )?;
+        let answered = [
+            ("settings", self.settings.is_some()),
+            ("answers", !self.answers.is_empty()),
+        ];
+        if let Some((key, _)) = answered
+            .iter()
+            .find(|(_, set)| *set && self.protocol == ProtocolKind::JsonLines)
+        {
+            return Err((at(key), "is for the JSON-RPC protocols (allowed: with protocol = \"json-rpc\" or \"content-length\")".into()));
+        }
+        if self.settings.as_ref().is_some_and(|s| !s.is_object()) {
+            return Err((at("settings"), "is not a table (allowed: a table of sections, such as { python = { analysis = { ... } } })".into()));
+        }
         for (key, size) in [
             ("upload_limit", self.upload_limit),
             ("max_reply", self.max_reply),

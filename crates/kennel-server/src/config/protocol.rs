@@ -67,17 +67,17 @@ pub(crate) struct ClientInfo {
 }
 
 impl InitializeConfig {
-    /// The handshake it describes.
-    pub(crate) fn handshake(&self) -> Handshake {
+    /// The handshake it describes, for a worker in `framing`.
+    pub(crate) fn handshake(&self, framing: Framing) -> Handshake {
         let initialized = match self.initialized.as_deref() {
-            None => Some("notifications/initialized".to_owned()),
+            None => Some(Handshake::default_initialized(framing).to_owned()),
             Some("") => None,
             Some(method) => Some(method.to_owned()),
         };
         if let Some(params) = &self.params {
             return Handshake::custom(params.clone(), initialized);
         }
-        let mut h = Handshake::mcp();
+        let mut h = Handshake::for_framing(framing);
         if let Some(v) = &self.protocol_version {
             h = h.protocol_version(v);
         }
@@ -104,7 +104,7 @@ pub(crate) fn apply(
         spec = spec.method(m);
     }
     if let Some(i) = initialize {
-        spec = spec.handshake(i.handshake());
+        spec = spec.handshake(i.handshake(protocol.framing()));
     }
     spec
 }
