@@ -1,7 +1,7 @@
 //! The slot state machine's transitions: each takes the state by value and
 //! gives back the next state and what moved out of the old one, or the
 //! state unchanged (`Step::Same`) when it does not apply. [`Slots::apply`]
-//! runs them and keeps the counts; nothing else changes a slot's kind.
+//! runs them; nothing else changes a slot's kind.
 //! `rearm`, which changes an idle worker's data and not its kind, runs
 //! through [`Slots::edit`].
 //!
