@@ -87,6 +87,18 @@ pub enum Error {
         /// each time on a worker that crashed under it.
         attempts: u32,
     },
+    /// The worker could not load the job's key
+    /// ([`Worker::load`](crate::Worker::load) failed); the worker keeps
+    /// serving with the keys it held.
+    #[error("worker in slot {slot} could not load key {key:?}: {message}")]
+    LoadFailed {
+        /// The slot of the worker.
+        slot: usize,
+        /// The key.
+        key: crate::Key,
+        /// What the worker said.
+        message: String,
+    },
     /// The pool's workers keep failing to start (the crash-loop breaker):
     /// the job was turned away at once instead of starting another.
     #[error(
@@ -162,6 +174,7 @@ impl Error {
             Self::Timeout { .. } => "timeout",
             Self::WarmupFailed { .. } => "warmup-failed",
             Self::Crashed { .. } => "crashed",
+            Self::LoadFailed { .. } => "load-failed",
             Self::Unavailable { .. } => "unavailable",
             Self::Closed => "closed",
             Self::NoSuchPool { .. } => "no-such-pool",

@@ -64,6 +64,7 @@ mod event;
 mod eviction;
 mod exit;
 mod heartbeat;
+mod key;
 mod lease;
 mod metric_families;
 mod metrics;
@@ -93,11 +94,12 @@ pub use crate::eviction::{
 };
 pub use crate::exit::ExitSignal;
 pub use crate::heartbeat::Heartbeat;
+pub use crate::key::{Key, KeyBinding, KeyError, MAX_KEY_LEN};
 pub use crate::lease::Lease;
 pub use crate::metric_families::{METRIC_FAMILIES, MetricFamily, MetricKind, describe_metrics};
 pub use crate::options::{
-    MAX_DURATION, MAX_RETRIES, MAX_SURGE, MAX_WAITING, MIN_LIFETIME, MIN_MEMORY_CHECK_EVERY,
-    MIN_PROBE_EVERY, MIN_TIMER, Options,
+    MAX_DURATION, MAX_KEYS_PER_WORKER, MAX_RETRIES, MAX_SURGE, MAX_WAITING, MIN_LIFETIME,
+    MIN_MEMORY_CHECK_EVERY, MIN_PROBE_EVERY, MIN_TIMER, Options,
 };
 pub use crate::pool::Pool;
 pub use crate::reconfig::{Action, Reconfig};

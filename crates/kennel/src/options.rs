@@ -11,8 +11,11 @@
 
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+
 use crate::dispatch::Dispatch;
 use crate::error::BuildError;
+use crate::key::{Key, KeyBinding};
 
 mod range;
 pub use range::MIN_TIMER;
@@ -47,6 +50,9 @@ pub const MAX_RETRIES: u32 = 10;
 /// The most `max_surge` allows: workers above the capacity while their
 /// replacements warm.
 pub const MAX_SURGE: usize = 64;
+
+/// The most keys `keys_per_worker` lets one worker hold.
+pub const MAX_KEYS_PER_WORKER: usize = 1024;
 
 /// How many waiting jobs each worker of the capacity allows when
 /// `max_waiting` is not set.
@@ -265,6 +271,29 @@ options! {
         /// it: with 0 a step down may leave no worker ready for a warm-up); a
         /// learning sizing counts no window until all started at the size.
         replace_on_resize: bool = false;
+        /// How workers come to hold the keys of keyed jobs: `load` (a worker
+        /// loads up to `keys_per_worker` keys, the default) or `spawn` (a
+        /// worker is started for one key).
+        key_binding: KeyBinding = KeyBinding::Load;
+        /// The most keys one worker holds at once (`load`); loading one more
+        /// unloads its least recently used key first. Default 1.
+        keys_per_worker: usize = 1,
+            Range::count(1, MAX_KEYS_PER_WORKER as u64, "the pool keeps each worker's keys and scans them for each job");
+        /// The starvation bound of keyed jobs: a job whose key no worker
+        /// holds gets a worker (unloading another key if it must) once it
+        /// has waited this long; before, it takes only a free slot, a worker
+        /// with room for a key, or one whose keys have gone unused this long.
+        /// A key whose queue would take its workers longer than this to clear
+        /// gets another worker. Default 250 ms.
+        #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+        max_key_wait: Duration = Duration::from_millis(250), Range::time(MIN_TIMER, TIMER_WHY);
+        /// The most workers that hold one key at once. `None`: as many as the
+        /// pool has.
+        max_workers_per_key: Option<usize> = None,
+            Range::count(1, u64::MAX, "a key held by no worker could never run; none: no limit");
+        /// Keys kept warm: each on at least this many workers, loaded ahead
+        /// of jobs and never unloaded for another key. Default none.
+        min_workers_per_key: BTreeMap<Key, usize> = BTreeMap::new();
     }
 }
 

@@ -25,6 +25,10 @@ pub struct SlotInfo {
     /// for a factory that shares something out among the workers, such as
     /// CPU threads. 1 when not known.
     pub size: usize,
+    /// The key the worker is started for, in a pool whose workers are
+    /// bound to one key each ([`KeyBinding::Spawn`](crate::KeyBinding::Spawn));
+    /// `None` otherwise, and for a worker started for jobs without a key.
+    pub key: Option<crate::Key>,
 }
 
 impl SlotInfo {
@@ -34,6 +38,7 @@ impl SlotInfo {
             pool: pool.into(),
             slot,
             size: 1,
+            key: None,
         }
     }
 
@@ -189,6 +194,43 @@ pub trait Worker: Send + 'static {
     /// default: none.
     fn heartbeat(&self) -> Option<Heartbeat> {
         None
+    }
+
+    /// Loads what jobs of `key` need (a model, a workspace, a session), in
+    /// a pool whose workers load keys
+    /// ([`KeyBinding::Load`](crate::KeyBinding::Load)). The pool calls it
+    /// before it hands the worker a job of a key the worker does not hold,
+    /// and holds the worker's keys itself: a key is loaded once until the
+    /// pool unloads it. The default loads nothing (the key only routes).
+    ///
+    /// # Errors
+    ///
+    /// An error fails the job that needed the key with
+    /// [`Error::LoadFailed`](crate::Error::LoadFailed) and its message; the
+    /// worker keeps serving with the keys it held.
+    ///
+    /// # Cancel safety
+    ///
+    /// The pool drops this future only when the job that needed the key
+    /// was dropped; it then retires the worker, whose state is unknown.
+    fn load(&mut self, key: &str) -> impl Future<Output = Result<(), BoxError>> + Send {
+        let _ = key;
+        std::future::ready(Ok(()))
+    }
+
+    /// Lets go of `key`, to make room for another (`keys_per_worker`).
+    /// The default does nothing.
+    ///
+    /// # Errors
+    ///
+    /// An error retires the worker: what it holds is no longer known.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`load`](Worker::load).
+    fn unload(&mut self, key: &str) -> impl Future<Output = Result<(), BoxError>> + Send {
+        let _ = key;
+        std::future::ready(Ok(()))
     }
 
     /// Ends the worker gracefully; resolves when it has ended.
