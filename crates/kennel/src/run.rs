@@ -14,11 +14,12 @@ use crate::pool::Pool;
 use crate::worker::Worker;
 
 /// Per-call limits for [`Pool::run_with`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[must_use]
 pub struct RunOptions {
     pub(crate) lend_timeout: Option<Duration>,
     pub(crate) job_timeout: Option<Option<Duration>>,
+    pub(crate) key: Option<crate::Key>,
 }
 
 impl RunOptions {
@@ -36,6 +37,14 @@ impl RunOptions {
     /// Overrides the pool's `job_timeout` for this call (`None`: no limit).
     pub fn job_timeout(mut self, d: Option<Duration>) -> Self {
         self.job_timeout = Some(d);
+        self
+    }
+
+    /// Runs the job on a worker that holds `key` (a model, a workspace, a
+    /// session): one that holds it already if there is one, else one that
+    /// loads it first (the pool's `key_binding`).
+    pub fn key(mut self, key: crate::Key) -> Self {
+        self.key = Some(key);
         self
     }
 }
