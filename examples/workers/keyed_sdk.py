@@ -5,9 +5,12 @@ kennel loads a key before the first job of that key it hands this worker
 (`load_key`), and unloads its least recently used key when it holds too
 many (`unload_key`). A job `{"key": "a", ...}` is answered from the state
 of its key, `{"key": "a", "state": "model-a", "pid": ...}`, and fails if
-the key was not loaded; `{"op": "held"}` answers the keys it holds: a job answered here was sent to a worker holding
-its key. A key that starts with `missing` fails to load. Needs
+the key was not loaded: a job answered here was sent to a worker holding
+its key. `{"op": "held"}` answers the keys it holds. A key that starts
+with `missing` fails to load. Needs
 `pip install ./sdk/python`; see docs/PROTOCOL.md, "Keys: load and unload".
+`KEYED_LOAD_SECONDS` and `KEYED_JOB_SECONDS` make a load and a job take
+that long (default 0).
 In the JSON-RPC framings (`KENNEL_FRAMING`) the pool's `load_method` is
 `kennel/load` and its `unload_method` `kennel/unload`.
 """
@@ -19,8 +22,9 @@ from kennel_worker import WorkerError, serve
 # The keys this worker holds, and what it loaded for each.
 models = {}
 
-# How long a load takes, in seconds (a real model takes a while).
+# How long a load and a job take, in seconds (a real model takes a while).
 LOAD_SECONDS = float(os.environ.get("KEYED_LOAD_SECONDS", "0"))
+JOB_SECONDS = float(os.environ.get("KEYED_JOB_SECONDS", "0"))
 
 
 def load_key(key):
@@ -42,6 +46,7 @@ def handle(request):
     key = request.get("key")
     if key not in models:
         raise WorkerError(f"key {key!r} is not loaded here (holds {sorted(models)})", status=409)
+    time.sleep(JOB_SECONDS)
     return {"key": key, "state": models[key], "pid": os.getpid()}
 
 

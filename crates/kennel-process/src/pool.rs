@@ -13,8 +13,9 @@ impl CoprocessSpec {
     /// Starts building a pool whose workers are this spec, one per slot:
     /// the factory [`spawn`](Self::spawn)s [`for_slot`](Self::for_slot)'s
     /// spec for each, so a worker finds its pool's name
-    /// ([`PoolBuilder::name`]) in `KENNEL_POOL` and its slot (from 0) in
-    /// `KENNEL_SLOT`.
+    /// ([`PoolBuilder::name`]) in `KENNEL_POOL`, its slot (from 0) in
+    /// `KENNEL_SLOT`, and in a pool bound by key its key in `KENNEL_KEY`
+    /// (see [`for_slot`](Self::for_slot)).
     ///
     /// ```
     /// use kennel::{Fixed, Parallel};
