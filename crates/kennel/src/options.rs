@@ -292,7 +292,10 @@ options! {
         max_workers_per_key: Option<usize> = None,
             Range::count(1, u64::MAX, "a key held by no worker could never run; none: no limit");
         /// Keys kept warm: each on at least this many workers, loaded ahead
-        /// of jobs and never unloaded for another key. Default none.
+        /// of jobs (as workers come up idle) and never unloaded for another
+        /// key while it has no more. Only with `key_binding = load`; a key
+        /// whose load fails is a `pool:warning`, and is not loaded ahead
+        /// again until this option changes. Default none.
         min_workers_per_key: BTreeMap<Key, usize> = BTreeMap::new();
     }
 }
@@ -336,6 +339,20 @@ impl Options {
                 ));
             }
             _ => {}
+        }
+        if self.key_binding != KeyBinding::Load && !self.min_workers_per_key.is_empty() {
+            return Err(BuildError::new(
+                "min_workers_per_key",
+                "keys are loaded ahead only by workers that load keys (allowed: none with key_binding = spawn)",
+            ));
+        }
+        if let Some((key, _)) = self.min_workers_per_key.iter().find(|(_, m)| **m == 0) {
+            return Err(BuildError::new(
+                "min_workers_per_key",
+                format!(
+                    "0 workers for key {key:?} (allowed: 1 or more; leave the key out for none)"
+                ),
+            ));
         }
         let jitter = self.max_lifetime_jitter;
         match self.max_lifetime {

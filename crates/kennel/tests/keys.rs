@@ -374,6 +374,34 @@ async fn key_options_change_on_a_live_pool() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_key_kept_warm_is_loaded_ahead_and_never_unloaded_for_another() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born)
+        .with_options(|o| {
+            o.min_workers_per_key.insert(key("W"), 1);
+        })
+        .build()
+        .unwrap();
+    settle().await;
+    tokio::time::advance(LOAD).await;
+    settle().await;
+    assert_eq!(loads(&log), ["0 load W"], "loaded before any job");
+    let start = Instant::now();
+    assert_eq!(job(&pool, "W", Duration::ZERO).await.unwrap(), 0);
+    assert_eq!(start.elapsed(), Duration::ZERO, "a hit");
+    // Other keys take worker 1 in turn, never worker 0's W, however cold.
+    for k in ["A", "B", "C"] {
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(job(&pool, k, Duration::ZERO).await.unwrap(), 1);
+    }
+    assert_eq!(pool.workers()[0].keys, [key("W")]);
+    let refused = pool.reconfigure(Reconfig::new().with_options(|o| {
+        o.key_binding = KeyBinding::Spawn;
+    }));
+    assert!(matches!(refused, Err(Error::Config(e)) if e.option == "min_workers_per_key"));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_thousand_jobs_of_four_keys_each_run_where_their_key_is() {
     let (log, born) = new_log();
     let pool = builder(2, &log, &born)

@@ -34,6 +34,9 @@ pub(crate) struct Effects<W> {
     pub(crate) meters: Vec<(usize, u64, crate::worker::Meter)>,
     /// Workers taken for their probe, each to check on a task of its own.
     pub(crate) probes: Vec<super::probe::ProbeRun<W>>,
+    /// Workers taken to load a key kept warm (`min_workers_per_key`), each
+    /// on a task of its own.
+    pub(crate) key_loads: Vec<crate::dispatch::Granted<W>>,
     /// Something that `close` waits for may have ended.
     pub(crate) ended: bool,
 }
@@ -52,6 +55,7 @@ impl<W> Default for Effects<W> {
             holders: Vec::new(),
             meters: Vec::new(),
             probes: Vec::new(),
+            key_loads: Vec::new(),
             ended: false,
         }
     }

@@ -58,6 +58,9 @@ impl<W: Worker> State<W> {
         if old.probe_every != self.opts.probe_every {
             self.arm_probe(fx);
         }
+        if old.min_workers_per_key != self.opts.min_workers_per_key {
+            self.warm_failed.clear();
+        }
         if old.max_waiting != self.opts.max_waiting {
             let bound = self.opts.waiting_bound(self.slots.capacity());
             self.turn_away_above(fx, bound, &mut actions);
