@@ -297,6 +297,16 @@ options! {
         /// whose load fails is a `pool:warning`, and is not loaded ahead
         /// again until this option changes. Default none.
         min_workers_per_key: BTreeMap<Key, usize> = BTreeMap::new();
+        /// A memory budget for the keys the workers hold, in bytes: when the
+        /// workers' memory together (sampled every `memory_check_every`, as
+        /// `max_memory` reads it) passes it, idle workers unload keys, the
+        /// least recently used first (with `spawn`, idle workers are
+        /// retired), until the estimate fits. A key with a job running,
+        /// and a key kept warm, never goes. With the `serde` feature, a
+        /// size such as `"24GiB"`. `None`: no budget.
+        #[cfg_attr(feature = "serde", serde(with = "crate::size_serde"))]
+        key_memory_budget: Option<u64> = None,
+            Range::count(1, u64::MAX, "bytes: 0 would unload every key; none: no budget");
     }
 }
 

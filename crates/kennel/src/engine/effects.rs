@@ -37,6 +37,9 @@ pub(crate) struct Effects<W> {
     /// Workers taken to load a key kept warm (`min_workers_per_key`), each
     /// on a task of its own.
     pub(crate) key_loads: Vec<crate::dispatch::Granted<W>>,
+    /// Workers taken to unload keys over the key memory budget, and those
+    /// keys, each on a task of its own.
+    pub(crate) key_unloads: Vec<(crate::dispatch::Granted<W>, Vec<crate::Key>)>,
     /// Something that `close` waits for may have ended.
     pub(crate) ended: bool,
 }
@@ -56,6 +59,7 @@ impl<W> Default for Effects<W> {
             meters: Vec::new(),
             probes: Vec::new(),
             key_loads: Vec::new(),
+            key_unloads: Vec::new(),
             ended: false,
         }
     }

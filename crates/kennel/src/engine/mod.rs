@@ -158,6 +158,7 @@ impl<W: Worker> Engine<W> {
             meters,
             probes,
             key_loads,
+            key_unloads,
             ended,
         } = fx;
         if let Some(held) = job_done {
@@ -210,10 +211,14 @@ impl<W: Worker> Engine<W> {
                 self.rt.spawn(tasks::probe(me.clone(), run));
             }
         }
-        if let Some(me) = self.me.upgrade().filter(|_| !key_loads.is_empty()) {
+        if let Some(me) = self.me.upgrade() {
             for granted in key_loads {
                 self.rt
                     .spawn(crate::dispatch::load_warm(me.clone(), granted));
+            }
+            for (granted, keys) in key_unloads {
+                self.rt
+                    .spawn(crate::dispatch::unload(me.clone(), granted, keys));
             }
         }
         if ended {

@@ -51,6 +51,7 @@ impl<W: Worker> State<W> {
             actions.extend(replaced.into_iter().map(|slot| Action::Replaced { slot }));
         }
         if old.max_memory != self.opts.max_memory
+            || old.key_memory_budget != self.opts.key_memory_budget
             || old.memory_check_every != self.opts.memory_check_every
         {
             self.arm_memory(fx);
