@@ -450,6 +450,27 @@ async fn over_the_key_memory_budget_idle_workers_unload_their_least_recently_use
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_job_that_gives_up_as_its_worker_is_handed_to_it_leaves_the_workers_keys_as_they_were() {
+    let (log, born) = new_log();
+    let pool = builder(1, &log, &born).build().unwrap();
+    let lease = pool.lend_keyed(key("A")).await.unwrap();
+    let p = pool.clone();
+    let waiting = tokio::spawn(async move { job(&p, "C", Duration::ZERO).await });
+    settle().await;
+    tokio::time::advance(Duration::from_millis(300)).await;
+    settle().await;
+    // C has waited past max_key_wait: the worker, back now, is handed to
+    // it to load C, and the job is gone before it takes it.
+    drop(lease);
+    waiting.abort();
+    settle().await;
+    assert_eq!(pool.workers()[0].keys, [key("A")]);
+    let c = tokio::time::timeout(Duration::from_secs(10), job(&pool, "C", Duration::ZERO)).await;
+    assert_eq!(c.expect("C got a worker").unwrap(), 0);
+    assert_eq!(loads(&log), ["0 load A", "0 unload A", "0 load C"]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_thousand_jobs_of_four_keys_each_run_where_their_key_is() {
     let (log, born) = new_log();
     let pool = builder(2, &log, &born)

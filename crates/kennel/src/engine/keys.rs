@@ -292,6 +292,18 @@ impl<W: Worker> State<W> {
         g
     }
 
+    /// A worker handed to a keyed job that gave up before it loaded the
+    /// key: its record shows the keys it still holds.
+    pub(crate) fn undo_load(&mut self, i: usize, load: &Load) {
+        let now = self.now;
+        self.with_record(i, |r| {
+            r.keys.remove(&load.key);
+            for k in &load.unload {
+                r.keys.add(k, now, false);
+            }
+        });
+    }
+
     /// A worker a keyed job got has loaded its key (`took` the time), or
     /// failed to (`None`); `unloaded` went first.
     pub(crate) fn key_settled(

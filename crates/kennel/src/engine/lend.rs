@@ -213,6 +213,9 @@ impl<W: Worker> State<W> {
     /// A worker handed to a job that gave up before it took it comes back
     /// unused: to the next waiting job, or idle.
     pub(crate) fn take_back(&mut self, fx: &mut Effects<W>, g: Granted<W>) {
+        if let Some(load) = &g.load {
+            self.undo_load(g.slot, load);
+        }
         let back = Returned {
             slot: g.slot,
             worker: g.worker,
