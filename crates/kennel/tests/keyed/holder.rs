@@ -1,0 +1,131 @@
+//! A worker that holds keys, and the helpers of the keyed tests
+//! (`keys.rs`, `keys_kept.rs`): loading a key takes [`LOAD`], loading
+//! `"bad"` fails, and each key held weighs [`PER_KEY`] bytes on its meter.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kennel::{BoxError, Error, Fixed, Key, Meter, Parallel, Pool, PoolBuilder, RunOptions, Worker};
+
+pub const LOAD: Duration = Duration::from_secs(1);
+
+/// What the workers did, in order: `"<worker> load <key>"`, `"<worker> unload <key>"`.
+pub type Log = Arc<Mutex<Vec<String>>>;
+
+/// A worker that holds keys: loading one takes [`LOAD`]; loading `"bad"` fails.
+pub struct Holder {
+    pub id: usize,
+    /// The key it was started for (`spawn`).
+    pub born_for: Option<Key>,
+    pub held: BTreeSet<String>,
+    log: Log,
+    /// 100 MB per key held, as its meter reads it.
+    memory: Arc<AtomicU64>,
+}
+
+pub const PER_KEY: u64 = 100_000_000;
+
+impl Worker for Holder {
+    async fn load(&mut self, key: &str) -> Result<(), BoxError> {
+        tokio::time::sleep(LOAD).await;
+        if key == "bad" {
+            return Err("no such model: bad".into());
+        }
+        self.held.insert(key.to_owned());
+        self.memory
+            .store(PER_KEY * self.held.len() as u64, Ordering::SeqCst);
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("{} load {key}", self.id));
+        Ok(())
+    }
+
+    async fn unload(&mut self, key: &str) -> Result<(), BoxError> {
+        self.held.remove(key);
+        self.memory
+            .store(PER_KEY * self.held.len() as u64, Ordering::SeqCst);
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("{} unload {key}", self.id));
+        Ok(())
+    }
+
+    fn meter(&self) -> Option<Meter> {
+        let memory = self.memory.clone();
+        Some(Meter::new(move || Some(memory.load(Ordering::SeqCst))))
+    }
+}
+
+pub fn key(k: &str) -> Key {
+    Key::new(k).unwrap()
+}
+
+pub fn builder(
+    workers: usize,
+    log: &Log,
+    born: &Arc<Mutex<Vec<Option<Key>>>>,
+) -> PoolBuilder<Holder> {
+    let (log, born) = (log.clone(), born.clone());
+    let made = Arc::new(Mutex::new(0));
+    Pool::builder(move |info: kennel::SlotInfo| {
+        let (log, born, made) = (log.clone(), born.clone(), made.clone());
+        async move {
+            let id = {
+                let mut n = made.lock().unwrap();
+                *n += 1;
+                *n - 1
+            };
+            born.lock().unwrap().push(info.key.clone());
+            let held = info.key.iter().map(|k| k.to_string()).collect();
+            Ok::<_, std::convert::Infallible>(Holder {
+                id,
+                born_for: info.key,
+                held,
+                log,
+                memory: Arc::default(),
+            })
+        }
+    })
+    .startup(Parallel)
+    .sizing(Fixed(workers))
+}
+
+pub fn new_log() -> (Log, Arc<Mutex<Vec<Option<Key>>>>) {
+    (Arc::default(), Arc::default())
+}
+
+/// Runs a job of `k` that checks its worker holds the key, takes `took`,
+/// and gives the worker's id.
+pub async fn job(pool: &Pool<Holder>, k: &str, took: Duration) -> Result<usize, Error> {
+    let want = k.to_owned();
+    pool.run_with(
+        RunOptions::new().key(key(k)),
+        async move |w: &mut Holder| {
+            assert!(
+                w.held.contains(&want) || w.born_for.as_ref().is_some_and(|b| b.as_str() == want),
+                "worker {} got a job of {want} without the key ({:?})",
+                w.id,
+                w.held
+            );
+            tokio::time::sleep(took).await;
+            w.id
+        },
+    )
+    .await
+}
+
+pub fn loads(log: &Log) -> Vec<String> {
+    log.lock().unwrap().clone()
+}
+
+pub async fn settle() {
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+}

@@ -1,0 +1,126 @@
+//! Keyed jobs, continued (ADR 0062): keys kept warm, the key memory
+//! budget, a job that gives up as its worker loads for it, and many jobs
+//! over few workers. In-memory workers on the paused clock.
+
+#[path = "keyed/holder.rs"]
+mod holder;
+
+use std::time::Duration;
+
+use holder::{LOAD, builder, job, key, loads, new_log, settle};
+use kennel::{Error, Key, KeyBinding, Reconfig};
+use tokio::time::Instant;
+
+#[tokio::test(start_paused = true)]
+async fn a_key_kept_warm_is_loaded_ahead_and_never_unloaded_for_another() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born)
+        .with_options(|o| {
+            o.min_workers_per_key.insert(key("W"), 1);
+        })
+        .build()
+        .unwrap();
+    settle().await;
+    tokio::time::advance(LOAD).await;
+    settle().await;
+    assert_eq!(loads(&log), ["0 load W"], "loaded before any job");
+    let start = Instant::now();
+    assert_eq!(job(&pool, "W", Duration::ZERO).await.unwrap(), 0);
+    assert_eq!(start.elapsed(), Duration::ZERO, "a hit");
+    // Other keys take worker 1 in turn, never worker 0's W, however cold.
+    for k in ["A", "B", "C"] {
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(job(&pool, k, Duration::ZERO).await.unwrap(), 1);
+    }
+    assert_eq!(pool.workers()[0].keys, [key("W")]);
+    let refused = pool.reconfigure(Reconfig::new().with_options(|o| {
+        o.key_binding = KeyBinding::Spawn;
+    }));
+    assert!(matches!(refused, Err(Error::Config(e)) if e.option == "min_workers_per_key"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn over_the_key_memory_budget_idle_workers_unload_their_least_recently_used_keys() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born)
+        .with_options(|o| {
+            o.keys_per_worker = 2;
+            o.memory_check_every = Duration::from_secs(1);
+        })
+        .build()
+        .unwrap();
+    for k in ["A", "B", "C", "D"] {
+        job(&pool, k, Duration::ZERO).await.unwrap();
+        tokio::time::advance(Duration::from_millis(10)).await;
+    }
+    // A busy job of D: its key stays, whatever the budget.
+    let p = pool.clone();
+    let busy = tokio::spawn(async move { job(&p, "D", Duration::from_secs(5)).await });
+    settle().await;
+    // 400 MB held; the budget is 250 MB: two keys go, the oldest first.
+    pool.reconfigure(Reconfig::new().with_options(|o| o.key_memory_budget = Some(250_000_000)))
+        .unwrap();
+    tokio::time::advance(Duration::from_millis(1100)).await;
+    settle().await;
+    let unloaded: Vec<String> = loads(&log)
+        .into_iter()
+        .filter(|l| l.contains("unload"))
+        .collect();
+    assert_eq!(unloaded, ["0 unload A", "0 unload B"]);
+    assert_eq!(busy.await.unwrap().unwrap(), 1);
+    let keys: Vec<Vec<Key>> = pool.workers().into_iter().map(|r| r.keys).collect();
+    assert_eq!(keys, [vec![], vec![key("C"), key("D")]]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_that_gives_up_as_its_worker_is_handed_to_it_leaves_the_workers_keys_as_they_were() {
+    let (log, born) = new_log();
+    let pool = builder(1, &log, &born).build().unwrap();
+    let lease = pool.lend_keyed(key("A")).await.unwrap();
+    let p = pool.clone();
+    let waiting = tokio::spawn(async move { job(&p, "C", Duration::ZERO).await });
+    settle().await;
+    tokio::time::advance(Duration::from_millis(300)).await;
+    settle().await;
+    // C has waited past max_key_wait: the worker, back now, is handed to
+    // it to load C, and the job is gone before it takes it.
+    drop(lease);
+    waiting.abort();
+    settle().await;
+    assert_eq!(pool.workers()[0].keys, [key("A")]);
+    let c = tokio::time::timeout(Duration::from_secs(10), job(&pool, "C", Duration::ZERO)).await;
+    assert_eq!(c.expect("C got a worker").unwrap(), 0);
+    assert_eq!(loads(&log), ["0 load A", "0 unload A", "0 load C"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_thousand_jobs_of_four_keys_each_run_where_their_key_is() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born)
+        .with_options(|o| o.keys_per_worker = 1)
+        .build()
+        .unwrap();
+    let mut tasks = Vec::new();
+    for client in 0..8 {
+        let p = pool.clone();
+        tasks.push(tokio::spawn(async move {
+            for n in 0..125 {
+                // Each client changes key now and then.
+                let k = ["A", "B", "C", "D"][(client + n / 10) % 4];
+                // `job` asserts that the worker holds the key.
+                job(&p, k, Duration::from_millis(20)).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Four keys in demand at once on two workers: each key gets a worker
+    // within max_key_wait and a load, so workers switch keys often, and
+    // no job ever ran on a worker without its key.
+    let loaded = loads(&log).iter().filter(|l| l.contains(" load ")).count();
+    assert!(
+        (4..=1000).contains(&loaded),
+        "{loaded} loads for 1,000 jobs"
+    );
+}
