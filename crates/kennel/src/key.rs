@@ -114,7 +114,7 @@ pub struct KeyError(String);
 pub enum KeyBinding {
     /// A worker holds up to `keys_per_worker` keys, loaded through
     /// [`Worker::load`](crate::Worker::load) before a job of a key it
-    /// lacks, the least recently used one unloaded when it is full (the
+    /// lacks, the one used least lately unloaded when it is full (the
     /// default).
     #[default]
     Load,

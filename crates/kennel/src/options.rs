@@ -276,7 +276,7 @@ options! {
         /// worker is started for one key).
         key_binding: KeyBinding = KeyBinding::Load;
         /// The most keys one worker holds at once (`load`); loading one more
-        /// unloads its least recently used key first. Default 1.
+        /// unloads the key it used least lately first. Default 1.
         keys_per_worker: usize = 1,
             Range::count(1, MAX_KEYS_PER_WORKER as u64, "the pool keeps each worker's keys and scans them for each job");
         /// The starvation bound of keyed jobs: a job whose key no worker

@@ -124,3 +124,84 @@ async fn a_thousand_jobs_of_four_keys_each_run_where_their_key_is() {
         "{loaded} loads for 1,000 jobs"
     );
 }
+
+/// Replays `trace` from `clients` closed-loop clients that share one
+/// iterator over it, each job 20 ms (a load takes 1 s): the loads.
+async fn replay(
+    pool: &kennel::Pool<holder::Holder>,
+    log: &holder::Log,
+    trace: Vec<String>,
+    clients: usize,
+) -> usize {
+    let trace = std::sync::Arc::new(std::sync::Mutex::new(trace.into_iter()));
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (pool, trace) = (pool.clone(), trace.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let Some(k) = trace.lock().unwrap().next() else {
+                    return;
+                };
+                job(&pool, &k, Duration::from_millis(20)).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    loads(log).iter().filter(|l| l.contains(" load ")).count()
+}
+
+/// The traces of `bench/keyed.sh`, replayed on the paused clock: the loads
+/// are the benchmark's within a few (the waits are not timed here).
+#[tokio::test(start_paused = true)]
+async fn interleaved_keys_switch_a_worker_once_per_batch_not_per_job() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born).build().unwrap();
+    // A B A C …: A, half the jobs, keeps its worker; B and C take turns on
+    // the other, each turn serving the jobs that waited for it. (Unloading
+    // the least recently used key instead loads 252 times.)
+    let trace: Vec<String> = (0..1000)
+        .map(|i| ["A", "B", "A", "C"][i % 4].to_owned())
+        .collect();
+    let loaded = replay(&pool, &log, trace, 4).await;
+    assert!(loaded <= 80, "{loaded} loads for 1,000 jobs");
+    let a = loads(&log)
+        .iter()
+        .filter(|l| l.ends_with(" load A"))
+        .count();
+    assert!(
+        a <= 2,
+        "A stays loaded (at most once moved, at the start): {a} loads"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn zipf_keys_keep_the_most_used_loaded() {
+    let (log, born) = new_log();
+    let pool = builder(8, &log, &born)
+        .with_options(|o| o.keys_per_worker = 3)
+        .build()
+        .unwrap();
+    // 50 keys drawn Zipf(1.1) by a fixed generator, 2,000 jobs, 8 clients.
+    let weights: Vec<f64> = (1..=50).map(|r| 1.0 / f64::powf(r as f64, 1.1)).collect();
+    let total: f64 = weights.iter().sum();
+    let mut x: u64 = 1;
+    let trace: Vec<String> = (0..2000)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let mut u = (x >> 11) as f64 / (1u64 << 53) as f64 * total;
+            let mut k = 0;
+            while k < 49 && u > weights[k] {
+                u -= weights[k];
+                k += 1;
+            }
+            format!("k{:02}", k + 1)
+        })
+        .collect();
+    // (Unloading the least recently used key instead loads 393 times.)
+    let loaded = replay(&pool, &log, trace, 8).await;
+    assert!(loaded <= 360, "{loaded} loads for 2,000 jobs");
+}

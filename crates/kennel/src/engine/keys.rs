@@ -10,11 +10,13 @@
 //!    than `max_workers_per_key` workers. Otherwise it queues behind them;
 //! 3. a *place* for its key: an idle worker with room for one more key, a
 //!    worker starting for no job, a new worker in an empty running slot,
-//!    or the idle worker whose keys to let go were used least recently, if
-//!    they went unused for `max_key_wait` (cold);
+//!    or the idle worker whose keys to let go are used least lately (the
+//!    fewest jobs, counted with a half life; then the least recently
+//!    used), if they went unused for `max_key_wait` (cold);
 //! 4. the queue. Once it has waited `max_key_wait` with no worker holding
-//!    its key, it takes the idle worker whose keys were used least
-//!    recently, warm or not: no job waits longer than that and one load.
+//!    its key, it takes the worker whose keys are used least lately, warm
+//!    or not, waiting for its job in hand if it is busy: no job waits
+//!    longer than that, the job in hand and one load.
 //!
 //! A key named in `min_workers_per_key` is never let go while it has no
 //! more workers than that. A job without a key takes any idle worker.
@@ -47,6 +49,18 @@ enum Place {
 }
 
 const LOAD_ALPHA: f64 = 0.2;
+
+/// A worker whose keys may go for another key.
+#[derive(Debug)]
+struct Victim {
+    slot: usize,
+    /// Whether it is idle (else a job holds it).
+    idle: bool,
+    /// The keys to let go: their decayed count of jobs, their last use.
+    demand: f64,
+    last: Option<tokio::time::Instant>,
+    unload: Vec<Key>,
+}
 
 impl<W: Worker> State<W> {
     /// The keyed lending order for a new job of `key`.
@@ -196,15 +210,21 @@ impl<W: Worker> State<W> {
         {
             return Some(Place::Start(i));
         }
-        let (i, unload, last) = self.coldest_idle(key)?;
-        let cold = last.is_none_or(|at| at + self.opts.max_key_wait <= self.now);
-        if !(cold || overdue) {
+        // An overdue job waits for the worker whose keys are used least,
+        // busy or not (it frees after the job in hand); before, it takes
+        // only an idle worker whose keys have gone unused for
+        // `max_key_wait` (cold).
+        let v = self.victim(key, overdue)?;
+        let cold = v
+            .last
+            .is_none_or(|at| at + self.opts.max_key_wait <= self.now);
+        if !v.idle || !(cold || overdue) {
             return None;
         }
         Some(if load {
-            Place::Load(i, unload)
+            Place::Load(v.slot, v.unload)
         } else {
-            Place::Respawn(i)
+            Place::Respawn(v.slot)
         })
     }
 
@@ -214,14 +234,20 @@ impl<W: Worker> State<W> {
         let room = |s: &SlotState<W>| matches!(s, SlotState::Ready { live, held: Held::Idle { .. } } if live.record.keys.len() < self.opts.keys_per_worker);
         match self.slots.states(self.slots.size()).position(room) {
             Some(i) => Some((i, Vec::new())),
-            None => self.coldest_idle(key).map(|(i, unload, _)| (i, unload)),
+            None => self.victim(key, false).map(|v| (v.slot, v.unload)),
         }
     }
 
-    /// The idle running worker whose keys to let go for `key` were used
-    /// least recently: its slot, those keys, and their last use (`None`: it
-    /// holds none). Keys that `min_workers_per_key` keeps never go.
-    fn coldest_idle(&self, key: &Key) -> Option<(usize, Vec<Key>, Option<tokio::time::Instant>)> {
+    /// How fast a key's count of jobs fades: ten times `max_key_wait`.
+    pub(super) fn half_life(&self) -> Duration {
+        self.opts.max_key_wait.saturating_mul(10)
+    }
+
+    /// The running worker whose keys to let go for `key` are used least
+    /// lately (their decayed count of jobs; on a tie, the least recently
+    /// used), among the idle ones, and the busy ones too with `busy`. Keys
+    /// loading, and keys that `min_workers_per_key` keeps, never go.
+    fn victim(&self, key: &Key, busy: bool) -> Option<Victim> {
         let cap = match self.opts.key_binding {
             KeyBinding::Load => self.opts.keys_per_worker,
             _ => 0,
@@ -234,23 +260,40 @@ impl<W: Worker> State<W> {
                     .get(k)
                     .is_some_and(|&m| self.holders(k) <= m)
         };
-        let mut best: Option<(usize, Vec<Key>, Option<tokio::time::Instant>)> = None;
+        let (now, half_life) = (self.now, self.half_life());
+        let mut best: Option<Victim> = None;
         for i in 0..self.slots.size() {
-            let SlotState::Ready {
-                live,
-                held: Held::Idle { .. },
-            } = self.slots.state(i)
-            else {
-                continue;
+            let (live, idle) = match self.slots.state(i) {
+                SlotState::Ready {
+                    live,
+                    held: Held::Idle { .. },
+                } => (live, true),
+                SlotState::Ready { live, .. } if busy && live.record.probe.is_none() => {
+                    (live, false)
+                }
+                _ => continue,
             };
             let keys = &live.record.keys;
             let n = (keys.len() + 1).saturating_sub(cap).min(keys.len());
-            let Some(go) = keys.coldest(n, kept) else {
+            let Some(go) = keys.coldest(n, kept, now, half_life) else {
                 continue;
             };
-            let last = go.iter().map(|k| k.used).max();
-            if best.as_ref().is_none_or(|b| last < b.2) {
-                best = Some((i, go.iter().map(|k| k.key.clone()).collect(), last));
+            let v = Victim {
+                slot: i,
+                idle,
+                demand: go.iter().map(|k| k.demand_at(now, half_life)).sum(),
+                last: go.iter().map(|k| k.used).max(),
+                unload: go.iter().map(|k| k.key.clone()).collect(),
+            };
+            let better = |b: &Victim| {
+                v.demand
+                    .total_cmp(&b.demand)
+                    .then(v.last.cmp(&b.last))
+                    .then(b.idle.cmp(&v.idle))
+                    .is_lt()
+            };
+            if best.as_ref().is_none_or(better) {
+                best = Some(v);
             }
         }
         best
@@ -259,7 +302,8 @@ impl<W: Worker> State<W> {
     /// Lends the idle worker of slot `i`, which holds `key`.
     fn lend_hit(&mut self, fx: &mut Effects<W>, i: usize, key: &Key) -> Granted<W> {
         let now = self.now;
-        self.with_record(i, |r| r.keys.mark_used(key, now));
+        let counted = Some(self.half_life());
+        self.with_record(i, |r| r.keys.mark_used(key, now, counted));
         let mut g = self.take_slot(i).expect("an idle holder was chosen");
         g.key = Some(key.clone());
         self.arm_slow(fx, i);
@@ -277,12 +321,13 @@ impl<W: Worker> State<W> {
         key: Key,
         unload: Vec<Key>,
     ) -> Granted<W> {
-        let now = self.now;
+        let (now, half_life) = (self.now, self.half_life());
         self.with_record(i, |r| {
             for k in &unload {
                 r.keys.remove(k);
             }
             r.keys.add(&key, now, true);
+            r.keys.mark_used(&key, now, Some(half_life));
         });
         let mut g = self.take_slot(i).expect("an idle worker was chosen");
         g.key = Some(key.clone());

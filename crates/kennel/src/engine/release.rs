@@ -255,7 +255,7 @@ fn count_job(
     now: Instant,
 ) -> bool {
     if let Some(key) = key {
-        live.record.keys.mark_used(key, now);
+        live.record.keys.mark_used(key, now, None);
     }
     live.record.jobs += 1;
     live.record.last_job = held.or(live.record.last_job);

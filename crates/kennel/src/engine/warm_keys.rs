@@ -77,7 +77,11 @@ impl<W: Worker> State<W> {
             let n = live.record.keys.len();
             let kept = |k: &Key| self.opts.min_workers_per_key.contains_key(k);
             let share = live.record.memory.unwrap_or(0) / n.max(1) as u64;
-            for k in live.record.keys.coldest(n, kept).unwrap_or_default() {
+            let going = live
+                .record
+                .keys
+                .coldest(n, kept, self.now, self.half_life());
+            for k in going.unwrap_or_default() {
                 keys.push((k.used, i, k.key.clone(), share));
             }
         }

@@ -1,4 +1,7 @@
-//! The keys a live worker holds, and when each was last used.
+//! The keys a live worker holds, when each was last used, and how much it
+//! is used lately.
+
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -12,6 +15,17 @@ pub(crate) struct HeldKey {
     pub(crate) used: Instant,
     /// Set while the worker loads it.
     pub(crate) loading: bool,
+    /// Its jobs on this worker lately: a count that halves every `half_life`
+    /// (as of `used`).
+    demand: f64,
+}
+
+impl HeldKey {
+    /// Its jobs lately, as of `now`.
+    pub(crate) fn demand_at(&self, now: Instant, half_life: Duration) -> f64 {
+        let age = now.saturating_duration_since(self.used).as_secs_f64();
+        self.demand * (-age / half_life.as_secs_f64().max(1e-3) * std::f64::consts::LN_2).exp()
+    }
 }
 
 /// A worker's keys, in no order (a handful: `keys_per_worker`).
@@ -34,21 +48,37 @@ impl Keys {
         self.0.iter().any(|k| &k.key == key && !k.loading)
     }
 
-    /// Its least recently used keys, `n` of them, oldest first, leaving out
-    /// those `keep` says must stay.
-    pub(crate) fn coldest(&self, n: usize, keep: impl Fn(&Key) -> bool) -> Option<Vec<&HeldKey>> {
-        let mut free: Vec<&HeldKey> = self.0.iter().filter(|k| !keep(&k.key)).collect();
+    /// Its least used keys lately, `n` of them (on a tie, the least
+    /// recently used first), leaving out keys loading and those `keep` says
+    /// must stay.
+    pub(crate) fn coldest(
+        &self,
+        n: usize,
+        keep: impl Fn(&Key) -> bool,
+        now: Instant,
+        half_life: Duration,
+    ) -> Option<Vec<&HeldKey>> {
+        let mut free: Vec<&HeldKey> = self
+            .0
+            .iter()
+            .filter(|k| !k.loading && !keep(&k.key))
+            .collect();
         if free.len() < n {
             return None;
         }
-        free.sort_by_key(|k| k.used);
+        let demand = |k: &HeldKey| k.demand_at(now, half_life);
+        free.sort_by(|a, b| demand(a).total_cmp(&demand(b)).then(a.used.cmp(&b.used)));
         free.truncate(n);
         Some(free)
     }
 
-    /// Marks `key` used now, if it holds it.
-    pub(crate) fn mark_used(&mut self, key: &Key, now: Instant) {
+    /// Marks `key` used now, if it holds it; `counted` (with the half
+    /// life) counts one more job of it.
+    pub(crate) fn mark_used(&mut self, key: &Key, now: Instant, counted: Option<Duration>) {
         if let Some(k) = self.0.iter_mut().find(|k| &k.key == key) {
+            if let Some(half_life) = counted {
+                k.demand = k.demand_at(now, half_life) + 1.0;
+            }
             k.used = now;
         }
     }
@@ -60,6 +90,7 @@ impl Keys {
             key: key.clone(),
             used: now,
             loading,
+            demand: 0.0,
         });
     }
 
