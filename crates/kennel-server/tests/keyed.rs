@@ -306,3 +306,62 @@ fn a_reload_changes_the_key_pattern_in_place() {
     // The same workers: the pool was not replaced.
     assert_eq!(pids(server.get_json("/pools/models/workers")), before);
 }
+
+#[test]
+fn kennel_run_takes_each_lines_key_at_the_pointer_or_every_jobs_from_key() {
+    let dir = served::TempDir::new("keyed-run");
+    let config = dir.0.join("kennel.toml");
+    std::fs::write(&config, keyed_config()).unwrap();
+    let jobs = dir.0.join("jobs.jsonl");
+    let run = |lines: &str, args: &[&str]| {
+        std::fs::write(&jobs, lines).unwrap();
+        let out = Command::new(served::kennel_bin())
+            .args(["run", "--quiet", "--config"])
+            .arg(&config)
+            .args(args)
+            .arg(&jobs)
+            .output()
+            .unwrap();
+        let rows: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (
+            out.status.code(),
+            rows,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let lines: String = (0..20)
+        .map(|i| format!("{{\"key\":\"{}\"}}\n", ["a", "b", "c"][i % 3]))
+        .collect();
+    let (code, rows, stderr) = run(&lines, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(
+            row["state"],
+            format!("model-{}", ["a", "b", "c"][i % 3]),
+            "{row}"
+        );
+    }
+    // `--key` gives every job its key: a body without one is still routed.
+    let (code, rows, stderr) = run("{\"key\":\"b\"}\n{\"op\":\"held\"}\n", &["--key", "b"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(rows[0]["state"], "model-b", "{rows:?}");
+    assert_eq!(rows[1]["held"], json!(["b"]), "{rows:?}");
+    // A line whose key breaks a rule fails alone.
+    let (code, rows, _) = run("{\"key\":7}\n{\"key\":\"a\"}\n", &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(rows[0]["error"], "bad-key", "{rows:?}");
+    assert_eq!(rows[1]["state"], "model-a", "{rows:?}");
+    // A `--key` that breaks one is refused before any job runs.
+    let (code, rows, stderr) = run("{\"key\":\"a\"}\n", &["--key", "Bad/Key"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(rows.is_empty());
+    assert!(
+        stderr.contains(
+            "--key: the job's key (the Kennel-Key header) does not match the pool's key_pattern"
+        ),
+        "{stderr}"
+    );
+}
