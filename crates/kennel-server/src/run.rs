@@ -126,9 +126,11 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let rules = KeyRules::of(pool_config);
     // `--key` is checked once, as a header would be: every job has it.
     let fixed = match &args.key {
-        Some(k) => rules
-            .key(Some(k.as_bytes()), None)
-            .map_err(|e| anyhow::anyhow!("--key: {}", e.message()))?,
+        Some(k) => Some(
+            rules
+                .check(k, "--key")
+                .map_err(|e| anyhow::anyhow!(e.message()))?,
+        ),
         None => None,
     };
     let capacity = pool.stats().capacity.max(1);

@@ -359,9 +359,7 @@ fn kennel_run_takes_each_lines_key_at_the_pointer_or_every_jobs_from_key() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(rows.is_empty());
     assert!(
-        stderr.contains(
-            "--key: the job's key (the Kennel-Key header) does not match the pool's key_pattern"
-        ),
+        stderr.contains("kennel: the job's key (--key) does not match the pool's key_pattern"),
         "{stderr}"
     );
 }
