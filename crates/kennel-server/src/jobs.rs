@@ -289,7 +289,7 @@ async fn notify(
     request_body(content = Value, description = "the job: any JSON value"),
     responses(
         (status = 200, description = "the worker's JSON reply", body = Value),
-        (status = 400, description = "the body is not JSON (`bad-json`)", body = ErrorBody),
+        (status = 400, description = "the body is not JSON (`bad-json`), or a `Kennel-Key` header was sent: a group job takes no key (`bad-key`)", body = ErrorBody),
         (status = 404, description = "no pool is in this group (`no-such-group`)", body = ErrorBody),
         (status = 500, description = "the worker replied with an error (`worker-error`)", body = ErrorBody),
         (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
@@ -310,6 +310,15 @@ pub(crate) async fn group_job(
     let group = state.pools().group(&group);
     if group.pools.is_empty() {
         return ApiError::NoSuchGroup { group: group.name }.into_response();
+    }
+    // The group's pools hold their keys each: a key is refused rather than
+    // dropped.
+    if headers.contains_key(crate::job_key::KEY_HEADER) {
+        return ApiError::BadKey {
+            message: "a group job takes no key (allowed: Kennel-Key on POST /pools/{name}/jobs)"
+                .into(),
+        }
+        .into_response();
     }
     let request = match state.bodies().json_bytes(body).await {
         Ok(request) => request,

@@ -30,6 +30,7 @@ name = "models"
 argv = ["python3", "{REPO}/examples/workers/keyed_sdk.py"]
 env = {{ PYTHONPATH = "{REPO}/sdk/python" }}
 sizing = {{ kind = "fixed", workers = 2 }}
+group = "g"
 key = "/key"
 key_pattern = "^[a-z0-9._-]+$"
 keys_per_worker = 1
@@ -153,6 +154,15 @@ fn a_key_that_breaks_a_rule_is_a_400_naming_the_rule_and_quoting_no_more_than_a_
             "{body}"
         );
     }
+    // A group's pools hold their keys each: a group job takes none.
+    let a = server.http(
+        "POST",
+        "/groups/g/jobs",
+        &[("Kennel-Key", "a")],
+        r#"{"key":"a"}"#,
+    );
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(a.json()["error"], "bad-key", "{}", a.body);
     // No worker was started or loaded for them.
     let rows = server.get_json("/pools/models/workers");
     for w in rows["workers"].as_array().unwrap() {
