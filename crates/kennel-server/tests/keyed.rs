@@ -286,6 +286,20 @@ fn a_config_that_would_put_an_unchecked_key_into_a_worker_is_refused_naming_the_
         e.contains("`pool[0].load_method`: is for the JSON-RPC protocols"),
         "{e}"
     );
+    // A config that passes says how its jobs' keys are read.
+    let path = dir.0.join("kennel.toml");
+    std::fs::write(&path, keyed_config()).unwrap();
+    let out = Command::new(served::kennel_bin())
+        .args(["check", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("  keys            from the Kennel-Key header, else the body at \"/key\"; matching ^[a-z0-9._-]+$; load, 1 per worker\n"),
+        "{stdout}"
+    );
 }
 
 #[test]
