@@ -182,7 +182,10 @@ impl Drop for FinishOnDrop {
     post,
     path = "/pools/{name}/jobs",
     tag = "jobs",
-    params(("name" = String, Path, description = "the pool's name")),
+    params(
+        ("name" = String, Path, description = "the pool's name"),
+        ("Kennel-Key" = Option<String>, Header, description = "the job's key: it runs on a worker that holds it (1 to 256 bytes of printable ASCII, matching the pool's `key_pattern`); wins over the pool's `key` pointer into the body"),
+    ),
     request_body(content = Value, description = "the job: a JSON value handed to the worker as its request, or bytes (an upload, sent to the worker as base64; see SERVICE.md)"),
     responses(
         (status = 200, description = "the worker's reply as it wrote it; a client that asks for `text/event-stream` or `application/x-ndjson` gets the job's progress, then the reply", body = Value),
