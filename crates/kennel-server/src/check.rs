@@ -199,6 +199,21 @@ fn describe_pool(
     if let Some(n) = o.auto_grow_threshold {
         let _ = writeln!(out, "  auto_grow       when idle workers drop to {n}");
     }
+    if pool.key.is_some() || pool.key_pattern.is_some() {
+        let from = pool.key.as_ref().map_or_else(
+            || "the Kennel-Key header".to_owned(),
+            |p| format!("the Kennel-Key header, else the body at {p:?}"),
+        );
+        let pattern = pool.key_pattern.as_ref().map_or("any", |p| p.as_str());
+        let binding = match o.key_binding {
+            kennel::KeyBinding::Load => format!("load, {} per worker", o.keys_per_worker),
+            _ => written_name(&o.key_binding),
+        };
+        let _ = writeln!(
+            out,
+            "  keys            from {from}; matching {pattern}; {binding}"
+        );
+    }
     if let Some(queue) = &pool.queue {
         for line in queue.describe(&pool.name) {
             let _ = writeln!(out, "  {line}");

@@ -87,6 +87,10 @@ pub(crate) struct RunArgs {
     /// Hide the progress bar.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+    /// The key of every job, as the `Kennel-Key` header gives it (default:
+    /// each line's value at the pool's `key` pointer, if it has one).
+    #[arg(long, value_name = "KEY")]
+    pub(crate) key: Option<String>,
     /// The jobs: one JSON value per line (`-` for stdin).
     #[arg(value_name = "JOBS.jsonl")]
     pub(crate) jobs: PathBuf,

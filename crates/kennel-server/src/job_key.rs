@@ -74,26 +74,39 @@ impl KeyRules {
         header: Option<&[u8]>,
         body: Option<&Value>,
     ) -> Result<Option<Key>, ApiError> {
-        let bad = |message: String| ApiError::BadKey { message };
-        let (text, from) = match (header, &self.pointer) {
+        match (header, &self.pointer) {
             (Some(bytes), _) => {
-                let text = std::str::from_utf8(bytes).map_err(|_| {
-                    bad("the Kennel-Key header is not text (a key is printable ASCII, space to `~`)".into())
+                let text = std::str::from_utf8(bytes).map_err(|_| ApiError::BadKey {
+                    message:
+                        "the Kennel-Key header is not text (a key is printable ASCII, space to `~`)"
+                            .into(),
                 })?;
-                (text, "the Kennel-Key header".to_owned())
+                self.check(text, "the Kennel-Key header").map(Some)
             }
             (None, Some(pointer)) => match body.and_then(|b| b.pointer(pointer)) {
-                None | Some(Value::Null) => return Ok(None),
-                Some(Value::String(s)) => (s.as_str(), format!("the body at {pointer}")),
-                Some(other) => {
-                    return Err(bad(format!(
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => {
+                    self.check(s, &format!("the body at {pointer}")).map(Some)
+                }
+                Some(other) => Err(ApiError::BadKey {
+                    message: format!(
                         "the job's key at {pointer} is {} (allowed: a string)",
                         kind_of(other)
-                    )));
-                }
+                    ),
+                }),
             },
-            (None, None) => return Ok(None),
-        };
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Checks `text`, a key given by `from` (`the Kennel-Key header`,
+    /// `--key`), by kennel's rules and then the pool's `key_pattern`.
+    ///
+    /// # Errors
+    ///
+    /// [`ApiError::BadKey`], naming the rule broken and `from`.
+    pub(crate) fn check(&self, text: &str, from: &str) -> Result<Key, ApiError> {
+        let bad = |message: String| ApiError::BadKey { message };
         let key = Key::new(text).map_err(|e| bad(format!("the job's key ({from}): {e}")))?;
         if let Some(pattern) = &self.pattern
             && !pattern.matches(key.as_str())
@@ -104,7 +117,7 @@ impl KeyRules {
                 quoted(key.as_str()),
             )));
         }
-        Ok(Some(key))
+        Ok(key)
     }
 }
 

@@ -182,7 +182,10 @@ impl Drop for FinishOnDrop {
     post,
     path = "/pools/{name}/jobs",
     tag = "jobs",
-    params(("name" = String, Path, description = "the pool's name")),
+    params(
+        ("name" = String, Path, description = "the pool's name"),
+        ("Kennel-Key" = Option<String>, Header, description = "the job's key: it runs on a worker that holds it (1 to 256 bytes of printable ASCII, matching the pool's `key_pattern`); wins over the pool's `key` pointer into the body"),
+    ),
     request_body(content = Value, description = "the job: a JSON value handed to the worker as its request, or bytes (an upload, sent to the worker as base64; see SERVICE.md)"),
     responses(
         (status = 200, description = "the worker's reply as it wrote it; a client that asks for `text/event-stream` or `application/x-ndjson` gets the job's progress, then the reply", body = Value),
@@ -289,7 +292,7 @@ async fn notify(
     request_body(content = Value, description = "the job: any JSON value"),
     responses(
         (status = 200, description = "the worker's JSON reply", body = Value),
-        (status = 400, description = "the body is not JSON (`bad-json`)", body = ErrorBody),
+        (status = 400, description = "the body is not JSON (`bad-json`), or a `Kennel-Key` header was sent: a group job takes no key (`bad-key`)", body = ErrorBody),
         (status = 404, description = "no pool is in this group (`no-such-group`)", body = ErrorBody),
         (status = 500, description = "the worker replied with an error (`worker-error`)", body = ErrorBody),
         (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
@@ -310,6 +313,15 @@ pub(crate) async fn group_job(
     let group = state.pools().group(&group);
     if group.pools.is_empty() {
         return ApiError::NoSuchGroup { group: group.name }.into_response();
+    }
+    // The group's pools hold their keys each: a key is refused rather than
+    // dropped.
+    if headers.contains_key(crate::job_key::KEY_HEADER) {
+        return ApiError::BadKey {
+            message: "a group job takes no key (allowed: Kennel-Key on POST /pools/{name}/jobs)"
+                .into(),
+        }
+        .into_response();
     }
     let request = match state.bodies().json_bytes(body).await {
         Ok(request) => request,

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::{Config, PoolConfig};
 use crate::error::ApiError;
+use crate::job_key::KeyRules;
 use crate::pools::build_pool;
 use crate::watch::{Watch, run_request};
 use anyhow::Context;
@@ -122,6 +123,16 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let watch = Watch::default();
     let pool = build_pool(&batch_config, &crate::command::self_exe()?, &watch)
         .map_err(|e| anyhow::anyhow!("`pool` {:?}: {e}", pool_config.name))?;
+    let rules = KeyRules::of(pool_config);
+    // `--key` is checked once, as a header would be: every job has it.
+    let fixed = match &args.key {
+        Some(k) => Some(
+            rules
+                .check(k, "--key")
+                .map_err(|e| anyhow::anyhow!(e.message()))?,
+        ),
+        None => None,
+    };
     let capacity = pool.stats().capacity.max(1);
     let concurrency = args.concurrency.map_or(capacity * 2, |n| n as usize);
 
@@ -159,9 +170,10 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     .map(|(n, line)| {
         let pool = pool.clone();
         let watch = watch.clone();
+        let (rules, fixed) = (rules.clone(), fixed.clone());
         async move {
             match line {
-                Ok(line) => run_one(&pool, &watch, n, &line).await,
+                Ok(line) => run_one(&pool, &watch, (&rules, fixed), n, &line).await,
                 Err(e) => Err(e),
             }
         }
@@ -215,10 +227,12 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(u8::from(failures > 0)))
 }
 
-/// Runs the job of one input line.
+/// Runs the job of one input line, with the key `--key` gave, else its
+/// own at the pool's pointer.
 async fn run_one(
     pool: &Pool<Coprocess>,
     watch: &Watch,
+    (rules, fixed): (&KeyRules, Option<kennel::Key>),
     line: u64,
     bytes: &[u8],
 ) -> std::io::Result<Outcome> {
@@ -229,8 +243,12 @@ async fn run_one(
         Ok(v) => v,
         Err(message) => return Ok(error_line(line, &ApiError::BadJson { message })),
     };
+    let key = match fixed.map_or_else(|| rules.key(None, Some(&request)), |k| Ok(Some(k))) {
+        Ok(key) => key,
+        Err(e) => return Ok(error_line(line, &e)),
+    };
     Ok(
-        match run_request(pool, Some(watch), request, None, || {}).await {
+        match run_request(pool, Some(watch), request, key, || {}).await {
             Ok(reply) => Outcome {
                 line: reply.to_string(),
                 failed: None,

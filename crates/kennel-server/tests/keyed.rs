@@ -4,7 +4,9 @@
 //! `Kennel-Key` header and the pool's `key` pointer route every job to a
 //! worker holding its key; a key that breaks a rule is a 400 `bad-key`;
 //! the workers' keys are listed; `/metrics` grows no series per key; a
-//! config that would put an unchecked key into a worker's argv is refused.
+//! config that would put an unchecked key into a worker's argv is refused;
+//! a JSON-RPC pool loads keys by its `load_method`; a spawn-bound pool puts
+//! the checked key into its worker's argv.
 
 #![cfg(target_os = "linux")]
 
@@ -30,6 +32,7 @@ name = "models"
 argv = ["python3", "{REPO}/examples/workers/keyed_sdk.py"]
 env = {{ PYTHONPATH = "{REPO}/sdk/python" }}
 sizing = {{ kind = "fixed", workers = 2 }}
+group = "g"
 key = "/key"
 key_pattern = "^[a-z0-9._-]+$"
 keys_per_worker = 1
@@ -153,6 +156,15 @@ fn a_key_that_breaks_a_rule_is_a_400_naming_the_rule_and_quoting_no_more_than_a_
             "{body}"
         );
     }
+    // A group's pools hold their keys each: a group job takes none.
+    let a = server.http(
+        "POST",
+        "/groups/g/jobs",
+        &[("Kennel-Key", "a")],
+        r#"{"key":"a"}"#,
+    );
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(a.json()["error"], "bad-key", "{}", a.body);
     // No worker was started or loaded for them.
     let rows = server.get_json("/pools/models/workers");
     for w in rows["workers"].as_array().unwrap() {
@@ -274,6 +286,20 @@ fn a_config_that_would_put_an_unchecked_key_into_a_worker_is_refused_naming_the_
         e.contains("`pool[0].load_method`: is for the JSON-RPC protocols"),
         "{e}"
     );
+    // A config that passes says how its jobs' keys are read.
+    let path = dir.0.join("kennel.toml");
+    std::fs::write(&path, keyed_config()).unwrap();
+    let out = Command::new(served::kennel_bin())
+        .args(["check", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("  keys            from the Kennel-Key header, else the body at \"/key\"; matching ^[a-z0-9._-]+$; load, 1 per worker\n"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -305,4 +331,139 @@ fn a_reload_changes_the_key_pattern_in_place() {
     assert_eq!(a.json()["error"], "bad-key");
     // The same workers: the pool was not replaced.
     assert_eq!(pids(server.get_json("/pools/models/workers")), before);
+}
+
+#[test]
+fn kennel_run_takes_each_lines_key_at_the_pointer_or_every_jobs_from_key() {
+    let dir = served::TempDir::new("keyed-run");
+    let config = dir.0.join("kennel.toml");
+    std::fs::write(&config, keyed_config()).unwrap();
+    let jobs = dir.0.join("jobs.jsonl");
+    let run = |lines: &str, args: &[&str]| {
+        std::fs::write(&jobs, lines).unwrap();
+        let out = Command::new(served::kennel_bin())
+            .args(["run", "--quiet", "--config"])
+            .arg(&config)
+            .args(args)
+            .arg(&jobs)
+            .output()
+            .unwrap();
+        let rows: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (
+            out.status.code(),
+            rows,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let lines: String = (0..20)
+        .map(|i| format!("{{\"key\":\"{}\"}}\n", ["a", "b", "c"][i % 3]))
+        .collect();
+    let (code, rows, stderr) = run(&lines, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(
+            row["state"],
+            format!("model-{}", ["a", "b", "c"][i % 3]),
+            "{row}"
+        );
+    }
+    // `--key` gives every job its key: a body without one is still routed.
+    let (code, rows, stderr) = run("{\"key\":\"b\"}\n{\"op\":\"held\"}\n", &["--key", "b"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(rows[0]["state"], "model-b", "{rows:?}");
+    assert_eq!(rows[1]["held"], json!(["b"]), "{rows:?}");
+    // A line whose key breaks a rule fails alone.
+    let (code, rows, _) = run("{\"key\":7}\n{\"key\":\"a\"}\n", &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(rows[0]["error"], "bad-key", "{rows:?}");
+    assert_eq!(rows[1]["state"], "model-a", "{rows:?}");
+    // A `--key` that breaks one is refused before any job runs.
+    let (code, rows, stderr) = run("{\"key\":\"a\"}\n", &["--key", "Bad/Key"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(rows.is_empty());
+    assert!(
+        stderr.contains("kennel: the job's key (--key) does not match the pool's key_pattern"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_json_rpc_pool_loads_keys_by_its_load_method_and_without_one_sends_none() {
+    let pool = |name: &str, extra: &str| {
+        format!(
+            r#"
+[[pool]]
+name = "{name}"
+argv = ["python3", "{REPO}/examples/workers/keyed_sdk.py"]
+env = {{ PYTHONPATH = "{REPO}/sdk/python", KENNEL_FRAMING = "json-rpc" }}
+protocol = "json-rpc"
+method = "job"
+sizing = {{ kind = "fixed", workers = 1 }}
+{extra}
+"#
+        )
+    };
+    let config = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n{}{}",
+        pool(
+            "rpc",
+            "load_method = \"kennel/load\"\nunload_method = \"kennel/unload\""
+        ),
+        pool("plain", "")
+    );
+    let server = Server::start("keyed-rpc", &config, &[], &[], Stderr::Collected);
+    for key in ["a", "b", "a"] {
+        let body = json!({ "key": key }).to_string();
+        let a = server.http("POST", "/pools/rpc/jobs", &[("Kennel-Key", key)], &body);
+        assert_eq!(a.status, 200, "{key}: {}\n{}", a.body, server.log());
+        assert_eq!(a.json()["state"], format!("model-{key}"), "{}", a.body);
+    }
+    // One key per worker: `b` unloaded `a`, which was loaded again.
+    let rows = server.get_json("/pools/rpc/workers");
+    assert_eq!(rows["workers"][0]["keys"], json!(["a"]), "{rows}");
+    // Without a load method the key only routes: the worker loaded nothing.
+    let a = server.http(
+        "POST",
+        "/pools/plain/jobs",
+        &[("Kennel-Key", "a")],
+        r#"{"key":"a"}"#,
+    );
+    assert_eq!(a.status, 409, "{}", a.body);
+    assert_eq!(a.json()["error"], "worker-error", "{}", a.body);
+    let rows = server.get_json("/pools/plain/workers");
+    assert_eq!(rows["workers"][0]["keys"], json!(["a"]), "{rows}");
+}
+
+/// A worker that answers its argv and `KENNEL_KEY`.
+const SPAWNED: &str = r#"import json, os, sys
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    msg = json.loads(line)
+    out = {"kennel_id": msg.get("kennel_id"), "argv": sys.argv[1:], "key": os.environ.get("KENNEL_KEY")}
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+"#;
+
+#[test]
+fn a_spawn_bound_pool_starts_a_worker_with_the_checked_key_in_its_argv() {
+    let config = "[server]\nlisten = \"127.0.0.1:0\"\n\n[[pool]]\nname = \"llm\"\nargv = [\"python3\", \"{dir}/spawned.py\", \"--model\", \"/models/{key}.gguf\"]\nsizing = { kind = \"fixed\", workers = 1 }\nkey_binding = \"spawn\"\nkey_pattern = \"^[a-z0-9-]+$\"\n";
+    let server = Server::start("keyed-spawn", config, &[], &[], Stderr::Collected);
+    std::fs::write(server.dir.0.join("spawned.py"), SPAWNED).unwrap();
+    for key in ["llama-3", "qwen"] {
+        let a = server.http("POST", "/pools/llm/jobs", &[("Kennel-Key", key)], "{}");
+        assert_eq!(a.status, 200, "{key}: {}\n{}", a.body, server.log());
+        assert_eq!(
+            a.json(),
+            json!({ "argv": ["--model", format!("/models/{key}.gguf")], "key": key })
+        );
+    }
+    // A job without a key takes the idle worker, whatever its key.
+    let a = server.http("POST", "/pools/llm/jobs", &[], "{}");
+    assert_eq!(a.json()["key"], "qwen", "{}", a.body);
+    // A key the pattern refuses never reaches an argv.
+    let a = server.http("POST", "/pools/llm/jobs", &[("Kennel-Key", "../etc")], "{}");
+    assert_eq!(a.status, 400, "{}", a.body);
 }

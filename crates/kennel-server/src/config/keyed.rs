@@ -103,6 +103,19 @@ pub(crate) fn check(pool: &PoolConfig) -> Result<(), Refusal> {
             ),
         ));
     }
+    if let Some(pattern) = &pool.key_pattern
+        && let Some(key) =
+            (pool.options.min_workers_per_key.keys()).find(|k| !pattern.matches(k.as_str()))
+    {
+        return Err((
+            "min_workers_per_key".into(),
+            format!(
+                "{:?} does not match key_pattern {:?} (allowed: keys the pattern matches)",
+                key.as_str(),
+                pattern.as_str()
+            ),
+        ));
+    }
     for (key, method) in [
         ("load_method", &pool.load_method),
         ("unload_method", &pool.unload_method),

@@ -22,6 +22,7 @@ pub(crate) const TERM_REASONS: &[&str] = &[
     "max-deliver",
     "timeout",
     "bad-json",
+    "bad-key",
     "too-large",
     "reply-too-large",
 ];

@@ -32,11 +32,13 @@ pub(crate) enum Disposition {
 
 /// The disposition of a job's answer on its `delivered`-th delivery.
 ///
-/// - A reply or a worker-reported error (`worker-error`): ack.
+/// - A reply or a worker-reported error (`worker-error`, or a key the
+///   worker could not load, `load-failed`): ack.
 /// - A job that ran past `job_timeout`: term (`timeout`); running it again
 ///   would hold another worker as long.
-/// - A job that is not JSON, too large, or whose reply cannot be published
-///   whole: term, under its error's kind.
+/// - A job that is not JSON, too large, whose key breaks a rule
+///   (`bad-key`), or whose reply cannot be published whole: term, under
+///   its error's kind.
 /// - A worker that crashed, failed its warm-up or broke the protocol, a
 ///   broken pool (`unavailable`), a rejection, anything else: nak after
 ///   `nak_delay` doubled per delivery (a rejection or a broken pool: at
@@ -53,9 +55,10 @@ pub(crate) fn dispose(
         return Disposition::Ack;
     };
     let delay = match error {
-        ApiError::Worker { .. } => return Disposition::Ack,
+        ApiError::Worker { .. } | ApiError::LoadFailed { .. } => return Disposition::Ack,
         ApiError::Timeout { .. }
         | ApiError::BadJson { .. }
+        | ApiError::BadKey { .. }
         | ApiError::TooLarge { .. }
         | ApiError::ReplyTooLarge { .. } => {
             return Disposition::Term {
@@ -95,7 +98,7 @@ mod tests {
     }
 
     #[test]
-    fn a_reply_and_a_worker_error_are_acked() {
+    fn a_reply_a_worker_error_and_a_failed_load_are_acked() {
         assert_eq!(dispose(Ok(()), 1, &queue()), Disposition::Ack);
         let worker = ApiError::Worker {
             message: "no".into(),
@@ -103,6 +106,10 @@ mod tests {
             fields: serde_json::Map::new(),
         };
         assert_eq!(dispose(Err(&worker), 5, &queue()), Disposition::Ack);
+        let load = ApiError::LoadFailed {
+            message: "no model".into(),
+        };
+        assert_eq!(dispose(Err(&load), 1, &queue()), Disposition::Ack);
     }
 
     #[test]
@@ -128,7 +135,7 @@ mod tests {
     }
 
     #[test]
-    fn a_timeout_and_bad_json_are_terminated_at_once() {
+    fn a_timeout_bad_json_and_a_bad_key_are_terminated_at_once() {
         let timeout = ApiError::Timeout {
             after: Duration::from_secs(1),
         };
@@ -142,6 +149,13 @@ mod tests {
         assert_eq!(
             dispose(Err(&bad), 1, &queue()),
             Disposition::Term { reason: "bad-json" }
+        );
+        let key = ApiError::BadKey {
+            message: "x".into(),
+        };
+        assert_eq!(
+            dispose(Err(&key), 1, &queue()),
+            Disposition::Term { reason: "bad-key" }
         );
     }
 

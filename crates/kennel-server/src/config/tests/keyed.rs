@@ -54,6 +54,23 @@ fn load_and_unload_methods_are_for_the_json_rpc_framings() {
 }
 
 #[test]
+fn a_key_kept_warm_must_match_the_key_pattern() {
+    let e = refused(&pool_with(
+        "key_pattern = \"^[a-z]+$\"\nmin_workers_per_key = { \"Model-A\" = 1 }",
+    ));
+    assert_eq!(e.key, "pool[0].min_workers_per_key", "{e}");
+    assert!(
+        e.message
+            .contains("\"Model-A\" does not match key_pattern \"^[a-z]+$\""),
+        "{e}"
+    );
+    parse(&pool_with(
+        "key_pattern = \"^[a-z]+$\"\nmin_workers_per_key = { model = 1 }",
+    ))
+    .expect("a key the pattern matches");
+}
+
+#[test]
 fn a_key_that_is_not_a_json_pointer_is_refused() {
     let e = refused(&pool_with("key = \"model\""));
     assert_eq!(e.key, "pool[0].key", "{e}");
