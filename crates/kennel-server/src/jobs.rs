@@ -85,12 +85,12 @@ async fn run_job(
     let taken = seen.clone();
     let run: Running = Box::pin(async move {
         match target {
-            Target::Pool(pool, key, successor) => match run_on(pool, key.clone(), job()).await {
+            Target::Pool(pool, key, successor) => match run_on(&pool, key.clone(), job()).await {
                 // The pool closed before a worker took the job: a reload
                 // replaced it, and the job runs once, on the new pool.
                 Err(kennel::Error::Closed) if !taken.started.load(Ordering::SeqCst) => {
                     match successor().filter(|next| !next.is_closed()) {
-                        Some(next) => run_on(next, key, job()).await,
+                        Some(next) => run_on(&next, key, job()).await,
                         None => Err(kennel::Error::Closed),
                     }
                 }
@@ -119,18 +119,18 @@ async fn run_job(
     }
 }
 
-/// Runs `job` on `pool`, on a worker that holds `key` when it has one;
-/// a job without a key runs again on another worker after a crash when
-/// the pool's `retry_on_crash` allows.
-async fn run_on(
-    pool: Pool<Coprocess>,
+/// Runs `job` on `pool`, on a worker that holds `key` when it has one,
+/// and again on another worker after a crash when the pool's
+/// `retry_on_crash` allows.
+pub(crate) async fn run_on<R>(
+    pool: &Pool<Coprocess>,
     key: Option<Key>,
-    job: impl AsyncFn(&mut Coprocess) -> Result<JsonBytes, kennel_process::ProcessError> + Send + Sync,
-) -> Result<Result<JsonBytes, kennel_process::ProcessError>, kennel::Error> {
-    match (key, pool.options().retry_on_crash) {
-        (Some(key), _) => pool.run_with(RunOptions::new().key(key), job).await,
-        (None, 0) => pool.run(job).await,
-        (None, _) => pool.run_idempotent(job).await,
+    job: impl AsyncFn(&mut Coprocess) -> R,
+) -> Result<R, kennel::Error> {
+    let options = key.map_or_else(RunOptions::new, |key| RunOptions::new().key(key));
+    match pool.options().retry_on_crash {
+        0 => pool.run_with(options, job).await,
+        _ => pool.run_idempotent_with(options, job).await,
     }
 }
 

@@ -146,8 +146,8 @@ pub(crate) async fn pool_error(
     with_last_words(error, words)
 }
 
-/// Runs `request` on a worker of `pool`: on one that holds `key` when
-/// given, else through `run_idempotent` when the pool retries on a crash;
+/// Runs `request` on a worker of `pool` (one that holds `key` when given,
+/// again after a crash when the pool retries on one);
 /// `lent` is called each time a worker takes it. An error about a worker
 /// that ended carries its last words ([`pool_error`]).
 ///
@@ -172,11 +172,7 @@ pub(crate) async fn run_request(
         *lock(&seen) = Some(w.stderr_tail());
         w.request(&request).await
     };
-    let result = match key {
-        Some(key) => pool.run_with(kennel::RunOptions::new().key(key), job).await,
-        None if pool.options().retry_on_crash > 0 => pool.run_idempotent(job).await,
-        None => pool.run(job).await,
-    };
+    let result = crate::jobs::run_on(pool, key, job).await;
     match result {
         Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => Err(e.into()),

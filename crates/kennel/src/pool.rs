@@ -265,16 +265,21 @@ impl<W: Worker> Pool<W> {
         options: RunOptions,
         job: impl AsyncFnOnce(&mut W) -> R,
     ) -> Result<R, Error> {
-        let lend = self.lend_for(options.key);
-        let lease = match options.lend_timeout {
-            None => lend.await?,
+        let lease = self.lend_with(&options).await?;
+        run_seen(lease, options.job_timeout, job).await.0
+    }
+
+    /// A lend with `options`' key and lend timeout.
+    pub(crate) async fn lend_with(&self, options: &RunOptions) -> Result<Lease<W>, Error> {
+        let lend = self.lend_for(options.key.clone());
+        match options.lend_timeout {
+            None => lend.await,
             // The timer is looked at only after the lend was polled, as
             // `lend_timeout` does.
             Some(wait) => tokio::time::timeout(wait, lend)
                 .await
-                .unwrap_or(Err(Error::LendTimeout { after: wait }))?,
-        };
-        run_seen(lease, options.job_timeout, job).await.0
+                .unwrap_or(Err(Error::LendTimeout { after: wait })),
+        }
     }
 
     /// Closes the pool: refuses new jobs with [`Error::Closed`],

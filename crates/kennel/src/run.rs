@@ -161,12 +161,31 @@ impl<W: Worker> Pool<W> {
     /// As [`run`](Pool::run): dropping the future mid-job kills that
     /// attempt's worker, and no further attempt is made.
     pub async fn run_idempotent<R>(&self, job: impl AsyncFn(&mut W) -> R) -> Result<R, Error> {
+        self.run_idempotent_with(RunOptions::new(), job).await
+    }
+
+    /// As [`run_idempotent`](Pool::run_idempotent), with per-call limits
+    /// and key ([`RunOptions`]), which apply to each attempt.
+    ///
+    /// # Errors
+    ///
+    /// As [`run_idempotent`](Pool::run_idempotent), and
+    /// [`Error::LendTimeout`] when a lend timeout was given and ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`run_idempotent`](Pool::run_idempotent).
+    pub async fn run_idempotent_with<R>(
+        &self,
+        options: RunOptions,
+        job: impl AsyncFn(&mut W) -> R,
+    ) -> Result<R, Error> {
         let retries = self.options().retry_on_crash;
         let mut attempt = 1;
         loop {
-            let lease = self.lend().await?;
+            let lease = self.lend_with(&options).await?;
             let cell = lease.cell.clone();
-            let (result, ended) = run_seen(lease, None, &job).await;
+            let (result, ended) = run_seen(lease, options.job_timeout, &job).await;
             let exit = match result {
                 Ok(_) if ended && attempt <= retries => cell.exit(),
                 Err(Error::Crashed { exit, .. }) if attempt <= retries => exit.map(|e| *e),
