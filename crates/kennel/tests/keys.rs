@@ -102,7 +102,7 @@ async fn a_key_that_no_worker_holds_takes_a_cold_worker_at_once() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_full_worker_unloads_its_least_recently_used_key() {
+async fn a_full_worker_unloads_the_key_it_used_least() {
     let (log, born) = new_log();
     let pool = builder(1, &log, &born)
         .with_options(|o| o.keys_per_worker = 2)

@@ -40,7 +40,7 @@ async fn a_key_kept_warm_is_loaded_ahead_and_never_unloaded_for_another() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn over_the_key_memory_budget_idle_workers_unload_their_least_recently_used_keys() {
+async fn over_the_key_memory_budget_idle_workers_unload_the_keys_used_least() {
     let (log, born) = new_log();
     let pool = builder(2, &log, &born)
         .with_options(|o| {
