@@ -247,6 +247,11 @@ def main():
     p.add_argument("--ray-max-ongoing", type=int, default=None,
                    help="requests a Ray replica takes at once (default: Ray's; 1: one at a time, as a kennel worker)")
     args = p.parse_args()
+    # Results only on stdout: Ray's processes write to file descriptor 1,
+    # which goes to stderr from here on.
+    results = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = os.fdopen(1, "w")
     n1, n2 = (100, 200) if args.quick else (1000, 2000)
     plans = [
         ("trace1", traces.interleaved(n1), 2, 1, 4),
@@ -268,7 +273,7 @@ def main():
                     head = {"round": rnd, "name": name, "trace": trace, "system": system, "workers": workers,
                             "keys_per_worker": kpw, "clients": clients}
                     result = {**head, **result, "load_before": before, "load_after": loadavg()}
-                    print(json.dumps(result), flush=True)
+                    print(json.dumps(result), file=results, flush=True)
                     print(f"[round {rnd}] {name}: {result['loads_per_1000']} loads/1000 "
                           f"({result['loads_while_loading_elsewhere']} while loading elsewhere), "
                           f"p50 {result['p50_ms']:.0f} ms, p99 {result['p99_ms']:.0f} ms, "
