@@ -11,6 +11,14 @@ export declare const RPC_INVALID_REQUEST: -32600;
 export declare const MCP_PROTOCOL_VERSION: string;
 /** json-lines: the key of the id kennel adds to a request object; echoed in its reply. */
 export declare const KENNEL_ID: string;
+/** json-lines: the key of a load request, `{"kennel_load": key}`. */
+export declare const KENNEL_LOAD: 'kennel_load';
+/** json-lines: the key of an unload request, `{"kennel_unload": key}`. */
+export declare const KENNEL_UNLOAD: 'kennel_unload';
+/** JSON-RPC: the method of a load (params `{"key": key}`), for a pool's `load_method`. */
+export declare const LOAD_METHOD: 'kennel/load';
+/** JSON-RPC: the method of an unload, for a pool's `unload_method`. */
+export declare const UNLOAD_METHOD: 'kennel/unload';
 
 export interface WorkerErrorOptions {
   /** Written as "status" (json-lines) or data.status (JSON-RPC). */
@@ -49,6 +57,10 @@ export declare class Job<Request = unknown> {
 
 export interface ServeOptions {
   load?: () => unknown | Promise<unknown>;
+  /** Loads what jobs of `key` need, when kennel asks; answered `{"loaded": key}`, or an error reply if it throws. */
+  loadKey?: (key: string) => unknown | Promise<unknown>;
+  /** Lets go of `key`, when kennel asks; answered `{"unloaded": key}`, or an error reply if it throws. */
+  unloadKey?: (key: string) => unknown | Promise<unknown>;
   framing?: Framing;
   name?: string;
   version?: string;

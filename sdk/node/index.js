@@ -12,7 +12,9 @@
 // request sets the job's flag (job.cancelled, job.signal,
 // job.raiseIfCancelled()), and exits with code 0 when stdin ends. It speaks
 // the three framings of docs/PROTOCOL.md: "json-lines" (the default),
-// "json-rpc" and "content-length".
+// "json-rpc" and "content-length". serve(handler, { loadKey, unloadKey })
+// loads and lets go of keys (a model, a workspace, a session) when kennel
+// asks, for a pool whose jobs carry keys.
 
 import { basename, extname } from 'node:path';
 
@@ -22,11 +24,15 @@ import { Server } from './server.js';
 export { Cancelled, Job, WorkerError } from './job.js';
 export {
   KENNEL_ID,
+  KENNEL_LOAD,
+  KENNEL_UNLOAD,
+  LOAD_METHOD,
   MCP_PROTOCOL_VERSION,
   RPC_CANCELLED,
   RPC_INVALID_REQUEST,
   RPC_PARSE_ERROR,
   RPC_SERVER_ERROR,
+  UNLOAD_METHOD,
 } from './server.js';
 
 export const VERSION = '0.1.0';
@@ -92,6 +98,17 @@ export function resolveFraming(framing, env = process.env) {
  *   an object it returns adds fields to the ready line (json-lines) or to
  *   the `initialize` result (JSON-RPC). If it throws, the worker reports the
  *   warm-up failure and exits with code 1.
+ * - `loadKey(key)`, `unloadKey(key)`: in a pool whose jobs carry keys (a
+ *   model, a workspace, a session), kennel asks the worker to load a key
+ *   before the first job of that key it hands it, and to let go of its
+ *   least recently used key when it holds too many. `loadKey` is called (and
+ *   awaited) for a request `{"kennel_load": key}` (json-lines) or a call of
+ *   `kennel/load` with params `{"key": key}` (JSON-RPC; the pool's
+ *   `load_method`), answered `{"loaded": key}`; `unloadKey` for
+ *   `kennel_unload` / `kennel/unload`, answered `{"unloaded": key}`. If the
+ *   hook throws, the answer is an error reply with its message (the job
+ *   that needed the key fails with it). Without a hook the answer is
+ *   success: nothing to load.
  * - `framing`: "json-lines" (default), "json-rpc" or "content-length"; when
  *   not given, the KENNEL_FRAMING environment variable names it.
  * - `name`, `version`: the serverInfo answered to `initialize`.
@@ -99,7 +116,7 @@ export function resolveFraming(framing, env = process.env) {
  *
  * Returns a promise of the exit code (when `exit` is false).
  */
-export async function serve(handler, { load, framing, name, version = '0', exit = true } = {}) {
+export async function serve(handler, { load, loadKey, unloadKey, framing, name, version = '0', exit = true } = {}) {
   const chosen = resolveFraming(framing);
   const stdout = process.stdout;
   const write = stdout.write.bind(stdout);
@@ -110,6 +127,8 @@ export async function serve(handler, { load, framing, name, version = '0', exit 
     name: name ?? (basename(process.argv[1] ?? '', extname(process.argv[1] ?? '')) || 'kennel-worker'),
     version,
     output: (data) => write(data),
+    loadKey,
+    unloadKey,
   });
   stdout.on('error', () => {
     server.broken = true; // kennel is gone: stop quietly

@@ -16,6 +16,14 @@ const idKey = (id) => JSON.stringify(id ?? null);
 
 /** json-lines: the key of the id kennel adds to a request object; echoed in its reply. */
 export const KENNEL_ID = 'kennel_id';
+/** json-lines: `{"kennel_load": key}` asks the worker to load a key (answered `{"loaded": key}`). */
+export const KENNEL_LOAD = 'kennel_load';
+/** json-lines: `{"kennel_unload": key}` asks it to let go of one (answered `{"unloaded": key}`). */
+export const KENNEL_UNLOAD = 'kennel_unload';
+/** JSON-RPC: the method of a load (params `{"key": key}`), for a pool's `load_method`. */
+export const LOAD_METHOD = 'kennel/load';
+/** JSON-RPC: the method of an unload, for a pool's `unload_method`. */
+export const UNLOAD_METHOD = 'kennel/unload';
 
 const isPlainObject = (value) =>
   value !== null &&
@@ -35,8 +43,10 @@ function errorText(err) {
 }
 
 export class Server {
-  constructor(handler, { framing, name, version, output }) {
+  constructor(handler, { framing, name, version, output, loadKey, unloadKey }) {
     this.handler = handler;
+    this.loadKey = loadKey;
+    this.unloadKey = unloadKey;
     this.framing = framing;
     this.rpc = framing !== 'json-lines';
     this.name = name;
@@ -309,9 +319,49 @@ export class Server {
           continue;
         }
       }
+      const keyRequest = this.keyRequest(request, method);
+      if (keyRequest) {
+        await this.runKeyRequest(id, keyRequest);
+        continue;
+      }
       await this.runJob(new Job(this, request, method, id, token));
     }
     return 0;
+  }
+
+  // A load or an unload of a key: { hook, answer, key }, else null.
+  // json-lines: an object whose only key (kennel's id aside) is kennel_load
+  // or kennel_unload, a string; JSON-RPC: the method kennel/load or
+  // kennel/unload with params {"key": ...}.
+  keyRequest(request, method) {
+    let kind;
+    let key;
+    if (this.rpc) {
+      kind = { [LOAD_METHOD]: 'load', [UNLOAD_METHOD]: 'unload' }[method];
+      key = isPlainObject(request) ? request.key : undefined;
+    } else {
+      if (!isPlainObject(request)) return null;
+      const names = Object.keys(request);
+      if (names.length !== 1) return null;
+      kind = { [KENNEL_LOAD]: 'load', [KENNEL_UNLOAD]: 'unload' }[names[0]];
+      key = request[names[0]];
+    }
+    if (kind === undefined || typeof key !== 'string') return null;
+    return kind === 'load'
+      ? { hook: this.loadKey, answer: 'loaded', key }
+      : { hook: this.unloadKey, answer: 'unloaded', key };
+  }
+
+  // Calls (and awaits) the hook (none: nothing to load) and answers {answer: key}.
+  async runKeyRequest(id, { hook, answer, key }) {
+    try {
+      if (hook) await hook(key);
+    } catch (err) {
+      if (!(err instanceof WorkerError)) console.error(err);
+      this.sendFailure(id, err);
+      return;
+    }
+    this.sendResult(id, { [answer]: key });
   }
 
   initializeResult(params, extra) {

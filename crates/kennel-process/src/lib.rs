@@ -33,6 +33,16 @@
 //! output). A worker that ends under a job fails it with the pool's
 //! [`kennel::Error::Crashed`], which carries its exit and last words.
 //!
+//! # Keys
+//!
+//! In a pool whose jobs carry keys, a coprocess loads and unloads keys
+//! when the pool asks ([`Coprocess::load`], [`Coprocess::unload`]: the
+//! line `{"kennel_load": "…"}` in JSON lines, a call of
+//! [`CoprocessSpec::load_method`] in JSON-RPC), or, in a pool bound by
+//! [`KeyBinding::Spawn`](kennel::KeyBinding::Spawn), is started for one key
+//! ([`CoprocessSpec::for_slot`]: `KENNEL_KEY`, `{key}` in its argv). The
+//! messages are in `docs/PROTOCOL.md`, "Keys: load and unload".
+//!
 //! # A language server
 //!
 //! In the `content-length` framing with [`Handshake::lsp`], a coprocess

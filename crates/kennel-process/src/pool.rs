@@ -1,7 +1,10 @@
 //! A pool of coprocesses from one [`CoprocessSpec`], each worker told its
 //! pool and slot.
 
-use kennel::{Pool, PoolBuilder, SlotInfo};
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
+use kennel::{Key, Pool, PoolBuilder, SlotInfo};
 
 use crate::coprocess::Coprocess;
 use crate::spec::CoprocessSpec;
@@ -10,8 +13,9 @@ impl CoprocessSpec {
     /// Starts building a pool whose workers are this spec, one per slot:
     /// the factory [`spawn`](Self::spawn)s [`for_slot`](Self::for_slot)'s
     /// spec for each, so a worker finds its pool's name
-    /// ([`PoolBuilder::name`]) in `KENNEL_POOL` and its slot (from 0) in
-    /// `KENNEL_SLOT`.
+    /// ([`PoolBuilder::name`]) in `KENNEL_POOL`, its slot (from 0) in
+    /// `KENNEL_SLOT`, and in a pool bound by key its key in `KENNEL_KEY`
+    /// (see [`for_slot`](Self::for_slot)).
     ///
     /// ```
     /// use kennel::{Fixed, Parallel};
@@ -56,8 +60,18 @@ impl CoprocessSpec {
     /// told its pool and slot in `KENNEL_POOL` and `KENNEL_SLOT` (over the
     /// spec's), with a [`threads`](Self::threads) budget its share for the
     /// pool's size as it starts, and [pinned](Self::pin) to its CPUs.
+    ///
+    /// # Keys
+    ///
+    /// A worker started for one key ([`SlotInfo::key`], in a pool bound
+    /// with [`KeyBinding::Spawn`](kennel::KeyBinding::Spawn)) finds it in
+    /// `KENNEL_KEY`, and each `{key}` in the argv and in the values of
+    /// [`env`](Self::env) becomes the key (`--model {key}`). Without a key,
+    /// `{key}` becomes the empty string and `KENNEL_KEY` is not set (not
+    /// even inherited). The key goes to the program as one argument of its
+    /// own, never through a shell.
     pub fn for_slot(&self, info: &SlotInfo) -> Self {
-        let mut spec = self.clone();
+        let mut spec = self.with_key(info.key.as_ref());
         if let Some(budget) = self.threads {
             let n = budget.threads(info.size).to_string();
             for var in crate::THREAD_VARIABLES {
@@ -82,4 +96,46 @@ impl CoprocessSpec {
             .env("KENNEL_SLOT", info.slot.to_string())
             .label(&*info.pool, info.slot)
     }
+
+    /// This spec with `{key}` in its argv and env values replaced by `key`
+    /// (the empty string without one), and `KENNEL_KEY` set to it (removed
+    /// without one).
+    fn with_key(&self, key: Option<&Key>) -> Self {
+        let text = key.map_or("", Key::as_str);
+        let mut spec = self.clone();
+        for arg in &mut spec.argv {
+            *arg = put_key(arg, text);
+        }
+        for (_, value) in &mut spec.env {
+            *value = put_key(value, text);
+        }
+        match key {
+            Some(key) => spec.env(KEY_VARIABLE, key.as_str()),
+            None => spec.env_remove(KEY_VARIABLE),
+        }
+    }
+}
+
+/// The variable in which a worker started for one key finds it.
+const KEY_VARIABLE: &str = "KENNEL_KEY";
+
+/// The text that stands for the key in the argv and env values.
+const KEY_PLACEHOLDER: &str = "{key}";
+
+/// `text` with each `{key}` replaced by `key` (byte by byte: the rest of
+/// the text need not be Unicode).
+fn put_key(text: &OsStr, key: &str) -> OsString {
+    let (bytes, placeholder) = (text.as_bytes(), KEY_PLACEHOLDER.as_bytes());
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some(at) = rest
+        .windows(placeholder.len())
+        .position(|w| w == placeholder)
+    {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(key.as_bytes());
+        rest = &rest[at + placeholder.len()..];
+    }
+    out.extend_from_slice(rest);
+    OsString::from_vec(out)
 }

@@ -68,6 +68,10 @@ pub struct CoprocessSpec {
     pub(crate) cancel_lines: bool,
     pub(crate) job_ids: bool,
     pub(crate) method: Option<Arc<str>>,
+    /// JSON-RPC: the method of a load ([`Coprocess::load`]).
+    pub(crate) load_method: Option<Arc<str>>,
+    /// JSON-RPC: the method of an unload ([`Coprocess::unload`]).
+    pub(crate) unload_method: Option<Arc<str>>,
     pub(crate) handshake: Option<Arc<Handshake>>,
     /// JSON-RPC: what the worker's own requests are answered.
     pub(crate) answers: Arc<Answers>,
@@ -106,6 +110,8 @@ impl CoprocessSpec {
             cancel_lines: false,
             job_ids: true,
             method: None,
+            load_method: None,
+            unload_method: None,
             handshake: None,
             answers: Arc::default(),
             probe: None,
@@ -150,6 +156,24 @@ impl CoprocessSpec {
     /// `{"method": …, "params": …}`.
     pub fn method(mut self, method: impl Into<String>) -> Self {
         self.method = Some(Arc::from(method.into()));
+        self
+    }
+
+    /// JSON-RPC: a [load](Coprocess::load) of a key is a call of `method`
+    /// with params `{"key": "…"}` (the SDKs serve `kennel/load`). Without
+    /// it a load sends nothing and succeeds: the key only routes jobs (a
+    /// language server per workspace). JSON lines need no method: a load is
+    /// the line `{"kennel_load": "…"}`.
+    pub fn load_method(mut self, method: impl Into<String>) -> Self {
+        self.load_method = Some(Arc::from(method.into()));
+        self
+    }
+
+    /// JSON-RPC: an [unload](Coprocess::unload) of a key is a call of
+    /// `method` with params `{"key": "…"}` (the SDKs serve
+    /// `kennel/unload`). Without it an unload sends nothing and succeeds.
+    pub fn unload_method(mut self, method: impl Into<String>) -> Self {
+        self.unload_method = Some(Arc::from(method.into()));
         self
     }
 

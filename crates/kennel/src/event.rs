@@ -37,6 +37,9 @@ pub enum RetireReason {
     /// The running size changed and the worker had started at another one
     /// (`replace_on_resize`).
     Resized,
+    /// The worker was started for one key and a job of another took its
+    /// place (`key_binding = "spawn"`).
+    KeyMoved,
 }
 
 impl RetireReason {
@@ -54,6 +57,7 @@ impl RetireReason {
             Self::MaxMemory => "max-memory",
             Self::ProbeFailed => "probe-failed",
             Self::Resized => "resized",
+            Self::KeyMoved => "key-moved",
         }
     }
 }
@@ -138,6 +142,22 @@ pub enum Event {
         pid: Option<u32>,
         /// How long it was idle.
         idle_for: Duration,
+    },
+    /// A worker loaded a job's key (`worker:loaded`).
+    Loaded {
+        /// The slot.
+        slot: usize,
+        /// The key.
+        key: crate::Key,
+        /// How long the load took.
+        took: Duration,
+    },
+    /// A worker let go of a key to make room for another (`worker:unloaded`).
+    Unloaded {
+        /// The slot.
+        slot: usize,
+        /// The key.
+        key: crate::Key,
     },
     /// The pool ended a worker itself (`worker:retired`).
     Retired {
@@ -262,6 +282,8 @@ impl Event {
             Self::TimedOut { .. } => "worker:timeout",
             Self::Respawned { .. } => "worker:respawned",
             Self::Evicted { .. } => "worker:evicted",
+            Self::Loaded { .. } => "worker:loaded",
+            Self::Unloaded { .. } => "worker:unloaded",
             Self::Retired { .. } => "worker:retired",
             Self::Backoff { .. } => "worker:backoff",
             Self::Rejected { .. } => "worker:rejected",
@@ -291,6 +313,8 @@ impl Event {
             | Self::TimedOut { slot, .. }
             | Self::Respawned { slot }
             | Self::Evicted { slot, .. }
+            | Self::Loaded { slot, .. }
+            | Self::Unloaded { slot, .. }
             | Self::Retired { slot, .. }
             | Self::Backoff { slot, .. }
             | Self::SlowJob { slot, .. }
@@ -364,6 +388,8 @@ impl Event {
             }
             Self::Ready { warmup, .. } => at!(debug, warmup = ?warmup, "worker ready"),
             Self::Evicted { idle_for, .. } => at!(debug, idle_for = ?idle_for, "worker evicted"),
+            Self::Loaded { key, took, .. } => at!(debug, key = %key, took = ?took, "key loaded"),
+            Self::Unloaded { key, .. } => at!(debug, key = %key, "key unloaded"),
             Self::Retried { attempt, .. } => at!(debug, attempt, "job retried"),
             Self::Cancelled {
                 reason,

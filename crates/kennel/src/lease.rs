@@ -32,6 +32,8 @@ pub struct Lease<W: Worker> {
     /// Whether a job holds it (it counts toward `max_jobs`), not the pool's
     /// own `for_each_idle`.
     pub(crate) job: bool,
+    /// The key of its job, if it has one.
+    pub(crate) key: Option<crate::Key>,
 }
 
 impl<W: Worker> Lease<W> {
@@ -44,6 +46,7 @@ impl<W: Worker> Lease<W> {
             since,
             limits: granted.limits,
             job: true,
+            key: granted.key,
         }
     }
 

@@ -101,6 +101,21 @@ pub const METRIC_FAMILIES: &[MetricFamily] = &[
         "Seconds from a worker's start until it was ready.",
     ),
     MetricFamily::new(
+        "kennel_key_hits_total",
+        Counter,
+        "Keyed jobs that got a worker already holding their key.",
+    ),
+    MetricFamily::new(
+        "kennel_key_loads_total",
+        Counter,
+        "Keys loaded by workers for keyed jobs.",
+    ),
+    MetricFamily::new(
+        "kennel_key_load_seconds",
+        Histogram,
+        "Seconds a worker took to load a key.",
+    ),
+    MetricFamily::new(
         "kennel_wait_seconds",
         Histogram,
         "Seconds from asking for a worker until getting one.",

@@ -13,7 +13,7 @@ use crate::event::{Event, RetireReason};
 use crate::stats::Stats;
 
 /// Every retire reason, in the order of its declaration (a counter each).
-const RETIRE_REASONS: [RetireReason; 11] = [
+const RETIRE_REASONS: [RetireReason; 12] = [
     RetireReason::Failed,
     RetireReason::Aborted,
     RetireReason::Panicked,
@@ -25,6 +25,7 @@ const RETIRE_REASONS: [RetireReason; 11] = [
     RetireReason::MaxMemory,
     RetireReason::ProbeFailed,
     RetireReason::Resized,
+    RetireReason::KeyMoved,
 ];
 
 /// The pool's metric handles; the arrays follow the declaration order of
@@ -41,6 +42,9 @@ pub(crate) struct PoolMetrics {
     cancelled: [Counter; 2],
     warmup_failed: Counter,
     warmup_seconds: Histogram,
+    key_hits: Counter,
+    key_loads: Counter,
+    load_seconds: Histogram,
     job_seconds: Histogram,
     wait_seconds: Histogram,
     queue_high_water: Gauge,
@@ -76,6 +80,9 @@ impl PoolMetrics {
             cancelled: [CancelOutcome::Kept, CancelOutcome::Killed].map(cancelled),
             warmup_failed: counter!("kennel_warmups_failed_total", "pool" => p.clone()),
             warmup_seconds: histogram!("kennel_warmup_seconds", "pool" => p.clone()),
+            key_hits: counter!("kennel_key_hits_total", "pool" => p.clone()),
+            key_loads: counter!("kennel_key_loads_total", "pool" => p.clone()),
+            load_seconds: histogram!("kennel_key_load_seconds", "pool" => p.clone()),
             job_seconds: histogram!("kennel_job_seconds", "pool" => p.clone()),
             wait_seconds: histogram!("kennel_wait_seconds", "pool" => p.clone()),
             queue_high_water: gauge!("kennel_queue_high_water", "pool" => p.clone()),
@@ -97,6 +104,10 @@ impl PoolMetrics {
             Event::TimedOut { .. } => self.timed_out.increment(1),
             Event::Cancelled { outcome, .. } => self.cancelled[*outcome as usize].increment(1),
             Event::Evicted { .. } => self.evicted.increment(1),
+            Event::Loaded { took, .. } => {
+                self.key_loads.increment(1);
+                self.load_seconds.record(took.as_secs_f64());
+            }
             Event::Retired { reason, .. } => self.retired[*reason as usize].increment(1),
             Event::Rejected { reason } => self.rejected[*reason as usize].increment(1),
             _ => {}
@@ -109,6 +120,11 @@ impl PoolMetrics {
         if let Some(waited) = waited {
             self.wait_seconds.record(waited.as_secs_f64());
         }
+    }
+
+    /// A keyed job got a worker that held its key.
+    pub(crate) fn key_hit(&self) {
+        self.key_hits.increment(1);
     }
 
     /// A job gave its worker back after holding it this long.

@@ -148,9 +148,30 @@ impl<W: Worker> Pool<W> {
     /// the job from the queue; a worker that was handed to it meanwhile goes
     /// back to the pool, and a warm-up it caused goes on for the next job.
     pub async fn lend(&self) -> Result<Lease<W>, Error> {
+        self.lend_for(None).await
+    }
+
+    /// As [`lend`](Pool::lend), for a job of `key`: a worker that holds the
+    /// key, or one that loads it first (the pool's `key_binding`; the
+    /// keyed lending order is in the pool's docs).
+    ///
+    /// # Errors
+    ///
+    /// As [`lend`](Pool::lend), and [`Error::LoadFailed`] when the worker
+    /// could not load the key.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lend`](Pool::lend); dropped while the worker loads the key, the
+    /// worker is retired, since what it holds is unknown.
+    pub async fn lend_keyed(&self, key: crate::Key) -> Result<Lease<W>, Error> {
+        self.lend_for(Some(key)).await
+    }
+
+    async fn lend_for(&self, key: Option<crate::Key>) -> Result<Lease<W>, Error> {
         // A job that may queue is never refused for having to.
         let reason = RejectReason::QueueFull;
-        dispatch::lend(self.engine(), true)
+        dispatch::lend(self.engine(), true, key)
             .await?
             .ok_or(Error::Rejected { reason })
     }
@@ -185,7 +206,7 @@ impl<W: Worker> Pool<W> {
     ///
     /// This method is cancel safe, as [`lend`](Pool::lend).
     pub async fn try_lend(&self) -> Result<Option<Lease<W>>, Error> {
-        dispatch::lend(self.engine(), false).await
+        dispatch::lend(self.engine(), false, None).await
     }
 
     /// Lends a worker to `job` and returns what the job returns.
@@ -244,9 +265,14 @@ impl<W: Worker> Pool<W> {
         options: RunOptions,
         job: impl AsyncFnOnce(&mut W) -> R,
     ) -> Result<R, Error> {
+        let lend = self.lend_for(options.key);
         let lease = match options.lend_timeout {
-            None => self.lend().await?,
-            Some(d) => self.lend_timeout(d).await?,
+            None => lend.await?,
+            // The timer is looked at only after the lend was polled, as
+            // `lend_timeout` does.
+            Some(wait) => tokio::time::timeout(wait, lend)
+                .await
+                .unwrap_or(Err(Error::LendTimeout { after: wait }))?,
         };
         run_seen(lease, options.job_timeout, job).await.0
     }

@@ -80,6 +80,8 @@ pub struct WorkerRow {
     /// a JSON object ([`Worker::about`](crate::Worker::about); for a
     /// `Coprocess`, the fields of its ready line besides `ready`).
     pub about: Option<std::sync::Arc<str>>,
+    /// The keys it holds (loaded or loading), in order.
+    pub keys: Vec<crate::Key>,
 }
 
 /// A retirement the pool has scheduled for a worker.

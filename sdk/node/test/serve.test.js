@@ -26,6 +26,10 @@ const SHAPES = {
     cancel(t) {
       t.worker.send({ cancel: true });
     },
+    keyRequest(t, kind, key) {
+      t.worker.send({ [`kennel_${kind}`]: key });
+      return undefined;
+    },
     result(reply) {
       assert.ok(!(reply && reply.error === true), JSON.stringify(reply));
       return reply;
@@ -65,6 +69,11 @@ const rpcShape = (cancelMethod, progressMethod) => ({
   },
   isReply(message) {
     return !('method' in message);
+  },
+  keyRequest(t, kind, key) {
+    t.nextId += 1;
+    t.worker.send({ jsonrpc: '2.0', id: t.nextId, method: `kennel/${kind}`, params: { key } });
+    return t.nextId;
   },
   checkId(message, id) {
     assert.equal(message.id, id, JSON.stringify(message));
@@ -183,6 +192,42 @@ for (const framing of FRAMINGS) {
       }
     });
 
+    const keyRequest = async (kind, key) => (await collect(shape.keyRequest(t, kind, key))).reply;
+
+    test('a load calls loadKey and answers loaded', async () => {
+      assert.deepEqual(shape.result(await keyRequest('load', 'model a')), { loaded: 'model a' });
+      assert.deepEqual(shape.result(await keyRequest('load', 'b')), { loaded: 'b' });
+      let { reply } = await call('held');
+      assert.deepEqual(shape.result(reply), { held: { 'model a': 'state of model a', b: 'state of b' } });
+      assert.deepEqual(shape.result(await keyRequest('unload', 'model a')), { unloaded: 'model a' });
+      ({ reply } = await call('held'));
+      assert.deepEqual(shape.result(reply), { held: { b: 'state of b' } });
+    });
+
+    test('a failed load is an error reply with its message and the worker goes on', async () => {
+      assert.equal(shape.errorMessage(await keyRequest('load', 'unknown')), 'no key named unknown');
+      assert.equal(shape.errorMessage(await keyRequest('load', 'crash')), 'loading broke');
+      await t.worker.stderrText('Error: loading broke'); // the stack is logged
+      assert.equal(shape.errorMessage(await keyRequest('unload', 'never')), '"never" was never loaded');
+      const { reply } = await call('held');
+      assert.deepEqual(shape.result(reply), { held: {} });
+    });
+
+    test('without hooks a load and an unload answer success', async () => {
+      const first = t.worker;
+      t.worker = new Worker(framing, { TEST_NO_KEY_HOOKS: '1' });
+      try {
+        await shape.handshake(t.worker);
+        assert.deepEqual(shape.result(await keyRequest('load', 'a')), { loaded: 'a' });
+        assert.deepEqual(shape.result(await keyRequest('unload', 'a')), { unloaded: 'a' });
+        const { reply } = await call('held');
+        assert.deepEqual(shape.result(reply), { held: {} });
+      } finally {
+        await t.worker.close();
+        t.worker = first;
+      }
+    });
+
     test('EOF on stdin exits 0', async () => {
       await call('echo');
       t.worker.proc.stdin.end();
@@ -207,6 +252,15 @@ for (const framing of FRAMINGS) {
         t.worker.writeRaw('\n   \n'); // blank lines are skipped, not answered
         const again = await call('echo', { ok: 1 });
         assert.deepEqual(again.reply, { op: 'echo', ok: 1 });
+      });
+
+      test('kennel_load beside other keys is a job', async () => {
+        const { reply } = await call('echo', { kennel_load: 'a' });
+        assert.deepEqual(reply, { kennel_load: 'a', op: 'echo' });
+        t.worker.send({ kennel_load: 7 }); // not a key: a job like any other
+        assert.deepEqual(await t.worker.read(), { kennel_load: 7 });
+        const held = await call('held');
+        assert.deepEqual(held.reply, { held: {} });
       });
 
       test('a request can be any JSON value', async () => {
@@ -387,6 +441,13 @@ describe('json-lines with kennel_id', () => {
     assert.deepEqual(await readFor(10), { progress: 0, message: 'spinning' });
     t.worker.send({ cancel: true });
     assert.deepEqual(await readFor(10), { error: true, message: 'cancelled', cancelled: true });
+  });
+
+  test('a load echoes the id of its request', async () => {
+    t.worker.send({ kennel_id: 11, kennel_load: 'a' });
+    assert.deepEqual(await readFor(11), { loaded: 'a' });
+    t.worker.send({ kennel_id: 12, kennel_load: 'unknown' });
+    assert.deepEqual(await readFor(12), { error: true, message: 'no key named unknown', status: 404 });
   });
 
   test('a request without an id gets a reply without one', async () => {

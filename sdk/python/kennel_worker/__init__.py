@@ -12,7 +12,9 @@ status and fields), sends progress (`report(...)`), reads stdin while a job
 runs so that a cancel request sets the job's flag (`cancelled()`,
 `raise_if_cancelled()`), and returns when stdin ends. It speaks the three
 framings of docs/PROTOCOL.md: "json-lines" (the default), "json-rpc" and
-"content-length". Before `load()` it applies the worker's thread budget
+"content-length". `serve(handle, load_key=..., unload_key=...)` loads and
+lets go of keys (a model, a workspace, a session) when kennel asks, for a
+pool whose jobs carry keys. Before `load()` it applies the worker's thread budget
 (`KENNEL_THREADS`, also `threads()`) to the runtimes that do not read it
 themselves: onnxruntime, OpenCV, and numpy's BLAS through threadpoolctl.
 """
@@ -28,11 +30,15 @@ from ._threads import apply_budget, threads
 # The protocol's constants, defined beside the server that writes them.
 from ._server import (  # noqa: F401
     KENNEL_ID,
+    KENNEL_LOAD,
+    KENNEL_UNLOAD,
+    LOAD_METHOD,
     MCP_PROTOCOL_VERSION,
     RPC_CANCELLED,
     RPC_INVALID_REQUEST,
     RPC_PARSE_ERROR,
     RPC_SERVER_ERROR,
+    UNLOAD_METHOD,
 )
 
 __all__ = [
@@ -130,7 +136,8 @@ def _protect_stdio():
     return os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
 
 
-def serve(handle, load=None, framing=None, name=None, version=None, apply_threads=True):
+def serve(handle, load=None, framing=None, name=None, version=None, apply_threads=True,
+          load_key=None, unload_key=None):
     """Serves jobs on stdin/stdout until stdin ends, then returns.
 
     - `handle(request)` or `handle(request, job)`: returns the reply (any
@@ -142,6 +149,17 @@ def serve(handle, load=None, framing=None, name=None, version=None, apply_thread
       returns adds fields to the ready line (json-lines) or to the
       `initialize` result (JSON-RPC). If it raises, the worker reports the
       warm-up failure and exits with code 1.
+    - `load_key(key)`, `unload_key(key)`: in a pool whose jobs carry keys
+      (a model, a workspace, a session), kennel asks the worker to load a
+      key before the first job of that key it hands it, and to let go of
+      its least recently used key when it holds too many. `load_key` is
+      called for a request `{"kennel_load": key}` (json-lines) or a call of
+      `kennel/load` with params `{"key": key}` (JSON-RPC; the pool's
+      `load_method`), answered `{"loaded": key}`; `unload_key` for
+      `kennel_unload` / `kennel/unload`, answered `{"unloaded": key}`. If
+      the hook raises, the answer is an error reply with its text (the job
+      that needed the key fails with it). Without a hook the answer is
+      success: nothing to load.
     - `framing`: "json-lines" (default), "json-rpc" or "content-length";
       when None, the `KENNEL_FRAMING` environment variable names it.
     - `name`, `version`: the `serverInfo` answered to `initialize`.
@@ -156,7 +174,8 @@ def serve(handle, load=None, framing=None, name=None, version=None, apply_thread
     if name is None:
         name = os.path.splitext(os.path.basename(sys.argv[0] or ""))[0] or "kennel-worker"
     proto_in, proto_out = _protect_stdio()
-    server = _Server(handle, framing, name, version or "0", proto_in, proto_out)
+    server = _Server(handle, framing, name, version or "0", proto_in, proto_out,
+                     load_key=load_key, unload_key=unload_key)
     server.start_reader()
     code = server.run(load)
     if code:

@@ -23,6 +23,14 @@ MCP_PROTOCOL_VERSION = "2025-06-18"
 """The protocolVersion answered to an `initialize` that names none."""
 KENNEL_ID = "kennel_id"
 """json-lines: the key of the id kennel adds to a request object; echoed in its reply."""
+KENNEL_LOAD = "kennel_load"
+"""json-lines: `{"kennel_load": key}` asks the worker to load a key (answered `{"loaded": key}`)."""
+KENNEL_UNLOAD = "kennel_unload"
+"""json-lines: `{"kennel_unload": key}` asks it to let go of one (answered `{"unloaded": key}`)."""
+LOAD_METHOD = "kennel/load"
+"""JSON-RPC: the method of a load (params `{"key": key}`), for a pool's `load_method`."""
+UNLOAD_METHOD = "kennel/unload"
+"""JSON-RPC: the method of an unload, for a pool's `unload_method`."""
 
 
 def _dumps(value):
@@ -49,8 +57,10 @@ _EOF = "eof"
 
 
 class _Server:
-    def __init__(self, handle, framing, name, version, proto_in, proto_out):
+    def __init__(self, handle, framing, name, version, proto_in, proto_out, load_key=None, unload_key=None):
         self.handle = handle
+        self.load_key = load_key
+        self.unload_key = unload_key
         self.framing = framing
         self.rpc = framing != "json-lines"
         self.name = name
@@ -296,8 +306,47 @@ class _Server:
                 if load_error is not None:
                     self._send_failure(id, load_error)
                     continue
+            key_request = self._key_request(request, method)
+            if key_request is not None:
+                self._run_key_request(id, *key_request)
+                continue
             self._run_job(Job(self, request, method, id, token))
         return 0
+
+    def _key_request(self, request, method):
+        """A load or an unload of a key: (hook, reply key, key), else None.
+
+        json-lines: an object whose only key (kennel's id aside) is
+        `kennel_load` or `kennel_unload`, a string; JSON-RPC: the method
+        `kennel/load` or `kennel/unload` with params `{"key": ...}`.
+        """
+        if self.rpc:
+            kinds = {LOAD_METHOD: "load", UNLOAD_METHOD: "unload"}
+            kind = kinds.get(method)
+            key = request.get("key") if isinstance(request, dict) else None
+        else:
+            kinds = {KENNEL_LOAD: "load", KENNEL_UNLOAD: "unload"}
+            if not isinstance(request, dict) or len(request) != 1:
+                return None
+            (name, key), = request.items()
+            kind = kinds.get(name)
+        if kind is None or not isinstance(key, str):
+            return None
+        if kind == "load":
+            return self.load_key, "loaded", key
+        return self.unload_key, "unloaded", key
+
+    def _run_key_request(self, id, hook, answer, key):
+        """Calls the hook (none: nothing to load) and answers {answer: key}."""
+        try:
+            if hook is not None:
+                hook(key)
+        except Exception as err:  # noqa: BLE001 - a failed load is an error reply
+            if not isinstance(err, WorkerError):
+                traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
+            self._send_failure(id, err)
+            return
+        self.send_result(id, {answer: key})
 
     def _initialize_result(self, params, extra):
         version = MCP_PROTOCOL_VERSION

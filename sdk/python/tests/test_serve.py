@@ -103,6 +103,40 @@ class FramingTests:
                 _, reply = self.call("pid")
                 self.assertEqual(self.result(reply)["pid"], self.worker.proc.pid)
 
+    def load(self, key):
+        """Asks the worker to load `key`; returns its reply."""
+        return self.key_request("load", key)
+
+    def unload(self, key):
+        return self.key_request("unload", key)
+
+    def test_a_load_calls_load_key_and_answers_loaded(self):
+        self.assertEqual(self.result(self.load("model a")), {"loaded": "model a"})
+        self.assertEqual(self.result(self.load("b")), {"loaded": "b"})
+        _, reply = self.call("held")
+        self.assertEqual(self.result(reply), {"held": {"model a": "state of model a", "b": "state of b"}})
+        self.assertEqual(self.result(self.unload("model a")), {"unloaded": "model a"})
+        _, reply = self.call("held")
+        self.assertEqual(self.result(reply), {"held": {"b": "state of b"}})
+
+    def test_a_failed_load_is_an_error_reply_with_its_text_and_the_worker_goes_on(self):
+        self.assertEqual(self.error_message(self.load("unknown")), "no key named unknown")
+        self.assertEqual(self.error_message(self.load("crash")), "loading broke")
+        self.worker.stderr_text("ValueError: loading broke")  # the traceback is logged
+        self.assertIn("'never'", self.error_message(self.unload("never")))
+        _, reply = self.call("held")
+        self.assertEqual(self.result(reply), {"held": {}})
+
+    def test_without_hooks_a_load_and_an_unload_answer_success(self):
+        worker = Worker(self.FRAMING, env={"TEST_NO_KEY_HOOKS": "1"})
+        self.addCleanup(worker.close)
+        self.handshake(worker)
+        self.worker = worker
+        self.assertEqual(self.result(self.load("a")), {"loaded": "a"})
+        self.assertEqual(self.result(self.unload("a")), {"unloaded": "a"})
+        _, reply = self.call("held")
+        self.assertEqual(self.result(reply), {"held": {}})
+
     def test_eof_on_stdin_exits_0(self):
         _, reply = self.call("echo")
         self.worker.proc.stdin.close()
@@ -125,6 +159,18 @@ class JsonLinesTests(FramingTests, unittest.TestCase):
 
     def cancel(self, id):
         self.worker.send({"cancel": True})
+
+    def key_request(self, kind, key):
+        self.worker.send({f"kennel_{kind}": key})
+        return self.worker.read()
+
+    def test_kennel_load_beside_other_keys_is_a_job(self):
+        _, reply = self.call("echo", kennel_load="a")
+        self.assertEqual(reply, {"op": "echo", "kennel_load": "a"})
+        self.worker.send({"kennel_load": 7})  # not a key: a job like any other
+        self.assertEqual(self.worker.read(), {"kennel_load": 7})
+        _, reply = self.call("held")
+        self.assertEqual(reply, {"held": {}})
 
     def result(self, reply):
         self.assertFalse(isinstance(reply, dict) and reply.get("error") is True, reply)
@@ -201,6 +247,11 @@ class JsonLinesWithIdsTests(JsonLinesTests):
         self.assertEqual(next(iter(message)), "kennel_id", message)
         self.assertEqual(message.pop("kennel_id"), id, message)
 
+    def key_request(self, kind, key):
+        self.next_id += 1
+        self.worker.send({"kennel_id": self.next_id, f"kennel_{kind}": key})
+        return self.collect(self.next_id)[1]
+
     def test_the_handler_never_sees_the_id(self):
         _, reply = self.call("keys", a=1)
         self.assertEqual(reply, {"keys": ["a", "op"]})
@@ -235,6 +286,12 @@ class RpcTests(FramingTests):
 
     def check_id(self, message, id):
         self.assertEqual(message["id"], id, message)
+
+    def key_request(self, kind, key):
+        self.next_id += 1
+        self.worker.send({"jsonrpc": "2.0", "id": self.next_id, "method": f"kennel/{kind}",
+                          "params": {"key": key}})
+        return self.collect(self.next_id)[1]
 
     def cancel(self, id):
         params = {"requestId": id, "reason": "test"} if self.CANCEL == "notifications/cancelled" else {"id": id}

@@ -23,6 +23,22 @@ def load():
     return {"model": "tiny", "pid": os.getpid()}
 
 
+# The keys loaded (load_key), with the state of each.
+held = {}
+
+
+def load_key(key):
+    if key == "unknown":
+        raise WorkerError(f"no key named {key}", status=404)
+    if key == "crash":
+        raise ValueError("loading broke")
+    held[key] = f"state of {key}"
+
+
+def unload_key(key):
+    del held[key]  # a KeyError for a key never loaded: an error reply
+
+
 def handle(request, job):
     params = request if isinstance(request, dict) else {}
     op = job.method if job.method is not None else params.get("op", "echo")
@@ -30,6 +46,8 @@ def handle(request, job):
         return request
     if op == "pid":
         return {"pid": os.getpid()}
+    if op == "held":  # the keys loaded
+        return {"held": held}
     if op == "keys":  # what the handler sees of the request
         return {"keys": sorted(params)}
     if op == "error":
@@ -64,4 +82,5 @@ def handle(request, job):
     raise WorkerError(f"unknown op {op!r}", rpc_code=-32601)
 
 
-serve(handle, load=load, name="test-worker", version="1.2.3")
+hooks = {} if os.environ.get("TEST_NO_KEY_HOOKS") else {"load_key": load_key, "unload_key": unload_key}
+serve(handle, load=load, name="test-worker", version="1.2.3", **hooks)

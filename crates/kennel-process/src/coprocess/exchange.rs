@@ -241,17 +241,22 @@ impl Coprocess {
         job: &[u8],
         on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
     ) -> Result<JsonBytes, ProcessError> {
-        let reply = self.exchange(job, on_progress).await;
+        let method = self.spec.method.clone();
+        let reply = self.exchange(job, method.as_deref(), on_progress).await;
         if let Err(ProcessError::Crashed { .. }) = &reply {
             crash::leave_to_pool(self.watched).await;
         }
         reply
     }
 
-    /// Sends `job` and reads its reply, the worker's end as `Crashed`.
+    /// Sends `job` and reads its reply, the worker's end as `Crashed`. In
+    /// JSON-RPC the call is of `method` with `job` as params (the spec's
+    /// method for a job, kennel's own for a load), or without one `job` is
+    /// the call.
     pub(super) async fn exchange(
         &mut self,
         job: &[u8],
+        method: Option<&str>,
         on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
     ) -> Result<JsonBytes, ProcessError> {
         let rpc = self.spec.framing.is_rpc();
@@ -281,7 +286,6 @@ impl Coprocess {
         let (out, carries_id, token) = if rpc {
             // A token only for someone who reads the progress.
             let token = on_progress.is_some() || self.heartbeat.is_watched();
-            let method = self.spec.method.as_deref();
             let (out, token) = encode::call(self.spec.framing, id, method, job, token)?;
             self.next_id += 1;
             (out, false, token)

@@ -35,6 +35,7 @@ mod encode;
 mod ending;
 mod exchange;
 mod handshake;
+mod keys;
 mod memory;
 mod notify;
 mod read;
@@ -291,9 +292,22 @@ impl Worker for Coprocess {
             return Err("the worker has ended".into());
         }
         if let Some(request) = self.spec.probe.clone() {
-            self.exchange(&encode::json(&*request)?, None).await?;
+            let method = self.spec.method.clone();
+            self.exchange(&encode::json(&*request)?, method.as_deref(), None)
+                .await?;
         }
         Ok(())
+    }
+
+    /// [`Coprocess::load`]; an error reply fails the job with the
+    /// worker's message alone.
+    async fn load(&mut self, key: &str) -> Result<(), BoxError> {
+        Self::load(self, key).await.map_err(keys::for_pool)
+    }
+
+    /// [`Coprocess::unload`].
+    async fn unload(&mut self, key: &str) -> Result<(), BoxError> {
+        Self::unload(self, key).await.map_err(keys::for_pool)
     }
 
     async fn close(self) {

@@ -47,6 +47,8 @@ pub(crate) fn event_json(pool: &str, event: &Event) -> Value {
         }),
         Event::TimedOut { after, .. } => json!({ "after_ms": ms(*after) }),
         Event::Evicted { idle_for, .. } => json!({ "idle_for_ms": ms(*idle_for) }),
+        Event::Loaded { key, took, .. } => json!({ "key": key.as_str(), "took_ms": ms(*took) }),
+        Event::Unloaded { key, .. } => json!({ "key": key.as_str() }),
         Event::Retired { reason, .. }
         | Event::Surging { reason, .. }
         | Event::SurgeSkipped { reason, .. } => json!({ "reason": reason.as_str() }),

@@ -20,13 +20,15 @@ use crate::worker::Worker;
 pub(crate) async fn lend<W: Worker>(
     engine: &Arc<Engine<W>>,
     queue: bool,
+    key: Option<crate::Key>,
 ) -> Result<Option<Lease<W>>, Error> {
     let mut timing = false;
     let acquired = engine.act(|st, fx| {
+        let acquired = st.acquire(fx, queue, key);
         timing = st.timing;
-        st.acquire(fx, queue)
+        acquired
     })?;
-    let (granted, asked) = match acquired {
+    let (mut granted, asked) = match acquired {
         Acquired::Now(granted) => (granted, None),
         Acquired::WouldQueue => return Ok(None),
         Acquired::Wait(waiting) => {
@@ -43,11 +45,23 @@ pub(crate) async fn lend<W: Worker>(
             (handed.map_err(|_| Error::Closed)??, asked)
         }
     };
+    let load = granted.load.take();
+    let keyed = granted.key.is_some();
     let since = timing.then(|| granted.at.unwrap_or_else(Instant::now));
     let waited =
         since.map(|since| asked.map_or(Duration::ZERO, |a| since.saturating_duration_since(a)));
     engine.metrics.lent(waited);
-    Ok(Some(Lease::new(engine.clone(), granted, since)))
+    let mut lease = Lease::new(engine.clone(), granted, since);
+    match load {
+        Some(load) => {
+            lease = super::loading::load(lease, load).await?;
+            // The job's time starts once its key is loaded.
+            lease.since = timing.then(Instant::now);
+        }
+        None if keyed => engine.metrics.key_hit(),
+        None => {}
+    }
+    Ok(Some(lease))
 }
 
 /// A job waiting in the queue. Dropped armed (the job gave up), it leaves

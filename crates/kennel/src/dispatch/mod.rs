@@ -10,6 +10,7 @@
 //! new job and for a freed worker alike.
 
 mod lending;
+mod loading;
 mod queue;
 
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 pub(crate) use lending::lend;
-pub(crate) use queue::{Handing, Waiters, Waiting};
+pub(crate) use queue::{Handing, Queued, Waiter, Waiters, Waiting};
 
 use crate::error::Error;
 use crate::slot::{SlotState, Slots, WorkerCell};
@@ -50,6 +51,18 @@ pub(crate) struct Granted<W> {
     pub(crate) at: Option<Instant>,
     /// The job's limits, read in the lock session that lent the worker.
     pub(crate) limits: JobLimits,
+    /// The job's key, if it has one.
+    pub(crate) key: Option<crate::Key>,
+    /// What the worker loads before the job gets it.
+    pub(crate) load: Option<Load>,
+}
+
+/// What a worker loads before a keyed job gets it: the keys it lets go of
+/// first (to make room), then the job's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Load {
+    pub(crate) key: crate::Key,
+    pub(crate) unload: Vec<crate::Key>,
 }
 
 /// The pool's limits on one job, as they were when it got its worker.
@@ -83,6 +96,8 @@ impl<W> Granted<W> {
             cell,
             at: None,
             limits,
+            key: None,
+            load: None,
         }
     }
 }

@@ -5,16 +5,32 @@ use std::collections::VecDeque;
 
 use tokio::sync::oneshot;
 
+use tokio::time::Instant;
+
 use super::Grant;
 use crate::error::Error;
+use crate::key::Key;
+use crate::timer::Timer;
 
 /// A waiting job: what it waits for, and where its worker (or error) goes.
 #[derive(Debug)]
 pub(crate) struct Waiter<W> {
     /// The starting slot this job waits for (lending rules 2 and 3).
     pub(crate) bound: Option<usize>,
+    /// A keyed job's key, when it came, and the timer of its `max_key_wait`
+    /// (held, and cancelled by its drop).
+    keyed: Option<(Key, Instant, Timer)>,
     /// The job's end of the hand-over: sending wakes it.
     to: oneshot::Sender<Grant<W>>,
+}
+
+/// What the keyed lending order reads of a waiting job.
+#[derive(Debug, Clone)]
+pub(crate) struct Queued {
+    pub(crate) id: u64,
+    pub(crate) bound: Option<usize>,
+    /// Its key, and when it came.
+    pub(crate) key: Option<(Key, Instant)>,
 }
 
 /// A job that must wait: its place in the queue, and where its worker
@@ -71,11 +87,48 @@ impl<W> Waiters<W> {
     /// Adds a job at the back; gives its id and the end it is handed its
     /// worker through.
     pub(crate) fn push(&mut self, bound: Option<usize>) -> Waiting<W> {
+        self.push_keyed(bound, None)
+    }
+
+    /// Adds a job at the back, with its key, when it came and the timer of
+    /// its key's wait.
+    pub(crate) fn push_keyed(
+        &mut self,
+        bound: Option<usize>,
+        keyed: Option<(Key, Instant, Timer)>,
+    ) -> Waiting<W> {
         let id = self.next_id;
         self.next_id += 1;
         let (to, handed) = oneshot::channel();
-        self.queue.push_back((id, Waiter { bound, to }));
+        self.queue.push_back((id, Waiter { bound, keyed, to }));
         Waiting { id, handed }
+    }
+
+    /// Whether a waiting job has a key: the keyed lending order applies.
+    pub(crate) fn any_keyed(&self) -> bool {
+        self.queue.iter().any(|(_, w)| w.keyed.is_some())
+    }
+
+    /// The waiting jobs, oldest first, as the keyed lending order reads them.
+    pub(crate) fn snapshot(&self) -> Vec<Queued> {
+        let queued = |(id, w): &(u64, Waiter<W>)| Queued {
+            id: *id,
+            bound: w.bound,
+            key: w.keyed.as_ref().map(|(k, since, _)| (k.clone(), *since)),
+        };
+        self.queue.iter().map(queued).collect()
+    }
+
+    /// How many jobs of `key` wait.
+    pub(crate) fn queued(&self, key: &Key) -> usize {
+        let of_key = |(_, w): &&(u64, Waiter<W>)| w.keyed.as_ref().is_some_and(|k| &k.0 == key);
+        self.queue.iter().filter(of_key).count()
+    }
+
+    /// The key of job `id`, if it waits and has one.
+    pub(crate) fn key_of(&self, id: u64) -> Option<&Key> {
+        let (_, w) = self.queue.iter().find(|(i, _)| *i == id)?;
+        w.keyed.as_ref().map(|k| &k.0)
     }
 
     /// Removes a job that gives up waiting; returns it if it was there.

@@ -89,6 +89,8 @@ pub(crate) struct Warmup {
     pub(crate) generation: u64,
     pub(crate) limit: Option<Duration>,
     pub(crate) token: CancellationToken,
+    /// The key the worker starts for (`spawn`).
+    pub(crate) key: Option<crate::Key>,
 }
 
 /// A timer to arm.
@@ -144,4 +146,6 @@ pub(crate) enum Wake {
     Rested { slot: usize, generation: u64 },
     /// Time to start the replacement of a worker ahead of its lifetime.
     SurgeDue { slot: usize, generation: u64 },
+    /// A keyed job has waited `max_key_wait`.
+    KeyWait,
 }

@@ -9,6 +9,7 @@ use super::state::State;
 use crate::dispatch::{Choice, Grant, Granted, JobLimits, Waiters, Waiting, startable};
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
+use crate::key::Key;
 use crate::slot::{EndReason, SlotState, transitions as t};
 use crate::worker::Worker;
 
@@ -37,7 +38,11 @@ impl<W: Worker> State<W> {
         &mut self,
         fx: &mut Effects<W>,
         queue: bool,
+        key: Option<Key>,
     ) -> Result<Acquired<W>, Error> {
+        if let Some(key) = key {
+            return self.acquire_keyed(fx, queue, key);
+        }
         if self.closed {
             return Err(Error::Closed);
         }
@@ -76,29 +81,43 @@ impl<W: Worker> State<W> {
                 self.start_slot(fx, i, Some(waiting.id));
                 Ok(Acquired::Wait(waiting))
             }
-            Choice::Queue if self.broken() => Err(self.unavailable()),
-            Choice::Queue if !queue => Ok(Acquired::WouldQueue),
-            Choice::Queue => {
-                if self.waiters.unbound() >= self.opts.waiting_bound(self.slots.capacity()) {
-                    return Err(reject(fx, RejectReason::QueueFull));
-                }
-                // Only a measured mean job time rejects: before a first job
-                // comes back, a cold pool accepts what `max_waiting` admits.
-                if let (Some(limit), Some(mean)) = (self.opts.max_queue_wait, self.ewma)
-                    && self.projected(mean) > limit.as_secs_f64()
-                {
-                    return Err(reject(fx, RejectReason::QueueWait));
-                }
-                let waiting = self.waiters.push(None);
-                self.retry_refused_start(fx);
-                self.hurry_closing(fx);
-                Ok(Acquired::Wait(waiting))
-            }
+            Choice::Queue => self.enqueue(fx, queue, None),
         }
     }
 
+    /// A job that found nothing now waits in the queue (with its key), if
+    /// it may and the queue's bounds admit it.
+    pub(super) fn enqueue(
+        &mut self,
+        fx: &mut Effects<W>,
+        queue: bool,
+        key: Option<Key>,
+    ) -> Result<Acquired<W>, Error> {
+        if self.broken() {
+            return Err(self.unavailable());
+        }
+        if !queue {
+            return Ok(Acquired::WouldQueue);
+        }
+        if self.waiters.unbound() >= self.opts.waiting_bound(self.slots.capacity()) {
+            return Err(reject(fx, RejectReason::QueueFull));
+        }
+        // Only a measured mean job time rejects: before a first job
+        // comes back, a cold pool accepts what `max_waiting` admits.
+        if let (Some(limit), Some(mean)) = (self.opts.max_queue_wait, self.ewma)
+            && self.projected(mean) > limit.as_secs_f64()
+        {
+            return Err(reject(fx, RejectReason::QueueWait));
+        }
+        let keyed = key.map(|k| self.key_timer(fx, k));
+        let waiting = self.waiters.push_keyed(None, keyed);
+        self.retry_refused_start(fx);
+        self.hurry_closing(fx);
+        Ok(Acquired::Wait(waiting))
+    }
+
     /// The lending order; `new_worker` false looks only for an idle worker.
-    fn choose(&mut self, new_worker: bool) -> Choice {
+    pub(super) fn choose(&mut self, new_worker: bool) -> Choice {
         let (slots, waiters, sizing, now) =
             (&self.slots, &self.waiters, &mut self.sizing, self.now);
         self.order
@@ -202,6 +221,7 @@ impl<W: Worker> State<W> {
             held: None,
             job: false,
             memory: None,
+            key: None,
         };
         self.release(fx, back);
         self.pump(fx);
@@ -210,6 +230,14 @@ impl<W: Worker> State<W> {
     /// Gives waiting jobs what the pool has: idle workers, unawaited starting
     /// workers, empty running slots.
     pub(crate) fn pump(&mut self, fx: &mut Effects<W>) {
+        if self.waiters.any_keyed() {
+            self.pump_keyed(fx);
+            if self.waiters.unbound() > 0 {
+                self.retry_refused_start(fx);
+                self.hurry_closing(fx);
+            }
+            return;
+        }
         while !self.waiters.is_empty() && !self.closed {
             if self.jobs_covered_by_probes() {
                 // The freed workers go to them when their probes pass.
@@ -270,13 +298,25 @@ impl<W: Worker> State<W> {
 
     /// Hands a lent worker to the oldest waiting job: a worker that becomes
     /// idle goes to the oldest waiting job first.
-    pub(super) fn grant_oldest(&mut self, fx: &mut Effects<W>, mut g: Granted<W>) {
+    pub(super) fn grant_oldest(&mut self, fx: &mut Effects<W>, g: Granted<W>) {
         self.arm_slow(fx, g.slot);
-        g.at = Some(self.now);
         let (_, waiter) = self
             .waiters
             .take_oldest()
             .expect("a worker is granted only while a job waits");
+        self.hand(waiter, g);
+    }
+
+    /// Hands a lent worker to waiting job `id` (its `slow_job` timer is
+    /// armed by the caller).
+    pub(super) fn grant_to(&mut self, id: u64, g: Granted<W>) {
+        if let Some(waiter) = self.waiters.remove(id) {
+            self.hand(waiter, g);
+        }
+    }
+
+    fn hand(&mut self, waiter: crate::dispatch::Waiter<W>, mut g: Granted<W>) {
+        g.at = Some(self.now);
         if let Some(b) = waiter.bound.filter(|&b| b != g.slot) {
             self.slots.apply(b, |s| t::await_by(s, None));
         }

@@ -27,11 +27,25 @@ pub(crate) struct Made {
     pub(crate) meter: Option<crate::worker::Meter>,
     /// The running size it was started at.
     pub(crate) size: usize,
+    /// The key it was started for (`spawn`).
+    pub(crate) key: Option<crate::Key>,
 }
 
 impl<W: Worker> State<W> {
     /// Starts a worker in the empty slot `i`, for the job `awaited_by`.
     pub(crate) fn start_slot(&mut self, fx: &mut Effects<W>, i: usize, awaited_by: Option<u64>) {
+        self.start_slot_for(fx, i, awaited_by, None);
+    }
+
+    /// Starts a worker in the empty slot `i`, for the job `awaited_by`,
+    /// bound to `key` (`spawn`).
+    pub(crate) fn start_slot_for(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        awaited_by: Option<u64>,
+        key: Option<crate::Key>,
+    ) {
         let (warmup, token) = Timer::new();
         let Some(respawn) = self.slots.apply(i, |s| t::start(s, awaited_by, warmup)) else {
             return;
@@ -45,6 +59,7 @@ impl<W: Worker> State<W> {
             generation,
             limit: self.opts.warmup_timeout,
             token,
+            key,
         });
         fx.emit(Event::Starting { slot: i });
         if respawn {
@@ -85,12 +100,15 @@ impl<W: Worker> State<W> {
         made: Made,
     ) -> (Live, Exited) {
         let life = self.lifetime(fx, i, generation, made.started);
-        let record = Record {
+        let mut record = Record {
             pid: made.pid,
             max_jobs: self.draw_max_jobs(),
             size: made.size,
             ..Record::default()
         };
+        if let Some(key) = &made.key {
+            record.keys.add(key, made.started, false);
+        }
         let cell = WorkerCell::new(made.killer, made.started, made.meter, made.pid);
         let live = Live {
             cell: Arc::new(cell),

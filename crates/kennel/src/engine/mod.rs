@@ -13,6 +13,7 @@ mod breaker;
 mod close;
 mod effects;
 mod evict;
+mod keys;
 mod lead;
 mod lend;
 mod life;
@@ -177,7 +178,8 @@ impl<W: Worker> Engine<W> {
             });
         }
         for w in warmups {
-            let info = SlotInfo::new(self.name.clone(), w.slot).with_size(w.size);
+            let mut info = SlotInfo::new(self.name.clone(), w.slot).with_size(w.size);
+            info.key = w.key.clone();
             self.rt.spawn(tasks::warm_up(self.me.clone(), w, info));
         }
         for (slot, generation, exited) in watches {
@@ -252,6 +254,7 @@ impl<W: Worker> Engine<W> {
                 held,
                 job: lease.job,
                 memory,
+                key: lease.key.as_ref(),
             };
             st.release(fx, back);
             st.pump(fx);
@@ -301,6 +304,7 @@ impl<W: Worker> State<W> {
             Wake::Probe => self.on_probe_tick(fx),
             Wake::Rested { slot, generation } => self.on_rested(fx, slot, generation),
             Wake::SurgeDue { slot, generation } => self.on_surge_due(fx, slot, generation),
+            Wake::KeyWait => self.pump(fx),
             Wake::StartRetry => {
                 self.start_retry = None;
                 self.pump(fx);

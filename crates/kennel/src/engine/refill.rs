@@ -70,6 +70,11 @@ impl<W: Worker> State<W> {
 
     /// A slot became empty: let the startup refill and the jobs take it.
     pub(crate) fn after_empty(&mut self, fx: &mut Effects<W>) {
+        // A waiting keyed job takes the slot first: in a `spawn` pool, for
+        // a worker of its key, not one the startup would start for none.
+        if self.waiters.any_keyed() {
+            self.pump(fx);
+        }
         self.kick_startup(fx);
         self.pump(fx);
         self.keep_spares(fx);

@@ -42,6 +42,8 @@ pub(crate) struct Returned<'a, W> {
     pub(crate) job: bool,
     /// The worker's memory, sampled when it came back (with `max_memory`).
     pub(crate) memory: Option<u64>,
+    /// The job's key: the worker used it now.
+    pub(crate) key: Option<&'a crate::Key>,
 }
 
 impl<W: Worker> State<W> {
@@ -55,6 +57,7 @@ impl<W: Worker> State<W> {
             held,
             job,
             memory,
+            key,
         } = back;
         // One look at the slot: whether the lease is its own, and what its
         // return decides on (the job counted with it).
@@ -64,7 +67,7 @@ impl<W: Worker> State<W> {
                 live,
                 held: Held::Lent,
             } if Arc::ptr_eq(&live.cell, cell) => Some(Look {
-                served_all: job && count_job(live, held),
+                served_all: job && count_job(live, held, key, now),
                 replacing: live.record.replacement.reason().is_some(),
                 expired: live.expired_by(now),
             }),
@@ -179,7 +182,8 @@ impl<W: Worker> State<W> {
             fx.closes.push((worker, killer));
             return;
         }
-        if !self.waiters.is_empty() && i < self.slots.size() {
+        // Waiting keyed jobs take it through the keyed order, from idle.
+        if !self.waiters.is_empty() && i < self.slots.size() && !self.waiters.any_keyed() {
             // It stays lent, now to the oldest job.
             let g = Granted::new(i, worker, live.cell.clone(), JobLimits::of(&self.opts));
             self.grant_oldest(fx, g);
@@ -244,7 +248,15 @@ struct Look {
 
 /// Counts a job served by a lent worker (and ends its slow-job timer);
 /// whether it has now served all it may.
-fn count_job(live: &mut crate::slot::Live, held: Option<Duration>) -> bool {
+fn count_job(
+    live: &mut crate::slot::Live,
+    held: Option<Duration>,
+    key: Option<&crate::Key>,
+    now: Instant,
+) -> bool {
+    if let Some(key) = key {
+        live.record.keys.mark_used(key, now);
+    }
     live.record.jobs += 1;
     live.record.last_job = held.or(live.record.last_job);
     live.record.slow = None;

@@ -42,6 +42,11 @@ pub(crate) struct State<W> {
     pub(crate) order: Order,
     /// Mean job time (EWMA), in seconds.
     pub(crate) ewma: Option<f64>,
+    /// Mean time a worker took to load a key (EWMA), in seconds.
+    pub(crate) load_ewma: Option<f64>,
+    /// Whether a keyed job came: jobs are timed from then (the hot-key
+    /// rule reads their mean).
+    pub(crate) keyed: bool,
     pub(crate) sizing_wake: Option<Timer>,
     /// The next look at a start the sizing refused while jobs wait.
     pub(crate) start_retry: Option<Timer>,
@@ -99,6 +104,8 @@ impl<W> State<W> {
             ever_ready: false,
             order: Order::default(),
             ewma: None,
+            load_ewma: None,
+            keyed: false,
             sizing_wake: None,
             start_retry: None,
             rng: p.rng,
@@ -118,7 +125,8 @@ impl<W> State<W> {
     /// mean job time behind `max_queue_wait`, a sizing that learns from
     /// jobs.
     pub(crate) fn retime(&mut self) {
-        self.timing = self.metrics || self.opts.max_queue_wait.is_some() || self.sizing_jobs;
+        self.timing =
+            self.metrics || self.opts.max_queue_wait.is_some() || self.sizing_jobs || self.keyed;
     }
 
     pub(crate) fn stats(&self) -> Stats {
@@ -260,6 +268,7 @@ impl<W> State<W> {
                     memory: live.and_then(|l| l.record.memory),
                     retire_due,
                     about: live.and_then(|l| l.record.about.clone()),
+                    keys: live.map_or_else(Vec::new, |l| l.record.keys.names()),
                 }
             })
             .collect()

@@ -142,12 +142,18 @@ impl<W: Worker> State<W> {
         });
         // Not refused (looked at above), so it is marked.
         self.with_record(i, |r| r.replacement.warm_first_for(reason));
+        // A worker started for one key is replaced by one for the same key.
+        let key = match self.opts.key_binding {
+            crate::KeyBinding::Spawn => self.with_record(i, |r| r.keys.names().pop()).flatten(),
+            _ => None,
+        };
         fx.warmups.push(Warmup {
             slot: i,
             size: self.slots.size(),
             generation,
             limit: self.opts.warmup_timeout,
             token,
+            key,
         });
         fx.emit(Event::Surging { slot: i, reason });
         Surge::Started

@@ -25,6 +25,7 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
     } = w;
     let started = Instant::now();
     let size = info.size;
+    let key = info.key.clone();
     let work = async {
         let mut worker = factory(info)
             .await
@@ -40,6 +41,7 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
                 pid,
                 meter,
                 size,
+                key,
             };
             e.act(|st, fx| st.register(fx, slot, generation, made))
         });

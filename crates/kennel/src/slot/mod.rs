@@ -35,6 +35,7 @@
 
 mod cell;
 mod counts;
+mod keys;
 mod replacement;
 mod side;
 mod slots;
@@ -47,6 +48,7 @@ use tokio::time::Instant;
 pub(crate) use cell::WorkerCell;
 #[cfg(test)]
 pub(crate) use counts::Kind;
+pub(crate) use keys::Keys;
 pub(crate) use replacement::Replacement;
 pub(crate) use side::Side;
 pub(crate) use slots::Slots;
@@ -230,6 +232,8 @@ pub(crate) struct Record {
     /// and cancelled by its drop).
     #[allow(dead_code)]
     pub(crate) surge_due: Option<Timer>,
+    /// The keys it holds (keyed jobs).
+    pub(crate) keys: Keys,
 }
 
 /// A worker under its probe.

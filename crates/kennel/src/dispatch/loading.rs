@@ -1,0 +1,70 @@
+//! A lent worker loads the key of the job it was lent to, before the job
+//! gets it.
+
+use tokio::time::Instant;
+
+use super::Load;
+use crate::error::Error;
+use crate::event::RetireReason;
+use crate::lease::Lease;
+use crate::worker::Worker;
+
+/// Lets go of `load.unload`, then loads `load.key`, on the worker of
+/// `lease`, and tells the pool how it went. A failed load gives the worker
+/// back with the keys it held and fails the job with its message; a failed
+/// unload retires the worker, since what it holds is no longer known.
+/// Dropped midway (the job gave up), the worker is retired as aborted.
+pub(super) async fn load<W: Worker>(lease: Lease<W>, load: Load) -> Result<Lease<W>, Error> {
+    let (slot, engine, cell) = (lease.slot, lease.engine.clone(), lease.cell.clone());
+    let mut guard = Loading(Some(lease));
+    let worker = guard.0.as_mut().expect("armed until disarmed");
+    let mut failed = None;
+    for key in &load.unload {
+        if let Err(e) = worker.unload(key.as_str()).await {
+            failed = Some(format!("could not unload key {key:?}: {e}"));
+            break;
+        }
+    }
+    let started = Instant::now();
+    let loaded = match failed {
+        Some(message) => Err((message, true)),
+        None => worker
+            .load(load.key.as_str())
+            .await
+            .map_err(|e| (e.to_string(), false)),
+    };
+    let lease = guard.disarm();
+    let took = loaded.is_ok().then(|| started.elapsed());
+    engine.act(|st, fx| st.key_settled(fx, slot, &cell, &load, took));
+    match loaded {
+        Ok(()) => Ok(lease),
+        Err((message, unload_failed)) => {
+            if unload_failed {
+                lease.retire(RetireReason::Failed);
+            }
+            Err(Error::LoadFailed {
+                slot,
+                key: load.key,
+                message,
+            })
+        }
+    }
+}
+
+/// A lease whose worker loads a key: dropped before [`disarm`](Self::disarm),
+/// it retires the worker as aborted, since what it holds is unknown.
+struct Loading<W: Worker>(Option<Lease<W>>);
+
+impl<W: Worker> Loading<W> {
+    fn disarm(mut self) -> Lease<W> {
+        self.0.take().expect("armed until disarmed")
+    }
+}
+
+impl<W: Worker> Drop for Loading<W> {
+    fn drop(&mut self) {
+        if let Some(lease) = self.0.take() {
+            lease.retire(RetireReason::Aborted);
+        }
+    }
+}

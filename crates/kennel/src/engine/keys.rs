@@ -1,0 +1,391 @@
+//! Keyed jobs: the keyed lending order, and what the pool notes of the keys
+//! its workers hold (ADR 0062).
+//!
+//! A job of a key takes, in this order:
+//!
+//! 1. an idle worker that holds its key (the lowest running slot);
+//! 2. nothing, while a worker holds or loads its key, unless the key is
+//!    *hot*: its queue would take its workers longer than `max_key_wait`
+//!    (or than a load, if loads are quicker) to clear, and it has fewer
+//!    than `max_workers_per_key` workers. Otherwise it queues behind them;
+//! 3. a *place* for its key: an idle worker with room for one more key, a
+//!    worker starting for no job, a new worker in an empty running slot,
+//!    or the idle worker whose keys to let go were used least recently, if
+//!    they went unused for `max_key_wait` (cold);
+//! 4. the queue. Once it has waited `max_key_wait` with no worker holding
+//!    its key, it takes the idle worker whose keys were used least
+//!    recently, warm or not: no job waits longer than that and one load.
+//!
+//! A key named in `min_workers_per_key` is never let go while it has no
+//! more workers than that. A job without a key takes any idle worker.
+
+use std::time::Duration;
+
+use super::effects::{Effects, Wake};
+use super::lend::Acquired;
+use super::state::State;
+use crate::dispatch::{Choice, Granted, Load, Queued, startable};
+use crate::error::Error;
+use crate::event::{Event, RetireReason};
+use crate::key::{Key, KeyBinding};
+use crate::slot::{Held, SlotState, transitions as t};
+use crate::worker::Worker;
+
+/// Where a job of a key goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Place {
+    /// The idle worker of this slot, after it loads the key (unloading these
+    /// first).
+    Load(usize, Vec<Key>),
+    /// The idle worker of this slot ends, and one started for the key takes
+    /// its slot (`spawn`).
+    Respawn(usize),
+    /// The worker starting in this slot, for no job yet.
+    Starting(usize),
+    /// A new worker in this empty running slot.
+    Start(usize),
+}
+
+const LOAD_ALPHA: f64 = 0.2;
+
+impl<W: Worker> State<W> {
+    /// The keyed lending order for a new job of `key`.
+    pub(crate) fn acquire_keyed(
+        &mut self,
+        fx: &mut Effects<W>,
+        queue: bool,
+        key: Key,
+    ) -> Result<Acquired<W>, Error> {
+        if self.closed {
+            return Err(Error::Closed);
+        }
+        self.note_keyed();
+        if let Some(i) = self.idle_holder(&key) {
+            return Ok(Acquired::Now(self.lend_hit(fx, i, &key)));
+        }
+        let place = if self.wants_place(&key, 1) {
+            self.place_for(&key, false)
+        } else {
+            None
+        };
+        match place {
+            Some(Place::Load(i, unload)) => {
+                Ok(Acquired::Now(self.lend_to_load(fx, i, key, unload)))
+            }
+            Some(Place::Starting(i)) => {
+                let waiting = self
+                    .waiters
+                    .push_keyed(Some(i), Some(self.key_timer(fx, key)));
+                let id = waiting.id;
+                self.slots.apply(i, |s| t::await_by(s, Some(id)));
+                Ok(Acquired::Wait(waiting))
+            }
+            Some(Place::Start(i)) => {
+                let spawn_key = self.spawn_key(&key);
+                let waiting = self
+                    .waiters
+                    .push_keyed(Some(i), Some(self.key_timer(fx, key)));
+                self.start_slot_for(fx, i, Some(waiting.id), spawn_key);
+                Ok(Acquired::Wait(waiting))
+            }
+            Some(Place::Respawn(i)) => {
+                self.retire_idle(fx, i, RetireReason::KeyMoved);
+                self.enqueue(fx, queue, Some(key))
+            }
+            None => self.enqueue(fx, queue, Some(key)),
+        }
+    }
+
+    /// The timing of jobs (the hot-key rule reads their mean) starts with
+    /// the first keyed job.
+    fn note_keyed(&mut self) {
+        if !self.keyed {
+            self.keyed = true;
+            self.retime();
+        }
+    }
+
+    /// A keyed job's entry in the queue: its key, when it came, and the
+    /// timer that looks at it again once it has waited `max_key_wait`.
+    pub(crate) fn key_timer(
+        &self,
+        fx: &mut Effects<W>,
+        key: Key,
+    ) -> (Key, tokio::time::Instant, crate::timer::Timer) {
+        let timer = fx.wake_at(self.now + self.opts.max_key_wait, Wake::KeyWait);
+        (key, self.now, timer)
+    }
+
+    /// The key a new worker starts for: the job's, in a `spawn` pool.
+    fn spawn_key(&self, key: &Key) -> Option<Key> {
+        (self.opts.key_binding == KeyBinding::Spawn).then(|| key.clone())
+    }
+
+    /// The lowest running slot whose idle worker holds `key`, loaded.
+    fn idle_holder(&self, key: &Key) -> Option<usize> {
+        (0..self.slots.size()).find(|&i| match self.slots.state(i) {
+            SlotState::Ready {
+                live,
+                held: Held::Idle { .. },
+            } => live.record.keys.has_loaded(key),
+            _ => false,
+        })
+    }
+
+    /// How many running workers hold `key`, loaded or loading, or are
+    /// starting for a job of it.
+    fn holders(&self, key: &Key) -> usize {
+        let holds = |s: &SlotState<W>| match s {
+            SlotState::Ready { live, .. } => live.record.keys.holds(key),
+            SlotState::Starting {
+                awaited_by: Some(id),
+                ..
+            } => self.waiters.key_of(*id) == Some(key),
+            _ => false,
+        };
+        self.slots
+            .states(self.slots.size())
+            .filter(|s| holds(s))
+            .count()
+    }
+
+    /// Whether a job of `key` should get a place of its own: no worker
+    /// holds the key, or the key is hot. `coming` counts jobs of the key
+    /// not yet in the queue (the one asking).
+    fn wants_place(&self, key: &Key, coming: usize) -> bool {
+        let holders = self.holders(key);
+        if holders == 0 {
+            return true;
+        }
+        if self.opts.max_workers_per_key.is_some_and(|m| holders >= m) {
+            return false;
+        }
+        let Some(mean) = self.ewma else {
+            return false;
+        };
+        let jobs = (self.waiters.queued(key) + coming) as f64;
+        let clears_in = jobs * mean / holders as f64;
+        let limit = self.opts.max_key_wait.as_secs_f64();
+        clears_in > self.load_ewma.map_or(limit, |l| l.min(limit))
+    }
+
+    /// A place for `key`; `overdue`: its job has waited `max_key_wait`, so
+    /// a warm worker's keys may go.
+    fn place_for(&mut self, key: &Key, overdue: bool) -> Option<Place> {
+        let size = self.slots.size();
+        let load = self.opts.key_binding == KeyBinding::Load;
+        let room = |s: &SlotState<W>| matches!(s, SlotState::Ready { live, held: Held::Idle { .. } } if live.record.keys.len() < self.opts.keys_per_worker);
+        if load && let Some(i) = self.slots.states(size).position(room) {
+            return Some(Place::Load(i, Vec::new()));
+        }
+        let unawaited = |s: &SlotState<W>| {
+            matches!(
+                s,
+                SlotState::Starting {
+                    awaited_by: None,
+                    ..
+                }
+            )
+        };
+        if load && let Some(i) = self.slots.states(size).position(unawaited) {
+            return Some(Place::Starting(i));
+        }
+        if let Some(i) = startable(&self.slots)
+            && self.job_may_start()
+            && self.sizing.may_start(&self.view())
+        {
+            return Some(Place::Start(i));
+        }
+        let (i, unload, last) = self.coldest_idle(key)?;
+        let cold = last.is_none_or(|at| at + self.opts.max_key_wait <= self.now);
+        if !(cold || overdue) {
+            return None;
+        }
+        Some(if load {
+            Place::Load(i, unload)
+        } else {
+            Place::Respawn(i)
+        })
+    }
+
+    /// The idle running worker whose keys to let go for `key` were used
+    /// least recently: its slot, those keys, and their last use (`None`: it
+    /// holds none). Keys that `min_workers_per_key` keeps never go.
+    fn coldest_idle(&self, key: &Key) -> Option<(usize, Vec<Key>, Option<tokio::time::Instant>)> {
+        let cap = match self.opts.key_binding {
+            KeyBinding::Load => self.opts.keys_per_worker,
+            _ => 0,
+        };
+        let kept = |k: &Key| {
+            k == key
+                || self
+                    .opts
+                    .min_workers_per_key
+                    .get(k)
+                    .is_some_and(|&m| self.holders(k) <= m)
+        };
+        let mut best: Option<(usize, Vec<Key>, Option<tokio::time::Instant>)> = None;
+        for i in 0..self.slots.size() {
+            let SlotState::Ready {
+                live,
+                held: Held::Idle { .. },
+            } = self.slots.state(i)
+            else {
+                continue;
+            };
+            let keys = &live.record.keys;
+            let n = (keys.len() + 1).saturating_sub(cap).min(keys.len());
+            let Some(go) = keys.coldest(n, kept) else {
+                continue;
+            };
+            let last = go.iter().map(|k| k.used).max();
+            if best.as_ref().is_none_or(|b| last < b.2) {
+                best = Some((i, go.iter().map(|k| k.key.clone()).collect(), last));
+            }
+        }
+        best
+    }
+
+    /// Lends the idle worker of slot `i`, which holds `key`.
+    fn lend_hit(&mut self, fx: &mut Effects<W>, i: usize, key: &Key) -> Granted<W> {
+        let now = self.now;
+        self.with_record(i, |r| r.keys.mark_used(key, now));
+        let mut g = self.take_slot(i).expect("an idle holder was chosen");
+        g.key = Some(key.clone());
+        self.arm_slow(fx, i);
+        self.keep_spares(fx);
+        g
+    }
+
+    /// Lends the idle worker of slot `i` to a job of `key`, which it loads
+    /// first (after letting go of `unload`). The slot shows the key as
+    /// loading from now, so that jobs of the key wait for it.
+    fn lend_to_load(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        key: Key,
+        unload: Vec<Key>,
+    ) -> Granted<W> {
+        let now = self.now;
+        self.with_record(i, |r| {
+            for k in &unload {
+                r.keys.remove(k);
+            }
+            r.keys.add(&key, now, true);
+        });
+        let mut g = self.take_slot(i).expect("an idle worker was chosen");
+        g.key = Some(key.clone());
+        g.load = Some(Load { key, unload });
+        self.arm_slow(fx, i);
+        self.keep_spares(fx);
+        g
+    }
+
+    /// A worker a keyed job got has loaded its key (`took` the time), or
+    /// failed to (`None`); `unloaded` went first.
+    pub(crate) fn key_settled(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        cell: &std::sync::Arc<crate::slot::WorkerCell>,
+        load: &Load,
+        took: Option<Duration>,
+    ) {
+        let ours = self
+            .slots
+            .state(i)
+            .cell()
+            .is_some_and(|c| std::sync::Arc::ptr_eq(c, cell));
+        if !ours {
+            return;
+        }
+        for key in &load.unload {
+            fx.emit(Event::Unloaded {
+                slot: i,
+                key: key.clone(),
+            });
+        }
+        let key = &load.key;
+        match took {
+            Some(took) => {
+                self.with_record(i, |r| r.keys.loaded(key));
+                let secs = took.as_secs_f64();
+                self.load_ewma = Some(self.load_ewma.map_or(secs, |m| m + LOAD_ALPHA * (secs - m)));
+                fx.emit(Event::Loaded {
+                    slot: i,
+                    key: key.clone(),
+                    took,
+                });
+            }
+            None => {
+                self.with_record(i, |r| r.keys.remove(key));
+            }
+        }
+    }
+
+    /// Gives waiting jobs what the keyed lending order has for them, oldest
+    /// first; a job that gets nothing now does not hold back the younger.
+    pub(crate) fn pump_keyed(&mut self, fx: &mut Effects<W>) {
+        for Queued { id, bound, key } in self.waiters.snapshot() {
+            if self.closed {
+                return;
+            }
+            let Some((key, since)) = key else {
+                self.pump_one(fx, id, bound);
+                continue;
+            };
+            if let Some(i) = self.idle_holder(&key) {
+                let g = self.lend_hit(fx, i, &key);
+                self.grant_to(id, g);
+                continue;
+            }
+            if bound.is_some() || !self.wants_place(&key, 0) {
+                continue;
+            }
+            let overdue = since + self.opts.max_key_wait <= self.now;
+            match self.place_for(&key, overdue) {
+                Some(Place::Load(i, unload)) => {
+                    let g = self.lend_to_load(fx, i, key, unload);
+                    self.grant_to(id, g);
+                }
+                Some(Place::Starting(i)) => {
+                    self.waiters.set_bound(id, Some(i));
+                    self.slots.apply(i, |s| t::await_by(s, Some(id)));
+                }
+                Some(Place::Start(i)) => {
+                    self.waiters.set_bound(id, Some(i));
+                    let spawn_key = self.spawn_key(&key);
+                    self.start_slot_for(fx, i, Some(id), spawn_key);
+                }
+                Some(Place::Respawn(i)) => {
+                    self.retire_idle(fx, i, RetireReason::KeyMoved);
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// A job without a key, in the keyed pump: any idle worker, else (when
+    /// it waits for no starting worker) a starting or new one.
+    fn pump_one(&mut self, fx: &mut Effects<W>, id: u64, bound: Option<usize>) {
+        match self.choose(bound.is_none()) {
+            Choice::Idle(i) => {
+                let g = self
+                    .take_slot(i)
+                    .expect("the lending order chose an idle slot");
+                self.arm_slow(fx, i);
+                self.grant_to(id, g);
+            }
+            Choice::Starting(i) => {
+                self.waiters.set_bound(id, Some(i));
+                self.slots.apply(i, |s| t::await_by(s, Some(id)));
+            }
+            Choice::Start(i) if self.job_may_start() => {
+                self.waiters.set_bound(id, Some(i));
+                self.start_slot(fx, i, Some(id));
+            }
+            Choice::Start(_) | Choice::Queue => {}
+        }
+    }
+}
