@@ -137,6 +137,19 @@ def get_json(host, port, path):
         conn.close()
 
 
+def key_metrics(host, port):
+    conn = http.client.HTTPConnection(host, port, timeout=10)
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    out = {}
+    for m in re.finditer(r'^(kennel_key_\w+(?<!_bucket))\{[^}]*pool="' + POOL + r'"[^}]*\} (\S+)$', text, re.M):
+        out[m.group(1)] = float(m.group(2))
+    return out
+
+
 def run_kennel(args, keys, workers, keys_per_worker, clients):
     with tempfile.TemporaryDirectory(prefix="keyed-") as tmp:
         loads = Path(tmp) / "loads.jsonl"
@@ -183,9 +196,8 @@ def run_kennel(args, keys, workers, keys_per_worker, clients):
 
             latencies, wall = closed_loop(clients, keys, call)
             result = summary(keys, latencies, wall, read_loads(loads))
-            # The pool's own counts, where its stats have them.
-            stats = get_json(host, port, f"/pools/{POOL}/stats")
-            result["pool_stats"] = {k: v for k, v in stats.items() if re.search(r"load|hit|key", k)}
+            # The pool's own counts of keyed jobs (kennel_key_*_total).
+            result["metrics"] = key_metrics(host, port)
             return result
         finally:
             server.send_signal(signal.SIGTERM)
