@@ -25,8 +25,12 @@
 #
 # Prints one JSON line per run on stdout, progress on stderr.
 #
-# Usage: bench/keyed.sh [--quick] [--rounds N] [--only REGEX] [--ray-max-ongoing N] > target/keyed-results.jsonl
-#        --quick: 100 and 200 jobs (for development); --only 'trace1|kennel'
+# Usage: bench/keyed.sh [--quick] [--rounds N] [--only REGEX] [--ray-max-ongoing N]
+#                       [--pool 'max_key_wait = "2s"'] [--keep DIR] > target/keyed-results.jsonl
+#        --quick: 100 and 200 jobs (for development); --only 'trace1|kennel':
+#        the runs whose name ("trace1 kennel", "trace2 ray", ...) matches;
+#        --pool: a line added to kennel's pool table (repeatable); --keep:
+#        each run's loads log (key, pid, start, end per load) kept in DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

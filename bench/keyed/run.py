@@ -12,6 +12,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,6 +83,13 @@ def read_loads(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def keep(args, name, path):
+    """Copies a run's loads log into --keep's folder (named after the run)."""
+    if args.keep and path.exists():
+        Path(args.keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(args.keep) / (name.replace(" ", "-") + ".loads.jsonl"))
+
+
 def summary(keys, latencies, wall, loads):
     """The figures of one run: loads (per 1,000 jobs), loads that began while
     another process was loading the same key, latency and wall time."""
@@ -110,7 +118,7 @@ def summary(keys, latencies, wall, loads):
 # -- kennel ------------------------------------------------------------------
 
 
-def kennel_config(python, workers, keys_per_worker, loads):
+def kennel_config(python, workers, keys_per_worker, loads, extra):
     return "\n".join([
         "[server]",
         'listen = "127.0.0.1:0"',
@@ -124,6 +132,7 @@ def kennel_config(python, workers, keys_per_worker, loads):
         f"keys_per_worker = {keys_per_worker}",
         "max_waiting = 1024",
         'job_timeout = "5m"',
+        *extra,
         "",
     ])
 
@@ -154,7 +163,7 @@ def run_kennel(args, keys, workers, keys_per_worker, clients):
     with tempfile.TemporaryDirectory(prefix="keyed-") as tmp:
         loads = Path(tmp) / "loads.jsonl"
         cfg = Path(tmp) / "kennel.toml"
-        cfg.write_text(kennel_config(sys.executable, workers, keys_per_worker, loads))
+        cfg.write_text(kennel_config(sys.executable, workers, keys_per_worker, loads, args.pool))
         out = open(Path(tmp) / "stdout", "w+")
         err = open(Path(tmp) / "stderr", "w+")
         server = subprocess.Popen([args.kennel, "serve", "--config", str(cfg)], stdout=out, stderr=err,
@@ -196,6 +205,7 @@ def run_kennel(args, keys, workers, keys_per_worker, clients):
 
             latencies, wall = closed_loop(clients, keys, call)
             result = summary(keys, latencies, wall, read_loads(loads))
+            keep(args, f"{len(keys)} {workers}x{keys_per_worker} kennel", loads)
             # The pool's own counts of keyed jobs (kennel_key_*_total).
             result["metrics"] = key_metrics(host, port)
             return result
@@ -229,6 +239,7 @@ class Ray:
             try:
                 latencies, wall = closed_loop(clients, keys, ray_side.caller(handle))
                 result = summary(keys, latencies, wall, read_loads(loads))
+                keep(self.args, f"{len(keys)} {workers}x{keys_per_worker} ray", loads)
             finally:
                 ray_side.undeploy()
             result["ray"] = self.version
@@ -258,6 +269,9 @@ def main():
     p.add_argument("--only", default="", help="a regex over the run names (e.g. 'trace1', 'ray')")
     p.add_argument("--ray-max-ongoing", type=int, default=None,
                    help="requests a Ray replica takes at once (default: Ray's; 1: one at a time, as a kennel worker)")
+    p.add_argument("--pool", action="append", default=[], metavar="TOML",
+                   help="a line added to kennel's pool table, e.g. 'max_key_wait = \"2s\"' (repeatable)")
+    p.add_argument("--keep", metavar="DIR", help="keep each run's loads log in DIR")
     args = p.parse_args()
     # Results only on stdout: Ray's processes write to file descriptor 1,
     # which goes to stderr from here on.
@@ -284,6 +298,8 @@ def main():
                     result = fn(keys, workers, kpw, clients)
                     head = {"round": rnd, "name": name, "trace": trace, "system": system, "workers": workers,
                             "keys_per_worker": kpw, "clients": clients}
+                    if system == "kennel" and args.pool:
+                        head["pool"] = args.pool
                     result = {**head, **result, "load_before": before, "load_after": loadavg()}
                     print(json.dumps(result), file=results, flush=True)
                     print(f"[round {rnd}] {name}: {result['loads_per_1000']} loads/1000 "
