@@ -66,10 +66,10 @@ impl CoprocessSpec {
     /// A worker started for one key ([`SlotInfo::key`], in a pool bound
     /// with [`KeyBinding::Spawn`](kennel::KeyBinding::Spawn)) finds it in
     /// `KENNEL_KEY`, and each `{key}` in the argv and in the values of
-    /// [`env`](Self::env) becomes the key (`--model {key}`). Without a key,
-    /// `{key}` becomes the empty string and `KENNEL_KEY` is not set (not
-    /// even inherited). The key goes to the program as one argument of its
-    /// own, never through a shell.
+    /// [`env`](Self::env) becomes the key (`--model {key}`). A worker
+    /// started without a key gets the argv and env as written, and no
+    /// `KENNEL_KEY` (not even inherited). The key goes to the program as
+    /// one argument of its own, never through a shell.
     pub fn for_slot(&self, info: &SlotInfo) -> Self {
         let mut spec = self.with_key(info.key.as_ref());
         if let Some(budget) = self.threads {
@@ -98,10 +98,12 @@ impl CoprocessSpec {
     }
 
     /// This spec with `{key}` in its argv and env values replaced by `key`
-    /// (the empty string without one), and `KENNEL_KEY` set to it (removed
-    /// without one).
+    /// and `KENNEL_KEY` set to it; without a key, as it is, less
+    /// `KENNEL_KEY`.
     fn with_key(&self, key: Option<&Key>) -> Self {
-        let text = key.map_or("", Key::as_str);
+        let Some(text) = key.map(Key::as_str) else {
+            return self.clone().env_remove(KEY_VARIABLE);
+        };
         let mut spec = self.clone();
         for arg in &mut spec.argv {
             *arg = put_key(arg, text);
@@ -109,10 +111,7 @@ impl CoprocessSpec {
         for (_, value) in &mut spec.env {
             *value = put_key(value, text);
         }
-        match key {
-            Some(key) => spec.env(KEY_VARIABLE, key.as_str()),
-            None => spec.env_remove(KEY_VARIABLE),
-        }
+        spec.env(KEY_VARIABLE, text)
     }
 }
 

@@ -214,9 +214,9 @@ async fn a_worker_started_for_a_key_finds_it_in_kennel_key_argv_and_env() {
 }
 
 #[tokio::test]
-async fn a_worker_started_without_a_key_gets_an_empty_placeholder_and_no_kennel_key() {
+async fn a_worker_started_without_a_key_gets_its_argv_as_written_and_no_kennel_key() {
     let reply = started_with(&argv_worker(), None).await;
-    assert_eq!(reply["argv"], json!(["--model=", "/"]));
+    assert_eq!(reply["argv"], json!(["--model={key}", "{key}/{key}"]));
     assert_eq!(reply["env"]["KENNEL_KEY"], Value::Null);
-    assert_eq!(reply["env"]["MODEL_PATH"], "/models/.bin");
+    assert_eq!(reply["env"]["MODEL_PATH"], "/models/{key}.bin");
 }

@@ -17,11 +17,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use kennel::Pool;
+use kennel::{Key, Pool, RunOptions};
 use kennel_process::{Coprocess, JsonBytes, Progress, StderrTail};
 use tokio::sync::mpsc;
 
 use crate::error::ApiError;
+use crate::job_key::KeyRules;
 use crate::ops::openapi::ErrorBody;
 use crate::segment::Segment;
 use crate::state::AppState;
@@ -41,10 +42,12 @@ pub(crate) fn pool_named(state: &AppState, name: &str) -> Result<Pool<Coprocess>
 }
 
 enum Target {
-    /// A pool, and where to find its successor: a reload that replaced the
-    /// pool closed it, and a job that no worker took yet runs on the new one.
+    /// A pool, the job's key, and where to find the pool's successor: a
+    /// reload that replaced the pool closed it, and a job that no worker
+    /// took yet runs on the new one.
     Pool(
         Pool<Coprocess>,
+        Option<Key>,
         Box<dyn Fn() -> Option<Pool<Coprocess>> + Send>,
     ),
     Group(crate::state::Group),
@@ -82,12 +85,12 @@ async fn run_job(
     let taken = seen.clone();
     let run: Running = Box::pin(async move {
         match target {
-            Target::Pool(pool, successor) => match run_on(pool, job()).await {
+            Target::Pool(pool, key, successor) => match run_on(pool, key.clone(), job()).await {
                 // The pool closed before a worker took the job: a reload
                 // replaced it, and the job runs once, on the new pool.
                 Err(kennel::Error::Closed) if !taken.started.load(Ordering::SeqCst) => {
                     match successor().filter(|next| !next.is_closed()) {
-                        Some(next) => run_on(next, job()).await,
+                        Some(next) => run_on(next, key, job()).await,
                         None => Err(kennel::Error::Closed),
                     }
                 }
@@ -116,15 +119,18 @@ async fn run_job(
     }
 }
 
-/// Runs `job` on `pool`, again on another worker after a crash when the
-/// pool's `retry_on_crash` allows.
+/// Runs `job` on `pool`, on a worker that holds `key` when it has one;
+/// a job without a key runs again on another worker after a crash when
+/// the pool's `retry_on_crash` allows.
 async fn run_on(
     pool: Pool<Coprocess>,
+    key: Option<Key>,
     job: impl AsyncFn(&mut Coprocess) -> Result<JsonBytes, kennel_process::ProcessError> + Send + Sync,
 ) -> Result<Result<JsonBytes, kennel_process::ProcessError>, kennel::Error> {
-    match pool.options().retry_on_crash {
-        0 => pool.run(job).await,
-        _ => pool.run_idempotent(job).await,
+    match (key, pool.options().retry_on_crash) {
+        (Some(key), _) => pool.run_with(RunOptions::new().key(key), job).await,
+        (None, 0) => pool.run(job).await,
+        (None, _) => pool.run_idempotent(job).await,
     }
 }
 
@@ -181,12 +187,12 @@ impl Drop for FinishOnDrop {
     responses(
         (status = 200, description = "the worker's reply as it wrote it; a client that asks for `text/event-stream` or `application/x-ndjson` gets the job's progress, then the reply", body = Value),
         (status = 202, description = "a notification job (`Kennel-Notify: true`, a JSON-RPC pool) was written to a worker; no reply is awaited"),
-        (status = 400, description = "the body is not JSON or is empty (`bad-json`)", body = ErrorBody),
+        (status = 400, description = "the body is not JSON or is empty (`bad-json`), or the job's key (`Kennel-Key` header, or the pool's `key` pointer) breaks a rule (`bad-key`)", body = ErrorBody),
         (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
         (status = 413, description = "the body is over `body_limit` (`too-large`)", body = ErrorBody),
         (status = 500, description = "the worker replied with an error (`worker-error`)", body = ErrorBody),
         (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
-        (status = 502, description = "the worker ended, failed its warm-up or broke the protocol (`crashed`, `warmup-failed`, `protocol`), with its last words", body = ErrorBody),
+        (status = 502, description = "the worker ended, failed its warm-up or broke the protocol (`crashed`, `warmup-failed`, `protocol`), with its last words, or could not load the job's key (`load-failed`)", body = ErrorBody),
         (status = 503, description = "rejected (`rejected`, with `Retry-After`), the workers keep failing to start (`unavailable`), or the pool is closed (`closed`)", body = ErrorBody),
         (status = 504, description = "the job ran past `job_timeout` (`timeout`)", body = ErrorBody),
     )
@@ -211,13 +217,22 @@ pub(crate) async fn pool_job(
         Ok(request) => request,
         Err(e) => return e.into_response(),
     };
+    let rules = (state
+        .pools()
+        .with(&name, |e| e.config.as_ref().map(KeyRules::of)))
+    .flatten()
+    .unwrap_or_default();
+    let key = match rules.of_request(&headers, &request) {
+        Ok(key) => key,
+        Err(e) => return e.into_response(),
+    };
     let watch = state.watch(&name);
     if headers.get(NOTIFY).is_some_and(|v| v == "true") {
-        return notify(pool, request, watch).await;
+        return notify(pool, key, request, watch).await;
     }
     if let Some(queue) = state.queue(&name) {
         return queue
-            .submit(request)
+            .submit(request, key)
             .await
             .unwrap_or_else(IntoResponse::into_response);
     }
@@ -227,7 +242,7 @@ pub(crate) async fn pool_job(
     };
     crate::stream::respond(Answer::of(&headers), move |progress| async move {
         run_job(
-            Target::Pool(pool.clone(), successor),
+            Target::Pool(pool.clone(), key, successor),
             request,
             watch,
             progress,
@@ -243,14 +258,19 @@ const NOTIFY: &str = "kennel-notify";
 
 /// A notification job (`Kennel-Notify: true`, the body `{"method", "params"}`):
 /// written to one of this instance's workers (never queued), answered 202
-/// once written; no reply is awaited.
+/// once written, to a worker that holds the job's key if it has one; no
+/// reply is awaited.
 async fn notify(
     pool: Pool<Coprocess>,
+    key: Option<Key>,
     request: JsonBytes<Bytes>,
     watch: Option<Watch>,
 ) -> Response {
+    let options = key.map_or_else(RunOptions::new, |k| RunOptions::new().key(k));
     match pool
-        .run(async |w: &mut Coprocess| w.notify_bytes(&request).await)
+        .run_with(options, async |w: &mut Coprocess| {
+            w.notify_bytes(&request).await
+        })
         .await
     {
         Ok(Ok(())) => axum::http::StatusCode::ACCEPTED.into_response(),

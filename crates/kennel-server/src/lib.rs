@@ -51,6 +51,7 @@ mod check;
 mod cli;
 mod command;
 mod error;
+mod job_key;
 mod jobs;
 mod payload;
 mod progress;

@@ -69,6 +69,12 @@ pub(crate) fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpe
     for (method, result) in &pool.answers {
         spec = spec.answer(method, result.clone());
     }
+    if let Some(method) = &pool.load_method {
+        spec = spec.load_method(method);
+    }
+    if let Some(method) = &pool.unload_method {
+        spec = spec.unload_method(method);
+    }
     if let Some(budget) = pool.threads.budget() {
         spec = spec.threads(budget);
     }

@@ -229,15 +229,17 @@ async fn run_one(
         Ok(v) => v,
         Err(message) => return Ok(error_line(line, &ApiError::BadJson { message })),
     };
-    Ok(match run_request(pool, Some(watch), request, || {}).await {
-        Ok(reply) => Outcome {
-            line: reply.to_string(),
-            failed: None,
-            stderr: Vec::new(),
-            number: line,
+    Ok(
+        match run_request(pool, Some(watch), request, None, || {}).await {
+            Ok(reply) => Outcome {
+                line: reply.to_string(),
+                failed: None,
+                stderr: Vec::new(),
+                number: line,
+            },
+            Err(e) => error_line(line, &e),
         },
-        Err(e) => error_line(line, &e),
-    })
+    )
 }
 
 fn error_line(line: u64, e: &ApiError) -> Outcome {

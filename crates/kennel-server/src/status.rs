@@ -198,6 +198,23 @@ fn short(ms: Option<f64>) -> String {
     }
 }
 
+/// A worker's keys, short: the first three, each cut to 24 characters,
+/// then how many more; `-` for none.
+fn keys_text(keys: &[String]) -> String {
+    if keys.is_empty() {
+        return "-".to_owned();
+    }
+    let cut = |k: &String| match k.char_indices().nth(24) {
+        Some((at, _)) => format!("{}…", &k[..at]),
+        None => k.clone(),
+    };
+    let mut text = keys.iter().take(3).map(cut).collect::<Vec<_>>().join(",");
+    if keys.len() > 3 {
+        text.push_str(&format!(",+{}", keys.len() - 3));
+    }
+    text
+}
+
 /// The rows of a pool's workers, columns aligned.
 fn table(workers: &[WorkerJson]) -> String {
     let mut rows = vec![
@@ -212,6 +229,7 @@ fn table(workers: &[WorkerJson]) -> String {
             "last job",
             "memory",
             "retire due",
+            "keys",
             "about",
         ]
         .map(str::to_owned),
@@ -239,6 +257,7 @@ fn table(workers: &[WorkerJson]) -> String {
                 |b| bytesize::ByteSize(b).display().iec().to_string(),
             ),
             retire,
+            keys_text(&w.keys),
             w.about
                 .as_ref()
                 .map_or_else(|| "-".to_owned(), ToString::to_string),
@@ -273,6 +292,14 @@ mod tests {
         assert_eq!(short(Some(1234.0)), "1.2s");
         assert_eq!(short(Some(250_000.0)), "4m10s");
         assert_eq!(short(Some(7_500_000.0)), "2h05m");
+    }
+
+    #[test]
+    fn keys_are_shown_short() {
+        assert_eq!(keys_text(&[]), "-");
+        let keys: Vec<String> = ["a", "b", "c", "d", "e"].map(Into::into).to_vec();
+        assert_eq!(keys_text(&keys), "a,b,c,+2");
+        assert_eq!(keys_text(&["k".repeat(30)]), format!("{}…", "k".repeat(24)));
     }
 
     #[test]

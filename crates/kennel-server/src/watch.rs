@@ -146,9 +146,10 @@ pub(crate) async fn pool_error(
     with_last_words(error, words)
 }
 
-/// Runs `request` on a worker of `pool`, through `run_idempotent` when the
-/// pool retries on a crash; `lent` is called each time a worker takes it. An
-/// error about a worker that ended carries its last words ([`pool_error`]).
+/// Runs `request` on a worker of `pool`: on one that holds `key` when
+/// given, else through `run_idempotent` when the pool retries on a crash;
+/// `lent` is called each time a worker takes it. An error about a worker
+/// that ended carries its last words ([`pool_error`]).
 ///
 /// # Errors
 ///
@@ -161,6 +162,7 @@ pub(crate) async fn run_request(
     pool: &Pool<Coprocess>,
     watch: Option<&Watch>,
     request: Value,
+    key: Option<kennel::Key>,
     lent: impl Fn() + Send + Sync + 'static,
 ) -> Result<Value, ApiError> {
     let tail: Arc<Mutex<Option<StderrTail>>> = Arc::default();
@@ -170,10 +172,10 @@ pub(crate) async fn run_request(
         *lock(&seen) = Some(w.stderr_tail());
         w.request(&request).await
     };
-    let result = if pool.options().retry_on_crash > 0 {
-        pool.run_idempotent(job).await
-    } else {
-        pool.run(job).await
+    let result = match key {
+        Some(key) => pool.run_with(kennel::RunOptions::new().key(key), job).await,
+        None if pool.options().retry_on_crash > 0 => pool.run_idempotent(job).await,
+        None => pool.run(job).await,
     };
     match result {
         Ok(Ok(reply)) => Ok(reply),

@@ -66,6 +66,7 @@ fn status_prints_each_pools_counts_and_one_row_per_worker() {
             "last job",
             "memory",
             "retire due",
+            "keys",
             "about"
         ]
     );

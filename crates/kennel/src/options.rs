@@ -292,8 +292,21 @@ options! {
         max_workers_per_key: Option<usize> = None,
             Range::count(1, u64::MAX, "a key held by no worker could never run; none: no limit");
         /// Keys kept warm: each on at least this many workers, loaded ahead
-        /// of jobs and never unloaded for another key. Default none.
+        /// of jobs (as workers come up idle) and never unloaded for another
+        /// key while it has no more. Only with `key_binding = load`; a key
+        /// whose load fails is a `pool:warning`, and is not loaded ahead
+        /// again until this option changes. Default none.
         min_workers_per_key: BTreeMap<Key, usize> = BTreeMap::new();
+        /// A memory budget for the keys the workers hold, in bytes: when the
+        /// workers' memory together (sampled every `memory_check_every`, as
+        /// `max_memory` reads it) passes it, idle workers unload keys, the
+        /// least recently used first (with `spawn`, idle workers are
+        /// retired), until the estimate fits. A key with a job running,
+        /// and a key kept warm, never goes. With the `serde` feature, a
+        /// size such as `"24GiB"`. `None`: no budget.
+        #[cfg_attr(feature = "serde", serde(with = "crate::size_serde"))]
+        key_memory_budget: Option<u64> = None,
+            Range::count(1, u64::MAX, "bytes: 0 would unload every key; none: no budget");
     }
 }
 
@@ -336,6 +349,20 @@ impl Options {
                 ));
             }
             _ => {}
+        }
+        if self.key_binding != KeyBinding::Load && !self.min_workers_per_key.is_empty() {
+            return Err(BuildError::new(
+                "min_workers_per_key",
+                "keys are loaded ahead only by workers that load keys (allowed: none with key_binding = spawn)",
+            ));
+        }
+        if let Some((key, _)) = self.min_workers_per_key.iter().find(|(_, m)| **m == 0) {
+            return Err(BuildError::new(
+                "min_workers_per_key",
+                format!(
+                    "0 workers for key {key:?} (allowed: 1 or more; leave the key out for none)"
+                ),
+            ));
         }
         let jitter = self.max_lifetime_jitter;
         match self.max_lifetime {

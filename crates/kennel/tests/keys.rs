@@ -5,11 +5,12 @@
 //! tests).
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kennel::{
-    BoxError, Error, Event, Fixed, Key, KeyBinding, Parallel, Pool, PoolBuilder, Reconfig,
+    BoxError, Error, Event, Fixed, Key, KeyBinding, Meter, Parallel, Pool, PoolBuilder, Reconfig,
     RetireReason, RunOptions, Worker,
 };
 use tokio::time::Instant;
@@ -26,7 +27,11 @@ struct Holder {
     born_for: Option<Key>,
     held: BTreeSet<String>,
     log: Log,
+    /// 100 MB per key held, as its meter reads it.
+    memory: Arc<AtomicU64>,
 }
+
+const PER_KEY: u64 = 100_000_000;
 
 impl Worker for Holder {
     async fn load(&mut self, key: &str) -> Result<(), BoxError> {
@@ -35,6 +40,8 @@ impl Worker for Holder {
             return Err("no such model: bad".into());
         }
         self.held.insert(key.to_owned());
+        self.memory
+            .store(PER_KEY * self.held.len() as u64, Ordering::SeqCst);
         self.log
             .lock()
             .unwrap()
@@ -44,11 +51,18 @@ impl Worker for Holder {
 
     async fn unload(&mut self, key: &str) -> Result<(), BoxError> {
         self.held.remove(key);
+        self.memory
+            .store(PER_KEY * self.held.len() as u64, Ordering::SeqCst);
         self.log
             .lock()
             .unwrap()
             .push(format!("{} unload {key}", self.id));
         Ok(())
+    }
+
+    fn meter(&self) -> Option<Meter> {
+        let memory = self.memory.clone();
+        Some(Meter::new(move || Some(memory.load(Ordering::SeqCst))))
     }
 }
 
@@ -74,6 +88,7 @@ fn builder(workers: usize, log: &Log, born: &Arc<Mutex<Vec<Option<Key>>>>) -> Po
                 born_for: info.key,
                 held,
                 log,
+                memory: Arc::default(),
             })
         }
     })
@@ -371,6 +386,88 @@ async fn key_options_change_on_a_live_pool() {
     );
     let refused = pool.reconfigure(Reconfig::new().with_options(|o| o.keys_per_worker = 0));
     assert!(matches!(refused, Err(Error::Config(e)) if e.option == "keys_per_worker"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_key_kept_warm_is_loaded_ahead_and_never_unloaded_for_another() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born)
+        .with_options(|o| {
+            o.min_workers_per_key.insert(key("W"), 1);
+        })
+        .build()
+        .unwrap();
+    settle().await;
+    tokio::time::advance(LOAD).await;
+    settle().await;
+    assert_eq!(loads(&log), ["0 load W"], "loaded before any job");
+    let start = Instant::now();
+    assert_eq!(job(&pool, "W", Duration::ZERO).await.unwrap(), 0);
+    assert_eq!(start.elapsed(), Duration::ZERO, "a hit");
+    // Other keys take worker 1 in turn, never worker 0's W, however cold.
+    for k in ["A", "B", "C"] {
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(job(&pool, k, Duration::ZERO).await.unwrap(), 1);
+    }
+    assert_eq!(pool.workers()[0].keys, [key("W")]);
+    let refused = pool.reconfigure(Reconfig::new().with_options(|o| {
+        o.key_binding = KeyBinding::Spawn;
+    }));
+    assert!(matches!(refused, Err(Error::Config(e)) if e.option == "min_workers_per_key"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn over_the_key_memory_budget_idle_workers_unload_their_least_recently_used_keys() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born)
+        .with_options(|o| {
+            o.keys_per_worker = 2;
+            o.memory_check_every = Duration::from_secs(1);
+        })
+        .build()
+        .unwrap();
+    for k in ["A", "B", "C", "D"] {
+        job(&pool, k, Duration::ZERO).await.unwrap();
+        tokio::time::advance(Duration::from_millis(10)).await;
+    }
+    // A busy job of D: its key stays, whatever the budget.
+    let p = pool.clone();
+    let busy = tokio::spawn(async move { job(&p, "D", Duration::from_secs(5)).await });
+    settle().await;
+    // 400 MB held; the budget is 250 MB: two keys go, the oldest first.
+    pool.reconfigure(Reconfig::new().with_options(|o| o.key_memory_budget = Some(250_000_000)))
+        .unwrap();
+    tokio::time::advance(Duration::from_millis(1100)).await;
+    settle().await;
+    let unloaded: Vec<String> = loads(&log)
+        .into_iter()
+        .filter(|l| l.contains("unload"))
+        .collect();
+    assert_eq!(unloaded, ["0 unload A", "0 unload B"]);
+    assert_eq!(busy.await.unwrap().unwrap(), 1);
+    let keys: Vec<Vec<Key>> = pool.workers().into_iter().map(|r| r.keys).collect();
+    assert_eq!(keys, [vec![], vec![key("C"), key("D")]]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_that_gives_up_as_its_worker_is_handed_to_it_leaves_the_workers_keys_as_they_were() {
+    let (log, born) = new_log();
+    let pool = builder(1, &log, &born).build().unwrap();
+    let lease = pool.lend_keyed(key("A")).await.unwrap();
+    let p = pool.clone();
+    let waiting = tokio::spawn(async move { job(&p, "C", Duration::ZERO).await });
+    settle().await;
+    tokio::time::advance(Duration::from_millis(300)).await;
+    settle().await;
+    // C has waited past max_key_wait: the worker, back now, is handed to
+    // it to load C, and the job is gone before it takes it.
+    drop(lease);
+    waiting.abort();
+    settle().await;
+    assert_eq!(pool.workers()[0].keys, [key("A")]);
+    let c = tokio::time::timeout(Duration::from_secs(10), job(&pool, "C", Duration::ZERO)).await;
+    assert_eq!(c.expect("C got a worker").unwrap(), 0);
+    assert_eq!(loads(&log), ["0 load A", "0 unload A", "0 load C"]);
 }
 
 #[tokio::test(start_paused = true)]

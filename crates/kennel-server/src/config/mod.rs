@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 mod error;
 mod human;
+mod keyed;
 mod keys;
 mod learning;
 mod policy;
@@ -36,6 +37,7 @@ mod tests;
 
 pub use self::error::ConfigError;
 pub(crate) use self::human::HumanDuration;
+pub(crate) use self::keyed::KeyPattern;
 pub(crate) use self::policy::{EvictionConfig, SizingConfig};
 pub(crate) use self::pool::{PoolConfig, ReadyKind, SELF_EXE, StartupKind, check_env_name};
 pub(crate) use self::reconfig::{LIVE_POLICIES, ReconfigBody};

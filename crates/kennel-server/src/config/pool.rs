@@ -128,6 +128,13 @@ pub(crate) struct PoolConfig {
     /// requests (`answers = { "roots/list" = { roots = [] } }`).
     #[serde(default)]
     pub answers: BTreeMap<String, serde_json::Value>,
+    /// `load_method`: JSON-RPC, the method called to load a key onto a
+    /// worker (`key_binding = "load"`); without it no load is sent.
+    #[serde(default)]
+    pub load_method: Option<String>,
+    /// `unload_method`: JSON-RPC, the method called to unload a key.
+    #[serde(default)]
+    pub unload_method: Option<String>,
     /// `upload_limit`: the largest binary job body (octet-stream or
     /// multipart), before base64 (default: the server's `body_limit`).
     #[serde(default)]
@@ -145,6 +152,14 @@ pub(crate) struct PoolConfig {
     /// thread budget (default false).
     #[serde(default)]
     pub pin: bool,
+    /// `key`: a JSON pointer into the job's body whose string is the job's
+    /// key (a `Kennel-Key` header wins over it).
+    #[serde(default)]
+    pub key: Option<String>,
+    /// `key_pattern`: a regular expression every job's key must match in
+    /// full; required when `{key}` is in the argv or an env value.
+    #[serde(default)]
+    pub key_pattern: Option<super::keyed::KeyPattern>,
     /// `[pool.queue]`: the pool also takes its jobs from a JetStream work
     /// queue (see [`crate::queue`]).
     #[serde(default)]
@@ -258,6 +273,7 @@ impl PoolConfig {
         {
             return Err((at(key), "is for the JSON-RPC protocols (allowed: with protocol = \"json-rpc\" or \"content-length\")".into()));
         }
+        super::keyed::check(self)?;
         if self.settings.as_ref().is_some_and(|s| !s.is_object()) {
             return Err((at("settings"), "is not a table (allowed: a table of sections, such as { python = { analysis = { ... } } })".into()));
         }

@@ -89,6 +89,9 @@ impl From<kennel::Error> for ApiError {
                 stderr: Vec::new(),
                 retry_after: whole_secs(retry_after),
             },
+            kennel::Error::LoadFailed { key, message, .. } => Self::LoadFailed {
+                message: format!("the worker could not load key {key:?}: {message}"),
+            },
             kennel::Error::Closed => Self::Closed,
             kennel::Error::NoSuchPool { name } => Self::NoSuchPool { name },
             kennel::Error::NoMembers { group } => Self::NoMembers { group },

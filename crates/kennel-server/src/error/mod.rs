@@ -44,6 +44,13 @@ pub enum ApiError {
         /// What was wrong.
         message: String,
     },
+    /// The job's key breaks a rule: kennel's (1 to 256 bytes of printable
+    /// ASCII), the pool's `key_pattern`, or the pointer's value is not a
+    /// string.
+    BadKey {
+        /// The rule broken.
+        message: String,
+    },
     /// A reconfiguration body has an unknown key or a bad value.
     BadConfig {
         /// The key and what is allowed.
@@ -118,6 +125,11 @@ pub enum ApiError {
         /// The worker's last words: the tail of its stderr.
         stderr: Vec<String>,
     },
+    /// The worker could not load the job's key; it keeps its other keys.
+    LoadFailed {
+        /// The key and what the worker said.
+        message: String,
+    },
     /// The worker broke the protocol (bad output); it was killed.
     Protocol {
         /// What was wrong.
@@ -180,6 +192,7 @@ impl ApiError {
             Self::MethodNotAllowed => "method-not-allowed",
             Self::BadJson { .. } => "bad-json",
             Self::BadRequest { .. } => "bad-request",
+            Self::BadKey { .. } => "bad-key",
             Self::BadConfig { .. } => "bad-config",
             Self::Unauthorized => "unauthorized",
             Self::Forbidden { .. } => "forbidden",
@@ -194,6 +207,7 @@ impl ApiError {
             Self::Crashed { .. } => "crashed",
             Self::WarmupFailed { .. } => "warmup-failed",
             Self::Protocol { .. } => "protocol",
+            Self::LoadFailed { .. } => "load-failed",
             Self::Worker { .. } => "worker-error",
             Self::ReplyTooLarge { .. } => "reply-too-large",
             Self::QueueUnavailable { .. } => "queue-unavailable",
@@ -210,9 +224,10 @@ impl ApiError {
                 StatusCode::NOT_FOUND
             }
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::BadJson { .. } | Self::BadRequest { .. } | Self::BadConfig { .. } => {
-                StatusCode::BAD_REQUEST
-            }
+            Self::BadJson { .. }
+            | Self::BadRequest { .. }
+            | Self::BadKey { .. }
+            | Self::BadConfig { .. } => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
@@ -227,6 +242,7 @@ impl ApiError {
             Self::Crashed { .. }
             | Self::WarmupFailed { .. }
             | Self::Protocol { .. }
+            | Self::LoadFailed { .. }
             | Self::ReplyTooLarge { .. } => StatusCode::BAD_GATEWAY,
             Self::Worker {
                 status: Some(status),
@@ -246,6 +262,8 @@ impl ApiError {
             Self::MethodNotAllowed => "this route does not take this method".into(),
             Self::BadJson { message } => format!("the body is not valid JSON: {message}"),
             Self::BadRequest { message }
+            | Self::BadKey { message }
+            | Self::LoadFailed { message }
             | Self::BadConfig { message }
             | Self::Forbidden { message } => message.clone(),
             Self::BodyTimeout { after } => format!(

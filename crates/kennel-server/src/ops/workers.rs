@@ -58,6 +58,10 @@ pub(crate) struct WorkerJson {
     /// model's version), as JSON.
     #[schema(value_type = Object)]
     pub about: Option<serde_json::Value>,
+    /// The keys it holds, loaded or loading (jobs that carry one of them
+    /// come to it); empty in a pool whose jobs carry no key.
+    #[serde(default)]
+    pub keys: Vec<String>,
 }
 
 /// A retirement the pool has scheduled for a worker.
@@ -107,6 +111,7 @@ impl From<&WorkerRow> for WorkerJson {
             about: row.about.as_deref().map(|text| {
                 serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::from(text))
             }),
+            keys: row.keys.iter().map(|k| k.as_str().to_owned()).collect(),
         }
     }
 }

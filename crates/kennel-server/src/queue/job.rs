@@ -10,11 +10,14 @@ use async_nats::jetstream::{self, AckKind};
 use axum::body::Bytes;
 use axum::http::header;
 use axum::response::IntoResponse;
+use kennel::Key;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::outcome::{Disposition, dispose};
-use super::{DELIVERY, HEADROOM, INSTANCE, JOB_ID, META_KEY, MSG_ID, REPLY_TO, STATUS, Source};
+use super::{
+    DELIVERY, HEADROOM, INSTANCE, JOB_ID, KEY, META_KEY, MSG_ID, REPLY_TO, STATUS, Source,
+};
 use crate::ApiError;
 use crate::http::body::parse_json;
 use crate::lock;
@@ -69,8 +72,10 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
         source.metrics.redelivered.increment(1);
     }
     let started = Instant::now();
-    let answer = match request(&source, &message.payload, &delivery) {
-        Ok(job) => with_progress(&source, &message, run(&source, job, unplaced.clone())).await,
+    let answer = match request(&source, &message, &delivery) {
+        Ok((job, key)) => {
+            with_progress(&source, &message, run(&source, job, key, unplaced.clone())).await
+        }
         Err(e) => Err(e),
     };
     unplaced.release();
@@ -147,14 +152,22 @@ fn delivery(source: &Source, message: &jetstream::Message) -> Option<Delivery> {
 }
 
 /// The job: the message's JSON, with `_kennel` added to an object when
-/// `job_meta` is on.
-fn request(source: &Source, payload: &Bytes, delivery: &Delivery) -> Result<Value, ApiError> {
+/// `job_meta` is on; and its key, from the `Kennel-Key` header or the
+/// pool's pointer, checked as the HTTP route checks it.
+fn request(
+    source: &Source,
+    message: &jetstream::Message,
+    delivery: &Delivery,
+) -> Result<(Value, Option<Key>), ApiError> {
+    let payload = &message.payload;
     if payload.len() > source.body_limit {
         return Err(ApiError::TooLarge {
             limit: source.body_limit,
         });
     }
     let mut job = parse_json(payload)?;
+    let header = super::header(message.headers.as_ref(), KEY);
+    let key = lock(&source.keys).key(header.as_deref().map(str::as_bytes), Some(&job))?;
     if source.config.job_meta
         && let Value::Object(map) = &mut job
     {
@@ -163,7 +176,7 @@ fn request(source: &Source, payload: &Bytes, delivery: &Delivery) -> Result<Valu
             json!({ "id": delivery.id, "delivery": delivery.delivered }),
         );
     }
-    Ok(job)
+    Ok((job, key))
 }
 
 /// Runs `job` while sending an in-progress ack every third of `ack_wait`.
@@ -192,11 +205,18 @@ async fn with_progress<T>(
 /// Runs one job on the pool, as `POST /pools/{name}/jobs` does without a
 /// queue: through `run_idempotent` when the pool retries on a crash, and an
 /// error about a worker that ended carries its last words.
-async fn run(source: &Source, job: Value, unplaced: Arc<Unplaced>) -> Result<Value, ApiError> {
+async fn run(
+    source: &Source,
+    job: Value,
+    key: Option<Key>,
+    unplaced: Arc<Unplaced>,
+) -> Result<Value, ApiError> {
     let pool = &source.pool;
-    run_request(pool, source.watch.as_ref(), job, move || unplaced.release())
-        .await
-        .map_err(|e| e.retry_after_projected(pool.projected_wait()))
+    run_request(pool, source.watch.as_ref(), job, key, move || {
+        unplaced.release();
+    })
+    .await
+    .map_err(|e| e.retry_after_projected(pool.projected_wait()))
 }
 
 /// An error's HTTP answer: status, `Retry-After`, body, exactly as the HTTP

@@ -18,6 +18,7 @@ use kennel_process::Coprocess;
 use tokio::sync::Notify;
 use tokio_util::task::TaskTracker;
 
+use crate::job_key::KeyRules;
 use crate::lock;
 use crate::watch::Watch;
 
@@ -45,6 +46,8 @@ pub(crate) const JOB_ID: &str = "Kennel-Job-Id";
 pub(crate) const DELIVERY: &str = "Kennel-Delivery";
 /// The header of an answer that names the instance that ran it.
 pub(crate) const INSTANCE: &str = "Kennel-Instance";
+/// The header of a job's key (checked again by the instance that runs it).
+pub(crate) const KEY: &str = "Kennel-Key";
 /// JetStream's own header for a publisher's message id (deduplicated within
 /// the stream's duplicate window).
 pub(crate) const MSG_ID: &str = "Nats-Msg-Id";
@@ -118,6 +121,8 @@ pub(crate) struct Source {
     tasks: TaskTracker,
     /// A moving average of the seconds a job took, for the projected wait.
     mean_job: Mutex<Option<f64>>,
+    /// How its jobs' keys are read: the pool's `key` and `key_pattern`.
+    keys: Mutex<KeyRules>,
 }
 
 /// The name this instance gives itself in answers (`Kennel-Instance`): the
@@ -155,6 +160,12 @@ impl Source {
         {
             tracing::warn!(target: "kennel_server", pool = %self.name, "the last acks could not be flushed within 2s");
         }
+    }
+
+    /// Reads its jobs' keys by `keys` from now on (a reload changed the
+    /// pool's `key` or `key_pattern` in place).
+    pub(crate) fn set_key_rules(&self, keys: KeyRules) {
+        *lock(&self.keys) = keys;
     }
 
     /// Records a job's time in the moving average (weight 1/8) and sets the
@@ -195,6 +206,7 @@ impl Source {
         pool: Pool<Coprocess>,
         watch: Option<Watch>,
         body_limit: usize,
+        keys: KeyRules,
     ) -> Result<Arc<Self>, (String, String)> {
         let instance: Arc<str> = instance_name().into();
         let (client, js, consumer) = connect::connect(name, config, &instance)
@@ -216,6 +228,7 @@ impl Source {
             draining: AtomicBool::new(false),
             tasks: TaskTracker::new(),
             mean_job: Mutex::default(),
+            keys: Mutex::new(keys),
         });
         let fetching = source.clone();
         source.tasks.spawn(pull::fetch(fetching));

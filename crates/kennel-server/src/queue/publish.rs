@@ -13,7 +13,8 @@ use super::{DELIVERY, INSTANCE, JOB_ID, MSG_ID, REPLY_TO, STATUS, Source};
 use crate::ApiError;
 
 impl Source {
-    /// Publishes `job` to the stream and waits for its answer: the body
+    /// Publishes `job` (with its key, already checked, in a `Kennel-Key`
+    /// header) to the stream and waits for its answer: the body
     /// and status the instance that ran it published, with `Retry-After`
     /// and `Kennel-Job-Id` (the message id, `http-<32 hex digits>`) as
     /// headers.
@@ -32,6 +33,7 @@ impl Source {
     pub(crate) async fn submit(
         &self,
         job: kennel_process::JsonBytes<bytes::Bytes>,
+        key: Option<kennel::Key>,
     ) -> Result<Response, ApiError> {
         let unavailable = |e: &dyn std::fmt::Display| ApiError::QueueUnavailable {
             message: e.to_string(),
@@ -54,6 +56,9 @@ impl Source {
         let mut headers = HeaderMap::new();
         headers.insert(MSG_ID, id.as_str());
         headers.insert(REPLY_TO, inbox.as_str());
+        if let Some(key) = &key {
+            headers.insert(super::KEY, key.as_str());
+        }
         let stored = self
             .js
             .publish_with_headers(self.config.subject.clone(), headers, body)

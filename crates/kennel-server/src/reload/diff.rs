@@ -9,10 +9,13 @@ use serde_json::Value;
 
 use crate::config::{LIVE_POLICIES, PoolConfig};
 
-/// The keys of `[[pool]]` a live reconfiguration applies: the policies of
-/// `PUT /pools/{name}/config` and every option of [`kennel::Options`].
+/// The keys of `[[pool]]` a reload applies in place: the policies of
+/// `PUT /pools/{name}/config`, every option of [`kennel::Options`], and
+/// `key` and `key_pattern`, read from the pool's recorded entry at each
+/// job.
 fn live_keys() -> BTreeSet<String> {
     let mut keys: BTreeSet<String> = LIVE_POLICIES.iter().map(|k| (*k).to_owned()).collect();
+    keys.extend(["key".to_owned(), "key_pattern".to_owned()]);
     if let Ok(Value::Object(options)) = serde_json::to_value(kennel::Options::default()) {
         keys.extend(options.into_iter().map(|(k, _)| k));
     }
@@ -147,6 +150,8 @@ mod tests {
         new.group = Some("g".into());
         new.options.job_timeout = Some(Duration::from_secs(1));
         new.options.max_waiting = Some(7);
+        new.key = Some("/model".into());
+        new.key_pattern = Some(crate::config::KeyPattern::new("[a-z]+").unwrap());
         assert_eq!(replace_keys(&old, &new), Vec::<String>::new());
     }
 
@@ -156,8 +161,9 @@ mod tests {
         let mut new = old.clone();
         new.argv = vec!["b".into()];
         new.pin = true;
+        new.load_method = Some("kennel/load".into());
         new.options.job_timeout = Some(Duration::from_secs(1));
-        assert_eq!(replace_keys(&old, &new), ["argv", "pin"]);
+        assert_eq!(replace_keys(&old, &new), ["argv", "load_method", "pin"]);
     }
 
     #[test]

@@ -199,8 +199,12 @@ impl AppState {
         let _one_at_a_time = self.reconfig_lock();
         match self.reconfigure_pool(&new.name, &body) {
             Ok(actions) => {
-                self.pools()
-                    .with(&new.name, |e| e.config = Some(new.clone()));
+                self.pools().with(&new.name, |e| {
+                    if let Some(queue) = &e.queue {
+                        queue.set_key_rules(crate::job_key::KeyRules::of(new));
+                    }
+                    e.config = Some(new.clone());
+                });
                 PoolChange::Reconfigured {
                     actions: actions.iter().map(ToString::to_string).collect(),
                 }

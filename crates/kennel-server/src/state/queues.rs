@@ -66,7 +66,9 @@ impl AppState {
         let Some(queue) = &config.queue else {
             return Ok(None);
         };
-        let source = Source::start(&config.name, queue, pool, watch, self.body_limit()).await?;
+        let keys = crate::job_key::KeyRules::of(config);
+        let source =
+            Source::start(&config.name, queue, pool, watch, self.body_limit(), keys).await?;
         if config.options.job_timeout.is_none() {
             tracing::warn!(target: "kennel_server", pool = %config.name, "a queued pool without job_timeout: a job that hangs keeps its message by in-progress acks until it ends");
         }

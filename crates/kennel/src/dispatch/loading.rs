@@ -51,6 +51,51 @@ pub(super) async fn load<W: Worker>(lease: Lease<W>, load: Load) -> Result<Lease
     }
 }
 
+/// Loads a key kept warm (`min_workers_per_key`) on the worker the pool
+/// took for it; no job waits for it. A failed load is a warning, and the
+/// pool stops loading that key ahead until it is reconfigured.
+pub(crate) async fn load_warm<W: Worker>(
+    engine: std::sync::Arc<crate::engine::Engine<W>>,
+    mut granted: super::Granted<W>,
+) {
+    let Some(job) = granted.load.take() else {
+        return;
+    };
+    let key = job.key.clone();
+    let lease = Lease::new(engine.clone(), granted, None).not_a_job();
+    if let Err(e) = load(lease, job).await {
+        engine.act(|st, fx| st.warm_key_failed(fx, key, &e));
+    }
+}
+
+/// Unloads `keys` from the worker the pool took to fit its key memory
+/// budget; no job waits for it. A failed unload retires the worker.
+pub(crate) async fn unload<W: Worker>(
+    engine: std::sync::Arc<crate::engine::Engine<W>>,
+    granted: super::Granted<W>,
+    keys: Vec<crate::Key>,
+) {
+    let slot = granted.slot;
+    let mut guard = Loading(Some(Lease::new(engine.clone(), granted, None).not_a_job()));
+    let worker = guard.0.as_mut().expect("armed until disarmed");
+    let mut failed = false;
+    for key in &keys {
+        failed = worker.unload(key.as_str()).await.is_err();
+        if failed {
+            break;
+        }
+    }
+    let lease = guard.disarm();
+    engine.act(|_, fx| {
+        for key in keys {
+            fx.emit(crate::event::Event::Unloaded { slot, key });
+        }
+    });
+    if failed {
+        lease.retire(RetireReason::Failed);
+    }
+}
+
 /// A lease whose worker loads a key: dropped before [`disarm`](Self::disarm),
 /// it retires the worker as aborted, since what it holds is unknown.
 struct Loading<W: Worker>(Option<Lease<W>>);

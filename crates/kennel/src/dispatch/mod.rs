@@ -18,6 +18,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 pub(crate) use lending::lend;
+pub(crate) use loading::{load_warm, unload};
 pub(crate) use queue::{Handing, Queued, Waiter, Waiters, Waiting};
 
 use crate::error::Error;

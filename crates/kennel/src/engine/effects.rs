@@ -34,6 +34,12 @@ pub(crate) struct Effects<W> {
     pub(crate) meters: Vec<(usize, u64, crate::worker::Meter)>,
     /// Workers taken for their probe, each to check on a task of its own.
     pub(crate) probes: Vec<super::probe::ProbeRun<W>>,
+    /// Workers taken to load a key kept warm (`min_workers_per_key`), each
+    /// on a task of its own.
+    pub(crate) key_loads: Vec<crate::dispatch::Granted<W>>,
+    /// Workers taken to unload keys over the key memory budget, and those
+    /// keys, each on a task of its own.
+    pub(crate) key_unloads: Vec<(crate::dispatch::Granted<W>, Vec<crate::Key>)>,
     /// Something that `close` waits for may have ended.
     pub(crate) ended: bool,
 }
@@ -52,6 +58,8 @@ impl<W> Default for Effects<W> {
             holders: Vec::new(),
             meters: Vec::new(),
             probes: Vec::new(),
+            key_loads: Vec::new(),
+            key_unloads: Vec::new(),
             ended: false,
         }
     }

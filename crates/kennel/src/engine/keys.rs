@@ -134,7 +134,7 @@ impl<W: Worker> State<W> {
 
     /// How many running workers hold `key`, loaded or loading, or are
     /// starting for a job of it.
-    fn holders(&self, key: &Key) -> usize {
+    pub(super) fn holders(&self, key: &Key) -> usize {
         let holds = |s: &SlotState<W>| match s {
             SlotState::Ready { live, .. } => live.record.keys.holds(key),
             SlotState::Starting {
@@ -208,6 +208,16 @@ impl<W: Worker> State<W> {
         })
     }
 
+    /// An idle worker to load a key kept warm onto: one with room, else the
+    /// one whose keys to let go were used least recently, warm or not.
+    pub(super) fn warm_place(&self, key: &Key) -> Option<(usize, Vec<Key>)> {
+        let room = |s: &SlotState<W>| matches!(s, SlotState::Ready { live, held: Held::Idle { .. } } if live.record.keys.len() < self.opts.keys_per_worker);
+        match self.slots.states(self.slots.size()).position(room) {
+            Some(i) => Some((i, Vec::new())),
+            None => self.coldest_idle(key).map(|(i, unload, _)| (i, unload)),
+        }
+    }
+
     /// The idle running worker whose keys to let go for `key` were used
     /// least recently: its slot, those keys, and their last use (`None`: it
     /// holds none). Keys that `min_workers_per_key` keeps never go.
@@ -260,7 +270,7 @@ impl<W: Worker> State<W> {
     /// Lends the idle worker of slot `i` to a job of `key`, which it loads
     /// first (after letting go of `unload`). The slot shows the key as
     /// loading from now, so that jobs of the key wait for it.
-    fn lend_to_load(
+    pub(super) fn lend_to_load(
         &mut self,
         fx: &mut Effects<W>,
         i: usize,
@@ -280,6 +290,18 @@ impl<W: Worker> State<W> {
         self.arm_slow(fx, i);
         self.keep_spares(fx);
         g
+    }
+
+    /// A worker handed to a keyed job that gave up before it loaded the
+    /// key: its record shows the keys it still holds.
+    pub(crate) fn undo_load(&mut self, i: usize, load: &Load) {
+        let now = self.now;
+        self.with_record(i, |r| {
+            r.keys.remove(&load.key);
+            for k in &load.unload {
+                r.keys.add(k, now, false);
+            }
+        });
     }
 
     /// A worker a keyed job got has loaded its key (`took` the time), or

@@ -213,6 +213,9 @@ impl<W: Worker> State<W> {
     /// A worker handed to a job that gave up before it took it comes back
     /// unused: to the next waiting job, or idle.
     pub(crate) fn take_back(&mut self, fx: &mut Effects<W>, g: Granted<W>) {
+        if let Some(load) = &g.load {
+            self.undo_load(g.slot, load);
+        }
         let back = Returned {
             slot: g.slot,
             worker: g.worker,
@@ -236,8 +239,15 @@ impl<W: Worker> State<W> {
                 self.retry_refused_start(fx);
                 self.hurry_closing(fx);
             }
-            return;
+        } else {
+            self.pump_fifo(fx);
         }
+        self.keep_keys_warm(fx);
+    }
+
+    /// The pump of a queue without keyed jobs: the lending order for the
+    /// oldest job, then the next.
+    fn pump_fifo(&mut self, fx: &mut Effects<W>) {
         while !self.waiters.is_empty() && !self.closed {
             if self.jobs_covered_by_probes() {
                 // The freed workers go to them when their probes pass.

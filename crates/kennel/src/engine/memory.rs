@@ -10,7 +10,8 @@ use crate::worker::Worker;
 impl<W: Worker> State<W> {
     /// Arms the next memory sample (or none, without `max_memory`).
     pub(crate) fn arm_memory(&mut self, fx: &mut Effects<W>) {
-        self.memory_tick = (self.opts.max_memory.is_some() && !self.closed)
+        let read = self.opts.max_memory.is_some() || self.opts.key_memory_budget.is_some();
+        self.memory_tick = (read && !self.closed)
             .then(|| fx.wake_at(self.now + self.opts.memory_check_every, Wake::Memory));
     }
 
@@ -50,6 +51,7 @@ impl<W: Worker> State<W> {
                 self.retire_idle(fx, i, reason);
             }
         }
+        self.fit_key_budget(fx);
     }
 
     /// Records a sample of the worker of slot `i`; whether its memory is

@@ -29,6 +29,7 @@ mod side;
 mod state;
 mod surge;
 mod tasks;
+mod warm_keys;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -100,6 +101,7 @@ impl<W: Worker> Engine<W> {
             st.keep_spares(fx);
             st.arm_memory(fx);
             st.arm_probe(fx);
+            st.keep_keys_warm(fx);
         });
         engine
     }
@@ -155,6 +157,8 @@ impl<W: Worker> Engine<W> {
             holders,
             meters,
             probes,
+            key_loads,
+            key_unloads,
             ended,
         } = fx;
         if let Some(held) = job_done {
@@ -205,6 +209,16 @@ impl<W: Worker> Engine<W> {
         if let Some(me) = self.me.upgrade().filter(|_| !probes.is_empty()) {
             for run in probes {
                 self.rt.spawn(tasks::probe(me.clone(), run));
+            }
+        }
+        if let Some(me) = self.me.upgrade() {
+            for granted in key_loads {
+                self.rt
+                    .spawn(crate::dispatch::load_warm(me.clone(), granted));
+            }
+            for (granted, keys) in key_unloads {
+                self.rt
+                    .spawn(crate::dispatch::unload(me.clone(), granted, keys));
             }
         }
         if ended {

@@ -51,12 +51,16 @@ impl<W: Worker> State<W> {
             actions.extend(replaced.into_iter().map(|slot| Action::Replaced { slot }));
         }
         if old.max_memory != self.opts.max_memory
+            || old.key_memory_budget != self.opts.key_memory_budget
             || old.memory_check_every != self.opts.memory_check_every
         {
             self.arm_memory(fx);
         }
         if old.probe_every != self.opts.probe_every {
             self.arm_probe(fx);
+        }
+        if old.min_workers_per_key != self.opts.min_workers_per_key {
+            self.warm_failed.clear();
         }
         if old.max_waiting != self.opts.max_waiting {
             let bound = self.opts.waiting_bound(self.slots.capacity());

@@ -47,6 +47,9 @@ pub(crate) struct State<W> {
     /// Whether a keyed job came: jobs are timed from then (the hot-key
     /// rule reads their mean).
     pub(crate) keyed: bool,
+    /// Keys kept warm whose load failed: not tried again until the pool is
+    /// reconfigured.
+    pub(crate) warm_failed: std::collections::BTreeSet<crate::Key>,
     pub(crate) sizing_wake: Option<Timer>,
     /// The next look at a start the sizing refused while jobs wait.
     pub(crate) start_retry: Option<Timer>,
@@ -106,6 +109,7 @@ impl<W> State<W> {
             ewma: None,
             load_ewma: None,
             keyed: false,
+            warm_failed: std::collections::BTreeSet::new(),
             sizing_wake: None,
             start_retry: None,
             rng: p.rng,

@@ -4,6 +4,7 @@
 mod hints;
 mod hostile_text;
 mod key_rules;
+mod keyed;
 mod reading;
 mod reconfig;
 mod refusals;

@@ -1,0 +1,108 @@
+//! Keys kept warm (each key of `min_workers_per_key` is loaded ahead of
+//! jobs onto that many workers, and never unloaded for another key while
+//! it has no more), and the key memory budget (`key_memory_budget`).
+
+use std::collections::BTreeMap;
+
+use super::effects::Effects;
+use super::state::State;
+use crate::error::Error;
+use crate::event::Event;
+use crate::key::{Key, KeyBinding};
+use crate::slot::{Held, SlotState};
+use crate::worker::Worker;
+
+impl<W: Worker> State<W> {
+    /// Loads each key kept warm onto idle workers (one with room for a key,
+    /// else the one whose other keys were used least recently) until it
+    /// has its `min_workers_per_key` workers. A key whose load failed is
+    /// not tried again until the pool is reconfigured.
+    pub(crate) fn keep_keys_warm(&mut self, fx: &mut Effects<W>) {
+        if self.closed || self.opts.key_binding != KeyBinding::Load {
+            return;
+        }
+        let wanted: Vec<(Key, usize)> = self
+            .opts
+            .min_workers_per_key
+            .iter()
+            .filter(|(k, _)| !self.warm_failed.contains(*k))
+            .map(|(k, m)| (k.clone(), *m))
+            .collect();
+        for (key, min) in wanted {
+            while self.holders(&key) < min {
+                let Some((i, unload)) = self.warm_place(&key) else {
+                    break;
+                };
+                let granted = self.lend_to_load(fx, i, key.clone(), unload);
+                fx.key_loads.push(granted);
+            }
+        }
+    }
+
+    /// A key kept warm could not be loaded: say so, and stop trying it.
+    pub(crate) fn warm_key_failed(&mut self, fx: &mut Effects<W>, key: Key, err: &Error) {
+        fx.emit(Event::Warning {
+            message: format!("key {key:?} of min_workers_per_key was not loaded ahead: {err}"),
+        });
+        self.warm_failed.insert(key);
+    }
+}
+
+impl<W: Worker> State<W> {
+    /// Over `key_memory_budget`: idle workers let go of keys, the least
+    /// recently used first, until the workers' memory, less an even share
+    /// of each worker's memory per key let go, fits. With `spawn`, the idle
+    /// worker itself goes. A key kept warm stays.
+    pub(crate) fn fit_key_budget(&mut self, fx: &mut Effects<W>) {
+        let Some(budget) = self.opts.key_memory_budget else {
+            return;
+        };
+        let mut held: u64 = (0..self.slots.len())
+            .filter_map(|i| match self.slots.state(i) {
+                SlotState::Ready { live, .. } => live.record.memory,
+                _ => None,
+            })
+            .sum();
+        // The idle workers' keys, the least recently used first, each with
+        // its share of its worker's memory.
+        let mut keys = Vec::new();
+        for i in 0..self.slots.size() {
+            let SlotState::Ready {
+                live,
+                held: Held::Idle { .. },
+            } = self.slots.state(i)
+            else {
+                continue;
+            };
+            let n = live.record.keys.len();
+            let kept = |k: &Key| self.opts.min_workers_per_key.contains_key(k);
+            let share = live.record.memory.unwrap_or(0) / n.max(1) as u64;
+            for k in live.record.keys.coldest(n, kept).unwrap_or_default() {
+                keys.push((k.used, i, k.key.clone(), share));
+            }
+        }
+        keys.sort();
+        let mut going: BTreeMap<usize, Vec<Key>> = BTreeMap::new();
+        for (_, i, key, share) in keys {
+            if held <= budget {
+                break;
+            }
+            held = held.saturating_sub(share);
+            going.entry(i).or_default().push(key);
+        }
+        for (i, keys) in going {
+            if self.opts.key_binding == KeyBinding::Spawn {
+                self.retire_idle(fx, i, crate::event::RetireReason::MaxMemory);
+                continue;
+            }
+            self.with_record(i, |r| {
+                for k in &keys {
+                    r.keys.remove(k);
+                }
+            });
+            if let Some(granted) = self.take_slot(i) {
+                fx.key_unloads.push((granted, keys));
+            }
+        }
+    }
+}
