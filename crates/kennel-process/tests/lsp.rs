@@ -6,8 +6,10 @@
 //! time), in the `content-length` framing with the LSP handshake. A
 //! notification job opens an unsaved buffer, a hover on it names its
 //! symbol, `workspace/configuration` is answered from the spec's settings,
-//! and at close pyright gets `shutdown` then `exit` and exits 0. Without
-//! pyright the test fails, naming it, unless `KENNEL_ALLOW_SKIP=1`.
+//! and at close pyright gets `shutdown` then `exit` and exits 0; two
+//! pyrights keyed by workspace answer each hover from the one that opened
+//! its document. Without pyright the test fails, naming it, unless
+//! `KENNEL_ALLOW_SKIP=1`.
 
 mod common;
 
@@ -18,7 +20,7 @@ mod outside;
 use std::path::{Path, PathBuf};
 
 use common::within;
-use kennel::{ExitStatus, Fixed};
+use kennel::{ExitStatus, Fixed, Key, RunOptions};
 use kennel_process::{Coprocess, CoprocessSpec, Framing, Handshake, JsonBytes, ProcessError};
 use serde_json::{Value, json};
 
@@ -331,4 +333,65 @@ async fn pyright_hovers_on_an_unsaved_buffer_reads_the_settings_and_exits_0() {
         "without settings the module is not found: {imported:?}"
     );
     assert_eq!(status, ExitStatus::Code(0));
+}
+
+#[tokio::test]
+async fn a_hover_goes_to_the_language_server_that_opened_its_document() {
+    let Some(program) = pyright() else { return };
+    let root = std::env::temp_dir().join(format!("kennel-keyed-lsp-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let root_uri = format!("file://{}", root.display());
+    let handshake = Handshake::lsp().param("rootUri", json!(root_uri));
+    // Two language servers; each workspace (key) lives on one of them: no
+    // load method (the key only routes), room for two keys each, and one
+    // worker per key, since a document is opened on one server only.
+    let pool = CoprocessSpec::new([program.as_os_str(), "--stdio".as_ref()])
+        .framing(Framing::ContentLength)
+        .handshake(handshake)
+        .pool()
+        .name("pyright")
+        .sizing(Fixed(2))
+        .with_options(|o| {
+            o.keys_per_worker = 2;
+            o.max_workers_per_key = Some(1);
+        })
+        .build()
+        .unwrap();
+    let workspaces = ["w0", "w1", "w2", "w3"];
+    let mut right = 0;
+    for n in 0..100 {
+        let ws = workspaces[(n * 7 + n / 4) % 4];
+        let key = RunOptions::new().key(Key::new(ws).unwrap());
+        let file = format!("{root_uri}/{ws}/unsaved.py");
+        if n < 4 {
+            // Open the workspace's document under its key (a notification).
+            let open = json!({"method": "textDocument/didOpen", "params": {"textDocument": {
+                "uri": file, "languageId": "python", "version": 1,
+                "text": format!("def symbol_of_{ws}(x: int) -> str: ...\n"),
+            }}});
+            let open = JsonBytes::new(open.to_string().into_bytes()).unwrap();
+            pool.run_with(key.clone(), async |w: &mut Coprocess| {
+                w.notify_bytes(&open).await
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        }
+        let hover = json!({"method": "textDocument/hover", "params": {
+            "textDocument": {"uri": file}, "position": {"line": 0, "character": 6},
+        }});
+        let reply = within(
+            "hover",
+            pool.run_with(key, async |w: &mut Coprocess| w.request(&hover).await),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        if hover_text(&reply).contains(&format!("symbol_of_{ws}")) {
+            right += 1;
+        }
+    }
+    assert_eq!(right, 100, "hovers answered right");
+    within("close", pool.close()).await;
+    let _ = std::fs::remove_dir_all(&root);
 }

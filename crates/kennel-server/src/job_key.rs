@@ -91,7 +91,7 @@ impl KeyRules {
                 Some(other) => Err(ApiError::BadKey {
                     message: format!(
                         "the job's key at {pointer} is {} (allowed: a string)",
-                        kind_of(other)
+                        crate::config::kind_of(other)
                     ),
                 }),
             },
@@ -127,17 +127,6 @@ fn quoted(key: &str) -> String {
     match key.get(..QUOTED) {
         Some(head) if head.len() < key.len() => format!("{head:?}…"),
         _ => format!("{key:?}"),
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -40,7 +40,7 @@ pub(crate) use self::human::HumanDuration;
 pub(crate) use self::keyed::KeyPattern;
 pub(crate) use self::policy::{EvictionConfig, SizingConfig};
 pub(crate) use self::pool::{PoolConfig, ReadyKind, SELF_EXE, StartupKind, check_env_name};
-pub(crate) use self::reconfig::{LIVE_POLICIES, ReconfigBody};
+pub(crate) use self::reconfig::{LIVE_POLICIES, ReconfigBody, kind_of};
 pub(crate) use self::runtime::RuntimeThreads;
 pub(crate) use self::server::{DEFAULT_BODY_LIMIT, LogFormat, ServerConfig, parse_listen};
 pub(crate) use self::threads::ThreadsConfig;

@@ -163,7 +163,7 @@ fn merge(target: &mut Value, patch: Value) {
 }
 
 /// What a JSON value is, for a refusal.
-fn kind_of(v: &Value) -> &'static str {
+pub(crate) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
