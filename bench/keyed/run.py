@@ -271,7 +271,7 @@ def main():
                    help="requests a Ray replica takes at once (default: Ray's; 1: one at a time, as a kennel worker)")
     p.add_argument("--pool", action="append", default=[], metavar="TOML",
                    help="a line added to kennel's pool table, e.g. 'max_key_wait = \"2s\"' (repeatable)")
-    p.add_argument("--keep", metavar="DIR", help="keep each run's loads log in DIR")
+    p.add_argument("--keep", metavar="DIR", help="keep each run's loads log in DIR (with --rounds, the last round's)")
     args = p.parse_args()
     # Results only on stdout: Ray's processes write to file descriptor 1,
     # which goes to stderr from here on.
