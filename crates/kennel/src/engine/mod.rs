@@ -29,6 +29,7 @@ mod side;
 mod state;
 mod surge;
 mod tasks;
+mod victims;
 mod warm_keys;
 
 use std::future::Future;

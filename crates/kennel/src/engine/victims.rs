@@ -1,0 +1,95 @@
+//! Which keys go for another key: the worker whose keys to let go are
+//! used least lately (their decayed count of jobs, then their last use),
+//! and a place for a key kept warm (ADR 0062).
+
+use std::time::Duration;
+
+use super::state::State;
+use crate::key::{Key, KeyBinding};
+use crate::slot::{Held, SlotState};
+use crate::worker::Worker;
+
+/// A worker whose keys may go for another key.
+#[derive(Debug)]
+pub(super) struct Victim {
+    pub(super) slot: usize,
+    /// Whether it is idle (else a job holds it).
+    pub(super) idle: bool,
+    /// The keys to let go: their decayed count of jobs, their last use.
+    pub(super) demand: f64,
+    pub(super) last: Option<tokio::time::Instant>,
+    pub(super) unload: Vec<Key>,
+}
+
+impl<W: Worker> State<W> {
+    /// An idle worker to load a key kept warm onto: one with room, else the
+    /// one whose keys to let go were used least recently, warm or not.
+    pub(super) fn warm_place(&self, key: &Key) -> Option<(usize, Vec<Key>)> {
+        let room = |s: &SlotState<W>| matches!(s, SlotState::Ready { live, held: Held::Idle { .. } } if live.record.keys.len() < self.opts.keys_per_worker);
+        match self.slots.states(self.slots.size()).position(room) {
+            Some(i) => Some((i, Vec::new())),
+            None => self.victim(key, false).map(|v| (v.slot, v.unload)),
+        }
+    }
+
+    /// How fast a key's count of jobs fades: ten times `max_key_wait`.
+    pub(super) fn half_life(&self) -> Duration {
+        self.opts.max_key_wait.saturating_mul(10)
+    }
+
+    /// The running worker whose keys to let go for `key` are used least
+    /// lately (their decayed count of jobs; on a tie, the least recently
+    /// used), among the idle ones, and the busy ones too with `busy`. Keys
+    /// loading, and keys that `min_workers_per_key` keeps, never go.
+    pub(super) fn victim(&self, key: &Key, busy: bool) -> Option<Victim> {
+        let cap = match self.opts.key_binding {
+            KeyBinding::Load => self.opts.keys_per_worker,
+            _ => 0,
+        };
+        let kept = |k: &Key| {
+            k == key
+                || self
+                    .opts
+                    .min_workers_per_key
+                    .get(k)
+                    .is_some_and(|&m| self.holders(k) <= m)
+        };
+        let (now, half_life) = (self.now, self.half_life());
+        let mut best: Option<Victim> = None;
+        for i in 0..self.slots.size() {
+            let (live, idle) = match self.slots.state(i) {
+                SlotState::Ready {
+                    live,
+                    held: Held::Idle { .. },
+                } => (live, true),
+                SlotState::Ready { live, .. } if busy && live.record.probe.is_none() => {
+                    (live, false)
+                }
+                _ => continue,
+            };
+            let keys = &live.record.keys;
+            let n = (keys.len() + 1).saturating_sub(cap).min(keys.len());
+            let Some(go) = keys.coldest(n, kept, now, half_life) else {
+                continue;
+            };
+            let v = Victim {
+                slot: i,
+                idle,
+                demand: go.iter().map(|k| k.demand_at(now, half_life)).sum(),
+                last: go.iter().map(|k| k.used).max(),
+                unload: go.iter().map(|k| k.key.clone()).collect(),
+            };
+            let better = |b: &Victim| {
+                v.demand
+                    .total_cmp(&b.demand)
+                    .then(v.last.cmp(&b.last))
+                    .then(b.idle.cmp(&v.idle))
+                    .is_lt()
+            };
+            if best.as_ref().is_none_or(better) {
+                best = Some(v);
+            }
+        }
+        best
+    }
+}
