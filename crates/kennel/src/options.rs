@@ -281,8 +281,10 @@ options! {
             Range::count(1, MAX_KEYS_PER_WORKER as u64, "the pool keeps each worker's keys and scans them for each job");
         /// The starvation bound of keyed jobs: a job whose key no worker
         /// holds gets a worker (unloading another key if it must) once it
-        /// has waited this long; before, it takes only a free slot, a worker
-        /// with room for a key, or one whose keys have gone unused this long.
+        /// has waited this long (the one whose keys are used least, which
+        /// may first finish its job in hand, or an idle one from twice
+        /// this); before, it takes only a free slot, a worker with room for
+        /// a key, or one whose keys have gone unused this long.
         /// A key whose queue would take its workers longer than this to clear
         /// gets another worker. Default 250 ms.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]

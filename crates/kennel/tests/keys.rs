@@ -87,6 +87,28 @@ async fn no_job_waits_beyond_max_key_wait_and_one_load() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_overdue_job_waits_for_a_busy_worker_at_most_twice_max_key_wait() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born).build().unwrap();
+    // Worker 0 holds A, used often and just now; worker 1 holds B, used
+    // once, and runs a job of a minute.
+    job(&pool, "A", Duration::ZERO).await.unwrap();
+    job(&pool, "B", Duration::ZERO).await.unwrap();
+    for _ in 0..5 {
+        job(&pool, "A", Duration::from_millis(10)).await.unwrap();
+    }
+    let p = pool.clone();
+    let long = tokio::spawn(async move { job(&p, "B", Duration::from_secs(60)).await });
+    settle().await;
+    // C: B is used least, but its worker is busy; after 2 × 250 ms the job
+    // takes the idle worker 0 (A goes) rather than wait out the minute.
+    let start = Instant::now();
+    assert_eq!(job(&pool, "C", Duration::ZERO).await.unwrap(), 0);
+    assert_eq!(start.elapsed(), Duration::from_millis(500) + LOAD);
+    assert_eq!(long.await.unwrap().unwrap(), 1);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_key_that_no_worker_holds_takes_a_cold_worker_at_once() {
     let (log, born) = new_log();
     let pool = builder(2, &log, &born).build().unwrap();

@@ -17,9 +17,9 @@ use crate::timer::Timer;
 pub(crate) struct Waiter<W> {
     /// The starting slot this job waits for (lending rules 2 and 3).
     pub(crate) bound: Option<usize>,
-    /// A keyed job's key, when it came, and the timer of its `max_key_wait`
-    /// (held, and cancelled by its drop).
-    keyed: Option<(Key, Instant, Timer)>,
+    /// A keyed job's key, when it came, and the timers of its
+    /// `max_key_wait` and twice that (held, and cancelled by their drop).
+    keyed: Option<(Key, Instant, [Timer; 2])>,
     /// The job's end of the hand-over: sending wakes it.
     to: oneshot::Sender<Grant<W>>,
 }
@@ -95,7 +95,7 @@ impl<W> Waiters<W> {
     pub(crate) fn push_keyed(
         &mut self,
         bound: Option<usize>,
-        keyed: Option<(Key, Instant, Timer)>,
+        keyed: Option<(Key, Instant, [Timer; 2])>,
     ) -> Waiting<W> {
         let id = self.next_id;
         self.next_id += 1;

@@ -15,8 +15,9 @@
 //!    used), if they went unused for `max_key_wait` (cold);
 //! 4. the queue. Once it has waited `max_key_wait` with no worker holding
 //!    its key, it takes the worker whose keys are used least lately, warm
-//!    or not, waiting for its job in hand if it is busy: no job waits
-//!    longer than that, the job in hand and one load.
+//!    or not, waiting for its job in hand if it is busy, and from twice
+//!    `max_key_wait` the best idle one: no job waits longer than that and
+//!    one load.
 //!
 //! A key named in `min_workers_per_key` is never let go while it has no
 //! more workers than that. A job without a key takes any idle worker.
@@ -66,7 +67,7 @@ impl<W: Worker> State<W> {
             return Ok(Acquired::Now(self.lend_hit(fx, i, &key)));
         }
         let place = if self.wants_place(&key, 1) {
-            self.place_for(&key, false)
+            self.place_for(&key, Duration::ZERO)
         } else {
             None
         };
@@ -108,14 +109,16 @@ impl<W: Worker> State<W> {
     }
 
     /// A keyed job's entry in the queue: its key, when it came, and the
-    /// timer that looks at it again once it has waited `max_key_wait`.
+    /// timers that look at it again once it has waited `max_key_wait`, and
+    /// twice that.
     pub(crate) fn key_timer(
         &self,
         fx: &mut Effects<W>,
         key: Key,
-    ) -> (Key, tokio::time::Instant, crate::timer::Timer) {
-        let timer = fx.wake_at(self.now + self.opts.max_key_wait, Wake::KeyWait);
-        (key, self.now, timer)
+    ) -> (Key, tokio::time::Instant, [crate::timer::Timer; 2]) {
+        let wait = self.opts.max_key_wait;
+        let timers = [1, 2].map(|n| fx.wake_at(self.now + wait * n, Wake::KeyWait));
+        (key, self.now, timers)
     }
 
     /// The key a new worker starts for: the job's, in a `spawn` pool.
@@ -171,9 +174,10 @@ impl<W: Worker> State<W> {
         clears_in > self.load_ewma.map_or(limit, |l| l.min(limit))
     }
 
-    /// A place for `key`; `overdue`: its job has waited `max_key_wait`, so
-    /// a warm worker's keys may go.
-    fn place_for(&mut self, key: &Key, overdue: bool) -> Option<Place> {
+    /// A place for `key`, whose job has `waited` so long: from
+    /// `max_key_wait` on, a warm worker's keys may go.
+    fn place_for(&mut self, key: &Key, waited: Duration) -> Option<Place> {
+        let overdue = waited >= self.opts.max_key_wait;
         let size = self.slots.size();
         let load = self.opts.key_binding == KeyBinding::Load;
         let room = |s: &SlotState<W>| matches!(s, SlotState::Ready { live, held: Held::Idle { .. } } if live.record.keys.len() < self.opts.keys_per_worker);
@@ -199,10 +203,12 @@ impl<W: Worker> State<W> {
             return Some(Place::Start(i));
         }
         // An overdue job waits for the worker whose keys are used least,
-        // busy or not (it frees after the job in hand); before, it takes
+        // busy or not (it frees after the job in hand), up to twice
+        // `max_key_wait`, then takes the best idle one; before, it takes
         // only an idle worker whose keys have gone unused for
         // `max_key_wait` (cold).
-        let v = self.victim(key, overdue)?;
+        let busy = overdue && waited < self.opts.max_key_wait * 2;
+        let v = self.victim(key, busy)?;
         let cold = v
             .last
             .is_none_or(|at| at + self.opts.max_key_wait <= self.now);
@@ -327,8 +333,7 @@ impl<W: Worker> State<W> {
             if bound.is_some() || !self.wants_place(&key, 0) {
                 continue;
             }
-            let overdue = since + self.opts.max_key_wait <= self.now;
-            match self.place_for(&key, overdue) {
+            match self.place_for(&key, self.now.saturating_duration_since(since)) {
                 Some(Place::Load(i, unload)) => {
                     let g = self.lend_to_load(fx, i, key, unload);
                     self.grant_to(id, g);
