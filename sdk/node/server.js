@@ -10,7 +10,7 @@ export const RPC_CANCELLED = -32800;
 export const RPC_PARSE_ERROR = -32700;
 export const RPC_INVALID_REQUEST = -32600;
 /** The protocolVersion answered to an `initialize` that names none. */
-export const MCP_PROTOCOL_VERSION = '2025-06-18';
+export const MCP_PROTOCOL_VERSION = '2025-11-25';
 
 const idKey = (id) => JSON.stringify(id ?? null);
 

@@ -66,7 +66,7 @@ impl FromStr for Framing {
 
 /// The MCP protocol version a [`Handshake::mcp`] asks for unless told
 /// otherwise.
-pub const MCP_PROTOCOL_VERSION: &str = "2025-06-18";
+pub const MCP_PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// An `initialize` request sent as the worker's warm-up, in the JSON-RPC
 /// framings: kennel sends it, waits for its result, then sends the
@@ -87,7 +87,7 @@ pub struct Handshake {
 }
 
 impl Handshake {
-    /// MCP's: `initialize` with `protocolVersion` 2025-06-18, empty
+    /// MCP's: `initialize` with `protocolVersion` 2025-11-25, empty
     /// `capabilities` and `clientInfo` `{"name":"kennel","version":…}`,
     /// then `notifications/initialized`.
     pub fn mcp() -> Self {

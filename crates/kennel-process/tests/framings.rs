@@ -79,7 +79,7 @@ async fn the_mcp_handshake_is_the_warm_up_and_its_failure_fails_it() {
         within("handshake", w.ready()).await.unwrap();
         let result: Value = serde_json::from_str(w.handshake_result().unwrap().get()).unwrap();
         assert_eq!(result["serverInfo"]["name"], "test-worker", "{framing}");
-        assert_eq!(result["protocolVersion"], "2025-06-18");
+        assert_eq!(result["protocolVersion"], "2025-11-25");
         assert_eq!(result["model"], "tiny", "what load() returned came with it");
         let pid = pid_of(
             &within("pid", w.request(&job(framing, "pid", json!({}))))

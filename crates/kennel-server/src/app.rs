@@ -28,6 +28,12 @@ pub fn app(state: AppState) -> Router {
             get(crate::ops::config_get::pool_config_get).put(crate::ops::pools::pool_config),
         )
         .route("/groups/{group}/jobs", post(crate::jobs::group_job))
+        .route(
+            "/mcp/{name}",
+            post(crate::mcp::post)
+                .get(crate::mcp::open_stream)
+                .delete(crate::mcp::end),
+        )
         .route("/readyz", get(crate::ops::probes::readyz))
         .route("/healthz", get(crate::ops::probes::healthz))
         .route("/livez", get(crate::ops::probes::livez))

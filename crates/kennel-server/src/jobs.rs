@@ -6,7 +6,8 @@
 //! A client that hangs up while its job waits for a worker leaves the
 //! queue; one that hangs up while its job runs lets the job finish, so that
 //! a costly worker is not killed for it (the pool's `job_timeout` still
-//! bounds it).
+//! bounds it), unless the pool says `cancel_on_disconnect`: then the job
+//! is cancelled on its worker (kept if it confirms within `cancel_grace`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -61,6 +62,7 @@ async fn run_job(
     request: JsonBytes<Bytes>,
     watch: Option<Watch>,
     progress: Option<mpsc::Sender<Progress>>,
+    cancel_on_disconnect: bool,
 ) -> Result<JsonBytes, ApiError> {
     let seen = Arc::new(Seen::default());
     let mark = seen.clone();
@@ -102,6 +104,7 @@ async fn run_job(
     let mut finish = FinishOnDrop {
         run: Some(run),
         seen: seen.clone(),
+        cancel: cancel_on_disconnect,
     };
     let result = finish.run.as_mut().expect("set above").await;
     finish.run = None;
@@ -153,10 +156,12 @@ struct Seen {
 /// Holds a job's run while the handler awaits it; dropped before the end
 /// (the client hung up), it lets a job that a worker took finish on a task
 /// of its own, so that a costly worker is not killed for it, and drops
-/// one that still waits.
+/// one that still waits; with `cancel`, it drops a running job too (the
+/// pool cancels it on its worker).
 struct FinishOnDrop {
     run: Option<Running>,
     seen: Arc<Seen>,
+    cancel: bool,
 }
 
 impl Drop for FinishOnDrop {
@@ -164,6 +169,7 @@ impl Drop for FinishOnDrop {
         // Outside a runtime (it is shutting down) the job goes with it, as
         // every task does.
         if let Some(run) = self.run.take()
+            && !self.cancel
             && self.seen.started.load(Ordering::SeqCst)
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
@@ -220,9 +226,13 @@ pub(crate) async fn pool_job(
         Ok(request) => request,
         Err(e) => return e.into_response(),
     };
-    let rules = (state
+    let (rules, cancel_on_disconnect) = (state
         .pools()
-        .with(&name, |e| e.config.as_ref().map(KeyRules::of)))
+        .with(&name, |e| {
+            e.config
+                .as_ref()
+                .map(|c| (KeyRules::of(c), c.cancel_on_disconnect))
+        }))
     .flatten()
     .unwrap_or_default();
     let key = match rules.of_request(&headers, &request) {
@@ -249,6 +259,7 @@ pub(crate) async fn pool_job(
             request,
             watch,
             progress,
+            cancel_on_disconnect,
         )
         .await
         .map_err(|e| e.retry_after_projected(pool.projected_wait()))
@@ -328,7 +339,7 @@ pub(crate) async fn group_job(
         Err(e) => return e.into_response(),
     };
     crate::stream::respond(Answer::of(&headers), move |progress| {
-        run_job(Target::Group(group), request, None, progress)
+        run_job(Target::Group(group), request, None, progress, false)
     })
     .await
 }

@@ -35,6 +35,7 @@ mod embed;
 mod events;
 mod http;
 mod logs;
+mod mcp;
 mod metrics;
 mod ops;
 mod pools;

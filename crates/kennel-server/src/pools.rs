@@ -84,7 +84,7 @@ pub(crate) fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpe
         pool.protocol,
         pool.cancel_lines,
         pool.method.as_deref(),
-        pool.initialize.as_ref(),
+        pool.handshake().as_ref(),
     )
 }
 

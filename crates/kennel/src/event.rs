@@ -40,6 +40,10 @@ pub enum RetireReason {
     /// The worker was started for one key and a job of another took its
     /// place (`key_binding = "spawn"`).
     KeyMoved,
+    /// The job that held it ended and what it left in the worker (a
+    /// client's session) must not reach another job
+    /// ([`Lease::discard`](crate::Lease::discard)).
+    Discarded,
 }
 
 impl RetireReason {
@@ -58,6 +62,7 @@ impl RetireReason {
             Self::ProbeFailed => "probe-failed",
             Self::Resized => "resized",
             Self::KeyMoved => "key-moved",
+            Self::Discarded => "discarded",
         }
     }
 }

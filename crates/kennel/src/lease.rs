@@ -72,6 +72,15 @@ impl<W: Worker> Lease<W> {
         self.retire(RetireReason::Failed);
     }
 
+    /// Retires the worker although it did nothing wrong: what the job left
+    /// in it (a client's session, its files) must not reach the next job.
+    /// The pool closes it and starts a replacement (warm first, as for
+    /// any retirement), with no back-off and no mark against the pool's
+    /// health.
+    pub fn discard(self) {
+        self.retire(RetireReason::Discarded);
+    }
+
     pub(crate) fn retire(mut self, reason: RetireReason) {
         self.give_back(Outcome::Retire(reason));
     }

@@ -13,7 +13,7 @@ use crate::event::{Event, RetireReason};
 use crate::stats::Stats;
 
 /// Every retire reason, in the order of its declaration (a counter each).
-const RETIRE_REASONS: [RetireReason; 12] = [
+const RETIRE_REASONS: [RetireReason; 13] = [
     RetireReason::Failed,
     RetireReason::Aborted,
     RetireReason::Panicked,
@@ -26,6 +26,7 @@ const RETIRE_REASONS: [RetireReason; 12] = [
     RetireReason::ProbeFailed,
     RetireReason::Resized,
     RetireReason::KeyMoved,
+    RetireReason::Discarded,
 ];
 
 /// The pool's metric handles; the arrays follow the declaration order of

@@ -19,7 +19,7 @@ RPC_SERVER_ERROR = -32000
 RPC_CANCELLED = -32800
 RPC_PARSE_ERROR = -32700
 RPC_INVALID_REQUEST = -32600
-MCP_PROTOCOL_VERSION = "2025-06-18"
+MCP_PROTOCOL_VERSION = "2025-11-25"
 """The protocolVersion answered to an `initialize` that names none."""
 KENNEL_ID = "kennel_id"
 """json-lines: the key of the id kennel adds to a request object; echoed in its reply."""

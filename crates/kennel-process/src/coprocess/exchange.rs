@@ -259,6 +259,32 @@ impl Coprocess {
         method: Option<&str>,
         on_progress: Option<&mut (dyn FnMut(Progress) + Send)>,
     ) -> Result<JsonBytes, ProcessError> {
+        // A token only for someone who reads the progress.
+        let token = on_progress.is_some() || self.heartbeat.is_watched();
+        let (open, guard) = self.begin(job, method, token).await?;
+        let mut ignore = |_: Progress| {};
+        let on_progress = on_progress.unwrap_or(&mut ignore);
+        let result = if self.spec.framing.is_rpc() {
+            self.rpc_reply(&open, None, on_progress).await
+        } else {
+            self.line_reply(&open, on_progress).await
+        };
+        guard.disarm();
+        result
+    }
+
+    /// Writes `job` as the request in hand (see [`exchange`](Self::exchange);
+    /// `token`: a JSON-RPC call carries a progress token of kennel's when
+    /// it has none of its own), first awaiting the warm-up. Returns the
+    /// request in hand and the guard that kills the worker if the caller is
+    /// dropped before the reply, armed only where the framing cannot
+    /// cancel.
+    pub(super) async fn begin(
+        &mut self,
+        job: &[u8],
+        method: Option<&str>,
+        token: bool,
+    ) -> Result<(Open, KillOnDrop), ProcessError> {
         let rpc = self.spec.framing.is_rpc();
         match self.phase {
             Phase::Warming => self.ready().await?,
@@ -284,8 +310,6 @@ impl Coprocess {
         }
         let id = self.next_id;
         let (out, carries_id, token) = if rpc {
-            // A token only for someone who reads the progress.
-            let token = on_progress.is_some() || self.heartbeat.is_watched();
             let (out, token) = encode::call(self.spec.framing, id, method, job, token)?;
             self.next_id += 1;
             (out, false, token)
@@ -301,22 +325,14 @@ impl Coprocess {
         };
         self.phase = Phase::InFlight;
         self.open = Some(open.clone());
-        // Dropping this future from here on leaves the stream out of step.
+        // Dropping the caller from here on leaves the stream out of step.
         let mut guard = KillOnDrop::new(&self.group);
         self.send(&out, Reading::Reply, "a request").await?;
         // Written whole: a framing that can cancel settles a drop from here.
         if self.can_cancel() {
             guard.0 = None;
         }
-        let mut ignore = |_: Progress| {};
-        let on_progress = on_progress.unwrap_or(&mut ignore);
-        let result = if rpc {
-            self.rpc_reply(&open, None, on_progress).await
-        } else {
-            self.line_reply(&open, on_progress).await
-        };
-        guard.disarm();
-        result
+        Ok((open, guard))
     }
 }
 

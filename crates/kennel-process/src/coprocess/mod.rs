@@ -39,6 +39,7 @@ mod keys;
 mod memory;
 mod notify;
 mod read;
+mod relay;
 mod replies;
 mod reply;
 mod rpc;
@@ -48,6 +49,7 @@ mod stderr;
 pub use self::budget::{
     STDERR_BYTES_BURST, STDERR_BYTES_PER_SEC, STDERR_LINES_BURST, STDERR_LINES_PER_SEC,
 };
+pub use self::relay::Relay;
 pub use self::stderr::{STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail};
 
 /// Where the conversation with the worker stands.

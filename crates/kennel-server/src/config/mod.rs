@@ -36,6 +36,7 @@ mod threads;
 mod tests;
 
 pub use self::error::ConfigError;
+pub(crate) use self::error::Refusal;
 pub(crate) use self::human::HumanDuration;
 pub(crate) use self::keyed::KeyPattern;
 pub(crate) use self::policy::{EvictionConfig, SizingConfig};
@@ -45,7 +46,7 @@ pub(crate) use self::runtime::RuntimeThreads;
 pub(crate) use self::server::{DEFAULT_BODY_LIMIT, LogFormat, ServerConfig, parse_listen};
 pub(crate) use self::threads::ThreadsConfig;
 
-use self::error::{Refusal, hinted, join, line_col, locate, path_string};
+use self::error::{hinted, join, line_col, locate, path_string};
 
 /// The name a config writes for `value`, a unit variant (`"on-demand"`).
 pub(crate) fn written_name(value: &impl Serialize) -> String {

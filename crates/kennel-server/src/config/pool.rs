@@ -160,6 +160,15 @@ pub(crate) struct PoolConfig {
     /// full; required when `{key}` is in the argv or an env value.
     #[serde(default)]
     pub key_pattern: Option<super::keyed::KeyPattern>,
+    /// `mcp = { … }`: how `/mcp/{pool}` serves MCP sessions over a
+    /// `json-rpc` pool (see [`crate::mcp`]).
+    #[serde(default)]
+    pub mcp: Option<crate::mcp::McpConfig>,
+    /// `cancel_on_disconnect`: a job whose client hangs up while it runs is
+    /// cancelled (cancel before kill), instead of left to finish (default
+    /// false).
+    #[serde(default)]
+    pub cancel_on_disconnect: bool,
     /// `[pool.queue]`: the pool also takes its jobs from a JetStream work
     /// queue (see [`crate::queue`]).
     #[serde(default)]
@@ -274,6 +283,12 @@ impl PoolConfig {
             return Err((at(key), "is for the JSON-RPC protocols (allowed: with protocol = \"json-rpc\" or \"content-length\")".into()));
         }
         super::keyed::check(self)?;
+        if let Some(mcp) = &self.mcp {
+            if self.protocol != ProtocolKind::JsonRpc {
+                return Err((at("mcp"), "is for protocol = \"json-rpc\" (allowed: an MCP server over stdio)".into()));
+            }
+            mcp.check()?;
+        }
         if self.settings.as_ref().is_some_and(|s| !s.is_object()) {
             return Err((at("settings"), "is not a table (allowed: a table of sections, such as { python = { analysis = { ... } } })".into()));
         }
@@ -297,6 +312,27 @@ impl PoolConfig {
             q.validate(&self.name)?;
         }
         Ok(())
+    }
+
+    /// How `/mcp/{pool}` serves this pool: its `mcp = { … }`, if it has
+    /// one (only a `json-rpc` pool may).
+    pub(crate) fn serves_mcp(&self) -> Option<crate::mcp::McpConfig> {
+        self.mcp.clone()
+    }
+
+    /// The handshake its workers warm up with: `initialize`, or for a pool
+    /// that serves MCP sessions MCP's; a pool that serves MCP declares the
+    /// client capabilities it forwards (sampling, elicitation) unless
+    /// `initialize` names its own.
+    pub(crate) fn handshake(&self) -> Option<InitializeConfig> {
+        let mut initialize = self.initialize.clone();
+        if self.mcp.is_some() {
+            let i = initialize.get_or_insert_with(InitializeConfig::default);
+            if i.params.is_none() && i.capabilities.is_none() {
+                i.capabilities = Some(serde_json::json!({"sampling": {}, "elicitation": {}}));
+            }
+        }
+        initialize
     }
 
     /// The server's variables a worker inherits under `env_clear`.

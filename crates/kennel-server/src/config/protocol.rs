@@ -37,7 +37,7 @@ impl ProtocolKind {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct InitializeConfig {
-    /// `protocol_version` (default "2025-06-18").
+    /// `protocol_version` (default "2025-11-25").
     #[serde(default)]
     pub protocol_version: Option<String>,
     /// `client_info = { name = "…", version = "…" }` (default kennel's).

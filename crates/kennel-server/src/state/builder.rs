@@ -106,6 +106,7 @@ impl AppStateBuilder {
                 shutdown,
                 reconfig: Mutex::new(()),
                 run_dir: self.run_dir,
+                mcp: crate::mcp::Sessions::default(),
             }),
         }
     }

@@ -63,6 +63,8 @@ struct Inner {
     reconfig: Mutex<()>,
     /// Where each worker's process group is recorded, if anywhere.
     run_dir: Option<Arc<RunDir>>,
+    /// The MCP sessions of `/mcp/{pool}`.
+    mcp: crate::mcp::Sessions,
 }
 
 impl fmt::Debug for AppState {
@@ -304,6 +306,11 @@ impl AppState {
 
     pub(crate) fn metrics(&self) -> Option<&PrometheusHandle> {
         self.inner.metrics.as_ref()
+    }
+
+    /// The MCP sessions of `/mcp/{pool}`.
+    pub(crate) fn mcp(&self) -> &crate::mcp::Sessions {
+        &self.inner.mcp
     }
 
     /// The event hub of every pool's events.

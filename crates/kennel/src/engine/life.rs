@@ -327,17 +327,19 @@ impl<W: Worker> State<W> {
                 let always = matches!(
                     reason,
                     RetireReason::Failed
+                        | RetireReason::Discarded
                         | RetireReason::Lifetime
                         | RetireReason::MaxJobs
                         | RetireReason::MaxMemory
                         | RetireReason::ProbeFailed
                 );
-                // The pool's own limits (all of those but a failed lease)
-                // never restart a slot more than once a second, however they
-                // are set: a worker they retired younger than that is
-                // replaced once it would have been that old (a job that
-                // needs the slot still starts one at once).
-                let own_limit = reason != RetireReason::Failed;
+                // The pool's own limits (all of those but a failed or
+                // discarded lease) never restart a slot more than once a
+                // second, however they are set: a worker they retired
+                // younger than that is replaced once it would have been
+                // that old (a job that needs the slot still starts one at
+                // once).
+                let own_limit = !matches!(reason, RetireReason::Failed | RetireReason::Discarded);
                 if always && i < self.slots.size() && !self.closed {
                     if own_limit && ran < MIN_LIFETIME {
                         self.rest_until(fx, i, MIN_LIFETIME - ran);
