@@ -29,7 +29,7 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::sse::{Event, Sse};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use kennel::Pool;
@@ -50,6 +50,9 @@ use crate::watch::pool_error;
 /// first: a client that asks for another is answered with the newest.
 pub(crate) const PROTOCOL_VERSIONS: [&str; 4] =
     ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// How often a quiet stream gets a keep-alive comment.
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The header that names a session.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -356,7 +359,10 @@ fn answer(sse: bool, mut rx: mpsc::Receiver<Value>) -> Response {
             let event = Event::default().event("message").data(message.to_string());
             Some((Ok::<_, Infallible>(event), rx))
         });
-        return Sse::new(events).into_response();
+        // A comment now and then: a client that is gone is found by the
+        // write that fails.
+        let keep_alive = KeepAlive::new().interval(KEEP_ALIVE);
+        return Sse::new(events).keep_alive(keep_alive).into_response();
     }
     let body = Body::from_stream(stream::once(async move {
         while let Some(message) = rx.recv().await {

@@ -155,21 +155,22 @@ async fn handle(
         } => (message, stream, cancel, relayed),
     };
     let id = message.get("id").cloned().unwrap_or(Value::Null);
-    // Cancelled, or its client gone, before its turn: never sent.
+    // Cancelled before its turn: never sent. Its client gone: the session
+    // ends as for a hang-up mid-call.
     if cancel.is_cancelled() || stream.is_closed() {
         session.finish(&id);
-        return None;
+        return (!cancel.is_cancelled()).then_some(End::HungUp);
     }
     session.route_to(relayed.then(|| stream.clone()));
     let outcome = tokio::select! {
-        reply = lease.relay(&message, relay) => Outcome::Done(reply),
+        biased;
         () = cancel.cancelled() => Outcome::Cancelled,
+        reply = lease.relay(&message, relay) => Outcome::Done(reply),
         () = stream.closed() => Outcome::HungUp,
         after = timeout(rules.job_timeout) => Outcome::TimedOut(after),
     };
     session.route_to(None);
-    session.finish(&id);
-    match outcome {
+    let end = match outcome {
         Outcome::Done(Ok(response)) => {
             let _ = stream.send(response).await;
             None
@@ -185,13 +186,19 @@ async fn handle(
                 let message = format!("the request ran past the pool's job_timeout ({after:?})");
                 let _ = stream.send(error_response(&id, &message, "timeout")).await;
             }
-            match (kept, outcome) {
+            // A client that cancelled its request may close its stream
+            // before its cancel arrives: one whose cancel came while the
+            // worker was asked to stop is still there.
+            let hung_up = matches!(outcome, Outcome::HungUp) && !cancel.is_cancelled();
+            match (kept, hung_up) {
                 (false, _) => Some(End::WorkerLost),
-                (true, Outcome::HungUp) => Some(End::HungUp),
-                _ => None,
+                (true, true) => Some(End::HungUp),
+                (true, false) => None,
             }
         }
-    }
+    };
+    session.finish(&id);
+    end
 }
 
 /// Resolves after `limit`, or never without one.

@@ -1,0 +1,494 @@
+//! `/mcp/{pool}`, kennel's MCP endpoint, driven by the official MCP
+//! clients against real stdio MCP servers pooled by the real `kennel
+//! serve`: the Python SDK (`mcp` from PyPI, in `target/mcp-venv`) against
+//! `@modelcontextprotocol/server-everything` (exclusive sessions) and
+//! `mcp-server-time` (shared), the TypeScript SDK
+//! (`@modelcontextprotocol/sdk`, in `target/mcp-sdk-node`); the transport's
+//! rules over raw HTTP; and 2,000 sessions, 30% of them cut mid-call, over
+//! a small server of ours (tests/mcp_clients/mcp_small.py).
+//!
+//! Without the packages each test fails, naming them, unless
+//! `KENNEL_ALLOW_SKIP=1` lets it pass without running.
+
+mod served;
+mod support;
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use served::{Server, Stderr};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn clients() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients")
+}
+
+/// The path, if installed (else see `support::outside::needed`).
+fn installed(what: &str, path: PathBuf) -> Option<PathBuf> {
+    let test = std::thread::current().name().unwrap_or("mcp").to_owned();
+    let note = format!("(looked for {})", path.display());
+    support::outside::needed(&test, what, &note, Some(path).filter(|p| p.exists()))
+}
+
+fn python() -> Option<PathBuf> {
+    installed(
+        "the MCP Python SDK (pip install mcp==2.3.0 into target/mcp-venv)",
+        repo().join("target/mcp-venv/bin/python"),
+    )
+    .filter(|p| {
+        let sdk = Command::new(p).args(["-c", "import mcp"]).status();
+        support::outside::needed("mcp", "the MCP Python SDK", "", sdk.ok().filter(|s| s.success()))
+            .is_some()
+    })
+}
+
+fn everything() -> Option<PathBuf> {
+    installed(
+        "@modelcontextprotocol/server-everything (npm)",
+        repo().join(
+            "target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        ),
+    )
+}
+
+fn serve(name: &str, pool: &str) -> Server {
+    let config = format!("[server]\nlisten = \"127.0.0.1:0\"\n\n{pool}");
+    Server::start(name, &config, &[], &[("RUST_LOG", "warn")], Stderr::Collected)
+}
+
+/// The pids of pool `pool`'s workers, by slot.
+fn pids(server: &Server, pool: &str) -> BTreeSet<u64> {
+    let rows = server.get_json(&format!("/pools/{pool}/workers"));
+    rows["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["pid"].as_u64())
+        .collect()
+}
+
+/// Runs `script` with `args` in the SDK's venv; its one line of JSON.
+fn run_python(python: &PathBuf, script: &str, args: &[&str]) -> Value {
+    let out = Command::new(python)
+        .arg(clients().join(script))
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{script} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[test]
+fn the_python_sdk_holds_an_exclusive_session_with_progress_sampling_logging_and_cancel() {
+    let (Some(python), Some(server_js)) = (python(), everything()) else {
+        return;
+    };
+    let pool = format!(
+        r#"[[pool]]
+name = "everything"
+argv = ["node", "{}", "stdio"]
+protocol = "json-rpc"
+mcp = {{}}
+startup = "parallel"
+sizing = {{ kind = "fixed", workers = 2 }}
+"#,
+        server_js.display()
+    );
+    let server = serve("mcp-everything", &pool);
+    server.eventually("both workers up", || pids(&server, "everything").len() == 2);
+    let base = format!("http://{}", server.addr);
+    let seen = run_python(&python, "session.py", &[&base, "everything"]);
+
+    assert_eq!(seen["protocol"], "2025-11-25", "{seen}");
+    assert_eq!(seen["server"], "mcp-servers/everything");
+    let tools = seen["tools"].to_string();
+    assert!(tools.contains("\"echo\"") && tools.contains("trigger-sampling-request"), "{tools}");
+    assert_eq!(seen["echo"], "Echo: through kennel");
+    assert_eq!(seen["progress"], json!([1.0, 2.0, 3.0, 4.0]), "{seen}");
+    assert_eq!(
+        seen["sampled"],
+        json!(["Resource trigger-sampling-request context: a haiku"])
+    );
+    assert!(
+        seen["sampling_result"].as_str().unwrap().contains("sampled: 50 chars"),
+        "the server got the client's sampling answer: {seen}"
+    );
+    assert!(seen["logs"].as_array().unwrap().len() >= 2, "{seen}");
+    // The cancelled call left the same server processes, and the session
+    // went on.
+    assert_eq!(seen["after_cancel"], "Echo: after the cancel");
+    assert_eq!(seen["pids_start"], seen["pids_after_cancel"], "{seen}");
+
+    // The session ended (the SDK's DELETE): its worker was replaced, the
+    // other kept.
+    let during: BTreeSet<u64> = seen["pids_start"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_u64)
+        .collect();
+    server.eventually("the session's worker replaced", || {
+        let now = pids(&server, "everything");
+        now.len() == 2 && now.intersection(&during).count() == 1
+    });
+}
+
+#[test]
+fn a_shared_pool_answers_parallel_sessions_from_any_worker() {
+    let Some(python) = python() else { return };
+    let Some(time) = installed(
+        "mcp-server-time (PyPI)",
+        repo().join("target/mcp-venv/bin/mcp-server-time"),
+    ) else {
+        return;
+    };
+    let pool = format!(
+        r#"[[pool]]
+name = "time"
+argv = ["{}", "--local-timezone", "UTC"]
+protocol = "json-rpc"
+mcp = {{ sessions = "shared" }}
+startup = "parallel"
+sizing = {{ kind = "fixed", workers = 2 }}
+"#,
+        time.display()
+    );
+    let server = serve("mcp-time", &pool);
+    server.eventually("both workers up", || pids(&server, "time").len() == 2);
+    let before = pids(&server, "time");
+    let base = format!("http://{}", server.addr);
+    let seen = run_python(&python, "shared.py", &[&base, "time", "6"]);
+    assert_eq!(seen["sessions"], 6, "{seen}");
+    assert_eq!(seen["timezones"], json!(["UTC"]), "{seen}");
+    assert_eq!(seen["tools"], json!(["convert_time", "get_current_time"]));
+    // Six sessions, two processes, the same ones: a shared session holds
+    // none, and its end replaces none.
+    assert_eq!(pids(&server, "time"), before);
+}
+
+#[test]
+fn the_typescript_sdk_calls_a_tool_with_progress_through_the_gateway() {
+    let Some(server_js) = everything() else { return };
+    let Some(_) = installed(
+        "@modelcontextprotocol/sdk (npm)",
+        repo().join("target/mcp-sdk-node/node_modules/@modelcontextprotocol/sdk/package.json"),
+    ) else {
+        return;
+    };
+    let pool = format!(
+        r#"[[pool]]
+name = "everything"
+argv = ["node", "{}", "stdio"]
+protocol = "json-rpc"
+mcp = {{}}
+sizing = {{ kind = "fixed", workers = 1 }}
+"#,
+        server_js.display()
+    );
+    let server = serve("mcp-ts", &pool);
+    let out = Command::new("node")
+        .arg(clients().join("session.mjs"))
+        .arg(format!("http://{}/mcp/everything", server.addr))
+        .env("NODE_PATH", repo().join("target/mcp-sdk-node/node_modules"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(seen["echo"], "Echo: from typescript", "{seen}");
+    assert_eq!(seen["progress"], json!([1, 2, 3]), "{seen}");
+    assert_eq!(seen["protocol"], "2025-11-25", "{seen}");
+}
+
+/// One MCP POST over its own connection: status, head, body.
+fn post(addr: SocketAddr, session: Option<&str>, headers: &[(&str, &str)], body: &Value) -> served::Answer {
+    let mut all = vec![
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+    ];
+    if let Some(s) = session {
+        all.push(("Mcp-Session-Id", s));
+    }
+    all.extend_from_slice(headers);
+    served::http(addr, "POST", "/mcp/small", &all, &body.to_string())
+}
+
+/// The value of header `name` in `head`.
+fn header(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+    })
+}
+
+/// The JSON messages of an SSE body.
+fn messages(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
+}
+
+fn initialize(addr: SocketAddr) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let a = post(addr, None, &[], &init);
+    assert_eq!(a.status, 200, "{}", a.body);
+    header(&a.head, "mcp-session-id").unwrap_or_else(|| panic!("no session id: {}", a.head))
+}
+
+/// The Python interpreter itself (not a shim that starts shells of its
+/// own, which would count as the worker's processes).
+fn interpreter() -> String {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+fn small_pool(workers: usize, extra: &str) -> String {
+    let script = clients().join("mcp_small.py");
+    format!(
+        "[[pool]]\nname = \"small\"\nargv = [\"{}\", \"{}\"]\nprotocol = \"json-rpc\"\nstartup = \"parallel\"\nsizing = {{ kind = \"fixed\", workers = {workers} }}\n{extra}\n",
+        interpreter(),
+        script.display()
+    )
+}
+
+#[test]
+fn the_transport_answers_sessions_versions_and_bad_messages_by_the_rules() {
+    let server = serve("mcp-rules", &small_pool(1, "mcp = {}"));
+    let addr = server.addr;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    // No session: 400; a session nobody opened: 404.
+    assert_eq!(post(addr, None, &[], &list).status, 400);
+    assert_eq!(post(addr, Some("0123"), &[], &list).status, 404);
+    let long = "x".repeat(10_000);
+    assert_eq!(post(addr, Some(&long), &[], &list).status, 404);
+    // A batch, and what is not JSON-RPC: 400.
+    assert_eq!(post(addr, None, &[], &json!([list])).status, 400);
+    let session = initialize(addr);
+    assert_eq!(post(addr, Some(&session), &[], &json!({"jsonrpc": "2.0"})).status, 400);
+    // A version nobody speaks: 400; one the server speaks: served.
+    let bad = post(addr, Some(&session), &[("MCP-Protocol-Version", "1999-01-01")], &list);
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    let a = post(addr, Some(&session), &[("MCP-Protocol-Version", "2025-06-18")], &list);
+    assert_eq!(a.status, 200);
+    assert_eq!(messages(&a.body)[0]["result"]["tools"][0]["name"], "pid", "{}", a.body);
+    assert_eq!(messages(&a.body)[0]["id"], 2);
+    // A client that takes JSON only gets the response as JSON.
+    let call = json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "pid"}});
+    let json_only = served::http(
+        addr,
+        "POST",
+        "/mcp/small",
+        &[("Accept", "application/json"), ("Mcp-Session-Id", &session)],
+        &call.to_string(),
+    );
+    assert_eq!(json_only.status, 200);
+    let reply: Value = serde_json::from_str(&json_only.body).unwrap();
+    assert_eq!(reply["id"], "c");
+    let pid = reply["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    // Notifications and answers to nothing asked: 202.
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(addr, Some(&session), &[], &note).status, 202);
+    let stray = json!({"jsonrpc": "2.0", "id": "kennel-99", "result": {}});
+    assert_eq!(post(addr, Some(&session), &[], &stray).status, 202);
+    // A pool that does not serve MCP: 404.
+    let other = served::http(addr, "POST", "/mcp/nope", &[], &list.to_string());
+    assert_eq!(other.status, 404);
+    // DELETE ends it: 204, then 404; its worker is replaced.
+    let end = served::http(addr, "DELETE", "/mcp/small", &[("Mcp-Session-Id", &session)], "");
+    assert_eq!(end.status, 204);
+    assert_eq!(post(addr, Some(&session), &[], &list).status, 404);
+    server.eventually("a new worker", || {
+        let now = pids(&server, "small");
+        now.len() == 1 && !now.contains(&pid.parse().unwrap())
+    });
+}
+
+#[test]
+fn a_cancelled_call_keeps_the_worker_and_a_hang_up_ends_the_session() {
+    let server = serve("mcp-cancel", &small_pool(1, "mcp = {}"));
+    let addr = server.addr;
+    let session = initialize(addr);
+    let pid = |s: &str| {
+        let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "pid"}});
+        messages(&post(addr, Some(s), &[], &call).body)[0]["result"]["content"][0]["text"].clone()
+    };
+    let first = pid(&session);
+    // A call cancelled by the client: its stream ends without a response,
+    // and the same process answers next.
+    let sleeper = std::thread::spawn({
+        let session = session.clone();
+        move || {
+            let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "sleep", "arguments": {"seconds": 60}}});
+            post(addr, Some(&session), &[], &call)
+        }
+    });
+    let started = Instant::now();
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}});
+    // Sent until the call is in flight (its stream then ends).
+    while !sleeper.is_finished() {
+        assert_eq!(post(addr, Some(&session), &[], &cancel).status, 202);
+        std::thread::yield_now();
+        assert!(started.elapsed() < Duration::from_secs(30), "the call was never cancelled");
+    }
+    let cut = sleeper.join().unwrap();
+    assert_eq!(cut.status, 200);
+    assert!(messages(&cut.body).iter().all(|m| m["id"] != 5), "{}", cut.body);
+    assert_eq!(pid(&session), first, "the worker was kept");
+
+    // A hang-up mid-call ends the session: its worker is replaced.
+    let mut stream = hang_up_call(addr, &session);
+    stream.flush().unwrap();
+    drop(stream);
+    server.eventually("the session ended", || {
+        post(addr, Some(&session), &[], &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).status == 404
+    });
+    let again = initialize(addr);
+    assert_ne!(pid(&again), first, "a new worker for the next session");
+}
+
+/// Starts a 60 s call on `session` and returns its connection once the
+/// answer's head came; dropped, the connection is reset.
+fn hang_up_call(addr: SocketAddr, session: &str) -> TcpStream {
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "sleep", "arguments": {"seconds": 60}}}).to_string();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let request = format!(
+        "POST /mcp/small HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMcp-Session-Id: {session}\r\nContent-Length: {}\r\n\r\n{call}",
+        call.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO)).unwrap();
+    stream
+}
+
+/// The resident memory of `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// The live processes under the server that run `mcp_small.py`.
+fn small_servers(server: &Server) -> usize {
+    served::descendants(server.child.id())
+        .into_iter()
+        .filter(|&p| {
+            served::alive(p)
+                && std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("mcp_small.py"))
+        })
+        .count()
+}
+
+/// One session: opened, one call, then ended by DELETE, or (`cut`) a
+/// long call whose connection is reset mid-call.
+fn one_session(addr: SocketAddr, cut: bool) {
+    let session = initialize(addr);
+    if cut {
+        drop(hang_up_call(addr, &session));
+        return;
+    }
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "pid"}});
+    let a = post(addr, Some(&session), &[], &call);
+    assert_eq!(a.status, 200, "{}", a.body);
+    let end = served::http(addr, "DELETE", "/mcp/small", &[("Mcp-Session-Id", &session)], "");
+    assert_eq!(end.status, 204);
+}
+
+#[test]
+fn two_thousand_sessions_30_percent_cut_mid_call_leave_no_process_behind() {
+    const SESSIONS: usize = 2_000;
+    const CLIENTS: usize = 8;
+    const CAPACITY: usize = 8;
+    let pool = small_pool(CAPACITY, "mcp = { attach_wait = \"30s\" }");
+    let server = serve("mcp-leak", &pool);
+    server.eventually("the pool up", || pids(&server, "small").len() == CAPACITY);
+    let addr = server.addr;
+    // Warm: the first sessions, then the server's memory.
+    for i in 0..50 {
+        one_session(addr, i % 10 < 3);
+    }
+    let rss_before = rss_kib(server.child.id());
+    let (done_tx, done) = std::sync::mpsc::channel::<()>();
+    let sampler = std::thread::spawn({
+        let server_pid = server.child.id();
+        move || {
+            let mut most = 0;
+            let count = || {
+                served::descendants(server_pid)
+                    .into_iter()
+                    .filter(|&p| {
+                        served::alive(p)
+                            && std::fs::read(format!("/proc/{p}/cmdline"))
+                                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("mcp_small.py"))
+                    })
+                    .count()
+            };
+            while done.recv_timeout(Duration::from_millis(100)).is_err() {
+                most = most.max(count());
+            }
+            most
+        }
+    });
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            std::thread::spawn(move || {
+                for i in 0..SESSIONS / CLIENTS {
+                    one_session(addr, (c + i * CLIENTS) % 10 < 3);
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    let ended = Instant::now();
+    // Every cut session's worker is released and replaced: the pool
+    // holds its capacity, idle, and no more processes.
+    server.eventually("every session's worker back", || {
+        let stats = server.get_json("/pools/small/stats");
+        stats["lent"] == 0 && small_servers(&server) == CAPACITY
+    });
+    let settled = ended.elapsed();
+    done_tx.send(()).unwrap();
+    let most = sampler.join().unwrap();
+    let rss_after = rss_kib(server.child.id());
+    eprintln!(
+        "{SESSIONS} sessions: settled {settled:?} after the last, at most {most} servers, RSS {rss_before} -> {rss_after} KiB"
+    );
+    assert!(most <= CAPACITY, "{most} servers at once (capacity {CAPACITY}, max_surge 0)");
+    assert!(
+        rss_after * 10 <= rss_before * 11,
+        "the server's memory grew: {rss_before} -> {rss_after} KiB"
+    );
+}
