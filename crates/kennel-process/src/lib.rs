@@ -116,8 +116,8 @@ mod threads;
 
 pub use crate::answers::LSP_NULL_REQUESTS;
 pub use crate::coprocess::{
-    Coprocess, Relay, STDERR_BYTES_BURST, STDERR_BYTES_PER_SEC, STDERR_LINES_BURST, STDERR_LINES_PER_SEC,
-    STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail,
+    Coprocess, Relay, STDERR_BYTES_BURST, STDERR_BYTES_PER_SEC, STDERR_LINES_BURST,
+    STDERR_LINES_PER_SEC, STDERR_TAIL_BYTES, STDERR_TAIL_LINES, StderrTail,
 };
 pub use crate::error::{ProcessError, ThreadError};
 pub use crate::framing::{Framing, Handshake, MCP_PROTOCOL_VERSION};

@@ -226,13 +226,11 @@ pub(crate) async fn pool_job(
         Ok(request) => request,
         Err(e) => return e.into_response(),
     };
-    let (rules, cancel_on_disconnect) = (state
-        .pools()
-        .with(&name, |e| {
-            e.config
-                .as_ref()
-                .map(|c| (KeyRules::of(c), c.cancel_on_disconnect))
-        }))
+    let (rules, cancel_on_disconnect) = (state.pools().with(&name, |e| {
+        e.config
+            .as_ref()
+            .map(|c| (KeyRules::of(c), c.cancel_on_disconnect))
+    }))
     .flatten()
     .unwrap_or_default();
     let key = match rules.of_request(&headers, &request) {

@@ -45,8 +45,13 @@ fn python() -> Option<PathBuf> {
     )
     .filter(|p| {
         let sdk = Command::new(p).args(["-c", "import mcp"]).status();
-        support::outside::needed("mcp", "the MCP Python SDK", "", sdk.ok().filter(|s| s.success()))
-            .is_some()
+        support::outside::needed(
+            "mcp",
+            "the MCP Python SDK",
+            "",
+            sdk.ok().filter(|s| s.success()),
+        )
+        .is_some()
     })
 }
 
@@ -61,7 +66,13 @@ fn everything() -> Option<PathBuf> {
 
 fn serve(name: &str, pool: &str) -> Server {
     let config = format!("[server]\nlisten = \"127.0.0.1:0\"\n\n{pool}");
-    Server::start(name, &config, &[], &[("RUST_LOG", "warn")], Stderr::Collected)
+    Server::start(
+        name,
+        &config,
+        &[],
+        &[("RUST_LOG", "warn")],
+        Stderr::Collected,
+    )
 }
 
 /// The pids of pool `pool`'s workers, by slot.
@@ -115,7 +126,10 @@ sizing = {{ kind = "fixed", workers = 2 }}
     assert_eq!(seen["protocol"], "2025-11-25", "{seen}");
     assert_eq!(seen["server"], "mcp-servers/everything");
     let tools = seen["tools"].to_string();
-    assert!(tools.contains("\"echo\"") && tools.contains("trigger-sampling-request"), "{tools}");
+    assert!(
+        tools.contains("\"echo\"") && tools.contains("trigger-sampling-request"),
+        "{tools}"
+    );
     assert_eq!(seen["echo"], "Echo: through kennel");
     assert_eq!(seen["progress"], json!([1.0, 2.0, 3.0, 4.0]), "{seen}");
     assert_eq!(
@@ -123,7 +137,10 @@ sizing = {{ kind = "fixed", workers = 2 }}
         json!(["Resource trigger-sampling-request context: a haiku"])
     );
     assert!(
-        seen["sampling_result"].as_str().unwrap().contains("sampled: 50 chars"),
+        seen["sampling_result"]
+            .as_str()
+            .unwrap()
+            .contains("sampled: 50 chars"),
         "the server got the client's sampling answer: {seen}"
     );
     assert!(seen["logs"].as_array().unwrap().len() >= 2, "{seen}");
@@ -181,7 +198,9 @@ sizing = {{ kind = "fixed", workers = 2 }}
 
 #[test]
 fn the_typescript_sdk_calls_a_tool_with_progress_through_the_gateway() {
-    let Some(server_js) = everything() else { return };
+    let Some(server_js) = everything() else {
+        return;
+    };
     let Some(_) = installed(
         "@modelcontextprotocol/sdk (npm)",
         repo().join("target/mcp-sdk-node/node_modules/@modelcontextprotocol/sdk/package.json"),
@@ -218,7 +237,12 @@ sizing = {{ kind = "fixed", workers = 1 }}
 }
 
 /// One MCP POST over its own connection: status, head, body.
-fn post(addr: SocketAddr, session: Option<&str>, headers: &[(&str, &str)], body: &Value) -> served::Answer {
+fn post(
+    addr: SocketAddr,
+    session: Option<&str>,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> served::Answer {
     let mut all = vec![
         ("Accept", "application/json, text/event-stream"),
         ("Content-Type", "application/json"),
@@ -286,16 +310,35 @@ fn the_transport_answers_sessions_versions_and_bad_messages_by_the_rules() {
     // A batch, and what is not JSON-RPC: 400.
     assert_eq!(post(addr, None, &[], &json!([list])).status, 400);
     let session = initialize(addr);
-    assert_eq!(post(addr, Some(&session), &[], &json!({"jsonrpc": "2.0"})).status, 400);
+    assert_eq!(
+        post(addr, Some(&session), &[], &json!({"jsonrpc": "2.0"})).status,
+        400
+    );
     // A version nobody speaks: 400; one the server speaks: served.
-    let bad = post(addr, Some(&session), &[("MCP-Protocol-Version", "1999-01-01")], &list);
+    let bad = post(
+        addr,
+        Some(&session),
+        &[("MCP-Protocol-Version", "1999-01-01")],
+        &list,
+    );
     assert_eq!(bad.status, 400, "{}", bad.body);
-    let a = post(addr, Some(&session), &[("MCP-Protocol-Version", "2025-06-18")], &list);
+    let a = post(
+        addr,
+        Some(&session),
+        &[("MCP-Protocol-Version", "2025-06-18")],
+        &list,
+    );
     assert_eq!(a.status, 200);
-    assert_eq!(messages(&a.body)[0]["result"]["tools"][0]["name"], "pid", "{}", a.body);
+    assert_eq!(
+        messages(&a.body)[0]["result"]["tools"][0]["name"],
+        "pid",
+        "{}",
+        a.body
+    );
     assert_eq!(messages(&a.body)[0]["id"], 2);
     // A client that takes JSON only gets the response as JSON.
-    let call = json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "pid"}});
+    let call =
+        json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "pid"}});
     let json_only = served::http(
         addr,
         "POST",
@@ -306,7 +349,10 @@ fn the_transport_answers_sessions_versions_and_bad_messages_by_the_rules() {
     assert_eq!(json_only.status, 200);
     let reply: Value = serde_json::from_str(&json_only.body).unwrap();
     assert_eq!(reply["id"], "c");
-    let pid = reply["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    let pid = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     // Notifications and answers to nothing asked: 202.
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     assert_eq!(post(addr, Some(&session), &[], &note).status, 202);
@@ -316,7 +362,13 @@ fn the_transport_answers_sessions_versions_and_bad_messages_by_the_rules() {
     let other = served::http(addr, "POST", "/mcp/nope", &[], &list.to_string());
     assert_eq!(other.status, 404);
     // DELETE ends it: 204, then 404; its worker is replaced.
-    let end = served::http(addr, "DELETE", "/mcp/small", &[("Mcp-Session-Id", &session)], "");
+    let end = served::http(
+        addr,
+        "DELETE",
+        "/mcp/small",
+        &[("Mcp-Session-Id", &session)],
+        "",
+    );
     assert_eq!(end.status, 204);
     assert_eq!(post(addr, Some(&session), &[], &list).status, 404);
     server.eventually("a new worker", || {
@@ -331,7 +383,8 @@ fn a_cancelled_call_keeps_the_worker_and_a_hang_up_ends_the_session() {
     let addr = server.addr;
     let session = initialize(addr);
     let pid = |s: &str| {
-        let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "pid"}});
+        let call =
+            json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "pid"}});
         messages(&post(addr, Some(s), &[], &call).body)[0]["result"]["content"][0]["text"].clone()
     };
     let first = pid(&session);
@@ -345,16 +398,24 @@ fn a_cancelled_call_keeps_the_worker_and_a_hang_up_ends_the_session() {
         }
     });
     let started = Instant::now();
-    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}});
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}});
     // Sent until the call is in flight (its stream then ends).
     while !sleeper.is_finished() {
         assert_eq!(post(addr, Some(&session), &[], &cancel).status, 202);
         std::thread::yield_now();
-        assert!(started.elapsed() < Duration::from_secs(30), "the call was never cancelled");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the call was never cancelled"
+        );
     }
     let cut = sleeper.join().unwrap();
     assert_eq!(cut.status, 200);
-    assert!(messages(&cut.body).iter().all(|m| m["id"] != 5), "{}", cut.body);
+    assert!(
+        messages(&cut.body).iter().all(|m| m["id"] != 5),
+        "{}",
+        cut.body
+    );
     assert_eq!(pid(&session), first, "the worker was kept");
 
     // A hang-up mid-call ends the session: its worker is replaced.
@@ -362,7 +423,14 @@ fn a_cancelled_call_keeps_the_worker_and_a_hang_up_ends_the_session() {
     stream.flush().unwrap();
     drop(stream);
     server.eventually("the session ended", || {
-        post(addr, Some(&session), &[], &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).status == 404
+        post(
+            addr,
+            Some(&session),
+            &[],
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+        )
+        .status
+            == 404
     });
     let again = initialize(addr);
     assert_ne!(pid(&again), first, "a new worker for the next session");
@@ -384,7 +452,9 @@ fn hang_up_call(addr: SocketAddr, session: &str) -> TcpStream {
         stream.read_exact(&mut byte).unwrap();
         head.push(byte[0]);
     }
-    socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO)).unwrap();
+    socket2::SockRef::from(&stream)
+        .set_linger(Some(Duration::ZERO))
+        .unwrap();
     stream
 }
 
@@ -418,10 +488,17 @@ fn one_session(addr: SocketAddr, cut: bool) {
         drop(hang_up_call(addr, &session));
         return;
     }
-    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "pid"}});
+    let call =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "pid"}});
     let a = post(addr, Some(&session), &[], &call);
     assert_eq!(a.status, 200, "{}", a.body);
-    let end = served::http(addr, "DELETE", "/mcp/small", &[("Mcp-Session-Id", &session)], "");
+    let end = served::http(
+        addr,
+        "DELETE",
+        "/mcp/small",
+        &[("Mcp-Session-Id", &session)],
+        "",
+    );
     assert_eq!(end.status, 204);
 }
 
@@ -486,7 +563,10 @@ fn two_thousand_sessions_30_percent_cut_mid_call_leave_no_process_behind() {
     eprintln!(
         "{SESSIONS} sessions: settled {settled:?} after the last, at most {most} servers, RSS {rss_before} -> {rss_after} KiB"
     );
-    assert!(most <= CAPACITY, "{most} servers at once (capacity {CAPACITY}, max_surge 0)");
+    assert!(
+        most <= CAPACITY,
+        "{most} servers at once (capacity {CAPACITY}, max_surge 0)"
+    );
     assert!(
         rss_after * 10 <= rss_before * 11,
         "the server's memory grew: {rss_before} -> {rss_after} KiB"

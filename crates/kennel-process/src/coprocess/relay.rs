@@ -34,7 +34,10 @@ impl Relay {
     /// answered from the spec's [`answer`](crate::CoprocessSpec::answer)s
     /// (or "method not found"), as outside a relay; a `ping` is always
     /// answered by kennel.
-    pub fn new(forward: impl FnMut(Value) -> bool + Send + 'static, answers: mpsc::Receiver<Value>) -> Self {
+    pub fn new(
+        forward: impl FnMut(Value) -> bool + Send + 'static,
+        answers: mpsc::Receiver<Value>,
+    ) -> Self {
         Self {
             forward: Box::new(forward),
             answers,
@@ -132,7 +135,9 @@ impl Coprocess {
                     self.settled();
                     return match serde_json::from_slice(&bytes) {
                         Ok(response) => Ok(response),
-                        Err(err) => Err(self.protocol_error(format!("a response is not JSON: {err}")).await),
+                        Err(err) => Err(self
+                            .protocol_error(format!("a response is not JSON: {err}"))
+                            .await),
                     };
                 }
                 Inbound::Progress { token, .. } if token == open.token => {
@@ -192,4 +197,3 @@ fn forward(relay: &mut Relay, bytes: &[u8]) -> bool {
         }
     }
 }
-

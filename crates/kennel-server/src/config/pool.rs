@@ -285,7 +285,10 @@ impl PoolConfig {
         super::keyed::check(self)?;
         if let Some(mcp) = &self.mcp {
             if self.protocol != ProtocolKind::JsonRpc {
-                return Err((at("mcp"), "is for protocol = \"json-rpc\" (allowed: an MCP server over stdio)".into()));
+                return Err((
+                    at("mcp"),
+                    "is for protocol = \"json-rpc\" (allowed: an MCP server over stdio)".into(),
+                ));
             }
             mcp.check()?;
         }

@@ -62,7 +62,8 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// An error of the transport: `status`, with a JSON-RPC error body.
 fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Response {
-    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message.into()}});
+    let body =
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message.into()}});
     (status, Json(body)).into_response()
 }
 
@@ -114,18 +115,27 @@ fn streams(headers: &HeaderMap) -> bool {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .any(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream")))
+        .any(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
+        })
 }
 
 /// A `MCP-Protocol-Version` the gateway does not speak: 400.
 fn bad_version(headers: &HeaderMap) -> Option<Response> {
     let version = headers.get(VERSION_HEADER)?;
-    let known = version.to_str().is_ok_and(|v| PROTOCOL_VERSIONS.contains(&v));
+    let known = version
+        .to_str()
+        .is_ok_and(|v| PROTOCOL_VERSIONS.contains(&v));
     (!known).then(|| {
         refuse(
             StatusCode::BAD_REQUEST,
             -32600,
-            format!("MCP-Protocol-Version is not one this server speaks (allowed: {})", PROTOCOL_VERSIONS.join(", ")),
+            format!(
+                "MCP-Protocol-Version is not one this server speaks (allowed: {})",
+                PROTOCOL_VERSIONS.join(", ")
+            ),
         )
     })
 }
@@ -173,12 +183,19 @@ pub(crate) async fn post(
             "a message is one JSON-RPC object (batches are not served)",
         );
     }
-    let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
+    let method = message
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let id = message.get("id").filter(|id| !id.is_null()).cloned();
     let sse = streams(&headers);
     if let (Some("initialize"), Some(_)) = (method.as_deref(), &id) {
         if headers.contains_key(SESSION_HEADER) {
-            return refuse(StatusCode::BAD_REQUEST, -32600, "initialize opens a session; this one names a session already");
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "initialize opens a session; this one names a session already",
+            );
         }
         return initialize(&state, name, pool, config, message, sse).await;
     }
@@ -188,7 +205,9 @@ pub(crate) async fn post(
     };
     session.touch();
     match (method.as_deref(), id) {
-        (Some("ping"), Some(id)) => answer(sse, one(json!({"jsonrpc": "2.0", "id": id, "result": {}}))),
+        (Some("ping"), Some(id)) => {
+            answer(sse, one(json!({"jsonrpc": "2.0", "id": id, "result": {}})))
+        }
         (Some(_), Some(id)) => request(pool, session, id, message, sse).await,
         (Some(method), None) => {
             notification(&session, method, message).await;
@@ -218,32 +237,58 @@ async fn initialize(
     sse: bool,
 ) -> Response {
     let params = message.get("params");
-    let asked = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
-    let version = asked.filter(|v| PROTOCOL_VERSIONS.contains(v)).unwrap_or(PROTOCOL_VERSIONS[0]);
-    let handshake = |w: &Coprocess| w.handshake_result().and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
+    let asked = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str);
+    let version = asked
+        .filter(|v| PROTOCOL_VERSIONS.contains(v))
+        .unwrap_or(PROTOCOL_VERSIONS[0]);
+    let handshake = |w: &Coprocess| {
+        w.handshake_result()
+            .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+    };
     let attached = match config.sessions {
         SessionKind::Exclusive => pool.lend_timeout(config.attach_wait.0).await.map(|lease| {
             let result = handshake(&lease);
             (Some(lease), result)
         }),
-        SessionKind::Shared => pool.run(async |w: &mut Coprocess| handshake(w)).await.map(|r| (None, r)),
+        SessionKind::Shared => pool
+            .run(async |w: &mut Coprocess| handshake(w))
+            .await
+            .map(|r| (None, r)),
     };
     let (lease, result) = match attached {
         Ok(attached) => attached,
         Err(e) => {
             let wait = pool.projected_wait();
-            return pool_error(e, None, None).await.retry_after_projected(wait).into_response();
+            return pool_error(e, None, None)
+                .await
+                .retry_after_projected(wait)
+                .into_response();
         }
     };
-    let mut result = result.unwrap_or_else(|| json!({"capabilities": {}, "serverInfo": {"name": name, "version": ""}}));
+    let mut result = result.unwrap_or_else(
+        || json!({"capabilities": {}, "serverInfo": {"name": name, "version": ""}}),
+    );
     result["protocolVersion"] = version.into();
     let (commands, inbox) = mpsc::channel(MAX_IN_FLIGHT);
     let capabilities = params.and_then(|p| p.get("capabilities"));
-    let session = Arc::new(Session::new(name, config.sessions, capabilities, Some(commands)));
+    let session = Arc::new(Session::new(
+        name,
+        config.sessions,
+        capabilities,
+        Some(commands),
+    ));
     if !state.mcp().insert(session.clone()) {
         // The lease, if any, goes back as it came.
-        let mut refusal = refuse(StatusCode::SERVICE_UNAVAILABLE, -32000, "the service holds its most sessions");
-        refusal.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        let mut refusal = refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            -32000,
+            "the service holds its most sessions",
+        );
+        refusal
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         return refusal;
     }
     let options = pool.options();
@@ -253,9 +298,19 @@ async fn initialize(
         cancel_grace: options.cancel_grace,
         reuse: config.reuse_after_session,
     };
-    tokio::spawn(task::run(session.clone(), state.mcp().clone(), inbox, lease, rules, state.shutdown_signal()));
+    tokio::spawn(task::run(
+        session.clone(),
+        state.mcp().clone(),
+        inbox,
+        lease,
+        rules,
+        state.shutdown_signal(),
+    ));
     let id = message.get("id").cloned().unwrap_or(Value::Null);
-    let mut response = answer(sse, one(json!({"jsonrpc": "2.0", "id": id, "result": result})));
+    let mut response = answer(
+        sse,
+        one(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+    );
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, value);
     }
@@ -264,7 +319,13 @@ async fn initialize(
 
 /// A request of the client's: to the session's task (exclusive) or a job
 /// of its own (shared); answered as it goes.
-async fn request(pool: Pool<Coprocess>, session: Arc<Session>, id: Value, message: Value, sse: bool) -> Response {
+async fn request(
+    pool: Pool<Coprocess>,
+    session: Arc<Session>,
+    id: Value,
+    message: Value,
+    sse: bool,
+) -> Response {
     let Some(cancel) = session.begin(&id) else {
         let message = format!("the session has {MAX_IN_FLIGHT} requests in flight");
         return answer(sse, one(error_response(&id, &message, "limit")));
@@ -272,14 +333,23 @@ async fn request(pool: Pool<Coprocess>, session: Arc<Session>, id: Value, messag
     let (stream, rx) = mpsc::channel(STREAM_BUFFER);
     match session.kind {
         SessionKind::Exclusive => {
-            let command = Command::Request { message, stream, cancel, relayed: sse };
+            let command = Command::Request {
+                message,
+                stream,
+                cancel,
+                relayed: sse,
+            };
             let sent = match &session.task {
                 Some(task) => task.send(command).await.is_ok(),
                 None => false,
             };
             if !sent {
                 session.finish(&id);
-                return refuse(StatusCode::NOT_FOUND, -32001, "no such session (it ended): send initialize again");
+                return refuse(
+                    StatusCode::NOT_FOUND,
+                    -32001,
+                    "no such session (it ended): send initialize again",
+                );
             }
         }
         SessionKind::Shared => {
@@ -301,7 +371,11 @@ async fn shared(
     cancel: CancellationToken,
 ) {
     let (answers_tx, answers) = mpsc::channel(16);
-    let target = if relayed { Target::Stream(stream.clone()) } else { Target::Session };
+    let target = if relayed {
+        Target::Stream(stream.clone())
+    } else {
+        Target::Session
+    };
     let mut relay = Relay::new(session.forwarder(target, answers_tx), answers);
     let run = pool.run(async |w: &mut Coprocess| w.relay(&message, &mut relay).await);
     let response = tokio::select! {
@@ -336,7 +410,12 @@ async fn notification(session: &Session, method: &str, message: Value) {
         _ => {
             if let (SessionKind::Exclusive, Some(task)) = (session.kind, &session.task) {
                 let params = message.get("params").cloned();
-                let _ = task.send(Command::Notify { method: method.to_owned(), params }).await;
+                let _ = task
+                    .send(Command::Notify {
+                        method: method.to_owned(),
+                        params,
+                    })
+                    .await;
             }
         }
     }
@@ -373,9 +452,10 @@ fn answer(sse: bool, mut rx: mpsc::Receiver<Value>) -> Response {
         Ok(String::new())
     }));
     let mut response = body.into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 
@@ -409,7 +489,11 @@ pub(crate) async fn open_stream(
         Err(refusal) => return refusal,
     };
     if !streams(&headers) {
-        return refuse(StatusCode::NOT_ACCEPTABLE, -32600, "the stream is text/event-stream (allowed: Accept: text/event-stream)");
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            -32600,
+            "the stream is text/event-stream (allowed: Accept: text/event-stream)",
+        );
     }
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     session.open_stream(tx);
@@ -448,4 +532,3 @@ pub(crate) async fn end(
         Err(refusal) => refusal,
     }
 }
-

@@ -193,7 +193,10 @@ impl Session {
                 Target::Stream(stream) => Some(stream.clone()),
                 Target::Session => {
                     let state = session.state();
-                    state.request_stream.clone().or_else(|| state.get_stream.clone())
+                    state
+                        .request_stream
+                        .clone()
+                        .or_else(|| state.get_stream.clone())
                 }
             };
             let Some(stream) = stream else { return false };

@@ -74,9 +74,10 @@ pub(crate) async fn run(
     let (answers_tx, answers) = mpsc::channel(16);
     let mut relay = Relay::new(session.forwarder(Target::Session, answers_tx), answers);
     let end = loop {
-        let idle_at = session
-            .idle_since()
-            .map_or_else(|| tokio::time::Instant::now() + rules.idle, |t| t + rules.idle);
+        let idle_at = session.idle_since().map_or_else(
+            || tokio::time::Instant::now() + rules.idle,
+            |t| t + rules.idle,
+        );
         tokio::select! {
             () = session.ended.cancelled() => break End::Ended,
             () = &mut shutdown => break End::Ended,
@@ -176,9 +177,15 @@ async fn handle(
             None
         }
         Outcome::Done(Err(err)) => {
-            let _ = stream.send(error_response(&id, &err.to_string(), "worker")).await;
-            (!lease.is_alive() || matches!(err, ProcessError::Crashed { .. } | ProcessError::Protocol { .. }))
-                .then_some(End::WorkerLost)
+            let _ = stream
+                .send(error_response(&id, &err.to_string(), "worker"))
+                .await;
+            (!lease.is_alive()
+                || matches!(
+                    err,
+                    ProcessError::Crashed { .. } | ProcessError::Protocol { .. }
+                ))
+            .then_some(End::WorkerLost)
         }
         Outcome::Cancelled | Outcome::HungUp | Outcome::TimedOut(_) => {
             let kept = lease.cancel(rules.cancel_grace).await == CancelOutcome::Kept;

@@ -28,6 +28,18 @@ fn each_bad_value_is_refused_with_its_key() {
             "expected one of",
         ),
         (&pool_with("max_surge = 65"), "pool[0].max_surge", "0 to 64"),
+        // The MCP endpoint's table.
+        (&pool_with("mcp = {}"), "pool[0].mcp", "json-rpc"),
+        (
+            &pool_with("protocol = \"json-rpc\"\nmcp = { session_idle = \"10ms\" }"),
+            "pool[0].mcp.session_idle",
+            "1s to 24h",
+        ),
+        (
+            &pool_with("protocol = \"json-rpc\"\nmcp = { sessions = \"pooled\" }"),
+            "pool[0].mcp.sessions",
+            "exclusive",
+        ),
         // Server values.
         (
             "[server]\nlisten = \"nowhere\"\n",
@@ -346,7 +358,7 @@ fn a_pool_option_is_refused_at_its_key_and_line() {
         ),
         (
             r#"job_timeut = "1s""#,
-            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, did you mean `job_timeout`? (expected one of `name`, `argv`, `env`, `env_clear`, `env_keep`, `worker_close_grace`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `protocol`, `cancel_lines`, `job_ids`, `method`, `initialize`, `settings`, `answers`, `load_method`, `unload_method`, `upload_limit`, `probe_request`, `threads`, `pin`, `key`, `key_pattern`, `queue`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`, `max_surge`, `replace_on_resize`, `key_binding`, `keys_per_worker`, `max_key_wait`, `max_workers_per_key`, `min_workers_per_key`, `key_memory_budget`)".to_owned(),
+            "test.toml:4:1: `pool[0].job_timeut`: unknown field `job_timeut`, did you mean `job_timeout`? (expected one of `name`, `argv`, `env`, `env_clear`, `env_keep`, `worker_close_grace`, `cwd`, `group`, `startup`, `sizing`, `eviction`, `ready`, `max_reply`, `protocol`, `cancel_lines`, `job_ids`, `method`, `initialize`, `settings`, `answers`, `load_method`, `unload_method`, `upload_limit`, `probe_request`, `threads`, `pin`, `key`, `key_pattern`, `mcp`, `cancel_on_disconnect`, `queue`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`, `max_surge`, `replace_on_resize`, `key_binding`, `keys_per_worker`, `max_key_wait`, `max_workers_per_key`, `min_workers_per_key`, `key_memory_budget`)".to_owned(),
         ),
         (
             "max_waiting = -1",
