@@ -68,43 +68,47 @@ fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Response
 }
 
 /// The pool `name` and its `[pool.mcp]`, if it serves MCP.
-fn served(state: &AppState, name: &str) -> Result<(Pool<Coprocess>, McpConfig), Response> {
-    let pool = crate::jobs::pool_named(state, name).map_err(IntoResponse::into_response)?;
+fn served(state: &AppState, name: &str) -> Result<(Pool<Coprocess>, McpConfig), Box<Response>> {
+    let pool = crate::jobs::pool_named(state, name).map_err(|e| Box::new(e.into_response()))?;
     let config = state
         .pools()
         .with(name, |e| e.config.as_ref().and_then(|c| c.serves_mcp()))
         .flatten();
     match config {
         Some(config) => Ok((pool, config)),
-        None => Err(refuse(
+        None => Err(Box::new(refuse(
             StatusCode::NOT_FOUND,
             -32601,
             format!(
                 "pool {name:?} does not serve MCP (allowed: a pool with protocol = \"json-rpc\" and mcp = {{ … }})"
             ),
-        )),
+        ))),
     }
 }
 
 /// The session a request names, on pool `name`.
-fn session_of(state: &AppState, name: &str, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
+fn session_of(
+    state: &AppState,
+    name: &str,
+    headers: &HeaderMap,
+) -> Result<Arc<Session>, Box<Response>> {
     let Some(id) = headers.get(SESSION_HEADER) else {
-        return Err(refuse(
+        return Err(Box::new(refuse(
             StatusCode::BAD_REQUEST,
             -32600,
             "Mcp-Session-Id is missing: send initialize first",
-        ));
+        )));
     };
     id.to_str()
         .ok()
         .and_then(|id| state.mcp().get(id))
         .filter(|s| s.pool == name)
         .ok_or_else(|| {
-            refuse(
+            Box::new(refuse(
                 StatusCode::NOT_FOUND,
                 -32001,
                 "no such session (it ended): send initialize again",
-            )
+            ))
         })
 }
 
@@ -167,7 +171,7 @@ pub(crate) async fn post(
 ) -> Response {
     let (pool, config) = match served(&state, &name) {
         Ok(served) => served,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     if let Some(refusal) = bad_version(&headers) {
         return refusal;
@@ -201,7 +205,7 @@ pub(crate) async fn post(
     }
     let session = match session_of(&state, &name, &headers) {
         Ok(session) => session,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     session.touch();
     match (method.as_deref(), id) {
@@ -482,11 +486,11 @@ pub(crate) async fn open_stream(
     headers: HeaderMap,
 ) -> Response {
     if let Err(refusal) = served(&state, &name) {
-        return refusal;
+        return *refusal;
     }
     let session = match session_of(&state, &name, &headers) {
         Ok(session) => session,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     if !streams(&headers) {
         return refuse(
@@ -522,13 +526,13 @@ pub(crate) async fn end(
     headers: HeaderMap,
 ) -> Response {
     if let Err(refusal) = served(&state, &name) {
-        return refusal;
+        return *refusal;
     }
     match session_of(&state, &name, &headers) {
         Ok(session) => {
             session.ended.cancel();
             StatusCode::NO_CONTENT.into_response()
         }
-        Err(refusal) => refusal,
+        Err(refusal) => *refusal,
     }
 }
