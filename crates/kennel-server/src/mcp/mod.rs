@@ -210,7 +210,7 @@ pub(crate) async fn post(
     session.touch();
     match (method.as_deref(), id) {
         (Some("ping"), Some(id)) => {
-            answer(sse, one(json!({"jsonrpc": "2.0", "id": id, "result": {}})))
+            answer(sse, one(json!({"jsonrpc": "2.0", "id": id, "result": {}}))).await
         }
         (Some(_), Some(id)) => request(pool, session, id, message, sse).await,
         (Some(method), None) => {
@@ -314,7 +314,8 @@ async fn initialize(
     let mut response = answer(
         sse,
         one(json!({"jsonrpc": "2.0", "id": id, "result": result})),
-    );
+    )
+    .await;
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, value);
     }
@@ -332,7 +333,7 @@ async fn request(
 ) -> Response {
     let Some(cancel) = session.begin(&id) else {
         let message = format!("the session has {MAX_IN_FLIGHT} requests in flight");
-        return answer(sse, one(error_response(&id, &message, "limit")));
+        return answer(sse, one(error_response(&id, &message, "limit"))).await;
     };
     let (stream, rx) = mpsc::channel(STREAM_BUFFER);
     match session.kind {
@@ -360,7 +361,7 @@ async fn request(
             tokio::spawn(shared(pool, session, id, message, stream, sse, cancel));
         }
     }
-    answer(sse, rx)
+    answer(sse, rx).await
 }
 
 /// A shared session's request: a job on any free worker. Dropped by a
@@ -435,7 +436,7 @@ fn one(message: Value) -> mpsc::Receiver<Value> {
 /// The answer to a request: every message from `rx` as an SSE `message`
 /// event until it closes, or without `sse` the response alone as JSON (202
 /// when none came: the request was cancelled).
-fn answer(sse: bool, mut rx: mpsc::Receiver<Value>) -> Response {
+async fn answer(sse: bool, mut rx: mpsc::Receiver<Value>) -> Response {
     if sse {
         let events = stream::unfold(rx, |mut rx| async move {
             let message = rx.recv().await?;
@@ -447,20 +448,12 @@ fn answer(sse: bool, mut rx: mpsc::Receiver<Value>) -> Response {
         let keep_alive = KeepAlive::new().interval(KEEP_ALIVE);
         return Sse::new(events).keep_alive(keep_alive).into_response();
     }
-    let body = Body::from_stream(stream::once(async move {
-        while let Some(message) = rx.recv().await {
-            if message.get("method").is_none() {
-                return Ok::<_, Infallible>(message.to_string());
-            }
+    while let Some(message) = rx.recv().await {
+        if message.get("method").is_none() {
+            return Json(message).into_response();
         }
-        Ok(String::new())
-    }));
-    let mut response = body.into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+    }
+    StatusCode::ACCEPTED.into_response()
 }
 
 /// `GET /mcp/{pool}`: the session's stream of the worker's messages
@@ -501,7 +494,7 @@ pub(crate) async fn open_stream(
     }
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     session.open_stream(tx);
-    answer(true, rx)
+    answer(true, rx).await
 }
 
 /// `DELETE /mcp/{pool}`: ends the session; an exclusive session's worker
