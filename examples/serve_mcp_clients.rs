@@ -16,7 +16,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// One HTTP/1.1 exchange: the head and body of the answer.
-async fn http(addr: std::net::SocketAddr, method: &str, headers: &str, body: &str) -> (String, String) {
+async fn http(
+    addr: std::net::SocketAddr,
+    method: &str,
+    headers: &str,
+    body: &str,
+) -> (String, String) {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let request = format!(
         "{method} /mcp/time HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
@@ -33,10 +38,13 @@ async fn http(addr: std::net::SocketAddr, method: &str, headers: &str, body: &st
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let time = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-venv/bin/mcp-server-time");
+    let time =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-venv/bin/mcp-server-time");
     if !time.exists() {
         println!("install the server first (as .ci/run does):");
-        println!("  python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp-server-time");
+        println!(
+            "  python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp-server-time"
+        );
         return Ok(());
     }
     let toml = format!(

@@ -21,17 +21,14 @@
 mod config;
 mod session;
 mod task;
+mod transport;
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures_util::stream;
 use kennel::Pool;
 use kennel_process::{Coprocess, Relay};
 use serde_json::{Value, json};
@@ -42,107 +39,13 @@ pub(crate) use self::config::{McpConfig, SessionKind};
 pub(crate) use self::session::Sessions;
 use self::session::{MAX_IN_FLIGHT, STREAM_BUFFER, Session, Target};
 use self::task::{Command, Rules, error_response};
+use self::transport::{
+    PROTOCOL_VERSIONS, SESSION_HEADER, answer, bad_version, one, refuse, served, session_of,
+    streams,
+};
 use crate::segment::Segment;
 use crate::state::AppState;
 use crate::watch::pool_error;
-
-/// The protocol versions of the handshake the gateway speaks, newest
-/// first: a client that asks for another is answered with the newest.
-pub(crate) const PROTOCOL_VERSIONS: [&str; 4] =
-    ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-
-/// How often a quiet stream gets a keep-alive comment.
-const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// The header that names a session.
-const SESSION_HEADER: &str = "mcp-session-id";
-
-/// The header that names the protocol version after `initialize`.
-const VERSION_HEADER: &str = "mcp-protocol-version";
-
-/// An error of the transport: `status`, with a JSON-RPC error body.
-fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Response {
-    let body =
-        json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message.into()}});
-    (status, Json(body)).into_response()
-}
-
-/// The pool `name` and its `[pool.mcp]`, if it serves MCP.
-fn served(state: &AppState, name: &str) -> Result<(Pool<Coprocess>, McpConfig), Box<Response>> {
-    let pool = crate::jobs::pool_named(state, name).map_err(|e| Box::new(e.into_response()))?;
-    let config = state
-        .pools()
-        .with(name, |e| e.config.as_ref().and_then(|c| c.serves_mcp()))
-        .flatten();
-    match config {
-        Some(config) => Ok((pool, config)),
-        None => Err(Box::new(refuse(
-            StatusCode::NOT_FOUND,
-            -32601,
-            format!(
-                "pool {name:?} does not serve MCP (allowed: a pool with protocol = \"json-rpc\" and mcp = {{ … }})"
-            ),
-        ))),
-    }
-}
-
-/// The session a request names, on pool `name`.
-fn session_of(
-    state: &AppState,
-    name: &str,
-    headers: &HeaderMap,
-) -> Result<Arc<Session>, Box<Response>> {
-    let Some(id) = headers.get(SESSION_HEADER) else {
-        return Err(Box::new(refuse(
-            StatusCode::BAD_REQUEST,
-            -32600,
-            "Mcp-Session-Id is missing: send initialize first",
-        )));
-    };
-    id.to_str()
-        .ok()
-        .and_then(|id| state.mcp().get(id))
-        .filter(|s| s.pool == name)
-        .ok_or_else(|| {
-            Box::new(refuse(
-                StatusCode::NOT_FOUND,
-                -32001,
-                "no such session (it ended): send initialize again",
-            ))
-        })
-}
-
-/// Whether the client accepts an SSE stream.
-fn streams(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
-        })
-}
-
-/// A `MCP-Protocol-Version` the gateway does not speak: 400.
-fn bad_version(headers: &HeaderMap) -> Option<Response> {
-    let version = headers.get(VERSION_HEADER)?;
-    let known = version
-        .to_str()
-        .is_ok_and(|v| PROTOCOL_VERSIONS.contains(&v));
-    (!known).then(|| {
-        refuse(
-            StatusCode::BAD_REQUEST,
-            -32600,
-            format!(
-                "MCP-Protocol-Version is not one this server speaks (allowed: {})",
-                PROTOCOL_VERSIONS.join(", ")
-            ),
-        )
-    })
-}
 
 /// `POST /mcp/{pool}`: one JSON-RPC message of the client's.
 #[utoipa::path(
@@ -424,36 +327,6 @@ async fn notification(session: &Session, method: &str, message: Value) {
             }
         }
     }
-}
-
-/// A receiver with `message` alone in it.
-fn one(message: Value) -> mpsc::Receiver<Value> {
-    let (tx, rx) = mpsc::channel(1);
-    let _ = tx.try_send(message);
-    rx
-}
-
-/// The answer to a request: every message from `rx` as an SSE `message`
-/// event until it closes, or without `sse` the response alone as JSON (202
-/// when none came: the request was cancelled).
-async fn answer(sse: bool, mut rx: mpsc::Receiver<Value>) -> Response {
-    if sse {
-        let events = stream::unfold(rx, |mut rx| async move {
-            let message = rx.recv().await?;
-            let event = Event::default().event("message").data(message.to_string());
-            Some((Ok::<_, Infallible>(event), rx))
-        });
-        // A comment now and then: a client that is gone is found by the
-        // write that fails.
-        let keep_alive = KeepAlive::new().interval(KEEP_ALIVE);
-        return Sse::new(events).keep_alive(keep_alive).into_response();
-    }
-    while let Some(message) = rx.recv().await {
-        if message.get("method").is_none() {
-            return Json(message).into_response();
-        }
-    }
-    StatusCode::ACCEPTED.into_response()
 }
 
 /// `GET /mcp/{pool}`: the session's stream of the worker's messages
