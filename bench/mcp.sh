@@ -34,6 +34,14 @@
 #             "steps": 1}, held 0.5 s and cut by a reset (SO_LINGER 0); then
 #             the server-everything processes under the gateway 1 s and 10 s
 #             after the last cut, the gateway's RSS and theirs (MiB)
+#   leak      with --leak N only (kennel alone): the test
+#             sessions_cut_mid_call_leave_no_process_behind
+#             (crates/kennel-server/tests/mcp_gateway.rs, 2,000 sessions in
+#             CI) run with N sessions in release, on a small MCP server of
+#             ours: 30% cut by a reset mid-call, the worker processes sampled
+#             every 100 ms (never above the pool's 8), how long after the
+#             last session every worker was back, the server's RSS before and
+#             after
 #
 # server-everything is copied from target/mcp-node (installed by .ci/run, or
 # here when missing) into the run's directory, so that both gateways run the
@@ -44,6 +52,7 @@
 #
 # Usage: [CARGO_TARGET_DIR=DIR] bench/mcp.sh [--attach N] [--cut N]
 #            [--parallel N] [--only REGEX] [--keep DIR] > target/mcp-results.jsonl
+#        bench/mcp.sh --leak N >> target/mcp-results.jsonl   (the leak run alone)
 #        --only 'kennel|attach': the measurements whose name ("kennel attach",
 #        "supergateway cut", ...) matches; --keep: the gateways' logs and
 #        kennel's config kept in DIR (kennel logs with RUST_LOG, default
@@ -52,6 +61,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . bench/common.sh
+
+if [ "${1:-}" = --leak ]; then
+    n=$2
+    say "== leak: $n sessions through kennel, 30% cut mid-call (release)"
+    line=$(KENNEL_MCP_SESSIONS=$n cargo test --release -q -p kennel-server --test mcp_gateway \
+        sessions_cut_mid_call_leave_no_process_behind -- --nocapture 2>&1 | tee /dev/stderr | grep ' sessions: settled')
+    printf '{"gateway":"kennel","measurement":"leak","result":"%s"}\n' "$line"
+    exit 0
+fi
+
 SG_VERSION=4.0.0
 SG=target/supergateway-node
 EVERYTHING_VERSION=2026.8.31

@@ -40,9 +40,10 @@ pub(crate) use self::session::Sessions;
 use self::session::{MAX_IN_FLIGHT, STREAM_BUFFER, Session, Target};
 use self::task::{Command, Rules, error_response};
 use self::transport::{
-    PROTOCOL_VERSIONS, SESSION_HEADER, answer, bad_version, one, refuse, served, session_of,
-    streams,
+    PROTOCOL_VERSIONS, SESSION_HEADER, answer, bad_version, one, refuse, refuse_api, served,
+    session_of, streams,
 };
+use crate::ops::openapi::RpcErrorBody;
 use crate::segment::Segment;
 use crate::state::AppState;
 use crate::watch::pool_error;
@@ -61,9 +62,11 @@ use crate::watch::pool_error;
     responses(
         (status = 200, description = "a request's answer: an SSE stream of `message` events (the server's notifications and requests, then the response) for a client that accepts `text/event-stream`, else the response as JSON; `initialize` also sets `Mcp-Session-Id`"),
         (status = 202, description = "a notification or a response was taken"),
-        (status = 400, description = "not one JSON-RPC message, no `Mcp-Session-Id`, or a protocol version this server does not speak (a JSON-RPC error)"),
-        (status = 404, description = "no such pool, a pool that does not serve MCP, or a session that ended (a JSON-RPC error)"),
-        (status = 503, description = "`initialize` found no worker within `attach_wait`, or the service holds its most sessions (with `Retry-After`)"),
+        (status = 400, description = "not one JSON-RPC message (or not JSON), no `Mcp-Session-Id`, or a protocol version this server does not speak", body = RpcErrorBody),
+        (status = 404, description = "no such pool, a pool that does not serve MCP, or a session that ended", body = RpcErrorBody),
+        (status = 413, description = "the body is over `body_limit`", body = RpcErrorBody),
+        (status = 501, description = "no pool is configured", body = RpcErrorBody),
+        (status = 503, description = "`initialize` found no worker within `attach_wait`, or the service holds its most sessions (with `Retry-After`)", body = RpcErrorBody),
     )
 )]
 pub(crate) async fn post(
@@ -81,7 +84,7 @@ pub(crate) async fn post(
     }
     let message = match state.bodies().json_bytes(body).await {
         Ok(bytes) => serde_json::from_slice::<Value>(bytes.as_bytes()).unwrap_or(Value::Null),
-        Err(e) => return e.into_response(),
+        Err(e) => return refuse_api(e),
     };
     if !message.is_object() {
         return refuse(
@@ -168,10 +171,7 @@ async fn initialize(
         Ok(attached) => attached,
         Err(e) => {
             let wait = pool.projected_wait();
-            return pool_error(e, None, None)
-                .await
-                .retry_after_projected(wait)
-                .into_response();
+            return refuse_api(pool_error(e, None, None).await.retry_after_projected(wait));
         }
     };
     let mut result = result.unwrap_or_else(
@@ -180,12 +180,7 @@ async fn initialize(
     result["protocolVersion"] = version.into();
     let (commands, inbox) = mpsc::channel(MAX_IN_FLIGHT);
     let capabilities = params.and_then(|p| p.get("capabilities"));
-    let session = Arc::new(Session::new(
-        name,
-        config.sessions,
-        capabilities,
-        Some(commands),
-    ));
+    let session = Arc::new(Session::new(name, config.sessions, capabilities, commands));
     if !state.mcp().insert(session.clone()) {
         // The lease, if any, goes back as it came.
         let mut refusal = refuse(
@@ -247,11 +242,7 @@ async fn request(
                 cancel,
                 relayed: sse,
             };
-            let sent = match &session.task {
-                Some(task) => task.send(command).await.is_ok(),
-                None => false,
-            };
-            if !sent {
+            if session.task.send(command).await.is_err() {
                 session.finish(&id);
                 return refuse(
                     StatusCode::NOT_FOUND,
@@ -316,9 +307,10 @@ async fn notification(session: &Session, method: &str, message: Value) {
         }
         "notifications/initialized" => {}
         _ => {
-            if let (SessionKind::Exclusive, Some(task)) = (session.kind, &session.task) {
+            if session.kind == SessionKind::Exclusive {
                 let params = message.get("params").cloned();
-                let _ = task
+                let _ = session
+                    .task
                     .send(Command::Notify {
                         method: method.to_owned(),
                         params,
@@ -341,9 +333,9 @@ async fn notification(session: &Session, method: &str, message: Value) {
     ),
     responses(
         (status = 200, description = "an SSE stream of `message` events: the server's notifications and requests outside any request, until the session ends; a second GET takes the place of the first", content_type = "text/event-stream"),
-        (status = 400, description = "no `Mcp-Session-Id`"),
-        (status = 404, description = "no such pool or session"),
-        (status = 406, description = "the client does not accept `text/event-stream`"),
+        (status = 400, description = "no `Mcp-Session-Id`", body = RpcErrorBody),
+        (status = 404, description = "no such pool or session", body = RpcErrorBody),
+        (status = 406, description = "the client does not accept `text/event-stream`", body = RpcErrorBody),
     )
 )]
 pub(crate) async fn open_stream(
@@ -382,8 +374,8 @@ pub(crate) async fn open_stream(
     ),
     responses(
         (status = 204, description = "the session ended"),
-        (status = 400, description = "no `Mcp-Session-Id`"),
-        (status = 404, description = "no such pool or session"),
+        (status = 400, description = "no `Mcp-Session-Id`", body = RpcErrorBody),
+        (status = 404, description = "no such pool or session", body = RpcErrorBody),
     )
 )]
 pub(crate) async fn end(

@@ -50,9 +50,9 @@ pub(crate) struct Session {
     pub(crate) kind: SessionKind,
     /// The worker's requests its client answers, by its capabilities.
     asks: Vec<&'static str>,
-    /// Exclusive: the task that holds its worker takes its requests and
-    /// notifications, in order.
-    pub(crate) task: Option<mpsc::Sender<super::task::Command>>,
+    /// Its task (for an exclusive session, the one that holds its worker)
+    /// takes its requests and notifications, in order.
+    pub(crate) task: mpsc::Sender<super::task::Command>,
     /// Cancelled when the session ends (DELETE, idle, its worker's end).
     pub(crate) ended: CancellationToken,
     state: Mutex<State>,
@@ -88,7 +88,7 @@ impl Session {
         pool: String,
         kind: SessionKind,
         capabilities: Option<&Value>,
-        task: Option<mpsc::Sender<super::task::Command>>,
+        task: mpsc::Sender<super::task::Command>,
     ) -> Self {
         let asks = ASKS
             .iter()

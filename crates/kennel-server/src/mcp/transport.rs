@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 
 use super::McpConfig;
 use super::session::Session;
+use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The protocol versions of the handshake the gateway speaks, newest
@@ -41,12 +42,22 @@ pub(super) fn refuse(status: StatusCode, code: i64, message: impl Into<String>) 
     (status, Json(body)).into_response()
 }
 
+/// kennel's own error (a pool's, the body's) as the transport's: its
+/// status and `Retry-After`, a JSON-RPC error body with its message.
+pub(super) fn refuse_api(error: ApiError) -> Response {
+    let message = error.message();
+    let (mut parts, _) = error.into_response().into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": message}});
+    Response::from_parts(parts, Json(body).into_response().into_body())
+}
+
 /// The pool `name` and its `[pool.mcp]`, if it serves MCP.
 pub(super) fn served(
     state: &AppState,
     name: &str,
 ) -> Result<(Pool<Coprocess>, McpConfig), Box<Response>> {
-    let pool = crate::jobs::pool_named(state, name).map_err(|e| Box::new(e.into_response()))?;
+    let pool = crate::jobs::pool_named(state, name).map_err(|e| Box::new(refuse_api(e)))?;
     let config = state
         .pools()
         .with(name, |e| e.config.as_ref().and_then(|c| c.serves_mcp()))

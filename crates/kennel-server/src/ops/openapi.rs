@@ -48,6 +48,8 @@ use crate::ops::workers::{RetireDueJson, WorkerJson, WorkersBody};
     ),
     components(schemas(
         ErrorBody,
+        RpcErrorBody,
+        RpcError,
         PoolStats,
         PoolStatsBody,
         PoolEntryBody,
@@ -85,6 +87,31 @@ pub(crate) async fn serve() -> Response {
             .unwrap_or_else(|e| format!("{{\"error\":\"internal\",\"message\":\"{e}\"}}"))
     });
     ([(header::CONTENT_TYPE, "application/json")], json.as_str()).into_response()
+}
+
+/// The body of every refusal of the MCP endpoint (`/mcp/{name}`): a
+/// JSON-RPC error with no id, as MCP's transport answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RpcErrorBody {
+    /// Always `"2.0"`.
+    pub jsonrpc: String,
+    /// Always null.
+    pub id: Option<Value>,
+    /// The error: -32600 a bad message or header, -32601 a pool that does
+    /// not serve MCP, -32001 a session that ended, -32000 kennel's own
+    /// refusal (the message of its error, such as `lend-timeout`'s).
+    pub error: RpcError,
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RpcError {
+    /// The JSON-RPC error code.
+    pub code: i64,
+    /// What went wrong, in words.
+    pub message: String,
 }
 
 /// Every error's body.
