@@ -29,6 +29,10 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/groups/{group}/jobs", post(crate::jobs::group_job))
         .route(
+            "/jobs/{id}",
+            get(crate::async_jobs::get_job).delete(crate::async_jobs::cancel_job),
+        )
+        .route(
             "/mcp/{name}",
             post(crate::mcp::post)
                 .get(crate::mcp::open_stream)

@@ -190,12 +190,14 @@ impl Drop for FinishOnDrop {
     tag = "jobs",
     params(
         ("name" = String, Path, description = "the pool's name"),
+        ("Prefer" = Option<String>, Header, description = "`respond-async`: store the job and answer 202 at once (see `GET /jobs/{id}`)"),
+        ("Idempotency-Key" = Option<String>, Header, description = "with `Prefer: respond-async`: 1 to 256 bytes of printable ASCII; a second job with the same key on the same pool gets the first job instead"),
         ("Kennel-Key" = Option<String>, Header, description = "the job's key: it runs on a worker that holds it (1 to 256 bytes of printable ASCII, matching the pool's `key_pattern`); wins over the pool's `key` pointer into the body"),
     ),
     request_body(content = Value, description = "the job: a JSON value handed to the worker as its request, or bytes (an upload, sent to the worker as base64; see SERVICE.md)"),
     responses(
         (status = 200, description = "the worker's reply as it wrote it; a client that asks for `text/event-stream` or `application/x-ndjson` gets the job's progress, then the reply", body = Value),
-        (status = 202, description = "a notification job (`Kennel-Notify: true`, a JSON-RPC pool) was written to a worker; no reply is awaited"),
+        (status = 202, description = "with `Prefer: respond-async`: the job was stored and will run; the body is `{\"id\", \"location\"}` and `Location` is `/jobs/{id}` (an `Idempotency-Key` the pool had already answers that job's); or a notification job (`Kennel-Notify: true`, a JSON-RPC pool) was written to a worker; no reply is awaited"),
         (status = 400, description = "the body is not JSON or is empty (`bad-json`), or the job's key (`Kennel-Key` header, or the pool's `key` pointer) breaks a rule (`bad-key`)", body = ErrorBody),
         (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
         (status = 413, description = "the body is over `body_limit` (`too-large`)", body = ErrorBody),
@@ -237,6 +239,9 @@ pub(crate) async fn pool_job(
         Ok(key) => key,
         Err(e) => return e.into_response(),
     };
+    if crate::async_jobs::prefers_async(&headers) {
+        return crate::async_jobs::accept(&state, &name, key, request, &headers).await;
+    }
     let watch = state.watch(&name);
     if headers.get(NOTIFY).is_some_and(|v| v == "true") {
         return notify(pool, key, request, watch).await;

@@ -48,6 +48,7 @@ mod stream;
 mod watch;
 
 mod app;
+mod async_jobs;
 mod check;
 mod cli;
 mod command;

@@ -97,7 +97,13 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
         .body_timeout(s.body_timeout.0)
         .host_policy(HostPolicy::new(local, &s.allowed_hosts, &s.allowed_origins))
         .access_log(args.access_log || s.access_log)
-        .run_dir(run_dir.clone());
+        .run_dir(run_dir.clone())
+        .state_dir(
+            s.state_dir
+                .clone()
+                .unwrap_or_else(|| crate::config::default_state_dir(local.port())),
+            s.result_ttl.0,
+        );
     if let Some(token) = token {
         builder = builder.token(token);
     }
@@ -118,6 +124,8 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
     if let Some(path) = &args.config {
         state.reload_from(path.clone(), self_exe, &config).await;
     }
+    // Jobs a stopped server left in the store run again.
+    state.async_jobs().resume(&state);
 
     announce(
         &state,

@@ -208,7 +208,11 @@ fn properties(doc: &Value, reference: &str) -> (BTreeSet<String>, BTreeSet<Strin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_body_the_document_describes_is_the_one_its_route_answers() {
     let doc = document().await;
-    let state = AppState::builder().metrics(install_metrics()).build();
+    let store = std::env::temp_dir().join(format!("kennel-openapi-{}", std::process::id()));
+    let state = AppState::builder()
+        .metrics(install_metrics())
+        .state_dir(&store, std::time::Duration::from_secs(60))
+        .build();
     let config = Config::parse(
         "[[pool]]\nname = \"demo\"\nargv = [\"@kennel\", \"worker\", \"demo\", \"--warmup\", \"10ms\"]\nstartup = \"parallel\"\nsizing = { kind = \"fixed\", workers = 1 }\n",
         &Source::inline("test.toml"),
@@ -219,10 +223,23 @@ async fn each_body_the_document_describes_is_the_one_its_route_answers() {
     // A first job: the pool has had its first ready worker, so it is ready.
     let (status, _) = fetch(&router, Method::POST, "/pools/demo/jobs", "{}").await;
     assert_eq!(status, StatusCode::OK);
+    // An asynchronous job, for `/jobs/{id}`.
+    let request = Request::post("/pools/demo/jobs")
+        .header("prefer", "respond-async")
+        .body(Body::from("{}"))
+        .unwrap();
+    let accepted = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(accepted.status(), StatusCode::ACCEPTED);
+    let body = accepted.into_body().collect().await.unwrap().to_bytes();
+    let job: Value = serde_json::from_slice(&body).unwrap();
+    let id = job["id"].as_str().unwrap().to_owned();
     let mut checked = 0;
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
-            let uri = path.replace("{name}", "demo").replace("{group}", "demo");
+            let uri = path
+                .replace("{name}", "demo")
+                .replace("{group}", "demo")
+                .replace("{id}", &id);
             let reference =
                 op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].as_str();
             let Some(reference) = reference else {
@@ -255,4 +272,5 @@ async fn each_body_the_document_describes_is_the_one_its_route_answers() {
         "{answer}"
     );
     state.close().await;
+    let _ = std::fs::remove_dir_all(&store);
 }

@@ -43,7 +43,9 @@ pub(crate) use self::policy::{EvictionConfig, SizingConfig};
 pub(crate) use self::pool::{PoolConfig, ReadyKind, SELF_EXE, StartupKind, check_env_name};
 pub(crate) use self::reconfig::{LIVE_POLICIES, ReconfigBody, kind_of};
 pub(crate) use self::runtime::RuntimeThreads;
-pub(crate) use self::server::{DEFAULT_BODY_LIMIT, LogFormat, ServerConfig, parse_listen};
+pub(crate) use self::server::{
+    DEFAULT_BODY_LIMIT, LogFormat, ServerConfig, default_state_dir, parse_listen,
+};
 pub(crate) use self::threads::ThreadsConfig;
 
 use self::error::{hinted, join, line_col, locate, path_string};

@@ -79,6 +79,14 @@ pub(crate) struct ServerConfig {
     /// group (default `$XDG_RUNTIME_DIR/kennel/<port>`; docs/CONFIG.md,
     /// "`[server]`"); a relative path is from the working directory.
     pub run_dir: Option<PathBuf>,
+    /// `state_dir`: where asynchronous jobs are stored (default
+    /// `$XDG_STATE_HOME/kennel/<port>`, else `~/.local/state/kennel/<port>`;
+    /// a relative path is from the working directory). One server per
+    /// directory.
+    pub state_dir: Option<PathBuf>,
+    /// `result_ttl`: how long an ended asynchronous job is kept (default
+    /// 1 h).
+    pub result_ttl: HumanDuration,
     /// `runtime_threads`: the threads of the service's own runtime,
     /// `"auto"` (half the CPUs, at least 1) by default.
     pub runtime_threads: RuntimeThreads,
@@ -107,6 +115,8 @@ impl Default for ServerConfig {
             log_format: LogFormat::Text,
             histogram_buckets: None,
             run_dir: None,
+            state_dir: None,
+            result_ttl: HumanDuration(std::time::Duration::from_secs(3600)),
             runtime_threads: RuntimeThreads::Auto,
             allow_no_pools: false,
         }
@@ -132,6 +142,18 @@ impl ServerConfig {
         self.validate_http()?;
         at_most_longest(self.shutdown_grace)
             .map_err(|m| ("server.shutdown_grace".to_owned(), m))?;
+        let ttl = self.result_ttl.0;
+        if ttl < std::time::Duration::from_secs(1)
+            || ttl > std::time::Duration::from_secs(30 * 86_400)
+        {
+            return Err((
+                "server.result_ttl".into(),
+                format!(
+                    "{} is out of range (allowed: 1s to 30 days)",
+                    self.result_ttl
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -154,6 +176,19 @@ impl ServerConfig {
             "`server.token_env`: the variable {name} is {state} (allowed: a variable that holds the token)"
         ))
     }
+}
+
+/// Where a server on `port` stores its asynchronous jobs when `state_dir`
+/// is not set.
+pub(crate) fn default_state_dir(port: u16) -> PathBuf {
+    let base = match std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+            Some(home) => PathBuf::from(home).join(".local/state"),
+            None => std::env::temp_dir(),
+        },
+    };
+    base.join("kennel").join(port.to_string())
 }
 
 /// Parses a listen address: `IP:PORT`, `IP` (port 7878), `localhost[:PORT]`.

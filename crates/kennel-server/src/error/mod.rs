@@ -30,6 +30,12 @@ pub enum ApiError {
         /// The group asked for.
         group: String,
     },
+    /// No asynchronous job of this id (never, or forgotten after
+    /// `result_ttl`).
+    NoSuchJob {
+        /// The id asked for.
+        id: String,
+    },
     /// No route at this path.
     NotFound,
     /// The route does not take this method.
@@ -188,6 +194,7 @@ impl ApiError {
             Self::NotSupported => "not-supported",
             Self::NoSuchPool { .. } => "no-such-pool",
             Self::NoSuchGroup { .. } => "no-such-group",
+            Self::NoSuchJob { .. } => "no-such-job",
             Self::NotFound => "not-found",
             Self::MethodNotAllowed => "method-not-allowed",
             Self::BadJson { .. } => "bad-json",
@@ -220,9 +227,10 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::NotSupported => StatusCode::NOT_IMPLEMENTED,
-            Self::NoSuchPool { .. } | Self::NoSuchGroup { .. } | Self::NotFound => {
-                StatusCode::NOT_FOUND
-            }
+            Self::NoSuchPool { .. }
+            | Self::NoSuchGroup { .. }
+            | Self::NoSuchJob { .. }
+            | Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::BadJson { .. }
             | Self::BadRequest { .. }
@@ -258,6 +266,9 @@ impl ApiError {
             Self::NotSupported => "no worker pool is configured".into(),
             Self::NoSuchPool { name } => format!("no pool named `{name}`"),
             Self::NoSuchGroup { group } => format!("no pool is in group `{group}`"),
+            Self::NoSuchJob { id } => {
+                format!("no job {id:?} (never accepted, or ended longer ago than result_ttl)")
+            }
             Self::NotFound => "no such route".into(),
             Self::MethodNotAllowed => "this route does not take this method".into(),
             Self::BadJson { message } => format!("the body is not valid JSON: {message}"),

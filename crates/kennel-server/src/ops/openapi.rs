@@ -35,6 +35,8 @@ use crate::ops::workers::{RetireDueJson, WorkerJson, WorkersBody};
         crate::ops::pools::pool_config,
         crate::ops::workers::pool_workers,
         crate::jobs::group_job,
+        crate::async_jobs::routes::get_job,
+        crate::async_jobs::routes::cancel_job,
         crate::mcp::post,
         crate::mcp::open_stream,
         crate::mcp::end,
@@ -49,6 +51,7 @@ use crate::ops::workers::{RetireDueJson, WorkerJson, WorkersBody};
     components(schemas(
         ErrorBody,
         RpcErrorBody,
+        crate::async_jobs::JobView,
         RpcError,
         PoolStats,
         PoolStatsBody,
@@ -118,7 +121,7 @@ pub(crate) struct RpcError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ErrorBody {
-    /// The kind: `not-supported`, `no-such-pool`, `no-such-group`,
+    /// The kind: `not-supported`, `no-such-pool`, `no-such-group`, `no-such-job`,
     /// `not-found`, `method-not-allowed`, `bad-json`, `bad-request`,
     /// `bad-config`, `unauthorized`, `too-large`, `rejected`, `no-members`,
     /// `lend-timeout`, `unavailable`, `closed`, `timeout`, `crashed`,

@@ -27,9 +27,18 @@ pub struct AppStateBuilder {
     access_log: bool,
     metrics: Option<PrometheusHandle>,
     run_dir: Option<Arc<RunDir>>,
+    state_dir: Option<(std::path::PathBuf, Duration)>,
 }
 
 impl AppStateBuilder {
+    /// Takes asynchronous jobs (`Prefer: respond-async`), stored in `dir`
+    /// (made on the first one), each kept `result_ttl` after it ends.
+    /// Without it such a job is answered 500 `internal`.
+    pub fn state_dir(mut self, dir: impl Into<std::path::PathBuf>, result_ttl: Duration) -> Self {
+        self.state_dir = Some((dir.into(), result_ttl));
+        self
+    }
+
     /// Records each worker process group of the pools built by
     /// [`AppState::start_pools`] in `dir`, for the next server to reap if
     /// this one dies without closing them.
@@ -106,6 +115,10 @@ impl AppStateBuilder {
                 shutdown,
                 reconfig: Mutex::new(()),
                 run_dir: self.run_dir,
+                async_jobs: match self.state_dir {
+                    Some((dir, ttl)) => crate::async_jobs::AsyncJobs::new(Some(dir), ttl),
+                    None => crate::async_jobs::AsyncJobs::new(None, Duration::from_secs(3600)),
+                },
                 mcp: crate::mcp::Sessions::default(),
             }),
         }

@@ -65,6 +65,8 @@ struct Inner {
     run_dir: Option<Arc<RunDir>>,
     /// The MCP sessions of `/mcp/{pool}`.
     mcp: crate::mcp::Sessions,
+    /// The asynchronous jobs and their store.
+    async_jobs: crate::async_jobs::AsyncJobs,
 }
 
 impl fmt::Debug for AppState {
@@ -306,6 +308,11 @@ impl AppState {
 
     pub(crate) fn metrics(&self) -> Option<&PrometheusHandle> {
         self.inner.metrics.as_ref()
+    }
+
+    /// The asynchronous jobs.
+    pub(crate) fn async_jobs(&self) -> &crate::async_jobs::AsyncJobs {
+        &self.inner.async_jobs
     }
 
     /// The MCP sessions of `/mcp/{pool}`.

@@ -1,0 +1,242 @@
+//! The routes of asynchronous jobs: the 202 of `POST /pools/{name}/jobs`
+//! with `Prefer: respond-async`, `GET /jobs/{id}`, `DELETE /jobs/{id}`.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use kennel::Key;
+use kennel_process::JsonBytes;
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::MAX_STORED_JOBS;
+use super::store::{JobRecord, JobState};
+use crate::error::ApiError;
+use crate::ops::openapi::ErrorBody;
+use crate::segment::Segment;
+use crate::state::AppState;
+
+/// The header that names a job for its client: a second POST with the same
+/// one, on the same pool, gets the first job.
+const IDEMPOTENCY_HEADER: &str = "idempotency-key";
+
+/// Whether the client asks for an asynchronous job (`Prefer:
+/// respond-async`, RFC 7240).
+pub(crate) fn prefers_async(headers: &HeaderMap) -> bool {
+    headers
+        .get_all("prefer")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|p| p.trim().eq_ignore_ascii_case("respond-async"))
+}
+
+/// An `Idempotency-Key`: 1 to 256 bytes of printable ASCII, as a job's key.
+fn idempotency(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_HEADER) else {
+        return Ok(None);
+    };
+    let text = value.to_str().ok().filter(|t| {
+        !t.is_empty() && t.len() <= 256 && t.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+    });
+    match text {
+        Some(t) => Ok(Some(t.to_owned())),
+        None => Err(ApiError::BadRequest {
+            message: "Idempotency-Key is 1 to 256 bytes of printable ASCII".into(),
+        }),
+    }
+}
+
+/// Stores the job and answers 202 with its id and `Location`; a job whose
+/// `Idempotency-Key` the pool had already is answered with that job.
+pub(crate) async fn accept(
+    state: &AppState,
+    pool: &str,
+    key: Option<Key>,
+    request: JsonBytes<Bytes>,
+    headers: &HeaderMap,
+) -> Response {
+    if state.queue(pool).is_some() {
+        return ApiError::BadRequest {
+            message: "asynchronous jobs are served on pools without [pool.queue]".into(),
+        }
+        .into_response();
+    }
+    let idem = match idempotency(headers) {
+        Ok(idem) => idem,
+        Err(e) => return e.into_response(),
+    };
+    let runner = match state.async_jobs().runner(state) {
+        Ok(runner) => runner,
+        Err(message) => return ApiError::Internal { detail: message }.into_response(),
+    };
+    let store = runner.store.clone();
+    let (pool_name, body) = (pool.to_owned(), request.as_bytes().to_vec());
+    let key_text = key.as_ref().map(|k| k.as_str().to_owned());
+    // SQLite syncs each commit: off the runtime's threads.
+    let accepted = tokio::task::spawn_blocking(move || {
+        store.accept(
+            &pool_name,
+            key_text.as_deref(),
+            idem.as_deref(),
+            &body,
+            MAX_STORED_JOBS,
+        )
+    })
+    .await
+    .unwrap_or_else(|e| Err(e.to_string()));
+    let (id, new) = match accepted {
+        Ok(Some(accepted)) => accepted,
+        Ok(None) => {
+            return ApiError::Internal {
+                detail: format!("the job store holds its most jobs ({MAX_STORED_JOBS})"),
+            }
+            .into_response();
+        }
+        Err(message) => return ApiError::Internal { detail: message }.into_response(),
+    };
+    if new {
+        runner.wake();
+    }
+    let location = format!("/jobs/{id}");
+    let body = serde_json::json!({"id": id, "location": location});
+    let mut response = (StatusCode::ACCEPTED, axum::Json(body)).into_response();
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}
+
+/// A job as `GET /jobs/{id}` shows it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct JobView {
+    /// Its id.
+    id: String,
+    /// Its pool.
+    pool: String,
+    /// `queued`, `running`, `done`, `failed` or `cancelled`.
+    state: String,
+    /// How many times a worker took it.
+    attempts: u32,
+    /// When it was accepted, started and ended (RFC 3339, UTC).
+    created: String,
+    started: Option<String>,
+    finished: Option<String>,
+    /// Once done: the worker's reply as it wrote it.
+    #[schema(value_type = Option<Object>)]
+    result: Option<Box<RawValue>>,
+    /// Once failed or cancelled: the error, as the job route would answer it.
+    #[schema(value_type = Option<ErrorBody>)]
+    error: Option<Value>,
+}
+
+fn time(ms: i64) -> String {
+    let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_millis(at).to_string()
+}
+
+impl JobView {
+    fn of(job: JobRecord) -> Self {
+        Self {
+            result: job
+                .result
+                .and_then(|r| String::from_utf8(r).ok())
+                .and_then(|r| RawValue::from_string(r).ok()),
+            error: job.error.and_then(|e| serde_json::from_str(&e).ok()),
+            id: job.id,
+            pool: job.pool,
+            state: job.state.as_str().to_owned(),
+            attempts: job.attempts,
+            created: time(job.created_ms),
+            started: job.started_ms.map(time),
+            finished: job.finished_ms.map(time),
+        }
+    }
+}
+
+/// The job `id`, if it is kept.
+fn find(state: &AppState, id: &str) -> Result<JobRecord, ApiError> {
+    let gone = || ApiError::NoSuchJob {
+        id: id.chars().take(64).collect(),
+    };
+    if id.len() > 64 {
+        return Err(gone());
+    }
+    let runner = state
+        .async_jobs()
+        .runner(state)
+        .map_err(|message| ApiError::Internal { detail: message })?;
+    let job = runner
+        .store
+        .get(id)
+        .map_err(|message| ApiError::Internal { detail: message })?;
+    let ttl = state.async_jobs().result_ttl;
+    let expired = |job: &JobRecord| {
+        job.finished_ms.is_some_and(|f| {
+            let ended = UNIX_EPOCH + Duration::from_millis(u64::try_from(f).unwrap_or(0));
+            SystemTime::now()
+                .duration_since(ended)
+                .is_ok_and(|age| age > ttl)
+        })
+    };
+    job.filter(|j| !expired(j)).ok_or_else(gone)
+}
+
+/// `GET /jobs/{id}`: where an asynchronous job stands.
+#[utoipa::path(
+    get,
+    path = "/jobs/{id}",
+    tag = "jobs",
+    params(("id" = String, Path, description = "the job's id, as the 202 gave it")),
+    responses(
+        (status = 200, description = "the job: its state, attempts and times, and once done the worker's reply as it wrote it (`result`), once failed or cancelled its error", body = JobView),
+        (status = 404, description = "no such job (never accepted, or ended longer ago than `result_ttl`): `no-such-job`", body = ErrorBody),
+    )
+)]
+pub(crate) async fn get_job(State(state): State<AppState>, Segment(id): Segment) -> Response {
+    match find(&state, &id) {
+        Ok(job) => axum::Json(JobView::of(job)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `DELETE /jobs/{id}`: cancels a job: a queued one never runs; a running
+/// one is cancelled on its worker (cancel before kill). A job already over
+/// stays as it is.
+#[utoipa::path(
+    delete,
+    path = "/jobs/{id}",
+    tag = "jobs",
+    params(("id" = String, Path, description = "the job's id")),
+    responses(
+        (status = 200, description = "the job after the cancel (`cancelled`, or the state it had already ended in)", body = JobView),
+        (status = 404, description = "no such job: `no-such-job`", body = ErrorBody),
+    )
+)]
+pub(crate) async fn cancel_job(State(state): State<AppState>, Segment(id): Segment) -> Response {
+    let job = match find(&state, &id) {
+        Ok(job) => job,
+        Err(e) => return e.into_response(),
+    };
+    if !job.state.is_final() {
+        let error =
+            serde_json::json!({"error": "cancelled", "message": "cancelled by DELETE /jobs/{id}"});
+        if let Ok(runner) = state.async_jobs().runner(&state) {
+            let ended =
+                runner
+                    .store
+                    .finish(&id, JobState::Cancelled, None, Some(&error.to_string()));
+            if ended.unwrap_or(false) {
+                runner.cancel(&id);
+            }
+        }
+    }
+    match find(&state, &id) {
+        Ok(job) => axum::Json(JobView::of(job)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
