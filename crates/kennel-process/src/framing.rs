@@ -84,6 +84,8 @@ pub const MCP_PROTOCOL_VERSION: &str = "2025-11-25";
 pub struct Handshake {
     pub(crate) params: Value,
     pub(crate) initialized: Option<String>,
+    /// Requests sent once after `initialized`, their answers dropped.
+    pub(crate) primes: Vec<String>,
 }
 
 impl Handshake {
@@ -143,7 +145,18 @@ impl Handshake {
         Self {
             params,
             initialized,
+            primes: Vec::new(),
         }
+    }
+
+    /// After `initialized`, sends a request of `method` (no params) and
+    /// waits for its answer (whatever it is) before the worker counts as
+    /// warm: the code that answers a client's first request has run once
+    /// (`tools/list` for an MCP server under a JIT, such as node's). Each
+    /// call adds one, sent in order.
+    pub fn prime(mut self, method: impl Into<String>) -> Self {
+        self.primes.push(method.into());
+        self
     }
 
     /// Sets `params.protocolVersion`.

@@ -32,6 +32,7 @@ pub fn app(state: AppState) -> Router {
             "/jobs/{id}",
             get(crate::async_jobs::get_job).delete(crate::async_jobs::cancel_job),
         )
+        .route("/jobs/{id}/events", get(crate::async_jobs::job_events))
         .route(
             "/mcp/{name}",
             post(crate::mcp::post)

@@ -85,6 +85,7 @@ pub(crate) fn coprocess_spec(pool: &PoolConfig, self_exe: &Path) -> CoprocessSpe
         pool.cancel_lines,
         pool.method.as_deref(),
         pool.handshake().as_ref(),
+        pool.mcp.as_ref().map_or(&[][..], |m| &m.prime[..]),
     )
 }
 

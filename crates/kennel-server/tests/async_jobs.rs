@@ -102,6 +102,72 @@ fn an_async_job_is_answered_202_with_its_location_and_runs_to_done() {
 }
 
 #[test]
+fn a_watcher_gets_the_progress_of_an_async_job_then_its_end() {
+    let server = Server::start(
+        "async-events",
+        &config(1, "{dir}/state", "{dir}/count.txt"),
+        &[],
+        &[],
+        Stderr::Collected,
+    );
+    // Queued behind a first job, so that the watch begins before it runs.
+    let first = accepted(&submit(&server, "count", &json!({"n": 1, "ms": 300}), &[]));
+    server.eventually("the first running", || {
+        state_of(&server, &first) == "running"
+    });
+    let id = accepted(&submit(
+        &server,
+        "count",
+        &json!({"n": 2, "ms": 10, "steps": 3}),
+        &[],
+    ));
+    let a = server.http(
+        "GET",
+        &format!("/jobs/{id}/events"),
+        &[("Accept", "text/event-stream")],
+        "",
+    );
+    assert_eq!(a.status, 200);
+    let events: Vec<&str> = a
+        .body
+        .lines()
+        .filter_map(|l| l.strip_prefix("event:").map(str::trim))
+        .collect();
+    assert_eq!(
+        events,
+        ["progress", "progress", "progress", "end"],
+        "{}",
+        a.body
+    );
+    let end: Value = serde_json::from_str(
+        a.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .last()
+            .unwrap()
+            .trim(),
+    )
+    .unwrap();
+    assert_eq!(end["state"], "done");
+    assert_eq!(end["result"]["n"], 2);
+    // A job over already: its end at once.
+    let a = server.http("GET", &format!("/jobs/{first}/events"), &[], "");
+    assert!(a.body.starts_with("event: end"), "{}", a.body);
+}
+
+#[test]
+fn an_ended_job_is_forgotten_after_result_ttl() {
+    let toml = config(1, "{dir}/state", "{dir}/count.txt")
+        .replace("state_dir = ", "result_ttl = \"1s\"\nstate_dir = ");
+    let server = Server::start("async-ttl", &toml, &[], &[], Stderr::Collected);
+    let id = accepted(&submit(&server, "count", &json!({"n": 1}), &[]));
+    server.eventually("the job done", || state_of(&server, &id) == "done");
+    server.eventually("the job forgotten", || {
+        server.http("GET", &format!("/jobs/{id}"), &[], "").status == 404
+    });
+}
+
+#[test]
 fn a_queued_job_cancelled_never_runs_and_a_running_one_is_cancelled_on_its_worker() {
     let server = Server::start(
         "async-cancel",

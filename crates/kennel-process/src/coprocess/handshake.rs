@@ -9,6 +9,23 @@ use crate::error::ProcessError;
 const HANDSHAKE_ID: u64 = 0;
 
 impl Coprocess {
+    /// Sends a request of `method` and waits for its answer, which is
+    /// dropped (an error too): part of the warm-up.
+    async fn prime(&mut self, method: &str) -> Result<(), ProcessError> {
+        let framing = self.spec.framing;
+        let id = self.next_id;
+        self.next_id += 1;
+        let bytes = rpc::message(framing, Some(id), method, None);
+        self.send(&bytes, Reading::WarmUp, method).await?;
+        loop {
+            let bytes = self.next_message(Reading::WarmUp).await?;
+            match rpc::classify(&bytes) {
+                Inbound::Response { id: Some(got), .. } if got == id => return Ok(()),
+                other => self.skip(other, &bytes).await,
+            }
+        }
+    }
+
     /// Sends `initialize` (once), waits for its response, sends the
     /// `initialized` notification: the worker is ready (at once without a
     /// handshake).
@@ -49,6 +66,9 @@ impl Coprocess {
                         let note =
                             rpc::message(framing, None, method, Some(&serde_json::json!({})));
                         self.send(&note, Reading::WarmUp, method).await?;
+                    }
+                    for method in &handshake.primes {
+                        self.prime(method).await?;
                     }
                     self.phase = Phase::Idle;
                     event!(debug, self, "worker answered the handshake; ready");

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-pub(crate) use self::routes::{JobView, accept, cancel_job, get_job, prefers_async};
+pub(crate) use self::routes::{JobView, accept, cancel_job, get_job, job_events, prefers_async};
 use self::runner::Runner;
 use self::store::{Store, StoreError};
 use crate::state::AppState;
@@ -52,13 +52,17 @@ impl AsyncJobs {
     /// At start: if a store is there, opens it, takes back the jobs a
     /// stopped server left, and starts running them.
     pub(crate) fn resume(&self, state: &AppState) {
-        if self
+        let _ = self.existing(state);
+    }
+
+    /// The runner if there is a store (opened, or a file to open): reading
+    /// a job never makes one.
+    pub(crate) fn existing(&self, state: &AppState) -> Option<Result<Arc<Runner>, StoreError>> {
+        let file = self
             .dir
             .as_ref()
-            .is_some_and(|d| d.join("jobs.sqlite3").exists())
-        {
-            let _ = self.runner(state);
-        }
+            .is_some_and(|d| d.join("jobs.sqlite3").exists());
+        (self.runner.get().is_some() || file).then(|| self.runner(state))
     }
 
     /// The runner, the store opened (and its jobs recovered) on first use.

@@ -6,12 +6,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use std::convert::Infallible;
+
+use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use kennel::Key;
 use kennel_process::JsonBytes;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use tokio::sync::broadcast;
 
 use super::MAX_STORED_JOBS;
 use super::store::{JobRecord, JobState};
@@ -166,10 +170,10 @@ fn find(state: &AppState, id: &str) -> Result<JobRecord, ApiError> {
     if id.len() > 64 {
         return Err(gone());
     }
-    let runner = state
-        .async_jobs()
-        .runner(state)
-        .map_err(|message| ApiError::Internal { detail: message })?;
+    let Some(runner) = state.async_jobs().existing(state) else {
+        return Err(gone());
+    };
+    let runner = runner.map_err(|message| ApiError::Internal { detail: message })?;
     let job = runner
         .store
         .get(id)
@@ -202,6 +206,69 @@ pub(crate) async fn get_job(State(state): State<AppState>, Segment(id): Segment)
         Ok(job) => axum::Json(JobView::of(job)).into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+/// `GET /jobs/{id}/events`: the job's progress as it runs, then its end.
+#[utoipa::path(
+    get,
+    path = "/jobs/{id}/events",
+    tag = "jobs",
+    params(("id" = String, Path, description = "the job's id")),
+    responses(
+        (status = 200, description = "server-sent events: a `progress` event per progress item of the worker's while the job runs (a watcher more than 64 behind misses some), then one `end` event whose data is the job as `GET /jobs/{id}` shows it; a job already over gives its `end` at once", content_type = "text/event-stream"),
+        (status = 404, description = "no such job: `no-such-job`", body = ErrorBody),
+    )
+)]
+pub(crate) async fn job_events(State(state): State<AppState>, Segment(id): Segment) -> Response {
+    if let Err(e) = find(&state, &id) {
+        return e.into_response();
+    }
+    let runner = match state.async_jobs().runner(&state) {
+        Ok(runner) => runner,
+        Err(detail) => return ApiError::Internal { detail }.into_response(),
+    };
+    // Watch first, then read: an end between the two still closes the
+    // stream.
+    let progress = runner.watch(&id);
+    let job = match find(&state, &id) {
+        Ok(job) => job,
+        Err(e) => {
+            runner.cancel_watch(&id);
+            return e.into_response();
+        }
+    };
+    let items = if job.state.is_final() {
+        runner.cancel_watch(&id);
+        None
+    } else {
+        Some(progress)
+    };
+    let events = futures_util::stream::unfold(
+        (items, Some((state, id))),
+        |(mut items, mut end)| async move {
+            if let Some(rx) = items.as_mut() {
+                loop {
+                    match rx.recv().await {
+                        Ok(p) => {
+                            let event = Event::default()
+                                .event("progress")
+                                .data(p.to_json().to_string());
+                            return Some((Ok::<_, Infallible>(event), (items, end)));
+                        }
+                        Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    }
+                }
+            }
+            let (state, id) = end.take()?;
+            let data = match find(&state, &id) {
+                Ok(job) => serde_json::to_string(&JobView::of(job)).unwrap_or_default(),
+                Err(e) => e.body().to_string(),
+            };
+            Some((Ok(Event::default().event("end").data(data)), (None, None)))
+        },
+    );
+    Sse::new(events).into_response()
 }
 
 /// `DELETE /jobs/{id}`: cancels a job: a queued one never runs; a running

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use axum::body::Bytes;
 use kennel::Key;
-use kennel_process::{Coprocess, JsonBytes};
+use kennel_process::{Coprocess, JsonBytes, Progress};
 use serde_json::json;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
 use super::store::{JobRecord, JobState, Store};
@@ -30,7 +30,14 @@ struct Inner {
     busy: HashMap<String, usize>,
     /// What cancels each running job.
     running: HashMap<String, CancellationToken>,
+    /// The progress of each job someone watches or that runs; closed when
+    /// it ends.
+    progress: HashMap<String, broadcast::Sender<Progress>>,
 }
+
+/// How many progress items a watcher of an asynchronous job may be behind;
+/// a slower one misses items, never the end.
+const PROGRESS_BUFFER: usize = 64;
 
 /// An error as the body `GET /jobs/{id}` shows.
 pub(crate) fn error_body(error: &ApiError) -> String {
@@ -55,11 +62,42 @@ impl Runner {
         self.wake.notify_one();
     }
 
-    /// Cancels the running job `id`, if it runs here.
+    /// Cancels the running job `id`, if it runs here; its watchers' streams
+    /// end.
     pub(crate) fn cancel(&self, id: &str) {
-        if let Some(token) = self.inner().running.get(id) {
+        let mut inner = self.inner();
+        if let Some(token) = inner.running.get(id) {
             token.cancel();
         }
+        inner.progress.remove(id);
+    }
+
+    /// A watch of job `id` that turned out needless (the job is over, or
+    /// none): dropped, unless the job runs.
+    pub(crate) fn cancel_watch(&self, id: &str) {
+        let mut inner = self.inner();
+        if !inner.running.contains_key(id) {
+            inner.progress.remove(id);
+        }
+    }
+
+    /// The progress of job `id` from now on (it closes when the job ends).
+    pub(crate) fn watch(&self, id: &str) -> broadcast::Receiver<Progress> {
+        let mut inner = self.inner();
+        inner
+            .progress
+            .entry(id.to_owned())
+            .or_insert_with(|| broadcast::channel(PROGRESS_BUFFER).0)
+            .subscribe()
+    }
+
+    fn progress_of(&self, id: &str) -> broadcast::Sender<Progress> {
+        let mut inner = self.inner();
+        inner
+            .progress
+            .entry(id.to_owned())
+            .or_insert_with(|| broadcast::channel(PROGRESS_BUFFER).0)
+            .clone()
     }
 
     /// Hands each pool's queued jobs to it as its workers allow, until the
@@ -117,8 +155,9 @@ impl Runner {
 
     /// Runs one job and ends it in the store.
     async fn run_one(self: Arc<Self>, state: AppState, job: JobRecord, token: CancellationToken) {
+        let progress = self.progress_of(&job.id);
         let outcome = tokio::select! {
-            outcome = run_job(&state, &job) => Some(outcome),
+            outcome = run_job(&state, &job, progress) => Some(outcome),
             () = token.cancelled_owned() => None,
         };
         let ended = match outcome {
@@ -139,6 +178,8 @@ impl Runner {
         {
             let mut inner = self.inner();
             inner.running.remove(&job.id);
+            // Its watchers' streams end, and read the end from the store.
+            inner.progress.remove(&job.id);
             if let Some(n) = inner.busy.get_mut(&job.pool) {
                 *n = n.saturating_sub(1);
             }
@@ -149,7 +190,11 @@ impl Runner {
 
 /// Runs `job` on its pool: the worker's reply as it wrote it, or the error
 /// the job route would answer.
-async fn run_job(state: &AppState, job: &JobRecord) -> Result<Vec<u8>, ApiError> {
+async fn run_job(
+    state: &AppState,
+    job: &JobRecord,
+    progress: broadcast::Sender<Progress>,
+) -> Result<Vec<u8>, ApiError> {
     let pool = crate::jobs::pool_named(state, &job.pool)?;
     let watch = state.watch(&job.pool);
     // Both were checked when the job was accepted.
@@ -163,7 +208,7 @@ async fn run_job(state: &AppState, job: &JobRecord) -> Result<Vec<u8>, ApiError>
         })?),
         None => None,
     };
-    run_owned(pool, key, request, watch).await
+    run_owned(pool, key, request, watch, progress).await
 }
 
 /// The run itself, on owned values only (a future that holds no borrow
@@ -173,8 +218,13 @@ async fn run_owned(
     key: Option<Key>,
     request: JsonBytes<Bytes>,
     watch: Option<crate::watch::Watch>,
+    progress: broadcast::Sender<Progress>,
 ) -> Result<Vec<u8>, ApiError> {
-    let job = async move |w: &mut Coprocess| w.request_bytes(&request, None).await;
+    let job = async move |w: &mut Coprocess| {
+        // Nobody watching is no error.
+        let mut forward = |p| drop(progress.send(p));
+        w.request_bytes(&request, Some(&mut forward)).await
+    };
     match crate::jobs::run_on(&pool, key, job).await {
         Ok(Ok(reply)) => Ok(reply.as_bytes().to_vec()),
         Ok(Err(e)) => Err(e.into()),

@@ -98,13 +98,17 @@ pub(crate) fn apply(
     cancel_lines: bool,
     method: Option<&str>,
     initialize: Option<&InitializeConfig>,
+    primes: &[String],
 ) -> CoprocessSpec {
     let mut spec = spec.framing(protocol.framing()).cancel_lines(cancel_lines);
     if let Some(m) = method {
         spec = spec.method(m);
     }
     if let Some(i) = initialize {
-        spec = spec.handshake(i.handshake(protocol.framing()));
+        let handshake = primes
+            .iter()
+            .fold(i.handshake(protocol.framing()), |h, m| h.prime(m));
+        spec = spec.handshake(handshake);
     }
     spec
 }

@@ -39,6 +39,12 @@ pub(crate) struct McpConfig {
     /// for a worker before it is answered 503 (default 5 s).
     #[serde(default = "default_attach_wait")]
     pub attach_wait: HumanDuration,
+    /// `prime`: requests each worker is sent once at its warm-up, after
+    /// the handshake, their answers dropped (default `["tools/list"]`): a
+    /// session's first request finds code that has run (a JIT's, node's)
+    /// even on a worker that has just replaced another. `[]` for none.
+    #[serde(default = "default_prime")]
+    pub prime: Vec<String>,
 }
 
 impl Default for McpConfig {
@@ -48,6 +54,7 @@ impl Default for McpConfig {
             reuse_after_session: false,
             session_idle: default_session_idle(),
             attach_wait: default_attach_wait(),
+            prime: default_prime(),
         }
     }
 }
@@ -71,12 +78,26 @@ impl McpConfig {
                 format!("{} is out of range (allowed: 0s to 24h)", self.attach_wait),
             ));
         }
+        if let Some(i) = self
+            .prime
+            .iter()
+            .position(|m| m.is_empty() || m.len() > 256)
+        {
+            return Err((
+                format!("mcp.prime[{i}]"),
+                "is not a method name (allowed: 1 to 256 bytes, such as \"tools/list\")".into(),
+            ));
+        }
         Ok(())
     }
 }
 
 fn default_session_idle() -> HumanDuration {
     HumanDuration(Duration::from_secs(60))
+}
+
+fn default_prime() -> Vec<String> {
+    vec!["tools/list".to_owned()]
 }
 
 fn default_attach_wait() -> HumanDuration {

@@ -37,6 +37,7 @@ use crate::ops::workers::{RetireDueJson, WorkerJson, WorkersBody};
         crate::jobs::group_job,
         crate::async_jobs::routes::get_job,
         crate::async_jobs::routes::cancel_job,
+        crate::async_jobs::routes::job_events,
         crate::mcp::post,
         crate::mcp::open_stream,
         crate::mcp::end,
