@@ -143,7 +143,7 @@ fn a_watcher_gets_the_progress_of_an_async_job_then_its_end() {
         a.body
             .lines()
             .filter_map(|l| l.strip_prefix("data:"))
-            .last()
+            .next_back()
             .unwrap()
             .trim(),
     )
