@@ -343,9 +343,6 @@ pub(crate) async fn open_stream(
     Segment(name): Segment,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refusal) = served(&state, &name) {
-        return *refusal;
-    }
     let session = match session_of(&state, &name, &headers) {
         Ok(session) => session,
         Err(refusal) => return *refusal,
@@ -383,9 +380,6 @@ pub(crate) async fn end(
     Segment(name): Segment,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refusal) = served(&state, &name) {
-        return *refusal;
-    }
     match session_of(&state, &name, &headers) {
         Ok(session) => {
             session.ended.cancel();

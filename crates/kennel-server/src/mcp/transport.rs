@@ -74,12 +74,13 @@ pub(super) fn served(
     }
 }
 
-/// The session a request names, on pool `name`.
+/// The session a request names, on pool `name` (which must serve MCP).
 pub(super) fn session_of(
     state: &AppState,
     name: &str,
     headers: &HeaderMap,
 ) -> Result<Arc<Session>, Box<Response>> {
+    served(state, name)?;
     let Some(id) = headers.get(SESSION_HEADER) else {
         return Err(Box::new(refuse(
             StatusCode::BAD_REQUEST,
