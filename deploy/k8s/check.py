@@ -11,7 +11,9 @@ other and with the kennel.toml in the ConfigMap:
   of the queued pool's stream and durable consumer, with a lagThreshold;
 - the HPA scales the Deployment on kennel_jetstream_projected_wait_seconds of
   that pool, with an AverageValue target;
-- the kustomization names files that exist, and not both autoscalers.
+- the kustomization names files that exist, and not both autoscalers;
+- with a bearer token, the config lets the metrics be read without it
+  (`metrics_public`), as the scrape annotations and the HPA's adapter need.
 
 With a kennel binary given (`--kennel PATH`), the ConfigMap's kennel.toml is
 also checked by `kennel check` itself.
@@ -111,6 +113,9 @@ def main():
     port = int(config.get("server", {}).get("listen", "127.0.0.1:7878").rsplit(":", 1)[1])
     check(config.get("server", {}).get("listen", "").startswith("0.0.0.0:"),
           "kennel.toml: server.listen must take connections from the pod network (0.0.0.0:PORT)")
+    server = config.get("server", {})
+    check("token_env" not in server or server.get("metrics_public") is True,
+          "kennel.toml: with a token, metrics_public = true, or the scrape and the HPA's adapter get 401")
 
     # The Deployment.
     dep = one["Deployment"]

@@ -98,6 +98,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
         .host_policy(HostPolicy::new(local, &s.allowed_hosts, &s.allowed_origins))
         .access_log(args.access_log || s.access_log)
         .run_dir(run_dir.clone())
+        .metrics_public(s.metrics_public)
         .state_dir(
             s.state_dir
                 .clone()

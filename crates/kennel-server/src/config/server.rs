@@ -79,6 +79,11 @@ pub(crate) struct ServerConfig {
     /// group (default `$XDG_RUNTIME_DIR/kennel/<port>`; docs/CONFIG.md,
     /// "`[server]`"); a relative path is from the working directory.
     pub run_dir: Option<PathBuf>,
+    /// `metrics_public`: `GET /metrics` answers without the bearer token,
+    /// so that a scraper (Prometheus, the HPA's metrics adapter) needs
+    /// none (default false). The metrics name pools and counts, never a
+    /// job's content.
+    pub metrics_public: bool,
     /// `state_dir`: where asynchronous jobs are stored (default
     /// `$XDG_STATE_HOME/kennel/<port>`, else `~/.local/state/kennel/<port>`;
     /// a relative path is from the working directory). One server per
@@ -115,6 +120,7 @@ impl Default for ServerConfig {
             log_format: LogFormat::Text,
             histogram_buckets: None,
             run_dir: None,
+            metrics_public: false,
             state_dir: None,
             result_ttl: HumanDuration(std::time::Duration::from_secs(3600)),
             runtime_threads: RuntimeThreads::Auto,

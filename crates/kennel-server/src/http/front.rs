@@ -97,13 +97,15 @@ fn refusal(state: &AppState, request: &Request) -> Option<Response> {
 }
 
 /// Whether `request` may pass the bearer token check: no token is set,
-/// it is a probe or the status page, or it carries the token.
+/// it is a probe or the status page (or `/metrics` with
+/// `metrics_public`), or it carries the token.
 fn authorized(state: &AppState, request: &Request) -> bool {
     let Some(token) = state.token() else {
         return true;
     };
     let path = request.uri().path();
-    if PROBES.contains(&path) || path == crate::ops::page::PATH {
+    let metrics = path == "/metrics" && state.metrics_public();
+    if PROBES.contains(&path) || path == crate::ops::page::PATH || metrics {
         return true;
     }
     request

@@ -28,9 +28,16 @@ pub struct AppStateBuilder {
     metrics: Option<PrometheusHandle>,
     run_dir: Option<Arc<RunDir>>,
     state_dir: Option<(std::path::PathBuf, Duration)>,
+    metrics_public: bool,
 }
 
 impl AppStateBuilder {
+    /// Lets `GET /metrics` answer without the bearer token (for scrapers).
+    pub fn metrics_public(mut self, public: bool) -> Self {
+        self.metrics_public = public;
+        self
+    }
+
     /// Takes asynchronous jobs (`Prefer: respond-async`), stored in `dir`
     /// (made on the first one), each kept `result_ttl` after it ends.
     /// Without it such a job is answered 500 `internal`.
@@ -120,6 +127,7 @@ impl AppStateBuilder {
                     None => crate::async_jobs::AsyncJobs::new(None, Duration::from_secs(3600)),
                 },
                 mcp: crate::mcp::Sessions::default(),
+                metrics_public: self.metrics_public,
             }),
         }
     }

@@ -67,6 +67,8 @@ struct Inner {
     mcp: crate::mcp::Sessions,
     /// The asynchronous jobs and their store.
     async_jobs: crate::async_jobs::AsyncJobs,
+    /// `GET /metrics` asks for no token.
+    metrics_public: bool,
 }
 
 impl fmt::Debug for AppState {
@@ -308,6 +310,11 @@ impl AppState {
 
     pub(crate) fn metrics(&self) -> Option<&PrometheusHandle> {
         self.inner.metrics.as_ref()
+    }
+
+    /// Whether `GET /metrics` asks for no token.
+    pub(crate) fn metrics_public(&self) -> bool {
+        self.inner.metrics_public
     }
 
     /// The asynchronous jobs.

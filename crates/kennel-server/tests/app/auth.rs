@@ -9,6 +9,21 @@ use crate::routed::{demo, requests_counted, start};
 use crate::{assert_error, call, get, post};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_metrics_public_a_scraper_reads_the_metrics_without_the_token() {
+    let state = AppState::builder()
+        .token("s3cret")
+        .metrics_public(true)
+        .build();
+    start(&state, vec![demo("demo", 1)]).await;
+    let router = kennel_server::app(state.clone());
+    assert_eq!(call(&router, get("/metrics")).await.0, StatusCode::OK);
+    // Every other route still asks for it.
+    let answer = call(&router, get("/pools")).await;
+    assert_error(&answer, StatusCode::UNAUTHORIZED, "unauthorized");
+    state.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bearer_token_guards_every_route_but_the_probes() {
     let state = AppState::builder().token("s3cret").build();
     start(&state, vec![demo("demo", 1)]).await;
