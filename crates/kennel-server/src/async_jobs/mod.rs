@@ -55,6 +55,14 @@ impl AsyncJobs {
         let _ = self.existing(state);
     }
 
+    /// Looks at the stored jobs again, if there is a store open (after a
+    /// reload: a pool taken out, or one added).
+    pub(crate) fn wake(&self) {
+        if let Some(Ok(runner)) = self.runner.get() {
+            runner.wake();
+        }
+    }
+
     /// The runner if there is a store (opened, or a file to open): reading
     /// a job never makes one.
     pub(crate) fn existing(&self, state: &AppState) -> Option<Result<Arc<Runner>, StoreError>> {

@@ -125,6 +125,8 @@ impl Runner {
         };
         for name in pools {
             let Ok(pool) = state.pools().get(&name) else {
+                // Its pool was taken out (a reload): its jobs fail.
+                self.fail_all(&name);
                 continue;
             };
             loop {
@@ -149,6 +151,19 @@ impl Runner {
                     inner.running.insert(job.id.clone(), token.clone());
                 }
                 tokio::spawn(Arc::clone(self).run_one(state.clone(), job, token));
+            }
+        }
+    }
+
+    /// Fails every queued job of pool `name`, which is gone.
+    fn fail_all(&self, name: &str) {
+        let body = error_body(&ApiError::NoSuchPool {
+            name: name.to_owned(),
+        });
+        while let Ok(Some(job)) = self.store.take_next(name) {
+            if let Err(e) = self.store.finish(&job.id, JobState::Failed, None, Some(&body)) {
+                tracing::error!(%e, job = %job.id, "storing a job's end failed");
+                return;
             }
         }
     }

@@ -136,6 +136,8 @@ impl AppState {
             done.pools.insert(pool.name.clone(), change);
         }
         source.server = new.server;
+        // The stored jobs of a pool taken out fail; of a new one, run.
+        self.async_jobs().wake();
         Ok(done)
     }
 
