@@ -303,7 +303,9 @@ fn the_queued_jobs_of_a_pool_a_reload_took_out_fail_with_no_such_pool() {
     let toml = config(1, "{dir}/state", "{dir}/count.txt");
     let server = Server::start("async-reload", &toml, &[], &[], Stderr::Collected);
     let running = accepted(&submit(&server, "demo", &json!({"sleep_ms": 60_000}), &[]));
-    server.eventually("the first job running", || state_of(&server, &running) == "running");
+    server.eventually("the first job running", || {
+        state_of(&server, &running) == "running"
+    });
     let queued = accepted(&submit(&server, "demo", &json!({}), &[]));
     // The file without the demo pool, then a reload.
     let without = std::fs::read_to_string(&server.config).unwrap();
@@ -312,6 +314,8 @@ fn the_queued_jobs_of_a_pool_a_reload_took_out_fail_with_no_such_pool() {
     let edited = format!("{}{}", &without[..start], &without[end..]);
     std::fs::write(&server.config, edited).unwrap();
     server.signal(nix::sys::signal::Signal::SIGHUP);
-    server.eventually("the queued job failed", || state_of(&server, &queued) == "failed");
+    server.eventually("the queued job failed", || {
+        state_of(&server, &queued) == "failed"
+    });
     assert_eq!(job(&server, &queued)["error"]["error"], "no-such-pool");
 }

@@ -161,7 +161,10 @@ impl Runner {
             name: name.to_owned(),
         });
         while let Ok(Some(job)) = self.store.take_next(name) {
-            if let Err(e) = self.store.finish(&job.id, JobState::Failed, None, Some(&body)) {
+            if let Err(e) = self
+                .store
+                .finish(&job.id, JobState::Failed, None, Some(&body))
+            {
                 tracing::error!(%e, job = %job.id, "storing a job's end failed");
                 return;
             }
