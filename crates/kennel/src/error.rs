@@ -14,6 +14,9 @@ pub enum RejectReason {
     QueueFull,
     /// The projected wait is above `max_queue_wait` (`queue-wait`).
     QueueWait,
+    /// The job's tenant already has `max_queued` jobs waiting
+    /// (`tenant-limit`).
+    TenantLimit,
 }
 
 impl RejectReason {
@@ -22,6 +25,7 @@ impl RejectReason {
         match self {
             Self::QueueFull => "queue-depth",
             Self::QueueWait => "queue-wait",
+            Self::TenantLimit => "tenant-limit",
         }
     }
 }
@@ -31,6 +35,7 @@ impl fmt::Display for RejectReason {
         f.write_str(match self {
             Self::QueueFull => "the wait queue is full",
             Self::QueueWait => "the projected wait is too long",
+            Self::TenantLimit => "the tenant has as many jobs waiting as it may",
         })
     }
 }
@@ -47,6 +52,20 @@ pub enum Error {
     Rejected {
         /// Why.
         reason: RejectReason,
+    },
+    /// The job's tenant already has as many jobs waiting as its share lets
+    /// it ([`TenantShare::max_queued`](crate::TenantShare::max_queued)); the
+    /// pool's own bounds are [`Error::Rejected`].
+    #[error(
+        "tenant {} has as many jobs waiting as it may; try again in {retry_after:?}",
+        tenant.as_ref().map_or("(none)", crate::Tenant::as_str)
+    )]
+    TenantLimit {
+        /// The tenant.
+        tenant: Option<crate::Tenant>,
+        /// Its own projected wait now: when a job of it would likely be
+        /// taken.
+        retry_after: Duration,
     },
     /// No worker could be lent within the time given to `lend_timeout` or
     /// `run_timeout`.
@@ -170,6 +189,7 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Rejected { .. } => "rejected",
+            Self::TenantLimit { .. } => "tenant-limit",
             Self::LendTimeout { .. } => "lend-timeout",
             Self::Timeout { .. } => "timeout",
             Self::WarmupFailed { .. } => "warmup-failed",

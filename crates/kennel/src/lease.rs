@@ -34,6 +34,8 @@ pub struct Lease<W: Worker> {
     pub(crate) job: bool,
     /// The key of its job, if it has one.
     pub(crate) key: Option<crate::Key>,
+    /// The tenant of its job, if it has one.
+    pub(crate) tenant: Option<crate::Tenant>,
 }
 
 impl<W: Worker> Lease<W> {
@@ -47,6 +49,7 @@ impl<W: Worker> Lease<W> {
             limits: granted.limits,
             job: true,
             key: granted.key,
+            tenant: granted.tenant,
         }
     }
 

@@ -53,7 +53,7 @@ pub const METRIC_FAMILIES: &[MetricFamily] = &[
     MetricFamily::new(
         "kennel_jobs_rejected_total",
         Counter,
-        "Jobs turned away at once, by reason (queue-depth, queue-wait).",
+        "Jobs turned away at once, by reason (queue-depth, queue-wait, tenant-limit).",
     ),
     MetricFamily::new(
         "kennel_jobs_timed_out_total",

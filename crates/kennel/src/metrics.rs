@@ -33,7 +33,7 @@ const RETIRE_REASONS: [RetireReason; 13] = [
 /// the enum that labels them.
 pub(crate) struct PoolMetrics {
     jobs: Counter,
-    rejected: [Counter; 2],
+    rejected: [Counter; 3],
     retired: [Counter; RETIRE_REASONS.len()],
     started: Counter,
     evicted: Counter,
@@ -69,7 +69,12 @@ impl PoolMetrics {
         let cancelled = |o: CancelOutcome| counter!("kennel_jobs_cancelled_total", "pool" => p.clone(), "outcome" => o.as_str());
         Self {
             jobs: counter!("kennel_jobs_total", "pool" => p.clone()),
-            rejected: [RejectReason::QueueFull, RejectReason::QueueWait].map(rejected),
+            rejected: [
+                RejectReason::QueueFull,
+                RejectReason::QueueWait,
+                RejectReason::TenantLimit,
+            ]
+            .map(rejected),
             retired: RETIRE_REASONS.map(|r| {
                 counter!("kennel_workers_retired_total", "pool" => p.clone(), "reason" => r.as_str())
             }),

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use crate::dispatch::Dispatch;
 use crate::error::BuildError;
 use crate::key::{Key, KeyBinding};
+use crate::tenant::{Tenant, TenantShare};
 
 mod range;
 pub use range::MIN_TIMER;
@@ -309,6 +310,13 @@ options! {
         #[cfg_attr(feature = "serde", serde(with = "crate::size_serde"))]
         key_memory_budget: Option<u64> = None,
             Range::count(1, u64::MAX, "bytes: 0 would unload every key; none: no budget");
+        /// The shares of the tenants that call the pool
+        /// ([`RunOptions::tenant`](crate::RunOptions::tenant)): each one's
+        /// weight and limits. A tenant not named here, and a job without a
+        /// tenant, weighs 1 without limits. The service fills it from its
+        /// `[[tenant]]` tables, not from a pool's own keys. Default none.
+        #[cfg_attr(feature = "serde", serde(skip))]
+        tenants: BTreeMap<Tenant, TenantShare> = BTreeMap::new();
     }
 }
 
@@ -321,6 +329,11 @@ impl Options {
     /// allowed.
     pub fn validate(&self) -> Result<(), BuildError> {
         self.check_each()?;
+        for (tenant, share) in &self.tenants {
+            share
+                .check()
+                .map_err(|m| BuildError::new("tenants", format!("{tenant}: {m}")))?;
+        }
         if let (Some(hard), Some(soft)) = (self.job_kill_after, self.job_timeout)
             && hard <= soft
         {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 
 use crate::builder::PoolBuilder;
-use crate::dispatch;
+use crate::dispatch::{self, Ask};
 use crate::engine::{Engine, State};
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
@@ -105,6 +105,11 @@ impl<W: Worker> Pool<W> {
         self.engine().lock().stats()
     }
 
+    /// The tenants with jobs waiting or holding workers now, and how many.
+    pub fn tenants(&self) -> Vec<crate::TenantLoad> {
+        self.engine().lock().waiters.shares.busy()
+    }
+
     /// Whether the pool still warms its first worker: it starts workers by
     /// itself (an eager startup, or `min_idle` above 0) and none of them
     /// has been ready yet. False for a pool that starts workers only for
@@ -148,7 +153,7 @@ impl<W: Worker> Pool<W> {
     /// the job from the queue; a worker that was handed to it meanwhile goes
     /// back to the pool, and a warm-up it caused goes on for the next job.
     pub async fn lend(&self) -> Result<Lease<W>, Error> {
-        self.lend_for(None).await
+        self.lend_for(Ask::default()).await
     }
 
     /// As [`lend`](Pool::lend), for a job of `key`: a worker that holds the
@@ -165,13 +170,13 @@ impl<W: Worker> Pool<W> {
     /// As [`lend`](Pool::lend); dropped while the worker loads the key, the
     /// worker is retired, since what it holds is unknown.
     pub async fn lend_keyed(&self, key: crate::Key) -> Result<Lease<W>, Error> {
-        self.lend_for(Some(key)).await
+        self.lend_with(&RunOptions::new().key(key)).await
     }
 
-    async fn lend_for(&self, key: Option<crate::Key>) -> Result<Lease<W>, Error> {
+    async fn lend_for(&self, ask: Ask) -> Result<Lease<W>, Error> {
         // A job that may queue is never refused for having to.
         let reason = RejectReason::QueueFull;
-        dispatch::lend(self.engine(), true, key)
+        dispatch::lend(self.engine(), true, ask)
             .await?
             .ok_or(Error::Rejected { reason })
     }
@@ -206,7 +211,7 @@ impl<W: Worker> Pool<W> {
     ///
     /// This method is cancel safe, as [`lend`](Pool::lend).
     pub async fn try_lend(&self) -> Result<Option<Lease<W>>, Error> {
-        dispatch::lend(self.engine(), false, None).await
+        dispatch::lend(self.engine(), false, Ask::default()).await
     }
 
     /// Lends a worker to `job` and returns what the job returns.
@@ -269,9 +274,9 @@ impl<W: Worker> Pool<W> {
         run_seen(lease, options.job_timeout, job).await.0
     }
 
-    /// A lend with `options`' key and lend timeout.
+    /// A lend with `options`' key, tenant, priority and lend timeout.
     pub(crate) async fn lend_with(&self, options: &RunOptions) -> Result<Lease<W>, Error> {
-        let lend = self.lend_for(options.key.clone());
+        let lend = self.lend_for(options.ask());
         match options.lend_timeout {
             None => lend.await,
             // The timer is looked at only after the lend was polled, as

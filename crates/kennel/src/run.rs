@@ -20,6 +20,8 @@ pub struct RunOptions {
     pub(crate) lend_timeout: Option<Duration>,
     pub(crate) job_timeout: Option<Option<Duration>>,
     pub(crate) key: Option<crate::Key>,
+    pub(crate) tenant: Option<crate::Tenant>,
+    pub(crate) priority: crate::Priority,
 }
 
 impl RunOptions {
@@ -46,6 +48,33 @@ impl RunOptions {
     pub fn key(mut self, key: crate::Key) -> Self {
         self.key = Some(key);
         self
+    }
+
+    /// Runs the job as `tenant`: while workers are scarce, they go to the
+    /// tenants in proportion to their weights (the pool's
+    /// [`tenants`](crate::Options::tenants)), and the tenant's limits there
+    /// apply.
+    pub fn tenant(mut self, tenant: crate::Tenant) -> Self {
+        self.tenant = Some(tenant);
+        self
+    }
+
+    /// Runs the job at `priority` within its tenant (default
+    /// [`Normal`](crate::Priority::Normal)).
+    pub fn priority(mut self, priority: crate::Priority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// What the job asks the pool for.
+    pub(crate) fn ask(&self) -> crate::dispatch::Ask {
+        crate::dispatch::Ask {
+            key: self.key.clone(),
+            class: crate::dispatch::Class {
+                tenant: self.tenant.clone(),
+                priority: self.priority,
+            },
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Grant, Waiting};
+use super::{Ask, Grant, Waiting};
 use crate::engine::{Acquired, Engine};
 use crate::error::Error;
 use crate::lease::Lease;
@@ -20,11 +20,11 @@ use crate::worker::Worker;
 pub(crate) async fn lend<W: Worker>(
     engine: &Arc<Engine<W>>,
     queue: bool,
-    key: Option<crate::Key>,
+    ask: Ask,
 ) -> Result<Option<Lease<W>>, Error> {
     let mut timing = false;
     let acquired = engine.act(|st, fx| {
-        let acquired = st.acquire(fx, queue, key);
+        let acquired = st.acquire(fx, queue, ask);
         timing = st.timing;
         acquired
     })?;

@@ -1,17 +1,20 @@
-//! Which worker a job gets: the one lending order, the FIFO of waiting jobs
-//! and the future a job waits in (ADR 0004).
+//! Which worker a job gets: the one lending order, the queue of waiting jobs
+//! (fair between tenants, ADR 0065; first come, first served within one
+//! tenant's level, ADR 0004) and the future a job waits in.
 //!
 //! The order (as `@zukhruf/pool` lends): (1) an idle worker in a running
 //! slot, the lowest slot first (or the next after the last one lent, with
 //! [`Dispatch::RoundRobin`]); (2) a worker that is starting and not already
 //! awaited by an earlier job; (3) a new worker started now in the lowest
 //! empty running slot; (4) wait in the queue. A worker that becomes idle
-//! goes to the oldest waiting job first. [`choose`] is that order, for a
+//! goes to the waiting job the fair shares put first: with one tenant and
+//! one priority, the oldest. [`choose`] is that order, for a
 //! new job and for a freed worker alike.
 
 mod lending;
 mod loading;
 mod queue;
+mod share;
 
 use std::sync::Arc;
 
@@ -20,6 +23,15 @@ use tokio::time::Instant;
 pub(crate) use lending::lend;
 pub(crate) use loading::{load_warm, unload};
 pub(crate) use queue::{Handing, Queued, Waiter, Waiters, Waiting};
+pub(crate) use share::Class;
+
+/// What a job asks the pool for: a worker for its key, as its tenant, at
+/// its priority.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ask {
+    pub(crate) key: Option<crate::Key>,
+    pub(crate) class: Class,
+}
 
 use crate::error::Error;
 use crate::slot::{SlotState, Slots, WorkerCell};
@@ -56,6 +68,9 @@ pub(crate) struct Granted<W> {
     pub(crate) key: Option<crate::Key>,
     /// What the worker loads before the job gets it.
     pub(crate) load: Option<Load>,
+    /// The job's tenant: its count of running jobs falls when the worker
+    /// comes back.
+    pub(crate) tenant: Option<crate::Tenant>,
 }
 
 /// What a worker loads before a keyed job gets it: the keys it lets go of
@@ -99,6 +114,7 @@ impl<W> Granted<W> {
             limits,
             key: None,
             load: None,
+            tenant: None,
         }
     }
 }

@@ -8,6 +8,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::Grant;
+use super::share::{Class, Shares};
 use crate::error::Error;
 use crate::key::Key;
 use crate::timer::Timer;
@@ -20,6 +21,8 @@ pub(crate) struct Waiter<W> {
     /// A keyed job's key, when it came, and the timers of its
     /// `max_key_wait` and twice that (held, and cancelled by their drop).
     keyed: Option<(Key, Instant, [Timer; 2])>,
+    /// Its tenant and priority.
+    pub(crate) class: Class,
     /// The job's end of the hand-over: sending wakes it.
     to: oneshot::Sender<Grant<W>>,
 }
@@ -44,7 +47,10 @@ pub(crate) struct Waiting<W> {
 /// One job's grant, on its way.
 pub(crate) type Handing<W> = (oneshot::Sender<Grant<W>>, Grant<W>);
 
-/// Waiting jobs in arrival order; ids grow, so the first entry is the oldest.
+/// Waiting jobs in arrival order; ids grow, so the first entry is the
+/// oldest. The next to get a worker is the one the fair shares put first
+/// ([`Shares`]): the oldest of its tenant's level, with one tenant and
+/// level the oldest of all.
 ///
 /// A job that leaves the queue with a worker (or an error) is handed it
 /// through its own `oneshot`: the grants of a lock session are kept in
@@ -60,6 +66,8 @@ pub(crate) struct Waiters<W> {
     /// What the jobs that left the queue in this lock session were handed.
     granted: Vec<Handing<W>>,
     next_id: u64,
+    /// The tenants' shares of the workers.
+    pub(crate) shares: Shares,
 }
 
 impl<W> Waiters<W> {
@@ -68,6 +76,7 @@ impl<W> Waiters<W> {
             queue: VecDeque::new(),
             granted: Vec::new(),
             next_id: 0,
+            shares: Shares::default(),
         }
     }
 
@@ -75,19 +84,15 @@ impl<W> Waiters<W> {
         self.queue.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
     /// Jobs queued by rule 4 (not bound to a starting worker).
     pub(crate) fn unbound(&self) -> usize {
         self.queue.iter().filter(|(_, w)| w.bound.is_none()).count()
     }
 
-    /// Adds a job at the back; gives its id and the end it is handed its
-    /// worker through.
-    pub(crate) fn push(&mut self, bound: Option<usize>) -> Waiting<W> {
-        self.push_keyed(bound, None)
+    /// Adds a job of `class` at the back; gives its id and the end it is
+    /// handed its worker through.
+    pub(crate) fn push(&mut self, bound: Option<usize>, class: &Class) -> Waiting<W> {
+        self.push_keyed(bound, None, class)
     }
 
     /// Adds a job at the back, with its key, when it came and the timer of
@@ -96,11 +101,20 @@ impl<W> Waiters<W> {
         &mut self,
         bound: Option<usize>,
         keyed: Option<(Key, Instant, [Timer; 2])>,
+        class: &Class,
     ) -> Waiting<W> {
         let id = self.next_id;
         self.next_id += 1;
         let (to, handed) = oneshot::channel();
-        self.queue.push_back((id, Waiter { bound, keyed, to }));
+        self.shares.arrive(class);
+        let class = class.clone();
+        let waiter = Waiter {
+            bound,
+            keyed,
+            class,
+            to,
+        };
+        self.queue.push_back((id, waiter));
         Waiting { id, handed }
     }
 
@@ -109,14 +123,22 @@ impl<W> Waiters<W> {
         self.queue.iter().any(|(_, w)| w.keyed.is_some())
     }
 
-    /// The waiting jobs, oldest first, as the keyed lending order reads them.
+    /// The waiting jobs that may get a worker now (their tenants are under
+    /// `max_running`), in the order the fair shares give them, as the keyed
+    /// lending order reads them.
     pub(crate) fn snapshot(&self) -> Vec<Queued> {
-        let queued = |(id, w): &(u64, Waiter<W>)| Queued {
-            id: *id,
-            bound: w.bound,
-            key: w.keyed.as_ref().map(|(k, since, _)| (k.clone(), *since)),
+        let may = |(_, w): &&(u64, Waiter<W>)| self.shares.may_run(w.class.tenant.as_ref());
+        let jobs = self.queue.iter().filter(may).map(|(id, w)| (*id, &w.class));
+        let order = self.shares.order(jobs);
+        let queued = |id: u64| {
+            let (_, w) = self.queue.iter().find(|(i, _)| *i == id)?;
+            Some(Queued {
+                id,
+                bound: w.bound,
+                key: w.keyed.as_ref().map(|(k, since, _)| (k.clone(), *since)),
+            })
         };
-        self.queue.iter().map(queued).collect()
+        order.into_iter().filter_map(queued).collect()
     }
 
     /// How many jobs of `key` wait.
@@ -131,15 +153,30 @@ impl<W> Waiters<W> {
         w.keyed.as_ref().map(|k| &k.0)
     }
 
-    /// Removes a job that gives up waiting; returns it if it was there.
+    /// Removes a job (it gives up waiting, or gets its worker); returns it
+    /// if it was there.
     pub(crate) fn remove(&mut self, id: u64) -> Option<Waiter<W>> {
         let at = self.queue.iter().position(|(i, _)| *i == id)?;
-        self.queue.remove(at).map(|(_, w)| w)
+        let (_, w) = self.queue.remove(at)?;
+        self.shares.leave(&w.class);
+        Some(w)
     }
 
-    /// Removes the oldest job and returns it with its id.
-    pub(crate) fn take_oldest(&mut self) -> Option<(u64, Waiter<W>)> {
-        self.queue.pop_front()
+    /// The job that gets the next free worker: of the jobs whose tenants
+    /// are under `max_running` (only those not bound to a starting worker,
+    /// with `unbound_only`), the first by the fair shares.
+    pub(crate) fn next(&self, unbound_only: bool) -> Option<u64> {
+        let shares = &self.shares;
+        let eligible = |(_, w): &&(u64, Waiter<W>)| {
+            !(unbound_only && w.bound.is_some()) && shares.may_run(w.class.tenant.as_ref())
+        };
+        let ranked = |(id, w): &(u64, Waiter<W>)| (shares.rank(&w.class), *id);
+        self.queue
+            .iter()
+            .filter(eligible)
+            .map(ranked)
+            .min_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
+            .map(|(_, id)| id)
     }
 
     /// Hands a job just removed from the queue its worker or its error; it
@@ -168,6 +205,12 @@ impl<W> Waiters<W> {
         unbound.next().map(|(id, _)| *id)
     }
 
+    /// The class of waiting job `id`.
+    pub(crate) fn class_of(&self, id: u64) -> Option<&Class> {
+        let (_, w) = self.queue.iter().find(|(i, _)| *i == id)?;
+        Some(&w.class)
+    }
+
     /// The youngest job not bound to a starting worker.
     pub(crate) fn youngest_unbound(&self) -> Option<u64> {
         let mut unbound = self.queue.iter().filter(|(_, w)| w.bound.is_none());
@@ -183,6 +226,7 @@ impl<W> Waiters<W> {
     /// Fails every waiting job with `Closed`, for closing.
     pub(crate) fn close(&mut self) {
         for (_, w) in std::mem::take(&mut self.queue) {
+            self.shares.leave(&w.class);
             self.grant(w, Err(Error::Closed));
         }
     }
@@ -202,15 +246,13 @@ mod tests {
     #[test]
     fn waiters_keep_arrival_order() {
         let mut w = Waiters::<()>::new();
-        let mut jobs: Vec<Waiting<()>> = (0..5).map(|_| w.push(None)).collect();
+        let mut jobs: Vec<Waiting<()>> = (0..5).map(|_| w.push(None, &Class::default())).collect();
         let ids: Vec<u64> = jobs.iter().map(|j| j.id).collect();
         assert!(w.remove(ids[2]).is_some());
         assert!(w.remove(ids[2]).is_none(), "removed once");
         assert_eq!(w.len(), 4);
-        assert_eq!(
-            w.take_oldest().map(|(id, o)| (id, o.bound)),
-            Some((ids[0], None))
-        );
+        assert_eq!(w.next(false), Some(ids[0]), "one tenant: the oldest");
+        assert_eq!(w.remove(ids[0]).map(|o| o.bound), Some(None));
         assert!(w.remove(ids[1]).is_some());
         assert_eq!(w.queue.front().map(|e| e.0), Some(ids[3]));
         w.set_bound(ids[3], Some(7));
@@ -218,7 +260,7 @@ mod tests {
         assert_eq!(w.oldest_unbound(), Some(ids[4]));
         assert!(w.granted.is_empty());
         w.close();
-        assert!(w.is_empty());
+        assert_eq!(w.len(), 0);
         assert_eq!(w.granted.len(), 2, "both are handed their error");
         assert!(
             jobs[3].handed.try_recv().is_err(),
@@ -233,10 +275,10 @@ mod tests {
     #[test]
     fn a_job_that_gave_up_refuses_what_it_is_handed() {
         let mut w = Waiters::<u32>::new();
-        let mut gone = w.push(None);
-        let kept = w.push(None);
+        let mut gone = w.push(None, &Class::default());
+        let kept = w.push(None, &Class::default());
         gone.handed.close();
-        let (_, first) = w.take_oldest().expect("waits");
+        let first = w.next(false).and_then(|id| w.remove(id)).expect("waits");
         w.grant(first, Err(Error::Closed));
         let mut handed = w.take_granted();
         assert_eq!(handed.len(), 1);

@@ -27,7 +27,7 @@ use std::time::Duration;
 use super::effects::{Effects, Wake};
 use super::lend::Acquired;
 use super::state::State;
-use crate::dispatch::{Choice, Granted, Load, Queued, startable};
+use crate::dispatch::{Choice, Class, Granted, Load, Queued, startable};
 use crate::error::Error;
 use crate::event::{Event, RetireReason};
 use crate::key::{Key, KeyBinding};
@@ -58,13 +58,20 @@ impl<W: Worker> State<W> {
         fx: &mut Effects<W>,
         queue: bool,
         key: Key,
+        class: Class,
     ) -> Result<Acquired<W>, Error> {
         if self.closed {
             return Err(Error::Closed);
         }
         self.note_keyed();
+        if !self.waiters.shares.may_run(class.tenant.as_ref()) {
+            // A tenant at its `max_running` waits, whatever is free.
+            return self.enqueue(fx, queue, Some(key), &class);
+        }
         if let Some(i) = self.idle_holder(&key) {
-            return Ok(Acquired::Now(self.lend_hit(fx, i, &key)));
+            let mut g = self.lend_hit(fx, i, &key);
+            self.charge(&class, &mut g, false);
+            return Ok(Acquired::Now(g));
         }
         let place = if self.wants_place(&key, 1) {
             self.place_for(&key, Duration::ZERO)
@@ -73,29 +80,29 @@ impl<W: Worker> State<W> {
         };
         match place {
             Some(Place::Load(i, unload)) => {
-                Ok(Acquired::Now(self.lend_to_load(fx, i, key, unload)))
+                let mut g = self.lend_to_load(fx, i, key, unload);
+                self.charge(&class, &mut g, false);
+                Ok(Acquired::Now(g))
             }
             Some(Place::Starting(i)) => {
-                let waiting = self
-                    .waiters
-                    .push_keyed(Some(i), Some(self.key_timer(fx, key)));
+                let keyed = Some(self.key_timer(fx, key));
+                let waiting = self.waiters.push_keyed(Some(i), keyed, &class);
                 let id = waiting.id;
                 self.slots.apply(i, |s| t::await_by(s, Some(id)));
                 Ok(Acquired::Wait(waiting))
             }
             Some(Place::Start(i)) => {
                 let spawn_key = self.spawn_key(&key);
-                let waiting = self
-                    .waiters
-                    .push_keyed(Some(i), Some(self.key_timer(fx, key)));
+                let keyed = Some(self.key_timer(fx, key));
+                let waiting = self.waiters.push_keyed(Some(i), keyed, &class);
                 self.start_slot_for(fx, i, Some(waiting.id), spawn_key);
                 Ok(Acquired::Wait(waiting))
             }
             Some(Place::Respawn(i)) => {
                 self.retire_idle(fx, i, RetireReason::KeyMoved);
-                self.enqueue(fx, queue, Some(key))
+                self.enqueue(fx, queue, Some(key), &class)
             }
-            None => self.enqueue(fx, queue, Some(key)),
+            None => self.enqueue(fx, queue, Some(key), &class),
         }
     }
 
@@ -314,12 +321,18 @@ impl<W: Worker> State<W> {
         }
     }
 
-    /// Gives waiting jobs what the keyed lending order has for them, oldest
-    /// first; a job that gets nothing now does not hold back the younger.
+    /// Gives waiting jobs what the keyed lending order has for them, in the
+    /// order of the fair shares (oldest first within one tenant's level); a
+    /// job that gets nothing now does not hold back the next.
     pub(crate) fn pump_keyed(&mut self, fx: &mut Effects<W>) {
         for Queued { id, bound, key } in self.waiters.snapshot() {
             if self.closed {
                 return;
+            }
+            let class = self.waiters.class_of(id);
+            if !class.is_some_and(|c| self.waiters.shares.may_run(c.tenant.as_ref())) {
+                // Its tenant got its `max_running` in this pump.
+                continue;
             }
             let Some((key, since)) = key else {
                 self.pump_one(fx, id, bound);

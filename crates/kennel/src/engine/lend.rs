@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::effects::{Effects, Wake};
 use super::release::{Outcome, Returned};
 use super::state::State;
-use crate::dispatch::{Choice, Grant, Granted, JobLimits, Waiters, Waiting, startable};
+use crate::dispatch::{Ask, Choice, Class, Grant, Granted, JobLimits, Waiting, startable};
 use crate::error::{Error, RejectReason};
 use crate::event::Event;
 use crate::key::Key;
@@ -16,6 +16,9 @@ use crate::worker::Worker;
 /// How long the pool waits before it looks again at a start its sizing
 /// refused (memory was short) while jobs wait for it.
 const START_RETRY: Duration = Duration::from_secs(1);
+
+/// The most a key's load is charged to a tenant, in job times.
+const MAX_LOAD_COST: f64 = 100.0;
 
 /// A lend of the slot the lending order found idle.
 const CHOSE_IDLE: &str = "the lending order chose an idle slot";
@@ -38,15 +41,18 @@ impl<W: Worker> State<W> {
         &mut self,
         fx: &mut Effects<W>,
         queue: bool,
-        key: Option<Key>,
+        ask: Ask,
     ) -> Result<Acquired<W>, Error> {
+        let Ask { key, class } = ask;
         if let Some(key) = key {
-            return self.acquire_keyed(fx, queue, key);
+            return self.acquire_keyed(fx, queue, key, class);
         }
         if self.closed {
             return Err(Error::Closed);
         }
         let choice = match self.choose(true) {
+            // A tenant at its `max_running` waits, whatever is free.
+            _ if !self.waiters.shares.may_run(class.tenant.as_ref()) => Choice::Queue,
             // A tripped breaker starts trials, not workers for each job.
             Choice::Start(_) if !self.job_may_start() => Choice::Queue,
             choice => choice,
@@ -55,12 +61,13 @@ impl<W: Worker> State<W> {
             Choice::Idle(i) if self.opts.probe_on_lend => {
                 // The job waits for the worker's probe, then gets it (or,
                 // if it fails, the next free worker).
-                let waiting = self.waiters.push(None);
+                let waiting = self.waiters.push(None, &class);
                 self.probe_slot(fx, i, None);
                 Ok(Acquired::Wait(waiting))
             }
             Choice::Idle(i) => {
-                let granted = self.take_slot(i).expect(CHOSE_IDLE);
+                let mut granted = self.take_slot(i).expect(CHOSE_IDLE);
+                self.charge(&class, &mut granted, false);
                 self.arm_slow(fx, i);
                 // When idle workers drop to `auto_grow_threshold`, one
                 // more running slot starts ahead of demand.
@@ -71,18 +78,31 @@ impl<W: Worker> State<W> {
                 Ok(Acquired::Now(granted))
             }
             Choice::Starting(i) => {
-                let waiting = self.waiters.push(Some(i));
+                let waiting = self.waiters.push(Some(i), &class);
                 let id = waiting.id;
                 self.slots.apply(i, |s| t::await_by(s, Some(id)));
                 Ok(Acquired::Wait(waiting))
             }
             Choice::Start(i) => {
-                let waiting = self.waiters.push(Some(i));
+                let waiting = self.waiters.push(Some(i), &class);
                 self.start_slot(fx, i, Some(waiting.id));
                 Ok(Acquired::Wait(waiting))
             }
-            Choice::Queue => self.enqueue(fx, queue, None),
+            Choice::Queue => self.enqueue(fx, queue, None, &class),
         }
+    }
+
+    /// A job of `class` gets `g`: its tenant is charged the job (and the
+    /// key's load the worker does first, in job times), and holds one more
+    /// worker. `waited`: the job came from the queue.
+    pub(super) fn charge(&mut self, class: &Class, g: &mut Granted<W>, waited: bool) {
+        let load = match (&g.load, self.load_ewma, self.ewma) {
+            (None, ..) => 0.0,
+            (Some(_), Some(load), Some(job)) if job > 0.0 => (load / job).min(MAX_LOAD_COST),
+            (Some(_), ..) => 1.0,
+        };
+        self.waiters.shares.grant(class, 1.0 + load, waited);
+        g.tenant.clone_from(&class.tenant);
     }
 
     /// A job that found nothing now waits in the queue (with its key), if
@@ -92,12 +112,27 @@ impl<W: Worker> State<W> {
         fx: &mut Effects<W>,
         queue: bool,
         key: Option<Key>,
+        class: &Class,
     ) -> Result<Acquired<W>, Error> {
         if self.broken() {
             return Err(self.unavailable());
         }
         if !queue {
             return Ok(Acquired::WouldQueue);
+        }
+        let tenant = class.tenant.as_ref();
+        if !self.waiters.shares.may_queue(tenant) {
+            // Its own projected wait, at the mean job time (a second
+            // before one is measured).
+            let mean = self.ewma.unwrap_or(1.0);
+            let wait = self.waiters.shares.projected(tenant, mean, self.slots.capacity());
+            fx.emit(Event::Rejected {
+                reason: RejectReason::TenantLimit,
+            });
+            return Err(Error::TenantLimit {
+                tenant: class.tenant.clone(),
+                retry_after: Duration::try_from_secs_f64(wait).unwrap_or(Duration::MAX),
+            });
         }
         if self.waiters.unbound() >= self.opts.waiting_bound(self.slots.capacity()) {
             return Err(reject(fx, RejectReason::QueueFull));
@@ -110,7 +145,7 @@ impl<W: Worker> State<W> {
             return Err(reject(fx, RejectReason::QueueWait));
         }
         let keyed = key.map(|k| self.key_timer(fx, k));
-        let waiting = self.waiters.push_keyed(None, keyed);
+        let waiting = self.waiters.push_keyed(None, keyed, class);
         self.retry_refused_start(fx);
         self.hurry_closing(fx);
         Ok(Acquired::Wait(waiting))
@@ -225,6 +260,7 @@ impl<W: Worker> State<W> {
             job: false,
             memory: None,
             key: None,
+            tenant: Some(&g.tenant),
         };
         self.release(fx, back);
         self.pump(fx);
@@ -246,32 +282,33 @@ impl<W: Worker> State<W> {
     }
 
     /// The pump of a queue without keyed jobs: the lending order for the
-    /// oldest job, then the next.
+    /// job the fair shares put first, then the next.
     fn pump_fifo(&mut self, fx: &mut Effects<W>) {
-        while !self.waiters.is_empty() && !self.closed {
-            if self.jobs_covered_by_probes() {
+        while let Some(first) = self.waiters.next(false) {
+            if self.closed || self.jobs_covered_by_probes() {
                 // The freed workers go to them when their probes pass.
                 return;
             }
-            let unbound = self.waiters.unbound() > 0;
-            match self.choose(unbound) {
+            let unbound = self.waiters.next(true);
+            match self.choose(unbound.is_some()) {
                 Choice::Idle(i) if self.opts.probe_on_lend => self.probe_slot(fx, i, None),
                 Choice::Idle(i) => {
                     let g = self.take_slot(i).expect(CHOSE_IDLE);
-                    self.grant_oldest(fx, g);
+                    self.arm_slow(fx, g.slot);
+                    self.grant_to(first, g);
                 }
                 Choice::Starting(i) => {
-                    let id = oldest_unbound(&self.waiters);
+                    let id = unbound.expect(UNBOUND);
                     self.waiters.set_bound(id, Some(i));
                     self.slots.apply(i, |s| t::await_by(s, Some(id)));
                 }
                 Choice::Start(i) if self.job_may_start() => {
-                    let id = oldest_unbound(&self.waiters);
+                    let id = unbound.expect(UNBOUND);
                     self.waiters.set_bound(id, Some(i));
                     self.start_slot(fx, i, Some(id));
                 }
                 Choice::Start(_) | Choice::Queue => {
-                    if unbound {
+                    if unbound.is_some() {
                         self.retry_refused_start(fx);
                         self.hurry_closing(fx);
                     }
@@ -306,15 +343,14 @@ impl<W: Worker> State<W> {
         fx.kills.extend(closing);
     }
 
-    /// Hands a lent worker to the oldest waiting job: a worker that becomes
-    /// idle goes to the oldest waiting job first.
-    pub(super) fn grant_oldest(&mut self, fx: &mut Effects<W>, g: Granted<W>) {
+    /// Hands a lent worker to the waiting job the fair shares put first.
+    pub(super) fn grant_next(&mut self, fx: &mut Effects<W>, g: Granted<W>) {
         self.arm_slow(fx, g.slot);
-        let (_, waiter) = self
+        let id = self
             .waiters
-            .take_oldest()
-            .expect("a worker is granted only while a job waits");
-        self.hand(waiter, g);
+            .next(false)
+            .expect("a worker is granted only while a job may take it");
+        self.grant_to(id, g);
     }
 
     /// Hands a lent worker to waiting job `id` (its `slow_job` timer is
@@ -327,6 +363,7 @@ impl<W: Worker> State<W> {
 
     fn hand(&mut self, waiter: crate::dispatch::Waiter<W>, mut g: Granted<W>) {
         g.at = Some(self.now);
+        self.charge(&waiter.class, &mut g, true);
         if let Some(b) = waiter.bound.filter(|&b| b != g.slot) {
             self.slots.apply(b, |s| t::await_by(s, None));
         }
@@ -340,8 +377,5 @@ pub(super) fn reject<W>(fx: &mut Effects<W>, reason: RejectReason) -> Error {
     Error::Rejected { reason }
 }
 
-fn oldest_unbound<W>(waiters: &Waiters<W>) -> u64 {
-    waiters
-        .oldest_unbound()
-        .expect("the lending order looks for a new worker only for an unbound job")
-}
+/// A new worker is looked for only for a job bound to none.
+const UNBOUND: &str = "the lending order looks for a new worker only for an unbound job";

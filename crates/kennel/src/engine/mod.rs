@@ -270,6 +270,7 @@ impl<W: Worker> Engine<W> {
                 job: lease.job,
                 memory,
                 key: lease.key.as_ref(),
+                tenant: lease.job.then_some(&lease.tenant),
             };
             st.release(fx, back);
             st.pump(fx);

@@ -59,6 +59,10 @@ impl<W: Worker> State<W> {
         if old.probe_every != self.opts.probe_every {
             self.arm_probe(fx);
         }
+        if old.tenants != self.opts.tenants {
+            self.waiters.shares.set_table(&self.opts.tenants);
+            self.retime();
+        }
         if old.min_workers_per_key != self.opts.min_workers_per_key {
             self.warm_failed.clear();
         }

@@ -44,6 +44,9 @@ pub(crate) struct Returned<'a, W> {
     pub(crate) memory: Option<u64>,
     /// The job's key: the worker used it now.
     pub(crate) key: Option<&'a crate::Key>,
+    /// The job's tenant, for a worker a job had or was handed: one job of
+    /// that tenant fewer holds a worker.
+    pub(crate) tenant: Option<&'a Option<crate::Tenant>>,
 }
 
 impl<W: Worker> State<W> {
@@ -58,7 +61,11 @@ impl<W: Worker> State<W> {
             job,
             memory,
             key,
+            tenant,
         } = back;
+        if let Some(tenant) = tenant {
+            self.waiters.shares.release(tenant);
+        }
         // One look at the slot: whether the lease is its own, and what its
         // return decides on (the job counted with it).
         let now = self.now;
@@ -183,10 +190,11 @@ impl<W: Worker> State<W> {
             return;
         }
         // Waiting keyed jobs take it through the keyed order, from idle.
-        if !self.waiters.is_empty() && i < self.slots.size() && !self.waiters.any_keyed() {
-            // It stays lent, now to the oldest job.
+        let next = self.waiters.next(false).is_some();
+        if next && i < self.slots.size() && !self.waiters.any_keyed() {
+            // It stays lent, now to the job the fair shares put first.
             let g = Granted::new(i, worker, live.cell.clone(), JobLimits::of(&self.opts));
-            self.grant_oldest(fx, g);
+            self.grant_next(fx, g);
             return;
         }
         if expired {

@@ -121,6 +121,7 @@ impl<W> State<W> {
             probes_for_jobs: 0,
             warmups: super::surge::WarmupsSeen::default(),
         };
+        st.waiters.shares.set_table(&st.opts.tenants);
         st.retime();
         st
     }
@@ -130,7 +131,9 @@ impl<W> State<W> {
     /// jobs.
     pub(crate) fn retime(&mut self) {
         self.timing =
-            self.metrics || self.opts.max_queue_wait.is_some() || self.sizing_jobs || self.keyed;
+            self.metrics || self.opts.max_queue_wait.is_some() || self.sizing_jobs || self.keyed
+                // A tenant's `Retry-After` is its projected wait.
+                || !self.opts.tenants.is_empty();
     }
 
     pub(crate) fn stats(&self) -> Stats {

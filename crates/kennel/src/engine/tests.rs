@@ -109,7 +109,7 @@ fn ready_in(st: &mut State<Plain>, i: usize) -> Killer {
 fn a_job_on_an_empty_pool_asks_for_one_warm_up_and_waits_for_it() {
     let mut st = state(OnDemand, 2);
     let mut fx = Effects::default();
-    let got = st.acquire(&mut fx, true, None).unwrap();
+    let got = st.acquire(&mut fx, true, crate::dispatch::Ask::default()).unwrap();
     assert!(matches!(got, Acquired::Wait(_)));
     assert_eq!(fx.warmups.len(), 1, "one warm-up, for slot 0");
     assert_eq!(fx.warmups[0].slot, 0);
@@ -122,7 +122,7 @@ fn a_job_on_an_empty_pool_asks_for_one_warm_up_and_waits_for_it() {
 fn a_ready_worker_goes_to_the_job_that_waits_for_it_through_its_hand_over() {
     let mut st = state(OnDemand, 1);
     let mut fx = Effects::default();
-    let Ok(Acquired::Wait(mut waiting)) = st.acquire(&mut fx, true, None) else {
+    let Ok(Acquired::Wait(mut waiting)) = st.acquire(&mut fx, true, crate::dispatch::Ask::default()) else {
         panic!("waits");
     };
     let generation = fx.warmups[0].generation;
@@ -173,7 +173,7 @@ fn a_failed_lease_kills_its_worker_after_the_lock_and_says_why() {
     let mut st = state(OnDemand, 1);
     ready_in(&mut st, 0);
     let mut fx = Effects::default();
-    let Ok(Acquired::Now(g)) = st.acquire(&mut fx, true, None) else {
+    let Ok(Acquired::Now(g)) = st.acquire(&mut fx, true, crate::dispatch::Ask::default()) else {
         panic!("idle worker lent at once");
     };
     assert!(
@@ -189,6 +189,7 @@ fn a_failed_lease_kills_its_worker_after_the_lock_and_says_why() {
         key: None,
         job: true,
         memory: None,
+        tenant: Some(&g.tenant),
     };
     st.release(&mut fx, back);
     assert_eq!(fx.kills.len(), 1);
@@ -213,7 +214,7 @@ fn a_returned_worker_is_idle_again_with_no_effect() {
     let mut st = state(OnDemand, 1);
     ready_in(&mut st, 0);
     let mut fx = Effects::default();
-    let Ok(Acquired::Now(g)) = st.acquire(&mut fx, true, None) else {
+    let Ok(Acquired::Now(g)) = st.acquire(&mut fx, true, crate::dispatch::Ask::default()) else {
         panic!("lent");
     };
     let back = Returned {
@@ -225,6 +226,7 @@ fn a_returned_worker_is_idle_again_with_no_effect() {
         key: None,
         job: true,
         memory: None,
+        tenant: Some(&g.tenant),
     };
     st.release(&mut fx, back);
     assert!(no_effect(&fx));
@@ -236,8 +238,8 @@ fn closing_fails_waiting_jobs_and_closes_idle_workers_after_the_lock() {
     let mut st = state(OnDemand, 2);
     ready_in(&mut st, 0);
     let mut fx = Effects::default();
-    let _lent = st.acquire(&mut fx, true, None).unwrap();
-    let _waiting = st.acquire(&mut fx, true, None).unwrap();
+    let _lent = st.acquire(&mut fx, true, crate::dispatch::Ask::default()).unwrap();
+    let _waiting = st.acquire(&mut fx, true, crate::dispatch::Ask::default()).unwrap();
     let mut fx = Effects::default();
     assert!(st.begin_close(&mut fx));
     assert!(!st.begin_close(&mut Effects::default()), "once");
