@@ -14,6 +14,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -28,6 +29,7 @@ use crate::ops::openapi::ErrorBody;
 use crate::segment::Segment;
 use crate::state::AppState;
 use crate::stream::Answer;
+use crate::tenants::Caller;
 use crate::watch::{Watch, pool_error};
 
 /// The pool named `name`: 501 when there is no pool at all, 404 when this
@@ -43,12 +45,12 @@ pub(crate) fn pool_named(state: &AppState, name: &str) -> Result<Pool<Coprocess>
 }
 
 enum Target {
-    /// A pool, the job's key, and where to find the pool's successor: a
-    /// reload that replaced the pool closed it, and a job that no worker
-    /// took yet runs on the new one.
+    /// A pool, the job's key, tenant and priority, and where to find the
+    /// pool's successor: a reload that replaced the pool closed it, and a
+    /// job that no worker took yet runs on the new one.
     Pool(
         Pool<Coprocess>,
-        Option<Key>,
+        RunOptions,
         Box<dyn Fn() -> Option<Pool<Coprocess>> + Send>,
     ),
     Group(crate::state::Group),
@@ -87,17 +89,19 @@ async fn run_job(
     let taken = seen.clone();
     let run: Running = Box::pin(async move {
         match target {
-            Target::Pool(pool, key, successor) => match run_on(&pool, key.clone(), job()).await {
-                // The pool closed before a worker took the job: a reload
-                // replaced it, and the job runs once, on the new pool.
-                Err(kennel::Error::Closed) if !taken.started.load(Ordering::SeqCst) => {
-                    match successor().filter(|next| !next.is_closed()) {
-                        Some(next) => run_on(&next, key, job()).await,
-                        None => Err(kennel::Error::Closed),
+            Target::Pool(pool, options, successor) => {
+                match run_on(&pool, options.clone(), job()).await {
+                    // The pool closed before a worker took the job: a reload
+                    // replaced it, and the job runs once, on the new pool.
+                    Err(kennel::Error::Closed) if !taken.started.load(Ordering::SeqCst) => {
+                        match successor().filter(|next| !next.is_closed()) {
+                            Some(next) => run_on(&next, options, job()).await,
+                            None => Err(kennel::Error::Closed),
+                        }
                     }
+                    other => other,
                 }
-                other => other,
-            },
+            }
             Target::Group(group) => group.run(job()).await,
         }
     });
@@ -122,19 +126,23 @@ async fn run_job(
     }
 }
 
-/// Runs `job` on `pool`, on a worker that holds `key` when it has one,
-/// and again on another worker after a crash when the pool's
-/// `retry_on_crash` allows.
+/// Runs `job` on `pool` with `options` (its key, tenant and priority), and
+/// again on another worker after a crash when the pool's `retry_on_crash`
+/// allows.
 pub(crate) async fn run_on<R>(
     pool: &Pool<Coprocess>,
-    key: Option<Key>,
+    options: RunOptions,
     job: impl AsyncFn(&mut Coprocess) -> R,
 ) -> Result<R, kennel::Error> {
-    let options = key.map_or_else(RunOptions::new, |key| RunOptions::new().key(key));
     match pool.options().retry_on_crash {
         0 => pool.run_with(options, job).await,
         _ => pool.run_idempotent_with(options, job).await,
     }
+}
+
+/// The options of a job of `key`, of no tenant.
+pub(crate) fn keyed(key: Option<Key>) -> RunOptions {
+    key.map_or_else(RunOptions::new, |key| RunOptions::new().key(key))
 }
 
 /// A job's run: lent, then run on the worker.
@@ -211,6 +219,7 @@ impl Drop for FinishOnDrop {
 pub(crate) async fn pool_job(
     State(state): State<AppState>,
     Segment(name): Segment,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -239,14 +248,25 @@ pub(crate) async fn pool_job(
         Ok(key) => key,
         Err(e) => return e.into_response(),
     };
+    let priority = match crate::tenants::priority(&headers) {
+        Ok(priority) => priority,
+        Err(e) => return e.into_response(),
+    };
     if crate::async_jobs::prefers_async(&headers) {
+        if let Err(e) = caller.refuse_detached("an asynchronous job") {
+            return e.into_response();
+        }
         return crate::async_jobs::accept(&state, &name, key, request, &headers).await;
     }
     let watch = state.watch(&name);
+    let options = caller.run_options(key.clone(), priority);
     if headers.get(NOTIFY).is_some_and(|v| v == "true") {
-        return notify(pool, key, request, watch).await;
+        return notify(pool, options, request, watch).await;
     }
     if let Some(queue) = state.queue(&name) {
+        if let Err(e) = caller.refuse_detached("a job to a queued pool") {
+            return e.into_response();
+        }
         return queue
             .submit(request, key)
             .await
@@ -258,7 +278,7 @@ pub(crate) async fn pool_job(
     };
     crate::stream::respond(Answer::of(&headers), move |progress| async move {
         run_job(
-            Target::Pool(pool.clone(), key, successor),
+            Target::Pool(pool.clone(), options, successor),
             request,
             watch,
             progress,
@@ -279,11 +299,10 @@ const NOTIFY: &str = "kennel-notify";
 /// reply is awaited.
 async fn notify(
     pool: Pool<Coprocess>,
-    key: Option<Key>,
+    options: RunOptions,
     request: JsonBytes<Bytes>,
     watch: Option<Watch>,
 ) -> Response {
-    let options = key.map_or_else(RunOptions::new, |k| RunOptions::new().key(k));
     match pool
         .run_with(options, async |w: &mut Coprocess| {
             w.notify_bytes(&request).await

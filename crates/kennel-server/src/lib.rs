@@ -63,6 +63,7 @@ mod serve;
 mod signals;
 mod state;
 mod status;
+mod tenants;
 
 pub use crate::app::app;
 pub use crate::command::main;

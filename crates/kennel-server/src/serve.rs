@@ -109,6 +109,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
         builder = builder.token(token);
     }
     let state = builder.build();
+    state.set_tenants(&config).map_err(anyhow::Error::msg)?;
     let source = args.config.as_ref().map_or_else(
         || "<built-in demo config>".to_owned(),
         |p| p.display().to_string(),

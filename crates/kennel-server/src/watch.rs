@@ -172,7 +172,7 @@ pub(crate) async fn run_request(
         *lock(&seen) = Some(w.stderr_tail());
         w.request(&request).await
     };
-    let result = crate::jobs::run_on(pool, key, job).await;
+    let result = crate::jobs::run_on(pool, crate::jobs::keyed(key), job).await;
     match result {
         Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => Err(e.into()),

@@ -66,7 +66,6 @@ mod exit;
 mod heartbeat;
 mod key;
 mod lease;
-mod tenant;
 mod metric_families;
 mod metrics;
 mod options;
@@ -81,6 +80,7 @@ mod slot;
 mod startup;
 mod stats;
 mod status;
+mod tenant;
 mod timer;
 mod worker;
 
@@ -114,8 +114,8 @@ pub use crate::startup::{
     LeaderFirst, OnDemand, OrderedReady, Parallel, SlotPhase, Starts, Startup,
 };
 pub use crate::stats::Stats;
+pub use crate::status::{RetireDue, WorkerRow, WorkerState};
 pub use crate::tenant::{
     MAX_TENANT_LEN, MAX_WEIGHT, Priority, Tenant, TenantError, TenantLoad, TenantShare,
 };
-pub use crate::status::{RetireDue, WorkerRow, WorkerState};
 pub use crate::worker::{BoxError, Exit, ExitStatus, Exited, Killer, Meter, SlotInfo, Worker};

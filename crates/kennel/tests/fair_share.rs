@@ -36,9 +36,7 @@ fn queue(pool: &Pool<Fake>, log: &Log, who: &str, priority: Priority, count: usi
     for _ in 0..count {
         let (pool, log, who) = (pool.clone(), log.clone(), who.to_owned());
         tokio::spawn(async move {
-            let options = RunOptions::new()
-                .tenant(tenant(&who))
-                .priority(priority);
+            let options = RunOptions::new().tenant(tenant(&who)).priority(priority);
             pool.run_with(options, async |w: &mut Fake| {
                 log.lock().unwrap().push((who, priority));
                 w.work(ms(100)).await;
@@ -151,7 +149,10 @@ async fn a_higher_priority_goes_first_and_a_low_one_still_moves() {
     until_granted(&log, 2 + 51).await;
     let levels: Vec<Priority> = log.lock().unwrap()[2..53].iter().map(|e| e.1).collect();
     let low = levels.iter().filter(|p| **p == Priority::Low).count();
-    assert!((2..=3).contains(&low), "1 in 17 while both wait: {levels:?}");
+    assert!(
+        (2..=3).contains(&low),
+        "1 in 17 while both wait: {levels:?}"
+    );
     // The bound: a low job waits behind at most 17 high ones in a row.
     let longest_high = levels
         .split(|p| *p == Priority::Low)
@@ -190,7 +191,10 @@ async fn a_tenant_over_max_queued_is_refused_with_its_own_projected_wait() {
     settle().await;
     assert_eq!(pool.stats().waiting, 2);
     let refused = pool
-        .run_with(RunOptions::new().tenant(tenant("a")), async |_: &mut Fake| ())
+        .run_with(
+            RunOptions::new().tenant(tenant("a")),
+            async |_: &mut Fake| (),
+        )
         .await
         .unwrap_err();
     let Error::TenantLimit {
@@ -296,9 +300,7 @@ async fn a_key_switch_is_charged_to_the_tenant_that_caused_it() {
     let run = |who: &'static str, key: String| {
         let (pool, log) = (pool.clone(), log.clone());
         tokio::spawn(async move {
-            let options = RunOptions::new()
-                .tenant(tenant(who))
-                .key(holder::key(&key));
+            let options = RunOptions::new().tenant(tenant(who)).key(holder::key(&key));
             pool.run_with(options, async |_: &mut holder::Holder| {
                 log.lock().unwrap().push((who.to_owned(), Priority::Normal));
                 tokio::time::sleep(ms(100)).await;

@@ -243,7 +243,7 @@ async fn run_owned(
         let mut forward = |p| drop(progress.send(p));
         w.request_bytes(&request, Some(&mut forward)).await
     };
-    match crate::jobs::run_on(&pool, key, job).await {
+    match crate::jobs::run_on(&pool, crate::jobs::keyed(key), job).await {
         Ok(Ok(reply)) => Ok(reply.as_bytes().to_vec()),
         Ok(Err(e)) => Err(e.into()),
         Err(e) => Err(crate::watch::pool_error(e, None, watch.as_ref()).await),

@@ -11,7 +11,7 @@
 //! what is allowed. docs/CONFIG.md is the reference, with a complete
 //! example.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -30,6 +30,7 @@ mod runtime;
 mod server;
 mod server_http;
 mod table;
+pub(crate) mod tenant;
 mod threads;
 
 #[cfg(test)]
@@ -69,6 +70,9 @@ pub struct Config {
     /// `[[pool]]` entries, in file order.
     #[serde(default, rename = "pool")]
     pub(crate) pools: Vec<PoolConfig>,
+    /// `[[tenant]]` entries: the callers that share the pools.
+    #[serde(default, rename = "tenant")]
+    pub(crate) tenants: Vec<tenant::TenantConfig>,
 }
 
 /// Where a config came from, for error messages and relative paths.
@@ -161,11 +165,25 @@ impl Config {
         Self {
             server: ServerConfig::default(),
             pools: vec![crate::demo::pool_config()],
+            tenants: Vec::new(),
         }
     }
 
     fn validate(&mut self, source: &Source) -> Result<(), Refusal> {
         self.server.validate()?;
+        let shares = self.validate_tenants()?;
+        // Variables that hold tokens never reach a worker.
+        let secret: Vec<&String> = (self.server.token_env.iter())
+            .chain(self.tenants.iter().filter_map(|t| t.token_env.as_ref()))
+            .collect();
+        for pool in &mut self.pools {
+            pool.options.tenants.clone_from(&shares);
+            for name in &secret {
+                if !pool.env_remove.contains(name) {
+                    pool.env_remove.push((*name).clone());
+                }
+            }
+        }
         let mut names = HashSet::new();
         for (i, pool) in self.pools.iter_mut().enumerate() {
             let at = |k: &str| join(&format!("pool[{i}]"), k);
@@ -201,6 +219,35 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// Checks the `[[tenant]]` entries; gives each one's share of a pool.
+    fn validate_tenants(&self) -> Result<BTreeMap<kennel::Tenant, kennel::TenantShare>, Refusal> {
+        if self.tenants.len() > tenant::MAX_TENANTS {
+            return Err((
+                "tenant".into(),
+                format!(
+                    "{} tenants (allowed: at most {})",
+                    self.tenants.len(),
+                    tenant::MAX_TENANTS
+                ),
+            ));
+        }
+        let mut shares = BTreeMap::new();
+        for (i, t) in self.tenants.iter().enumerate() {
+            let at = |k: &str| join(&format!("tenant[{i}]"), k);
+            t.validate().map_err(|(k, m)| (at(&k), m))?;
+            if shares.insert(t.name.clone(), t.share()).is_some() {
+                return Err((
+                    at("name"),
+                    format!(
+                        "{:?} is already the name of another tenant (allowed: a name no other tenant has)",
+                        t.name.as_str()
+                    ),
+                ));
+            }
+        }
+        Ok(shares)
     }
 
     /// The listen address.

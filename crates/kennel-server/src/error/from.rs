@@ -50,6 +50,10 @@ impl From<kennel::Error> for ApiError {
                 reason,
                 retry_after: RETRY_AFTER_SECS,
             },
+            kennel::Error::TenantLimit { retry_after, .. } => Self::TenantLimit {
+                message: e.to_string(),
+                retry_after: whole_secs(retry_after).min(super::MAX_RETRY_AFTER_SECS),
+            },
             kennel::Error::LendTimeout { after } => Self::LendTimeout {
                 after,
                 retry_after: RETRY_AFTER_SECS,

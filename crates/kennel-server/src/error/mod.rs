@@ -87,6 +87,13 @@ pub enum ApiError {
         /// The `Retry-After` to send, in seconds.
         retry_after: u64,
     },
+    /// The caller's tenant is over its limits (429).
+    TenantLimit {
+        /// Which limit.
+        message: String,
+        /// The `Retry-After` to send: the tenant's own projected wait.
+        retry_after: u64,
+    },
     /// No pool of the group could lend a worker at once.
     NoMembers {
         /// The group.
@@ -206,6 +213,7 @@ impl ApiError {
             Self::BodyTimeout { .. } => "request-timeout",
             Self::TooLarge { .. } => "too-large",
             Self::Rejected { .. } => "rejected",
+            Self::TenantLimit { .. } => "tenant-limit",
             Self::NoMembers { .. } => "no-members",
             Self::LendTimeout { .. } => "lend-timeout",
             Self::Unavailable { .. } => "unavailable",
@@ -238,6 +246,7 @@ impl ApiError {
             | Self::BadConfig { .. } => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden { .. } => StatusCode::FORBIDDEN,
+            Self::TenantLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Rejected { .. }
@@ -276,7 +285,8 @@ impl ApiError {
             | Self::BadKey { message }
             | Self::LoadFailed { message }
             | Self::BadConfig { message }
-            | Self::Forbidden { message } => message.clone(),
+            | Self::Forbidden { message }
+            | Self::TenantLimit { message, .. } => message.clone(),
             Self::BodyTimeout { after } => format!(
                 "the body did not arrive within {}",
                 humantime::format_duration(*after)
@@ -327,6 +337,7 @@ impl ApiError {
     fn retry_after(&self) -> Option<u64> {
         match self {
             Self::Rejected { retry_after, .. }
+            | Self::TenantLimit { retry_after, .. }
             | Self::LendTimeout { retry_after, .. }
             | Self::Unavailable { retry_after, .. } => Some(*retry_after),
             Self::NoMembers { .. } | Self::QueueUnavailable { .. } => Some(RETRY_AFTER_SECS),

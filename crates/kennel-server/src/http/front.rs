@@ -1,8 +1,9 @@
 //! What every request passes before its route, as two middlewares, in
 //! this order: [`observe`] begins the access log line and times the
 //! request; [`guard`] refuses with 403 what the Host and Origin guard
-//! refuses, then with 401 a missing or wrong bearer token; only then does
-//! the route run. `observe` counts and logs the answer whoever gave it, so
+//! refuses, then with 401 a missing or wrong bearer token, then with 403 a
+//! tenant's request to a route it may not use; only then does the route
+//! run. `observe` counts and logs the answer whoever gave it, so
 //! a refused request is counted and logged too.
 
 use std::time::Instant;
@@ -15,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 use crate::http::labels::{method_label, route_label};
 use crate::state::AppState;
+use crate::tenants::{Caller, constant_time_eq};
 
 /// The longest path an access log line shows; longer ones are cut.
 const ACCESS_PATH_CHARS: usize = 256;
@@ -78,42 +80,54 @@ pub(crate) async fn observe(
 }
 
 /// Refuses what the Host and Origin guard refuses (403), then a request
-/// without the token (401); else runs the route.
-pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    match refusal(&state, &request) {
-        Some(refused) => refused,
-        None => next.run(request).await,
-    }
-}
-
-/// The answer to a request the Host and Origin guard or the token
-/// refuses, if it is refused.
-fn refusal(state: &AppState, request: &Request) -> Option<Response> {
+/// without a token it knows (401), then a tenant's request to a route it
+/// may not use (403); else runs the route, with its [`Caller`] in the
+/// request's extensions.
+pub(crate) async fn guard(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     if let Some(message) = state.host_policy().refusal(request.headers()) {
         tracing::debug!(target: "kennel_server", %message, "request refused");
-        return Some(ApiError::Forbidden { message }.into_response());
+        return ApiError::Forbidden { message }.into_response();
     }
-    (!authorized(state, request)).then(|| ApiError::Unauthorized.into_response())
+    let Some(caller) = caller(&state, &request) else {
+        return ApiError::Unauthorized.into_response();
+    };
+    let route = route_label(&request);
+    if !caller.may(request.method(), &route) {
+        return caller.refused(&route).into_response();
+    }
+    request.extensions_mut().insert(caller);
+    next.run(request).await
 }
 
-/// Whether `request` may pass the bearer token check: no token is set,
-/// it is a probe or the status page (or `/metrics` with
-/// `metrics_public`), or it carries the token.
-fn authorized(state: &AppState, request: &Request) -> bool {
-    let Some(token) = state.token() else {
-        return true;
-    };
+/// Who sends `request`: anyone when no token is set, or for a probe or the
+/// status page (or `/metrics` with `metrics_public`); else the caller its
+/// bearer token names (the service's own token: every route), if any.
+fn caller(state: &AppState, request: &Request) -> Option<Caller> {
+    let callers = state.callers();
+    if state.token().is_none() && callers.is_empty() {
+        return Some(Caller::OPERATOR);
+    }
     let path = request.uri().path();
     let metrics = path == "/metrics" && state.metrics_public();
     if PROBES.contains(&path) || path == crate::ops::page::PATH || metrics {
-        return true;
+        return Some(Caller::OPERATOR);
     }
-    request
+    let given = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(bearer)
-        .is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()))
+        .and_then(bearer)?;
+    let operator = state
+        .token()
+        .is_some_and(|token| constant_time_eq(given.as_bytes(), token.as_bytes()));
+    if operator {
+        return Some(Caller::OPERATOR);
+    }
+    callers.find(given).cloned()
 }
 
 /// The token of an `Authorization` value of the `Bearer` scheme, whose
@@ -121,12 +135,4 @@ fn authorized(state: &AppState, request: &Request) -> bool {
 fn bearer(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-}
-
-/// Compares without an early exit on the first differing byte.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

@@ -88,6 +88,11 @@ impl AppState {
                 "the file has no [[pool]]: applying it would take every pool out (allowed: at least one [[pool]], or `allow_no_pools = true` under [server])",
             )));
         }
+        // The tenants' tokens, read again (weights and limits reach the
+        // pools with their options).
+        self.set_tenants(&new).map_err(|m| {
+            ReloadError::Config(ConfigError::whole(source.path.display().to_string(), m))
+        })?;
         let mut done = Reloaded {
             server_keys_not_applied: diff::changed_keys(
                 &source.server,

@@ -69,6 +69,8 @@ struct Inner {
     async_jobs: crate::async_jobs::AsyncJobs,
     /// `GET /metrics` asks for no token.
     metrics_public: bool,
+    /// The tenants' tokens, read at start and at each reload.
+    pub(super) callers: std::sync::RwLock<Arc<crate::tenants::Callers>>,
 }
 
 impl fmt::Debug for AppState {
@@ -315,6 +317,28 @@ impl AppState {
     /// Whether `GET /metrics` asks for no token.
     pub(crate) fn metrics_public(&self) -> bool {
         self.inner.metrics_public
+    }
+
+    /// The tenants' tokens now.
+    pub(crate) fn callers(&self) -> Arc<crate::tenants::Callers> {
+        let callers = self.inner.callers.read();
+        Arc::clone(&callers.unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Takes the tenants of `config` (`[[tenant]]`), their tokens read now:
+    /// a request carrying one of them runs as that tenant. At start and at
+    /// each reload.
+    ///
+    /// # Errors
+    ///
+    /// A tenant whose tokens cannot be read, or a token two callers share;
+    /// the tenants taken before stay.
+    pub fn set_tenants(&self, config: &Config) -> Result<(), String> {
+        let callers = crate::tenants::Callers::of(config, self.token())?;
+        let mut now =
+            (self.inner.callers.write()).unwrap_or_else(std::sync::PoisonError::into_inner);
+        *now = Arc::new(callers);
+        Ok(())
     }
 
     /// The asynchronous jobs.

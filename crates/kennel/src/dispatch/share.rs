@@ -70,25 +70,34 @@ impl Shares {
 
     fn account(&mut self, tenant: &Option<Tenant>) -> &mut Account {
         let now = self.now;
-        self.accounts.entry(tenant.clone()).or_insert_with(|| Account {
-            tag: now,
-            levels: [now; 3],
-            level_now: now,
-            ..Account::default()
-        })
+        self.accounts
+            .entry(tenant.clone())
+            .or_insert_with(|| Account {
+                tag: now,
+                levels: [now; 3],
+                level_now: now,
+                ..Account::default()
+            })
     }
 
     /// Whether one more job of `tenant` may wait (its `max_queued`).
     pub(crate) fn may_queue(&self, tenant: Option<&Tenant>) -> bool {
-        let waiting = self.accounts.get(&tenant.cloned()).map_or(0, |a| a.waiting.iter().sum());
-        self.share(tenant).max_queued.is_none_or(|max| waiting < max)
+        let waiting = self
+            .accounts
+            .get(&tenant.cloned())
+            .map_or(0, |a| a.waiting.iter().sum());
+        self.share(tenant)
+            .max_queued
+            .is_none_or(|max| waiting < max)
     }
 
     /// Whether one more job of `tenant` may hold a worker (its
     /// `max_running`).
     pub(crate) fn may_run(&self, tenant: Option<&Tenant>) -> bool {
         let running = self.accounts.get(&tenant.cloned()).map_or(0, |a| a.running);
-        self.share(tenant).max_running.is_none_or(|max| running < max)
+        self.share(tenant)
+            .max_running
+            .is_none_or(|max| running < max)
     }
 
     /// A job of `class` starts waiting. A tenant (a level) that had none
@@ -184,16 +193,20 @@ impl Shares {
         let mut tags: HashMap<Option<Tenant>, (f64, [f64; 3])> = HashMap::new();
         for (class, _) in &classes {
             let a = self.accounts.get(&class.tenant);
-            tags.entry(class.tenant.clone()).or_insert_with(|| {
-                a.map_or((self.now, [self.now; 3]), |a| (a.tag, a.levels))
-            });
+            tags.entry(class.tenant.clone())
+                .or_insert_with(|| a.map_or((self.now, [self.now; 3]), |a| (a.tag, a.levels)));
         }
         let mut order = Vec::new();
         loop {
             let rank = |(c, q): &(&Class, std::collections::VecDeque<u64>)| {
                 let (tag, levels) = tags[&c.tenant];
                 let head = *q.front()?;
-                Some((tag, levels[c.priority.index()], std::cmp::Reverse(c.priority), head))
+                Some((
+                    tag,
+                    levels[c.priority.index()],
+                    std::cmp::Reverse(c.priority),
+                    head,
+                ))
             };
             let best = classes
                 .iter()

@@ -125,7 +125,10 @@ impl<W: Worker> State<W> {
             // Its own projected wait, at the mean job time (a second
             // before one is measured).
             let mean = self.ewma.unwrap_or(1.0);
-            let wait = self.waiters.shares.projected(tenant, mean, self.slots.capacity());
+            let wait = self
+                .waiters
+                .shares
+                .projected(tenant, mean, self.slots.capacity());
             fx.emit(Event::Rejected {
                 reason: RejectReason::TenantLimit,
             });

@@ -130,8 +130,7 @@ impl<W> State<W> {
     /// mean job time behind `max_queue_wait`, a sizing that learns from
     /// jobs.
     pub(crate) fn retime(&mut self) {
-        self.timing =
-            self.metrics || self.opts.max_queue_wait.is_some() || self.sizing_jobs || self.keyed
+        self.timing = self.metrics || self.opts.max_queue_wait.is_some() || self.sizing_jobs || self.keyed
                 // A tenant's `Retry-After` is its projected wait.
                 || !self.opts.tenants.is_empty();
     }

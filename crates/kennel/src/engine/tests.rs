@@ -109,7 +109,9 @@ fn ready_in(st: &mut State<Plain>, i: usize) -> Killer {
 fn a_job_on_an_empty_pool_asks_for_one_warm_up_and_waits_for_it() {
     let mut st = state(OnDemand, 2);
     let mut fx = Effects::default();
-    let got = st.acquire(&mut fx, true, crate::dispatch::Ask::default()).unwrap();
+    let got = st
+        .acquire(&mut fx, true, crate::dispatch::Ask::default())
+        .unwrap();
     assert!(matches!(got, Acquired::Wait(_)));
     assert_eq!(fx.warmups.len(), 1, "one warm-up, for slot 0");
     assert_eq!(fx.warmups[0].slot, 0);
@@ -122,7 +124,9 @@ fn a_job_on_an_empty_pool_asks_for_one_warm_up_and_waits_for_it() {
 fn a_ready_worker_goes_to_the_job_that_waits_for_it_through_its_hand_over() {
     let mut st = state(OnDemand, 1);
     let mut fx = Effects::default();
-    let Ok(Acquired::Wait(mut waiting)) = st.acquire(&mut fx, true, crate::dispatch::Ask::default()) else {
+    let Ok(Acquired::Wait(mut waiting)) =
+        st.acquire(&mut fx, true, crate::dispatch::Ask::default())
+    else {
         panic!("waits");
     };
     let generation = fx.warmups[0].generation;
@@ -238,8 +242,12 @@ fn closing_fails_waiting_jobs_and_closes_idle_workers_after_the_lock() {
     let mut st = state(OnDemand, 2);
     ready_in(&mut st, 0);
     let mut fx = Effects::default();
-    let _lent = st.acquire(&mut fx, true, crate::dispatch::Ask::default()).unwrap();
-    let _waiting = st.acquire(&mut fx, true, crate::dispatch::Ask::default()).unwrap();
+    let _lent = st
+        .acquire(&mut fx, true, crate::dispatch::Ask::default())
+        .unwrap();
+    let _waiting = st
+        .acquire(&mut fx, true, crate::dispatch::Ask::default())
+        .unwrap();
     let mut fx = Effects::default();
     assert!(st.begin_close(&mut fx));
     assert!(!st.begin_close(&mut Effects::default()), "once");

@@ -1,0 +1,158 @@
+//! Who calls: the tenant a request's bearer token names (`[[tenant]]`), or
+//! the service's own token, and the routes each may use.
+//!
+//! The token is the only thing that names a tenant: no header or body can
+//! claim another. With tenants configured, every request but the probes,
+//! the status page (and `/metrics` with `metrics_public`) carries the token
+//! of a tenant or the service's own.
+
+use axum::http::Method;
+use kennel::{Priority, Tenant};
+
+use crate::config::Config;
+use crate::config::tenant::Routes;
+use crate::error::ApiError;
+
+/// The header that sets a job's priority within its tenant.
+pub(crate) const PRIORITY_HEADER: &str = "kennel-priority";
+
+/// The caller of one request, put in its extensions by the token check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Caller {
+    /// Its tenant; `None` for the service's own token (or no token set).
+    pub(crate) tenant: Option<Tenant>,
+    pub(crate) routes: Routes,
+}
+
+impl Caller {
+    /// The service's own token, or a service without tokens.
+    pub(crate) const OPERATOR: Self = Self {
+        tenant: None,
+        routes: Routes::All,
+    };
+
+    /// Whether it may use the route `route` (a matched route's template)
+    /// with `method`.
+    pub(crate) fn may(&self, method: &Method, route: &str) -> bool {
+        if self.routes == Routes::All {
+            return true;
+        }
+        let jobs = *method == Method::POST && route == "/pools/{name}/jobs";
+        let reads = *method == Method::GET
+            && matches!(route, "/pools" | "/pools/{name}/stats" | "/openapi.json");
+        jobs || reads
+    }
+
+    /// A tenant's job may not be stored to run later, nor go through a
+    /// pool's JetStream queue: neither carries its tenant (403).
+    pub(crate) fn refuse_detached(&self, what: &str) -> Result<(), ApiError> {
+        match &self.tenant {
+            Some(t) => Err(ApiError::Forbidden {
+                message: format!(
+                    "tenant {t} may not send {what}: it would run outside the tenant's share and limits (allowed: a job answered on this request)"
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The options of a job of `key` sent by this caller at `priority`.
+    pub(crate) fn run_options(
+        &self,
+        key: Option<kennel::Key>,
+        priority: Priority,
+    ) -> kennel::RunOptions {
+        let mut options = kennel::RunOptions::new().priority(priority);
+        if let Some(key) = key {
+            options = options.key(key);
+        }
+        if let Some(tenant) = &self.tenant {
+            options = options.tenant(tenant.clone());
+        }
+        options
+    }
+
+    /// Refused a route: 403, naming the tenant and what it may use.
+    pub(crate) fn refused(&self, route: &str) -> ApiError {
+        let who = self.tenant.as_ref().map_or("(none)", Tenant::as_str);
+        ApiError::Forbidden {
+            message: format!(
+                "tenant {who} may not use {route} (allowed: POST /pools/{{name}}/jobs and the reads of pools with `routes = \"jobs\"`, every route with `routes = \"all\"`)"
+            ),
+        }
+    }
+}
+
+/// The tokens of the tenants.
+#[derive(Debug, Default)]
+pub(crate) struct Callers {
+    by_token: Vec<(String, Caller)>,
+}
+
+impl Callers {
+    /// The tenants of `config`, with their tokens read now.
+    ///
+    /// # Errors
+    ///
+    /// A tenant whose tokens cannot be read, or a token two callers share.
+    pub(crate) fn of(config: &Config, operator: Option<&str>) -> Result<Self, String> {
+        let mut by_token: Vec<(String, Caller)> = Vec::new();
+        for t in &config.tenants {
+            for token in t.tokens()? {
+                let taken = operator == Some(token.as_str())
+                    || by_token.iter().any(|(other, _)| *other == token);
+                if taken {
+                    return Err(format!(
+                        "tenant {}: a token of its is also another caller's (allowed: a token each caller has alone)",
+                        t.name
+                    ));
+                }
+                let caller = Caller {
+                    tenant: Some(t.name.clone()),
+                    routes: t.routes,
+                };
+                by_token.push((token, caller));
+            }
+        }
+        Ok(Self { by_token })
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_token.is_empty()
+    }
+
+    /// The caller whose token is `given`, compared in constant time with
+    /// each.
+    pub(crate) fn find(&self, given: &str) -> Option<&Caller> {
+        let mut found = None;
+        for (token, caller) in &self.by_token {
+            if constant_time_eq(token.as_bytes(), given.as_bytes()) {
+                found = Some(caller);
+            }
+        }
+        found
+    }
+}
+
+/// A job's priority, from its `Kennel-Priority` header (default normal).
+///
+/// # Errors
+///
+/// 400 `bad-request` for a value that is not `low`, `normal` or `high`.
+pub(crate) fn priority(headers: &axum::http::HeaderMap) -> Result<Priority, ApiError> {
+    let Some(value) = headers.get(PRIORITY_HEADER) else {
+        return Ok(Priority::Normal);
+    };
+    let text = value.to_str().unwrap_or("");
+    text.parse().map_err(|m: String| ApiError::BadRequest {
+        message: format!("`Kennel-Priority`: {m}"),
+    })
+}
+
+/// Compares without an early exit on the first differing byte.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
