@@ -56,6 +56,7 @@ use crate::ops::workers::{RetireDueJson, WorkerJson, WorkersBody};
         RpcError,
         PoolStats,
         PoolStatsBody,
+        TenantLoadBody,
         PoolEntryBody,
         PoolList,
         PoolConfigBody,
@@ -167,6 +168,18 @@ pub(crate) struct PoolStats {
     pub healthy: bool,
 }
 
+/// One tenant's jobs in a pool now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TenantLoadBody {
+    /// The tenant; `null` for jobs sent with the service's own token.
+    pub tenant: Option<String>,
+    /// Its jobs waiting for a worker.
+    pub waiting: usize,
+    /// Its jobs holding workers.
+    pub running: usize,
+}
+
 /// The answer of `GET /pools/{name}/stats`: the counts and the pool's name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -192,6 +205,9 @@ pub(crate) struct PoolStatsBody {
     pub surging: usize,
     /// No job waits without a worker starting, idle or lent.
     pub healthy: bool,
+    /// The tenants with jobs waiting or running here now (a tenant's token
+    /// sees its own row only).
+    pub tenants: Vec<TenantLoadBody>,
 }
 
 /// One pool of `GET /pools`.

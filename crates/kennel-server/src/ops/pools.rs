@@ -60,10 +60,19 @@ pub(crate) async fn list_pools(State(state): State<AppState>) -> Json<Value> {
 pub(crate) async fn pool_stats(
     State(state): State<AppState>,
     Segment(name): Segment,
+    axum::Extension(caller): axum::Extension<crate::tenants::Caller>,
 ) -> Result<Json<Value>, ApiError> {
     let pool = pool_named(&state, &name)?;
     let mut v = stats_json(&pool.stats());
     v["pool"] = name.into();
+    let mine = |t: &kennel::TenantLoad| caller.tenant.is_none() || t.tenant == caller.tenant;
+    let tenants: Vec<Value> = (pool.tenants().iter().filter(|t| mine(t)))
+        .map(|t| {
+            let name = t.tenant.as_ref().map(kennel::Tenant::as_str);
+            json!({ "tenant": name, "waiting": t.waiting, "running": t.running })
+        })
+        .collect();
+    v["tenants"] = tenants.into();
     Ok(Json(v))
 }
 
