@@ -78,7 +78,7 @@ impl TenantConfig {
                 );
             }
             (Some(name), None) => {
-                super::pool::check_env_name(name).or_else(|m| refuse("token_env", m))?
+                super::pool::check_env_name(name).or_else(|m| refuse("token_env", m))?;
             }
             (None, Some(_)) => {}
         }

@@ -58,7 +58,7 @@ impl<W: Worker> State<W> {
         fx: &mut Effects<W>,
         queue: bool,
         key: Key,
-        class: Class,
+        class: &Class,
     ) -> Result<Acquired<W>, Error> {
         if self.closed {
             return Err(Error::Closed);
@@ -66,11 +66,11 @@ impl<W: Worker> State<W> {
         self.note_keyed();
         if !self.waiters.shares.may_run(class.tenant.as_ref()) {
             // A tenant at its `max_running` waits, whatever is free.
-            return self.enqueue(fx, queue, Some(key), &class);
+            return self.enqueue(fx, queue, Some(key), class);
         }
         if let Some(i) = self.idle_holder(&key) {
             let mut g = self.lend_hit(fx, i, &key);
-            self.charge(&class, &mut g, false);
+            self.charge(class, &mut g, false);
             return Ok(Acquired::Now(g));
         }
         let place = if self.wants_place(&key, 1) {
@@ -81,12 +81,12 @@ impl<W: Worker> State<W> {
         match place {
             Some(Place::Load(i, unload)) => {
                 let mut g = self.lend_to_load(fx, i, key, unload);
-                self.charge(&class, &mut g, false);
+                self.charge(class, &mut g, false);
                 Ok(Acquired::Now(g))
             }
             Some(Place::Starting(i)) => {
                 let keyed = Some(self.key_timer(fx, key));
-                let waiting = self.waiters.push_keyed(Some(i), keyed, &class);
+                let waiting = self.waiters.push_keyed(Some(i), keyed, class);
                 let id = waiting.id;
                 self.slots.apply(i, |s| t::await_by(s, Some(id)));
                 Ok(Acquired::Wait(waiting))
@@ -94,15 +94,15 @@ impl<W: Worker> State<W> {
             Some(Place::Start(i)) => {
                 let spawn_key = self.spawn_key(&key);
                 let keyed = Some(self.key_timer(fx, key));
-                let waiting = self.waiters.push_keyed(Some(i), keyed, &class);
+                let waiting = self.waiters.push_keyed(Some(i), keyed, class);
                 self.start_slot_for(fx, i, Some(waiting.id), spawn_key);
                 Ok(Acquired::Wait(waiting))
             }
             Some(Place::Respawn(i)) => {
                 self.retire_idle(fx, i, RetireReason::KeyMoved);
-                self.enqueue(fx, queue, Some(key), &class)
+                self.enqueue(fx, queue, Some(key), class)
             }
-            None => self.enqueue(fx, queue, Some(key), &class),
+            None => self.enqueue(fx, queue, Some(key), class),
         }
     }
 

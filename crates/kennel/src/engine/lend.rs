@@ -45,7 +45,7 @@ impl<W: Worker> State<W> {
     ) -> Result<Acquired<W>, Error> {
         let Ask { key, class } = ask;
         if let Some(key) = key {
-            return self.acquire_keyed(fx, queue, key, class);
+            return self.acquire_keyed(fx, queue, key, &class);
         }
         if self.closed {
             return Err(Error::Closed);
