@@ -5,8 +5,9 @@
 #
 #   alone         B alone
 #   flood         A keeps 64 jobs in flight (of 1,000) while B runs
-#   prio          B at `Kennel-Priority: high` while A (same token) keeps 6
-#   prio-x10      low-priority jobs in flight, then 60 (ten times the load)
+#   prio          B at `Kennel-Priority: high` while A keeps 6 low-priority
+#   prio-x10      jobs in flight, then 60 (ten times the load); both with
+#                 the service's own token (one caller, no tenant limits)
 #   keys-alone    B alone on a keyed pool (bench/fairness/worker.py: a load
 #                 of 300 ms, jobs of 100 ms, 2 workers of 2 keys), its key "b"
 #   keys-flood    A floods that pool over 50 keys meanwhile
@@ -125,7 +126,7 @@ scene() { # NAME POOL ARGS...
 
 scene alone p
 scene flood p --flood 64
-scene prio p --flood 6 --token-a "$token_b" --priority-a low --priority-b high
-scene prio-x10 p --flood 60 --token-a "$token_b" --priority-a low --priority-b high
+scene prio p --flood 6 --token-a "$BENCH_TOKEN" --token-b "$BENCH_TOKEN" --priority-a low --priority-b high
+scene prio-x10 p --flood 60 --token-a "$BENCH_TOKEN" --token-b "$BENCH_TOKEN" --priority-a low --priority-b high
 scene keys-alone k --key-b b
 scene keys-flood k --key-b b --flood 64 --flood-keys 50
