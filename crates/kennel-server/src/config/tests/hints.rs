@@ -30,7 +30,7 @@ fn a_misspelt_key_or_name_offers_the_closest_allowed_one() {
         (
             "[[pools]]\nname = \"p\"\n".to_owned(),
             "pools",
-            "unknown field `pools`, did you mean `pool`? (expected `server` or `pool`)",
+            "unknown field `pools`, did you mean `pool`? (expected one of `server`, `pool`, `tenant`)",
         ),
     ] {
         let e = refused(&text);

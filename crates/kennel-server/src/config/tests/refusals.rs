@@ -11,7 +11,11 @@ fn each_bad_value_is_refused_with_its_key() {
     let cases: &[(&str, &str, &str)] = &[
         // Unknown keys, anywhere.
         ("[server]\nport = 1\n", "server.port", "expected one of"),
-        ("colour = 1\n", "colour", "expected `server` or `pool`"),
+        (
+            "colour = 1\n",
+            "colour",
+            "expected one of `server`, `pool`, `tenant`",
+        ),
         (
             &pool_with("job_timeut = \"1s\""),
             "pool[0].job_timeut",
@@ -269,6 +273,32 @@ fn each_bad_value_is_refused_with_its_key() {
             "(allowed: 0 (kills at once), or at least 1ms and at most 2147483647 ms;",
         ),
         (&pool_with("max_reply = 0"), "pool[0].max_reply", "1 byte"),
+        // Tenants.
+        (
+            "[[tenant]]\nname = \"a\"\ntoken_env = \"T_A\"\nweight = 0\n",
+            "tenant[0].weight",
+            "allowed: 1 to 1000",
+        ),
+        (
+            "[[tenant]]\nname = \"a\"\n",
+            "tenant[0].token_env",
+            "exactly one",
+        ),
+        (
+            "[[tenant]]\nname = \"a b\"\ntoken_env = \"T_A\"\n",
+            "tenant[0].name",
+            "ASCII letters, digits",
+        ),
+        (
+            "[[tenant]]\nname = \"a\"\ntoken_env = \"T_A\"\n[[tenant]]\nname = \"a\"\ntoken_env = \"T_B\"\n",
+            "tenant[1].name",
+            "already the name of another tenant",
+        ),
+        (
+            "[[tenant]]\nname = \"a\"\ntoken_env = \"T_A\"\nmax_running = 0\n",
+            "tenant[0].max_running",
+            "1 or more",
+        ),
         (
             &pool_with("memory_check_every = \"1ns\""),
             "pool[0].memory_check_every",
