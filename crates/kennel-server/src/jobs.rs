@@ -223,6 +223,19 @@ pub(crate) async fn pool_job(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let response = answer_pool_job(state, name.clone(), &caller, headers, body).await;
+    crate::tenants::count_job(&caller, &name, response.status());
+    response
+}
+
+/// The answer to a job of pool `name` sent by `caller`.
+async fn answer_pool_job(
+    state: AppState,
+    name: String,
+    caller: &Caller,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let pool = match pool_named(&state, &name) {
         Ok(pool) => pool,
         Err(e) => return e.into_response(),

@@ -74,6 +74,7 @@ pub(crate) async fn render(State(state): State<AppState>) -> Response {
         metrics::gauge!("kennel_pool_healthy", "pool" => entry.name)
             .set(if entry.stats.is_healthy() { 1.0 } else { 0.0 });
     }
+    crate::tenants::record_loads(&state);
     let body = match state.metrics() {
         Some(handle) => {
             handle.run_upkeep();

@@ -149,6 +149,48 @@ pub(crate) fn priority(headers: &axum::http::HeaderMap) -> Result<Priority, ApiE
     })
 }
 
+/// Sets each configured tenant's jobs waiting and running in each pool
+/// (`kennel_tenant_jobs_waiting`, `kennel_tenant_jobs_running`): the
+/// tenants a pool's options name, a closed set from the config.
+pub(crate) fn record_loads(state: &crate::state::AppState) {
+    let pools: Vec<_> = (state.pools().lock().iter())
+        .map(|(name, e)| (name.clone(), e.pool.clone()))
+        .collect();
+    for (name, pool) in pools {
+        let loads = pool.tenants();
+        for tenant in pool.options().tenants.keys() {
+            let load = loads.iter().find(|l| l.tenant.as_ref() == Some(tenant));
+            let (waiting, running) = load.map_or((0, 0), |l| (l.waiting, l.running));
+            let labels = [
+                ("pool", name.clone()),
+                ("tenant", tenant.as_str().to_owned()),
+            ];
+            metrics::gauge!("kennel_tenant_jobs_waiting", &labels).set(waiting as f64);
+            metrics::gauge!("kennel_tenant_jobs_running", &labels).set(running as f64);
+        }
+    }
+}
+
+/// Counts a tenant's job by how it was answered (`kennel_tenant_jobs_total`):
+/// `done` (2xx), `tenant-limit` (429) or `failed`.
+pub(crate) fn count_job(caller: &Caller, pool: &str, status: axum::http::StatusCode) {
+    let Some(tenant) = &caller.tenant else {
+        return;
+    };
+    let outcome = match status.as_u16() {
+        200..=299 => "done",
+        429 => "tenant-limit",
+        _ => "failed",
+    };
+    metrics::counter!(
+        "kennel_tenant_jobs_total",
+        "pool" => pool.to_owned(),
+        "tenant" => tenant.as_str().to_owned(),
+        "outcome" => outcome
+    )
+    .increment(1);
+}
+
 /// Compares without an early exit on the first differing byte.
 pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {

@@ -186,6 +186,13 @@ async fn the_status_page_shows_pools_counts_workers_and_a_live_event_in_chromium
         .await;
         assert_eq!(shown, stats[key].to_string(), "{key}: {stats}");
     }
+    // The tenants with jobs in the pool: none now.
+    let tenants = eval(
+        &page,
+        "document.querySelector('p[data-tenants=demo]').innerText",
+    )
+    .await;
+    assert_eq!(tenants, "tenants none busy", "{stats}");
 
     // A worker's row: its state and pid as the server lists them.
     let workers = server.get_json("/pools/demo/workers");

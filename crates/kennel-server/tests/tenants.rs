@@ -1,7 +1,8 @@
 //! Tenants against the real `kennel serve` (ADR 0065): a tenant's token is
 //! the only thing that names it and reaches only the routes it was given
 //! (401, 403); over its limits it gets 429 `tenant-limit` with its own
-//! `Retry-After`, while the pool's own bound still answers 503.
+//! `Retry-After`, while the pool's own bound still answers 503; the
+//! metrics count each configured tenant's jobs.
 
 mod served;
 mod support;
@@ -214,6 +215,23 @@ fn over_its_limits_a_tenant_gets_429_with_its_own_retry_after() {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no Retry-After: {}", over.head));
     assert!((1..=60).contains(&retry), "{retry}");
+    // The metrics count it by tenant, and a's job waiting.
+    let metrics = call(&server, "GET", "/metrics", OPERATOR, &[], "").body;
+    let series = |s: &str| served::sample(&metrics, s);
+    assert_eq!(
+        series(r#"kennel_tenant_jobs_total{pool="demo",tenant="a",outcome="tenant-limit"}"#),
+        1.0,
+        "{metrics}"
+    );
+    assert_eq!(
+        series(r#"kennel_tenant_jobs_waiting{pool="demo",tenant="a"}"#),
+        1.0
+    );
+    assert_eq!(
+        series(r#"kennel_tenant_jobs_waiting{pool="demo",tenant="b"}"#),
+        0.0
+    );
+    assert!(metrics.contains(r#"kennel_tenant_jobs_running{pool="demo",tenant="b"} 0"#));
     // b waits beside it, within its own limits; then the pool's own bound
     // (`max_waiting = 2`) answers 503.
     let b_queued = send(TOKEN_B, r#"{"iterations": 1}"#);

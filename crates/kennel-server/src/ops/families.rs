@@ -29,6 +29,21 @@ pub(crate) const SERVICE_FAMILIES: &[MetricFamily] = &[
         "1 when no job of the pool waits without a worker starting, idle or lent, else 0.",
     ),
     MetricFamily::new(
+        "kennel_tenant_jobs_waiting",
+        MetricKind::Gauge,
+        "Jobs of each configured tenant waiting for a worker, by pool and tenant.",
+    ),
+    MetricFamily::new(
+        "kennel_tenant_jobs_running",
+        MetricKind::Gauge,
+        "Jobs of each configured tenant holding a worker, by pool and tenant.",
+    ),
+    MetricFamily::new(
+        "kennel_tenant_jobs_total",
+        MetricKind::Counter,
+        "Jobs sent by each configured tenant, by pool, tenant and outcome (done, tenant-limit, failed).",
+    ),
+    MetricFamily::new(
         "kennel_http_connections",
         MetricKind::Gauge,
         "HTTP connections open now.",
