@@ -271,6 +271,14 @@ async fn answer_pool_job(
         }
         return crate::async_jobs::accept(&state, &name, key, request, &headers).await;
     }
+    // A tenant's `max_in_flight`, across every pool.
+    let flight = match state.flights().enter(caller) {
+        Ok(flight) => flight,
+        Err(refused) => {
+            let wait = pool.tenant_wait(refused.tenant());
+            return refused.retry_in(wait).into_response();
+        }
+    };
     let watch = state.watch(&name);
     let options = caller.run_options(key.clone(), priority);
     if headers.get(NOTIFY).is_some_and(|v| v == "true") {
@@ -290,6 +298,8 @@ async fn answer_pool_job(
         Box::new(move || state.pools().get(&name).ok())
     };
     crate::stream::respond(Answer::of(&headers), move |progress| async move {
+        // Counted in flight until the job's answer is made.
+        let _flight = flight;
         run_job(
             Target::Pool(pool.clone(), options, successor),
             request,

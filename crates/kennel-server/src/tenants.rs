@@ -6,6 +6,9 @@
 //! the status page (and `/metrics` with `metrics_public`) carries the token
 //! of a tenant or the service's own.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use axum::http::Method;
 use kennel::{Priority, Tenant};
 
@@ -22,6 +25,8 @@ pub(crate) struct Caller {
     /// Its tenant; `None` for the service's own token (or no token set).
     pub(crate) tenant: Option<Tenant>,
     pub(crate) routes: Routes,
+    /// Its `max_in_flight`, across every pool.
+    pub(crate) max_in_flight: Option<usize>,
 }
 
 impl Caller {
@@ -29,6 +34,7 @@ impl Caller {
     pub(crate) const OPERATOR: Self = Self {
         tenant: None,
         routes: Routes::All,
+        max_in_flight: None,
     };
 
     /// Whether it may use the route `route` (a matched route's template)
@@ -83,6 +89,82 @@ impl Caller {
     }
 }
 
+/// Each tenant's jobs in flight across every pool, for its `max_in_flight`:
+/// the tenants with a job in flight only.
+#[derive(Debug, Default)]
+pub(crate) struct Flights(Mutex<HashMap<Tenant, usize>>);
+
+/// One job of a tenant in flight; dropped, it is no longer.
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    flights: Arc<Flights>,
+    tenant: Tenant,
+}
+
+/// A job refused for its tenant's `max_in_flight`.
+#[derive(Debug)]
+pub(crate) struct OverMaxInFlight {
+    tenant: Tenant,
+    max: usize,
+}
+
+impl OverMaxInFlight {
+    pub(crate) fn tenant(&self) -> &Tenant {
+        &self.tenant
+    }
+
+    /// 429 `tenant-limit`, with `wait` (the tenant's own projected wait in
+    /// the pool) as `Retry-After`, 1 to 60 s.
+    pub(crate) fn retry_in(self, wait: std::time::Duration) -> ApiError {
+        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        ApiError::TenantLimit {
+            message: format!(
+                "tenant {} has {} jobs in flight, its `max_in_flight`; try again in {secs} s",
+                self.tenant, self.max
+            ),
+            retry_after: secs.clamp(1, 60),
+        }
+    }
+}
+
+impl Flights {
+    /// One more job of `caller` in flight, if its `max_in_flight` lets it (no
+    /// guard for a caller without a tenant or a `max_in_flight`).
+    pub(crate) fn enter(
+        self: &Arc<Self>,
+        caller: &Caller,
+    ) -> Result<Option<InFlight>, OverMaxInFlight> {
+        let (Some(tenant), Some(max)) = (&caller.tenant, caller.max_in_flight) else {
+            return Ok(None);
+        };
+        let mut map = crate::lock(&self.0);
+        let n = map.entry(tenant.clone()).or_default();
+        if *n >= max {
+            return Err(OverMaxInFlight {
+                tenant: tenant.clone(),
+                max,
+            });
+        }
+        *n += 1;
+        Ok(Some(InFlight {
+            flights: Arc::clone(self),
+            tenant: tenant.clone(),
+        }))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut map = crate::lock(&self.flights.0);
+        if let Some(n) = map.get_mut(&self.tenant) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.tenant);
+            }
+        }
+    }
+}
+
 /// The tokens of the tenants.
 #[derive(Debug, Default)]
 pub(crate) struct Callers {
@@ -110,6 +192,7 @@ impl Callers {
                 let caller = Caller {
                     tenant: Some(t.name.clone()),
                     routes: t.routes,
+                    max_in_flight: t.max_in_flight,
                 };
                 by_token.push((token, caller));
             }

@@ -273,3 +273,76 @@ fn a_tenant_without_its_token_stops_the_start_naming_it() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("tenant b: cannot read `token_file`"), "{err}");
 }
+
+#[test]
+fn a_tenants_max_in_flight_holds_across_every_pool() {
+    let toml = r#"[server]
+listen = "127.0.0.1:0"
+state_dir = "{dir}/state"
+token_env = "KENNEL_TEST_OPERATOR"
+
+[[tenant]]
+name = "c"
+token_env = "KENNEL_TEST_TENANT_A"
+max_in_flight = 1
+
+[[pool]]
+name = "one"
+argv = ["@kennel", "worker", "demo", "--warmup", "10ms"]
+startup = "parallel"
+sizing = { kind = "fixed", workers = 1 }
+
+[[pool]]
+name = "two"
+argv = ["@kennel", "worker", "demo", "--warmup", "10ms"]
+startup = "parallel"
+sizing = { kind = "fixed", workers = 1 }
+"#;
+    let server = Server::start(
+        "tenant-max-jobs",
+        toml,
+        &[],
+        &[
+            ("KENNEL_TEST_OPERATOR", OPERATOR),
+            ("KENNEL_TEST_TENANT_A", TOKEN_A),
+        ],
+        Stderr::Collected,
+    );
+    let addr = server.addr;
+    let held = std::thread::spawn(move || {
+        let auth = bearer(TOKEN_A);
+        served::http(
+            addr,
+            "POST",
+            "/pools/one/jobs",
+            &[("Authorization", &auth)],
+            r#"{"sleep_ms": 1500}"#,
+        )
+    });
+    server.eventually("c's job runs in pool one", || {
+        call(&server, "GET", "/pools/one/stats", OPERATOR, &[], "").json()["lent"] == 1
+    });
+    // Pool two has a free worker, but c has its one job in flight.
+    let over = call(
+        &server,
+        "POST",
+        "/pools/two/jobs",
+        TOKEN_A,
+        &[],
+        r#"{"iterations": 1}"#,
+    );
+    assert_eq!(over.status, 429, "{}", over.body);
+    assert_eq!(over.json()["error"], "tenant-limit");
+    assert!(over.body.contains("`max_in_flight`"), "{}", over.body);
+    assert_eq!(held.join().unwrap().status, 200);
+    // Its job done, c may send the next one.
+    let next = call(
+        &server,
+        "POST",
+        "/pools/two/jobs",
+        TOKEN_A,
+        &[],
+        r#"{"iterations": 1}"#,
+    );
+    assert_eq!(next.status, 200, "{}", next.body);
+}

@@ -128,6 +128,18 @@ impl<W: Worker> Pool<W> {
         self.engine().lock().projected_wait()
     }
 
+    /// How long a job of `tenant` that joined the queue now would wait:
+    /// its jobs waiting + 1, over its part of the workers (its weight among
+    /// the tenants with jobs here, at most its `max_running`), × the mean
+    /// job time (1 s before one is known). What a refused tenant is told
+    /// to wait.
+    pub fn tenant_wait(&self, tenant: &crate::Tenant) -> Duration {
+        let st = self.engine().lock();
+        let mean = st.ewma.unwrap_or(1.0);
+        let wait = (st.waiters.shares).projected(Some(tenant), mean, st.slots.capacity());
+        Duration::try_from_secs_f64(wait).unwrap_or(Duration::MAX)
+    }
+
     /// A stream of the pool's events. A subscriber that falls behind misses
     /// the oldest events (it gets `RecvError::Lagged`); it never slows the pool.
     ///

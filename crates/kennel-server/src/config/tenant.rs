@@ -50,6 +50,10 @@ pub(crate) struct TenantConfig {
     /// `max_running`: the most of its jobs holding workers of one pool.
     #[serde(default)]
     pub(crate) max_running: Option<usize>,
+    /// `max_in_flight`: the most of its jobs in flight at once across every
+    /// pool, waiting or running.
+    #[serde(default)]
+    pub(crate) max_in_flight: Option<usize>,
     /// `routes`: `"jobs"` (the default) or `"all"`.
     #[serde(default)]
     pub(crate) routes: Routes,
@@ -89,6 +93,12 @@ impl TenantConfig {
                     "{} is out of range (allowed: 1 to {MAX_WEIGHT})",
                     self.weight
                 ),
+            );
+        }
+        if self.max_in_flight == Some(0) {
+            return refuse(
+                "max_in_flight",
+                "0 would refuse every job (allowed: 1 or more, or leave it out)".into(),
             );
         }
         if self.max_running == Some(0) {

@@ -129,6 +129,7 @@ impl AppStateBuilder {
                 mcp: crate::mcp::Sessions::default(),
                 metrics_public: self.metrics_public,
                 callers: std::sync::RwLock::default(),
+                flights: Arc::default(),
             }),
         }
     }

@@ -71,6 +71,8 @@ struct Inner {
     metrics_public: bool,
     /// The tenants' tokens, read at start and at each reload.
     pub(super) callers: std::sync::RwLock<Arc<crate::tenants::Callers>>,
+    /// Each tenant's jobs in flight, for `max_in_flight`.
+    pub(super) flights: Arc<crate::tenants::Flights>,
 }
 
 impl fmt::Debug for AppState {
@@ -317,6 +319,11 @@ impl AppState {
     /// Whether `GET /metrics` asks for no token.
     pub(crate) fn metrics_public(&self) -> bool {
         self.inner.metrics_public
+    }
+
+    /// Each tenant's jobs in flight across every pool.
+    pub(crate) fn flights(&self) -> &Arc<crate::tenants::Flights> {
+        &self.inner.flights
     }
 
     /// The tenants' tokens now.

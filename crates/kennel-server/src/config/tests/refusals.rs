@@ -300,6 +300,11 @@ fn each_bad_value_is_refused_with_its_key() {
             "1 or more",
         ),
         (
+            "[[tenant]]\nname = \"a\"\ntoken_env = \"T_A\"\nmax_in_flight = 0\n",
+            "tenant[0].max_in_flight",
+            "1 or more",
+        ),
+        (
             &pool_with("memory_check_every = \"1ns\""),
             "pool[0].memory_check_every",
             "(allowed: at least 100ms and at most 2147483647 ms;",
