@@ -1,6 +1,8 @@
 //! Tenants sharing a pool (ADR 0065): weighted fair shares of the workers
 //! while they are scarce, work conservation, priorities within a tenant and
-//! their bound on starvation, each tenant's limits, weights changed live.
+//! their bound on starvation, each tenant's limits, weights changed live,
+//! and keys: a key switch charged to its tenant, a load kept off the worker
+//! of a key another tenant uses.
 //! In-memory workers on the paused clock.
 mod support;
 
@@ -323,4 +325,51 @@ async fn a_key_switch_is_charged_to_the_tenant_that_caused_it() {
         a >= 4 && b >= 8 * a,
         "a pays 11 job times a job (its load and the job), b 1: a {a}, b {b}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn another_tenants_load_leaves_the_worker_of_a_key_in_use() {
+    let (keys, born) = holder::new_log();
+    let pool = holder::builder(2, &keys, &born)
+        .with_options(|o| o.max_waiting = Some(1_000))
+        .build()
+        .unwrap();
+    let run = |who: &'static str, key: &'static str, took: Duration| {
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            let start = tokio::time::Instant::now();
+            let options = RunOptions::new().tenant(tenant(who)).key(holder::key(key));
+            pool.run_with(options, async |_: &mut holder::Holder| {
+                tokio::time::sleep(took).await;
+            })
+            .await
+            .unwrap();
+            start.elapsed()
+        })
+    };
+    let finish = async |job: tokio::task::JoinHandle<Duration>| {
+        while !job.is_finished() {
+            tokio::time::advance(ms(10)).await;
+            settle().await;
+        }
+        job.await.unwrap()
+    };
+    // b's key on one worker; a holds the other for 5 s.
+    finish(run("b", "b", ms(100))).await;
+    let long = run("a", "a0", Duration::from_secs(5));
+    settle().await;
+    // a's next job, of another key, waits past twice `max_key_wait`: the
+    // idle worker holds b, which b used a moment ago and is owed.
+    let next = run("a", "a1", ms(100));
+    for _ in 0..100 {
+        tokio::time::advance(ms(10)).await;
+        settle().await;
+    }
+    let took = finish(run("b", "b", ms(100))).await;
+    assert_eq!(took, ms(100), "b's job found its key where it was");
+    assert!(
+        finish(next).await >= Duration::from_secs(5),
+        "a's job waited for a's worker"
+    );
+    drop(long);
 }

@@ -165,6 +165,13 @@ impl Shares {
         }
     }
 
+    /// Whether `other` is owed against `tenant`: its tag is not above
+    /// `tenant`'s (it has had no more than its share lately).
+    pub(crate) fn owed(&self, other: Option<&Tenant>, tenant: Option<&Tenant>) -> bool {
+        let tag = |t: Option<&Tenant>| self.accounts.get(&t.cloned()).map_or(self.now, |a| a.tag);
+        tag(other) <= tag(tenant)
+    }
+
     /// Where a waiting job of `class` stands: lower goes first (its
     /// tenant's tag, its level's tag within the tenant, then the higher
     /// level).

@@ -32,6 +32,7 @@ use crate::error::Error;
 use crate::event::{Event, RetireReason};
 use crate::key::{Key, KeyBinding};
 use crate::slot::{Held, SlotState, transitions as t};
+use crate::tenant::Tenant;
 use crate::worker::Worker;
 
 /// Where a job of a key goes.
@@ -74,7 +75,7 @@ impl<W: Worker> State<W> {
             return Ok(Acquired::Now(g));
         }
         let place = if self.wants_place(&key, 1) {
-            self.place_for(&key, Duration::ZERO)
+            self.place_for(&key, Duration::ZERO, class.tenant.as_ref())
         } else {
             None
         };
@@ -183,11 +184,11 @@ impl<W: Worker> State<W> {
 
     /// A place for `key`, whose job has `waited` so long: from
     /// `max_key_wait` on, a warm worker's keys may go.
-    fn place_for(&mut self, key: &Key, waited: Duration) -> Option<Place> {
+    fn place_for(&mut self, key: &Key, waited: Duration, tenant: Option<&Tenant>) -> Option<Place> {
         let overdue = waited >= self.opts.max_key_wait;
         let size = self.slots.size();
         let load = self.opts.key_binding == KeyBinding::Load;
-        let room = |s: &SlotState<W>| matches!(s, SlotState::Ready { live, held: Held::Idle { .. } } if live.record.keys.len() < self.opts.keys_per_worker);
+        let room = |s: &SlotState<W>| matches!(s, SlotState::Ready { live, held: Held::Idle { .. } } if live.record.keys.len() < self.opts.keys_per_worker && !self.guards_others(&live.record.keys, tenant));
         if load && let Some(i) = self.slots.states(size).position(room) {
             return Some(Place::Load(i, Vec::new()));
         }
@@ -215,7 +216,7 @@ impl<W: Worker> State<W> {
         // only an idle worker whose keys have gone unused for
         // `max_key_wait` (cold).
         let busy = overdue && waited < self.opts.max_key_wait * 2;
-        let v = self.victim(key, busy)?;
+        let v = self.victim(key, busy, Some(tenant))?;
         let cold = v
             .last
             .is_none_or(|at| at + self.opts.max_key_wait <= self.now);
@@ -346,7 +347,9 @@ impl<W: Worker> State<W> {
             if bound.is_some() || !self.wants_place(&key, 0) {
                 continue;
             }
-            match self.place_for(&key, self.now.saturating_duration_since(since)) {
+            let tenant = self.waiters.class_of(id).and_then(|c| c.tenant.clone());
+            let waited = self.now.saturating_duration_since(since);
+            match self.place_for(&key, waited, tenant.as_ref()) {
                 Some(Place::Load(i, unload)) => {
                     let g = self.lend_to_load(fx, i, key, unload);
                     self.grant_to(id, g);

@@ -103,6 +103,10 @@ impl<W: Worker> State<W> {
         };
         self.waiters.shares.grant(class, 1.0 + load, waited);
         g.tenant.clone_from(&class.tenant);
+        if let Some(key) = &g.key {
+            let tenant = class.tenant.as_ref();
+            self.with_record(g.slot, |r| r.keys.set_tenant(key, tenant));
+        }
     }
 
     /// A job that found nothing now waits in the queue (with its key), if

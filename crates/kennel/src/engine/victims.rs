@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use super::state::State;
 use crate::key::{Key, KeyBinding};
-use crate::slot::{Held, SlotState};
+use crate::slot::{Held, Keys, SlotState};
+use crate::tenant::Tenant;
 use crate::worker::Worker;
 
 /// A worker whose keys may go for another key.
@@ -28,8 +29,19 @@ impl<W: Worker> State<W> {
         let room = |s: &SlotState<W>| matches!(s, SlotState::Ready { live, held: Held::Idle { .. } } if live.record.keys.len() < self.opts.keys_per_worker);
         match self.slots.states(self.slots.size()).position(room) {
             Some(i) => Some((i, Vec::new())),
-            None => self.victim(key, false).map(|v| (v.slot, v.unload)),
+            None => self.victim(key, false, None).map(|v| (v.slot, v.unload)),
         }
+    }
+
+    /// Whether a worker's `keys` keep it for other tenants than `tenant`: it
+    /// holds a key another tenant used within the half life, and that
+    /// tenant has had no more than its share lately. A tenant's load, which
+    /// holds the worker for the load and the job, does not go there: the
+    /// other tenant's next job would wait behind it (ADR 0065).
+    pub(super) fn guards_others(&self, keys: &Keys, tenant: Option<&Tenant>) -> bool {
+        let since = self.now.checked_sub(self.half_life());
+        let shares = &self.waiters.shares;
+        keys.others_since(tenant, since, |other| shares.owed(other, tenant))
     }
 
     /// How fast a key's count of jobs fades: ten times `max_key_wait`.
@@ -40,8 +52,15 @@ impl<W: Worker> State<W> {
     /// The running worker whose keys to let go for `key` are used least
     /// lately (their decayed count of jobs; on a tie, the least recently
     /// used), among the idle ones, and the busy ones too with `busy`. Keys
-    /// loading, and keys that `min_workers_per_key` keeps, never go.
-    pub(super) fn victim(&self, key: &Key, busy: bool) -> Option<Victim> {
+    /// loading, and keys that `min_workers_per_key` keeps, never go. For a
+    /// job of `tenant` (`Some`), a worker that another tenant's keys make
+    /// its own ([`guards_others`](Self::guards_others)) is left out.
+    pub(super) fn victim(
+        &self,
+        key: &Key,
+        busy: bool,
+        tenant: Option<Option<&Tenant>>,
+    ) -> Option<Victim> {
         let cap = match self.opts.key_binding {
             KeyBinding::Load => self.opts.keys_per_worker,
             _ => 0,
@@ -68,6 +87,9 @@ impl<W: Worker> State<W> {
                 _ => continue,
             };
             let keys = &live.record.keys;
+            if tenant.is_some_and(|t| self.guards_others(keys, t)) {
+                continue;
+            }
             let n = (keys.len() + 1).saturating_sub(cap).min(keys.len());
             let Some(go) = keys.coldest(n, kept, now, half_life) else {
                 continue;

@@ -15,6 +15,8 @@ pub(crate) struct HeldKey {
     pub(crate) used: Instant,
     /// Set while the worker loads it.
     pub(crate) loading: bool,
+    /// The tenant of its last job (`None`: a job without one, or none yet).
+    pub(crate) tenant: Option<crate::Tenant>,
     /// Its jobs on this worker lately: a count that halves every `half_life`
     /// (as of `used`).
     demand: f64,
@@ -90,8 +92,30 @@ impl Keys {
             key: key.clone(),
             used: now,
             loading,
+            tenant: None,
             demand: 0.0,
         });
+    }
+
+    /// A job of `tenant` got the worker for `key`.
+    pub(crate) fn set_tenant(&mut self, key: &crate::Key, tenant: Option<&crate::Tenant>) {
+        if let Some(k) = self.0.iter_mut().find(|k| &k.key == key) {
+            k.tenant = tenant.cloned();
+        }
+    }
+
+    /// Whether it holds a key whose last job was of another tenant than
+    /// `tenant`, used since `since`, for which `owed` holds.
+    pub(crate) fn others_since(
+        &self,
+        tenant: Option<&crate::Tenant>,
+        since: Option<Instant>,
+        owed: impl Fn(Option<&crate::Tenant>) -> bool,
+    ) -> bool {
+        let lately = |k: &HeldKey| since.is_none_or(|s| k.used >= s);
+        self.0
+            .iter()
+            .any(|k| k.tenant.as_ref() != tenant && lately(k) && owed(k.tenant.as_ref()))
     }
 
     /// `key` finished loading.
