@@ -131,7 +131,7 @@ impl<W> Waiters<W> {
         let jobs = self.queue.iter().filter(may).map(|(id, w)| (*id, &w.class));
         let order = self.shares.order(jobs);
         let queued = |id: u64| {
-            let (_, w) = self.queue.iter().find(|(i, _)| *i == id)?;
+            let w = self.find(id)?;
             Some(Queued {
                 id,
                 bound: w.bound,
@@ -149,14 +149,13 @@ impl<W> Waiters<W> {
 
     /// The key of job `id`, if it waits and has one.
     pub(crate) fn key_of(&self, id: u64) -> Option<&Key> {
-        let (_, w) = self.queue.iter().find(|(i, _)| *i == id)?;
-        w.keyed.as_ref().map(|k| &k.0)
+        self.find(id)?.keyed.as_ref().map(|k| &k.0)
     }
 
     /// Removes a job (it gives up waiting, or gets its worker); returns it
     /// if it was there.
     pub(crate) fn remove(&mut self, id: u64) -> Option<Waiter<W>> {
-        let at = self.queue.iter().position(|(i, _)| *i == id)?;
+        let at = self.at(id)?;
         let (_, w) = self.queue.remove(at)?;
         self.shares.leave(&w.class);
         Some(w)
@@ -207,8 +206,17 @@ impl<W> Waiters<W> {
 
     /// The class of waiting job `id`.
     pub(crate) fn class_of(&self, id: u64) -> Option<&Class> {
-        let (_, w) = self.queue.iter().find(|(i, _)| *i == id)?;
-        Some(&w.class)
+        self.find(id).map(|w| &w.class)
+    }
+
+    /// Where job `id` waits: the queue is in the order of the ids.
+    fn at(&self, id: u64) -> Option<usize> {
+        self.queue.binary_search_by_key(&id, |(i, _)| *i).ok()
+    }
+
+    /// Waiting job `id`.
+    fn find(&self, id: u64) -> Option<&Waiter<W>> {
+        self.queue.get(self.at(id)?).map(|(_, w)| w)
     }
 
     /// The youngest job not bound to a starting worker.
@@ -218,7 +226,7 @@ impl<W> Waiters<W> {
     }
 
     pub(crate) fn set_bound(&mut self, id: u64, bound: Option<usize>) {
-        if let Some((_, w)) = self.queue.iter_mut().find(|(i, _)| *i == id) {
+        if let Some((_, w)) = self.at(id).and_then(|at| self.queue.get_mut(at)) {
             w.bound = bound;
         }
     }
