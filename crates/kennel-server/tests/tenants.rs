@@ -83,21 +83,43 @@ fn call(
     server.http(method, path, &headers, body)
 }
 
+/// `POST /pools/{pool}/jobs` with `body`, as the caller of `token`.
+fn job(server: &Server, pool: &str, token: &str, body: &str) -> served::Answer {
+    call(
+        server,
+        "POST",
+        &format!("/pools/{pool}/jobs"),
+        token,
+        &[],
+        body,
+    )
+}
+
+/// `GET /pools/{pool}/stats`, as the service.
+fn stats(server: &Server, pool: &str) -> serde_json::Value {
+    call(
+        server,
+        "GET",
+        &format!("/pools/{pool}/stats"),
+        OPERATOR,
+        &[],
+        "",
+    )
+    .json()
+}
+
 #[test]
 fn a_tenants_token_names_it_and_reaches_only_its_routes() {
     let server = start("tenant-routes");
-    let job = r#"{"iterations": 1}"#;
+    let one = r#"{"iterations": 1}"#;
     // No token, or one nobody has: 401.
     assert_eq!(
-        server.http("POST", "/pools/demo/jobs", &[], job).status,
+        server.http("POST", "/pools/demo/jobs", &[], one).status,
         401
     );
-    assert_eq!(
-        call(&server, "POST", "/pools/demo/jobs", "nobody", &[], job).status,
-        401
-    );
+    assert_eq!(job(&server, "demo", "nobody", one).status, 401);
     // a runs jobs and reads the pools.
-    let ran = call(&server, "POST", "/pools/demo/jobs", TOKEN_A, &[], job);
+    let ran = job(&server, "demo", TOKEN_A, one);
     assert_eq!(ran.status, 200, "{}", ran.body);
     assert_eq!(call(&server, "GET", "/pools", TOKEN_A, &[], "").status, 200);
     // ...and nothing else: configs, reloads, workers, asynchronous jobs.
@@ -123,7 +145,7 @@ fn a_tenants_token_names_it_and_reaches_only_its_routes() {
         "/pools/demo/jobs",
         TOKEN_A,
         &[("Prefer", "respond-async")],
-        job,
+        one,
     );
     assert_eq!(detached.status, 403, "{}", detached.body);
     // b, with every route, and the service's own token reach them.
@@ -142,7 +164,7 @@ fn a_tenants_token_names_it_and_reaches_only_its_routes() {
         "/pools/demo/jobs",
         TOKEN_A,
         &[("Kennel-Priority", "urgent")],
-        job,
+        one,
     );
     assert_eq!(bad.status, 400, "{}", bad.body);
     assert!(bad.body.contains("Kennel-Priority"), "{}", bad.body);
@@ -160,7 +182,7 @@ fn a_tenants_token_names_it_and_reaches_only_its_routes() {
         )
     });
     server.eventually("b's job runs", || {
-        call(&server, "GET", "/pools/demo/stats", OPERATOR, &[], "").json()["tenants"]
+        stats(&server, "demo")["tenants"]
             == serde_json::json!([{"tenant": "b", "waiting": 0, "running": 1}])
     });
     let own = call(&server, "GET", "/pools/demo/stats", TOKEN_A, &[], "").json();
@@ -186,22 +208,11 @@ fn over_its_limits_a_tenant_gets_429_with_its_own_retry_after() {
         })
     };
     let held = send(OPERATOR, r#"{"sleep_ms": 3000}"#);
-    server.eventually("the worker is lent", || {
-        call(&server, "GET", "/pools/demo/stats", OPERATOR, &[], "").json()["lent"] == 1
-    });
+    server.eventually("the worker is lent", || stats(&server, "demo")["lent"] == 1);
     // a's first job waits; its second is over `max_queued = 1`.
     let queued = send(TOKEN_A, r#"{"iterations": 1}"#);
-    server.eventually("a's job waits", || {
-        call(&server, "GET", "/pools/demo/stats", OPERATOR, &[], "").json()["waiting"] == 1
-    });
-    let over = call(
-        &server,
-        "POST",
-        "/pools/demo/jobs",
-        TOKEN_A,
-        &[],
-        r#"{"iterations": 1}"#,
-    );
+    server.eventually("a's job waits", || stats(&server, "demo")["waiting"] == 1);
+    let over = job(&server, "demo", TOKEN_A, r#"{"iterations": 1}"#);
     assert_eq!(over.status, 429, "{}", over.body);
     assert_eq!(over.json()["error"], "tenant-limit");
     assert!(over.body.contains("tenant a"), "{}", over.body);
@@ -235,17 +246,8 @@ fn over_its_limits_a_tenant_gets_429_with_its_own_retry_after() {
     // b waits beside it, within its own limits; then the pool's own bound
     // (`max_waiting = 2`) answers 503.
     let b_queued = send(TOKEN_B, r#"{"iterations": 1}"#);
-    server.eventually("b's job waits", || {
-        call(&server, "GET", "/pools/demo/stats", OPERATOR, &[], "").json()["waiting"] == 2
-    });
-    let full = call(
-        &server,
-        "POST",
-        "/pools/demo/jobs",
-        TOKEN_B,
-        &[],
-        r#"{"iterations": 1}"#,
-    );
+    server.eventually("b's job waits", || stats(&server, "demo")["waiting"] == 2);
+    let full = job(&server, "demo", TOKEN_B, r#"{"iterations": 1}"#);
     assert_eq!(full.status, 503, "{}", full.body);
     assert_eq!(full.json()["error"], "rejected");
     for answer in [held, queued, b_queued] {
@@ -320,29 +322,15 @@ sizing = { kind = "fixed", workers = 1 }
         )
     });
     server.eventually("c's job runs in pool one", || {
-        call(&server, "GET", "/pools/one/stats", OPERATOR, &[], "").json()["lent"] == 1
+        stats(&server, "one")["lent"] == 1
     });
     // Pool two has a free worker, but c has its one job in flight.
-    let over = call(
-        &server,
-        "POST",
-        "/pools/two/jobs",
-        TOKEN_A,
-        &[],
-        r#"{"iterations": 1}"#,
-    );
+    let over = job(&server, "two", TOKEN_A, r#"{"iterations": 1}"#);
     assert_eq!(over.status, 429, "{}", over.body);
     assert_eq!(over.json()["error"], "tenant-limit");
     assert!(over.body.contains("`max_in_flight`"), "{}", over.body);
     assert_eq!(held.join().unwrap().status, 200);
     // Its job done, c may send the next one.
-    let next = call(
-        &server,
-        "POST",
-        "/pools/two/jobs",
-        TOKEN_A,
-        &[],
-        r#"{"iterations": 1}"#,
-    );
+    let next = job(&server, "two", TOKEN_A, r#"{"iterations": 1}"#);
     assert_eq!(next.status, 200, "{}", next.body);
 }

@@ -1,5 +1,5 @@
-//! The one FIFO of waiting jobs (ADR 0004), and how a job that leaves it is
-//! handed its worker.
+//! The one queue of waiting jobs (ADR 0004; fair between tenants, ADR
+//! 0065), and how a job that leaves it is handed its worker.
 
 use std::collections::VecDeque;
 
