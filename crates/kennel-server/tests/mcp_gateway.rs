@@ -272,9 +272,17 @@ fn messages(body: &str) -> Vec<Value> {
 }
 
 fn initialize(addr: SocketAddr) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
-    let a = post(addr, None, &[], &init);
+    initialize_as(addr, &[])
+}
+
+fn init_message() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+}
+
+/// Opens a session with `headers` (a bearer token) and gives its id.
+fn initialize_as(addr: SocketAddr, headers: &[(&str, &str)]) -> String {
+    let a = post(addr, None, headers, &init_message());
     assert_eq!(a.status, 200, "{}", a.body);
     header(&a.head, "mcp-session-id").unwrap_or_else(|| panic!("no session id: {}", a.head))
 }
@@ -590,5 +598,67 @@ fn sessions_cut_mid_call_leave_no_process_behind() {
     assert!(
         rss_after * 10 <= rss_before * 11,
         "the server's memory grew: {rss_before} -> {rss_after} KiB"
+    );
+}
+
+#[test]
+fn a_tenants_session_is_its_own_and_holds_a_worker_of_its_share() {
+    let config = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"KENNEL_TEST_OPERATOR\"\n\n[[tenant]]\nname = \"a\"\ntoken_env = \"KENNEL_TEST_TENANT_A\"\nmax_running = 1\n\n[[tenant]]\nname = \"b\"\ntoken_env = \"KENNEL_TEST_TENANT_B\"\n\n{}",
+        small_pool(2, "mcp = { attach_wait = \"300ms\" }")
+    );
+    let server = Server::start(
+        "mcp-tenants",
+        &config,
+        &[],
+        &[
+            ("RUST_LOG", "warn"),
+            ("KENNEL_TEST_OPERATOR", "operator-token"),
+            ("KENNEL_TEST_TENANT_A", "token-a"),
+            ("KENNEL_TEST_TENANT_B", "token-b"),
+        ],
+        Stderr::Collected,
+    );
+    let addr = server.addr;
+    let (a, b) = (
+        [("Authorization", "Bearer token-a")],
+        [("Authorization", "Bearer token-b")],
+    );
+    let session = initialize_as(addr, &a);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    // Another tenant's token does not reach it, nor end it.
+    assert_eq!(post(addr, Some(&session), &b, &list).status, 404);
+    let ended = served::http(
+        addr,
+        "DELETE",
+        "/mcp/small",
+        &[b[0], ("Mcp-Session-Id", &session)],
+        "",
+    );
+    assert_eq!(ended.status, 404, "{}", ended.body);
+    assert_eq!(post(addr, Some(&session), &a, &list).status, 200);
+    // The session holds a worker as a's: at its `max_running = 1`, a's
+    // second session waits though a worker is free, and gives up after
+    // `attach_wait`; b's takes that worker.
+    let second = post(addr, None, &a, &init_message());
+    assert_eq!(second.status, 503, "{}", second.body);
+    assert!(
+        second.body.contains("lend-timeout") || second.body.contains("no worker"),
+        "{}",
+        second.body
+    );
+    initialize_as(addr, &b);
+    let stats = served::http(
+        addr,
+        "GET",
+        "/pools/small/stats",
+        &[("Authorization", "Bearer operator-token")],
+        "",
+    )
+    .json();
+    assert_eq!(
+        stats["tenants"],
+        json!([{"tenant": "a", "waiting": 0, "running": 1}, {"tenant": "b", "waiting": 0, "running": 1}]),
+        "{stats}"
     );
 }

@@ -286,8 +286,19 @@ impl<W: Worker> Pool<W> {
         run_seen(lease, options.job_timeout, job).await.0
     }
 
-    /// A lend with `options`' key, tenant, priority and lend timeout.
-    pub(crate) async fn lend_with(&self, options: &RunOptions) -> Result<Lease<W>, Error> {
+    /// As [`lend`](Pool::lend), with `options`' key, tenant, priority and
+    /// lend timeout (its job timeout is for [`run_with`](Pool::run_with)).
+    ///
+    /// # Errors
+    ///
+    /// As [`lend_keyed`](Pool::lend_keyed) with a key, and
+    /// [`Error::LendTimeout`] with a lend timeout, [`Error::TenantLimit`]
+    /// when the tenant already has its `max_queued` jobs waiting.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lend_keyed`](Pool::lend_keyed).
+    pub async fn lend_with(&self, options: &RunOptions) -> Result<Lease<W>, Error> {
         let lend = self.lend_for(options.ask());
         match options.lend_timeout {
             None => lend.await,

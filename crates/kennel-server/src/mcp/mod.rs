@@ -25,11 +25,12 @@ mod transport;
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use kennel::Pool;
+use kennel::{Pool, Priority};
 use kennel_process::{Coprocess, Relay};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -46,6 +47,7 @@ use self::transport::{
 use crate::ops::openapi::RpcErrorBody;
 use crate::segment::Segment;
 use crate::state::AppState;
+use crate::tenants::Caller;
 use crate::watch::pool_error;
 
 /// `POST /mcp/{pool}`: one JSON-RPC message of the client's.
@@ -72,6 +74,7 @@ use crate::watch::pool_error;
 pub(crate) async fn post(
     State(state): State<AppState>,
     Segment(name): Segment,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -107,9 +110,9 @@ pub(crate) async fn post(
                 "initialize opens a session; this one names a session already",
             );
         }
-        return initialize(&state, name, pool, config, message, sse).await;
+        return initialize(&state, name, pool, config, message, sse, caller).await;
     }
-    let session = match session_of(&state, &name, &headers) {
+    let session = match session_of(&state, &name, &headers, &caller) {
         Ok(session) => session,
         Err(refusal) => return *refusal,
     };
@@ -145,6 +148,7 @@ async fn initialize(
     config: McpConfig,
     message: Value,
     sse: bool,
+    caller: Caller,
 ) -> Response {
     let params = message.get("params");
     let asked = params
@@ -157,13 +161,17 @@ async fn initialize(
         w.handshake_result()
             .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
     };
+    let options = caller.run_options(None, Priority::Normal);
     let attached = match config.sessions {
-        SessionKind::Exclusive => pool.lend_timeout(config.attach_wait.0).await.map(|lease| {
-            let result = handshake(&lease);
-            (Some(lease), result)
-        }),
+        SessionKind::Exclusive => {
+            let options = options.lend_timeout(config.attach_wait.0);
+            pool.lend_with(&options).await.map(|lease| {
+                let result = handshake(&lease);
+                (Some(lease), result)
+            })
+        }
         SessionKind::Shared => pool
-            .run(async |w: &mut Coprocess| handshake(w))
+            .run_with(options, async |w: &mut Coprocess| handshake(w))
             .await
             .map(|r| (None, r)),
     };
@@ -180,7 +188,13 @@ async fn initialize(
     result["protocolVersion"] = version.into();
     let (commands, inbox) = mpsc::channel(MAX_IN_FLIGHT);
     let capabilities = params.and_then(|p| p.get("capabilities"));
-    let session = Arc::new(Session::new(name, config.sessions, capabilities, commands));
+    let session = Arc::new(Session::new(
+        name,
+        config.sessions,
+        capabilities,
+        commands,
+        caller,
+    ));
     if !state.mcp().insert(session.clone()) {
         // The lease, if any, goes back as it came.
         let mut refusal = refuse(
@@ -276,7 +290,10 @@ async fn shared(
         Target::Session
     };
     let mut relay = Relay::new(session.forwarder(target, answers_tx), answers);
-    let run = pool.run(async |w: &mut Coprocess| w.relay(&message, &mut relay).await);
+    let options = session.caller.run_options(None, Priority::Normal);
+    let run = pool.run_with(options, async |w: &mut Coprocess| {
+        w.relay(&message, &mut relay).await
+    });
     let response = tokio::select! {
         reply = run => Some(match reply {
             Ok(Ok(response)) => response,
@@ -341,9 +358,10 @@ async fn notification(session: &Session, method: &str, message: Value) {
 pub(crate) async fn open_stream(
     State(state): State<AppState>,
     Segment(name): Segment,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
 ) -> Response {
-    let session = match session_of(&state, &name, &headers) {
+    let session = match session_of(&state, &name, &headers, &caller) {
         Ok(session) => session,
         Err(refusal) => return *refusal,
     };
@@ -378,9 +396,10 @@ pub(crate) async fn open_stream(
 pub(crate) async fn end(
     State(state): State<AppState>,
     Segment(name): Segment,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
 ) -> Response {
-    match session_of(&state, &name, &headers) {
+    match session_of(&state, &name, &headers, &caller) {
         Ok(session) => {
             session.ended.cancel();
             StatusCode::NO_CONTENT.into_response()

@@ -48,6 +48,9 @@ pub(crate) struct Session {
     pub(crate) pool: String,
     /// How its requests find a worker.
     pub(crate) kind: SessionKind,
+    /// Who opened it: only the same caller may use it, and its requests
+    /// run as that caller's tenant.
+    pub(crate) caller: crate::tenants::Caller,
     /// The worker's requests its client answers, by its capabilities.
     asks: Vec<&'static str>,
     /// Its task (for an exclusive session, the one that holds its worker)
@@ -89,6 +92,7 @@ impl Session {
         kind: SessionKind,
         capabilities: Option<&Value>,
         task: mpsc::Sender<super::task::Command>,
+        caller: crate::tenants::Caller,
     ) -> Self {
         let asks = ASKS
             .iter()
@@ -99,6 +103,7 @@ impl Session {
             id: format!("{:032x}", rand::random::<u128>()),
             pool,
             kind,
+            caller,
             asks,
             task,
             ended: CancellationToken::new(),

@@ -79,6 +79,7 @@ pub(super) fn session_of(
     state: &AppState,
     name: &str,
     headers: &HeaderMap,
+    caller: &crate::tenants::Caller,
 ) -> Result<Arc<Session>, Box<Response>> {
     served(state, name)?;
     let Some(id) = headers.get(SESSION_HEADER) else {
@@ -91,7 +92,8 @@ pub(super) fn session_of(
     id.to_str()
         .ok()
         .and_then(|id| state.mcp().get(id))
-        .filter(|s| s.pool == name)
+        // Another caller's session is no session of this one's.
+        .filter(|s| s.pool == name && s.caller.tenant == caller.tenant)
         .ok_or_else(|| {
             Box::new(refuse(
                 StatusCode::NOT_FOUND,
