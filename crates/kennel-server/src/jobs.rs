@@ -13,6 +13,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use axum::Extension;
 use axum::body::{Body, Bytes};
@@ -53,7 +54,8 @@ enum Target {
         RunOptions,
         Box<dyn Fn() -> Option<Pool<Coprocess>> + Send>,
     ),
-    Group(crate::state::Group),
+    /// A group, and the job's tenant and priority.
+    Group(crate::state::Group, RunOptions),
 }
 
 /// Runs one job in the handler's own task (a client that hangs up: see
@@ -102,7 +104,7 @@ async fn run_job(
                     other => other,
                 }
             }
-            Target::Group(group) => group.run(job()).await,
+            Target::Group(group, options) => group.run(&options, job()).await,
         }
     });
     let mut finish = FinishOnDrop {
@@ -360,6 +362,7 @@ async fn notify(
 pub(crate) async fn group_job(
     State(state): State<AppState>,
     Segment(group): Segment,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -379,12 +382,30 @@ pub(crate) async fn group_job(
         }
         .into_response();
     }
+    let priority = match crate::tenants::priority(&headers) {
+        Ok(priority) => priority,
+        Err(e) => return e.into_response(),
+    };
     let request = match state.bodies().json_bytes(body).await {
         Ok(request) => request,
         Err(e) => return e.into_response(),
     };
-    crate::stream::respond(Answer::of(&headers), move |progress| {
-        run_job(Target::Group(group), request, None, progress, false)
+    // A tenant's `max_in_flight`; a group never queues, so a second.
+    let flight = match state.flights().enter(&caller) {
+        Ok(flight) => flight,
+        Err(refused) => return refused.retry_in(Duration::from_secs(1)).into_response(),
+    };
+    let options = caller.run_options(None, priority);
+    crate::stream::respond(Answer::of(&headers), move |progress| async move {
+        let _flight = flight;
+        run_job(
+            Target::Group(group, options),
+            request,
+            None,
+            progress,
+            false,
+        )
+        .await
     })
     .await
 }

@@ -43,8 +43,9 @@ impl Caller {
         if self.routes == Routes::All {
             return true;
         }
-        let jobs =
-            (*method == Method::POST && route == "/pools/{name}/jobs") || route == "/mcp/{name}";
+        let post = *method == Method::POST;
+        let jobs = (post && matches!(route, "/pools/{name}/jobs" | "/groups/{group}/jobs"))
+            || route == "/mcp/{name}";
         let reads = *method == Method::GET
             && matches!(route, "/pools" | "/pools/{name}/stats" | "/openapi.json");
         jobs || reads
@@ -84,7 +85,7 @@ impl Caller {
         let who = self.tenant.as_ref().map_or("(none)", Tenant::as_str);
         ApiError::Forbidden {
             message: format!(
-                "tenant {who} may not use {route} (allowed: POST /pools/{{name}}/jobs, /mcp/{{name}} and the reads of pools with `routes = \"jobs\"`, every route with `routes = \"all\"`)"
+                "tenant {who} may not use {route} (allowed: the job routes, /mcp/{{name}} and the reads of pools with `routes = \"jobs\"`, every route with `routes = \"all\"`)"
             ),
         }
     }

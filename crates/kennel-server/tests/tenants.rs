@@ -128,7 +128,7 @@ fn a_tenants_token_names_it_and_reaches_only_its_routes() {
         ("POST", "/reload"),
         ("GET", "/pools/demo/workers"),
         ("GET", "/events"),
-        ("POST", "/groups/demo/jobs"),
+        ("GET", "/pools/demo/config"),
     ] {
         let refused = call(&server, method, path, TOKEN_A, &[], "{}");
         assert_eq!(refused.status, 403, "{method} {path}: {}", refused.body);
@@ -299,6 +299,7 @@ name = "two"
 argv = ["@kennel", "worker", "demo", "--warmup", "10ms"]
 startup = "parallel"
 sizing = { kind = "fixed", workers = 1 }
+group = "g"
 "#;
     let server = Server::start(
         "tenant-max-jobs",
@@ -329,8 +330,27 @@ sizing = { kind = "fixed", workers = 1 }
     assert_eq!(over.status, 429, "{}", over.body);
     assert_eq!(over.json()["error"], "tenant-limit");
     assert!(over.body.contains("`max_in_flight`"), "{}", over.body);
+    // A group job too (pool two is in group g).
+    let grouped = call(
+        &server,
+        "POST",
+        "/groups/g/jobs",
+        TOKEN_A,
+        &[],
+        r#"{"iterations": 1}"#,
+    );
+    assert_eq!(grouped.status, 429, "{}", grouped.body);
     assert_eq!(held.join().unwrap().status, 200);
-    // Its job done, c may send the next one.
+    // Its job done, c may send the next one, to a pool or to the group.
     let next = job(&server, "two", TOKEN_A, r#"{"iterations": 1}"#);
     assert_eq!(next.status, 200, "{}", next.body);
+    let grouped = call(
+        &server,
+        "POST",
+        "/groups/g/jobs",
+        TOKEN_A,
+        &[],
+        r#"{"iterations": 1}"#,
+    );
+    assert_eq!(grouped.status, 200, "{}", grouped.body);
 }

@@ -226,6 +226,22 @@ impl<W: Worker> Pool<W> {
         dispatch::lend(self.engine(), false, Ask::default()).await
     }
 
+    /// As [`try_lend`](Pool::try_lend), with `options`' key, tenant and
+    /// priority (a lend timeout does not apply: nothing waits). A tenant at
+    /// its `max_running` gets `Ok(None)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_lend`](Pool::try_lend), and [`Error::LoadFailed`] when the
+    /// worker could not load the key.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lend_keyed`](Pool::lend_keyed).
+    pub async fn try_lend_with(&self, options: &RunOptions) -> Result<Option<Lease<W>>, Error> {
+        dispatch::lend(self.engine(), false, options.ask()).await
+    }
+
     /// Lends a worker to `job` and returns what the job returns.
     ///
     /// The pool's `job_timeout` applies. When the worker ends while the job

@@ -373,3 +373,18 @@ async fn another_tenants_load_leaves_the_worker_of_a_key_in_use() {
     );
     drop(long);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_lend_that_may_not_queue_respects_max_running() {
+    let farm = Farm::new();
+    let pool = pool(&farm, 2, &[("a", TenantShare::weight(1).max_running(1))]);
+    settle().await;
+    let as_a = RunOptions::new().tenant(tenant("a"));
+    let held = pool.try_lend_with(&as_a).await.unwrap();
+    assert!(held.is_some(), "a worker is free");
+    // A worker is still free, but a holds its one.
+    assert!(pool.try_lend_with(&as_a).await.unwrap().is_none());
+    let as_b = RunOptions::new().tenant(tenant("b"));
+    assert!(pool.try_lend_with(&as_b).await.unwrap().is_some());
+    assert_eq!(pool.stats().waiting, 0, "nothing queued");
+}

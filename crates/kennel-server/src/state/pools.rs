@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use kennel::{Error, Lease, Pool, Stats};
+use kennel::{Error, Lease, Pool, RunOptions, Stats};
 use kennel_process::Coprocess;
 use rand::Rng;
 
@@ -190,14 +190,15 @@ impl Group {
     /// # Cancel safety
     ///
     /// Cancel safe, as [`Pool::try_lend`].
-    pub(crate) async fn lend(&self) -> Result<Lease<Coprocess>, Error> {
+    pub(crate) async fn lend(&self, options: &RunOptions) -> Result<Lease<Coprocess>, Error> {
         let n = self.pools.len();
         if n > 0 {
             let first = rand::rng().random_range(0..n);
             for k in 0..n {
                 // A pool that is closed, full, or whose fresh worker failed
                 // its warm-up cannot lend now: try the next.
-                if let Ok(Some(lease)) = self.pools[(first + k) % n].try_lend().await {
+                let pool = &self.pools[(first + k) % n];
+                if let Ok(Some(lease)) = pool.try_lend_with(options).await {
                     return Ok(lease);
                 }
             }
@@ -207,8 +208,9 @@ impl Group {
         })
     }
 
-    /// Runs `job` on a worker lent as [`lend`](Self::lend) does, with the
-    /// chosen pool's `job_timeout`.
+    /// Runs `job` on a worker lent as [`lend`](Self::lend) does (with
+    /// `options`' tenant and priority), with the chosen pool's
+    /// `job_timeout`.
     ///
     /// # Errors
     ///
@@ -219,8 +221,9 @@ impl Group {
     /// As [`Pool::run`].
     pub(crate) async fn run<R>(
         &self,
+        options: &RunOptions,
         job: impl AsyncFnOnce(&mut Coprocess) -> R,
     ) -> Result<R, Error> {
-        self.lend().await?.run(job).await
+        self.lend(options).await?.run(job).await
     }
 }
