@@ -208,13 +208,15 @@ impl Drop for FinishOnDrop {
     responses(
         (status = 200, description = "the worker's reply as it wrote it; a client that asks for `text/event-stream` or `application/x-ndjson` gets the job's progress, then the reply", body = Value),
         (status = 202, description = "with `Prefer: respond-async`: the job was stored and will run; the body is `{\"id\", \"location\"}` and `Location` is `/jobs/{id}` (an `Idempotency-Key` the pool had already answers that job's); or a notification job (`Kennel-Notify: true`, a JSON-RPC pool) was written to a worker; no reply is awaited"),
-        (status = 400, description = "the body is not JSON or is empty (`bad-json`), or the job's key (`Kennel-Key` header, or the pool's `key` pointer) breaks a rule (`bad-key`)", body = ErrorBody),
+        (status = 400, description = "the body is not JSON or is empty (`bad-json`), the job's key (`Kennel-Key` header, or the pool's `key` pointer) breaks a rule (`bad-key`), or `Kennel-Priority` is not `low`, `normal` or `high` (`bad-request`)", body = ErrorBody),
+        (status = 403, description = "a tenant's asynchronous job, or its job to a pool fed by a queue (`forbidden`)", body = ErrorBody),
         (status = 404, description = "no pool of this name (`no-such-pool`)", body = ErrorBody),
         (status = 413, description = "the body is over `body_limit` (`too-large`)", body = ErrorBody),
         (status = 500, description = "the worker replied with an error (`worker-error`)", body = ErrorBody),
         (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
         (status = 502, description = "the worker ended, failed its warm-up or broke the protocol (`crashed`, `warmup-failed`, `protocol`), with its last words, or could not load the job's key (`load-failed`)", body = ErrorBody),
         (status = 503, description = "rejected (`rejected`, with `Retry-After`), the workers keep failing to start (`unavailable`), or the pool is closed (`closed`)", body = ErrorBody),
+        (status = 429, description = "the caller's tenant is over its `max_queued` or `max_in_flight` (`tenant-limit`, with `Retry-After`: its own projected wait)", body = ErrorBody),
         (status = 504, description = "the job ran past `job_timeout` (`timeout`)", body = ErrorBody),
     )
 )]
@@ -355,6 +357,7 @@ async fn notify(
         (status = 500, description = "the worker replied with an error (`worker-error`)", body = ErrorBody),
         (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
         (status = 502, description = "the worker ended, failed its warm-up or broke the protocol", body = ErrorBody),
+        (status = 429, description = "the caller's tenant is over its `max_in_flight` (`tenant-limit`, with `Retry-After`)", body = ErrorBody),
         (status = 503, description = "no pool of the group can lend now (`no-members`, with `Retry-After`)", body = ErrorBody),
         (status = 504, description = "the job ran past `job_timeout` (`timeout`)", body = ErrorBody),
     )

@@ -24,7 +24,7 @@ use crate::ops::workers::{RetireDueJson, WorkerJson, WorkersBody};
 #[openapi(
     info(
         title = "kennel",
-        description = "Named pools of long-lived, costly-to-start workers behind HTTP: a job is one JSON request to a worker, its answer the worker's JSON reply. Every error is `{\"error\": kind, \"message\": …}` (ErrorBody). With `server.token_env` set, every route but `/`, `/livez`, `/readyz` and `/healthz` asks for `Authorization: Bearer <token>` (401 `unauthorized` otherwise). Before any route runs, a request whose `Host` is not allowed (`server.allowed_hosts`), or a browser's cross-site request (a foreign `Origin`, `Sec-Fetch-Site: cross-site`), is answered 403 `forbidden`; a body that does not arrive within `server.body_timeout` is 408 `request-timeout`."
+        description = "Named pools of long-lived, costly-to-start workers behind HTTP: a job is one JSON request to a worker, its answer the worker's JSON reply. Every error is `{\"error\": kind, \"message\": …}` (ErrorBody). With `server.token_env` or `[[tenant]]` tables set, every route but `/`, `/livez`, `/readyz` and `/healthz` asks for `Authorization: Bearer <token>` (401 `unauthorized` otherwise): the service's token, or a tenant's, which runs its jobs as that tenant and reaches only the routes it was given (403 `forbidden` otherwise). Before any route runs, a request whose `Host` is not allowed (`server.allowed_hosts`), or a browser's cross-site request (a foreign `Origin`, `Sec-Fetch-Site: cross-site`), is answered 403 `forbidden`; a body that does not arrive within `server.body_timeout` is 408 `request-timeout`."
     ),
     paths(
         crate::ops::page::page,

@@ -104,6 +104,14 @@ impl Shares {
     /// waiting takes at least the virtual time now: it cannot bank the time
     /// it was idle.
     pub(crate) fn arrive(&mut self, class: &Class) {
+        let l = class.priority.index();
+        let a = self.catch_up(class);
+        a.waiting[l] += 1;
+    }
+
+    /// The account of `class`'s tenant, its tag (and its level's) moved up
+    /// to the virtual time now if none of its jobs (of that level) waits.
+    fn catch_up(&mut self, class: &Class) -> &mut Account {
         let now = self.now;
         let a = self.account(&class.tenant);
         if a.waiting.iter().all(|&w| w == 0) {
@@ -113,7 +121,7 @@ impl Shares {
         if a.waiting[l] == 0 {
             a.levels[l] = a.levels[l].max(a.level_now);
         }
-        a.waiting[l] += 1;
+        a
     }
 
     /// A job of `class` stops waiting (it got a worker, or gave up).
@@ -126,14 +134,15 @@ impl Shares {
     }
 
     /// A job of `class` got a worker, at `cost` jobs; `waited` says whether
-    /// it came from the queue (it has arrived and left already).
+    /// it came from the queue (else it takes the virtual time now first, as
+    /// a job that starts waiting does).
     pub(crate) fn grant(&mut self, class: &Class, cost: f64, waited: bool) {
-        if !waited {
-            self.arrive(class);
-            self.leave(class);
-        }
         let weight = f64::from(self.share(class.tenant.as_ref()).weight);
-        let a = self.account(&class.tenant);
+        let a = if waited {
+            self.account(&class.tenant)
+        } else {
+            self.catch_up(class)
+        };
         let start = a.tag;
         a.tag += cost / weight;
         let l = class.priority.index();

@@ -350,16 +350,6 @@ impl<W: Worker> State<W> {
         fx.kills.extend(closing);
     }
 
-    /// Hands a lent worker to the waiting job the fair shares put first.
-    pub(super) fn grant_next(&mut self, fx: &mut Effects<W>, g: Granted<W>) {
-        self.arm_slow(fx, g.slot);
-        let id = self
-            .waiters
-            .next(false)
-            .expect("a worker is granted only while a job may take it");
-        self.grant_to(id, g);
-    }
-
     /// Hands a lent worker to waiting job `id` (its `slow_job` timer is
     /// armed by the caller).
     pub(super) fn grant_to(&mut self, id: u64, g: Granted<W>) {

@@ -190,11 +190,14 @@ impl<W: Worker> State<W> {
             return;
         }
         // Waiting keyed jobs take it through the keyed order, from idle.
-        let next = self.waiters.next(false).is_some();
-        if next && i < self.slots.size() && !self.waiters.any_keyed() {
+        let next = (i < self.slots.size() && !self.waiters.any_keyed())
+            .then(|| self.waiters.next(false))
+            .flatten();
+        if let Some(id) = next {
             // It stays lent, now to the job the fair shares put first.
             let g = Granted::new(i, worker, live.cell.clone(), JobLimits::of(&self.opts));
-            self.grant_next(fx, g);
+            self.arm_slow(fx, g.slot);
+            self.grant_to(id, g);
             return;
         }
         if expired {
