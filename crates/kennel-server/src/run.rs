@@ -137,15 +137,23 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let concurrency = args.concurrency.map_or(capacity * 2, |n| n as usize);
 
     let bar = Progress::new(total, args.quiet, capacity);
-    let _ready = {
+    // Until the pool closes: the first ready worker starts the bar's rate;
+    // the first worker found oversubscribing its threads is named in the
+    // summary.
+    let watching = {
         let mut events = pool.events();
         let bar = bar.clone();
         AbortOnDropHandle::new(tokio::spawn(async move {
+            let mut over = None;
             loop {
                 match events.recv().await {
-                    Ok(kennel::Event::Ready { .. }) => break bar.ready(),
+                    Ok(kennel::Event::Ready { .. }) => bar.ready(),
+                    Ok(kennel::Event::Oversubscribed { slot, usage, .. }) => {
+                        over = over.or(Some((slot, usage)));
+                    }
+                    Ok(kennel::Event::Closed)
+                    | Err(tokio::sync::broadcast::error::RecvError::Closed) => break over,
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
                 }
             }
         }))
@@ -206,6 +214,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     output.flush().context("cannot write the results")?;
     bar.finish();
     pool.close().await;
+    let over = watching.await.ok().flatten();
 
     let elapsed = started.elapsed();
     let failures: u64 = failed.values().sum();
@@ -213,6 +222,13 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // pool closes, say) cannot land between the summary's lines.
     let mut text = summary(ok, &failed, elapsed, bar.measured(ok + failures));
     text.push('\n');
+    if let Some((slot, usage)) = over {
+        let _ = writeln!(
+            text,
+            "worker {slot} oversubscribed its threads: {usage}; {}",
+            kennel::ThreadUse::FIX
+        );
+    }
     if let Some((line, kind, stderr)) = last_words {
         let _ = writeln!(
             text,

@@ -228,6 +228,7 @@ fn table(workers: &[WorkerJson]) -> String {
             "warm-up",
             "last job",
             "memory",
+            "threads",
             "retire due",
             "keys",
             "about",
@@ -256,6 +257,13 @@ fn table(workers: &[WorkerJson]) -> String {
                 || "-".to_owned(),
                 |b| bytesize::ByteSize(b).display().iec().to_string(),
             ),
+            w.threads.as_ref().map_or_else(
+                || "-".to_owned(),
+                |t| {
+                    let over = if t.oversubscribed { " over" } else { "" };
+                    format!("{}/{}{over}", t.working, t.budget)
+                },
+            ),
             retire,
             keys_text(&w.keys),
             w.about
@@ -276,6 +284,18 @@ fn table(workers: &[WorkerJson]) -> String {
         out.push_str("  ");
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
+    }
+    for w in workers {
+        if let Some(t) = w.threads.as_ref().filter(|t| t.oversubscribed) {
+            out.push_str(&format!(
+                "  slot {} is oversubscribed: {} threads worked during its jobs on a budget of {} ({:.2} cores busy); {}\n",
+                w.slot,
+                t.working,
+                t.budget,
+                t.cores,
+                t.fix.as_deref().unwrap_or_default()
+            ));
+        }
     }
     out
 }

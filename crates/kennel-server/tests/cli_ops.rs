@@ -65,6 +65,7 @@ fn status_prints_each_pools_counts_and_one_row_per_worker() {
             "warm-up",
             "last job",
             "memory",
+            "threads",
             "retire due",
             "keys",
             "about"

@@ -164,3 +164,54 @@ fn a_batch_wider_than_the_pools_queue_rejects_no_line() {
     assert_eq!(rows.len(), 100, "{stderr}");
     assert!(rows.iter().all(|r| r.get("error").is_none()), "{stderr}");
 }
+
+/// A worker that keeps 4 threads working on each job (its own pool of 3
+/// and itself, 300 ms each), whatever budget it was told.
+const GREEDY: &str = r#"
+import json, queue, sys, threading, time
+def spin(until):
+    while time.monotonic() < until:
+        pass
+done = queue.Queue()
+def work(q):
+    while True:
+        spin(q.get())
+        done.put(1)
+pool = [queue.Queue() for _ in range(3)]
+for q in pool:
+    threading.Thread(target=work, args=(q,), daemon=True).start()
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    until = time.monotonic() + 0.3
+    for q in pool:
+        q.put(until)
+    spin(until)
+    for q in pool:
+        done.get()
+    print(json.dumps({"ok": True}), flush=True)
+"#;
+
+#[test]
+fn the_summary_names_a_worker_that_oversubscribes_its_threads_and_the_fix() {
+    let dir = TempDir::new("run-greedy");
+    let config = format!(
+        "[[pool]]\nname = \"greedy\"\nargv = [\"python3\", \"-c\", {}]\nthreads = 1\nsizing = {{ kind = \"fixed\", workers = 1 }}\n",
+        toml_string(GREEDY)
+    );
+    let (rows, stderr) = run_batch(&dir, &config, 6, &[]);
+    assert_eq!(rows.len(), 6, "{stderr}");
+    assert!(
+        stderr.contains("worker 0 oversubscribed its threads: 4 of its"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("on a budget of 1"), "{stderr}");
+    assert!(
+        stderr.contains("make the worker's runtimes use KENNEL_THREADS"),
+        "{stderr}"
+    );
+}
+
+/// `text` as a TOML basic string.
+fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
+}

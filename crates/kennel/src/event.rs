@@ -271,6 +271,18 @@ pub enum Event {
         /// Why the worker is replaced.
         reason: RetireReason,
     },
+    /// A worker keeps more than twice its budget of threads working
+    /// during its jobs (`worker:oversubscribed`; judged once per worker,
+    /// over its first jobs): it and its neighbours fight over the cores.
+    /// [`ThreadUse::FIX`](crate::ThreadUse::FIX) says what to do.
+    Oversubscribed {
+        /// The slot.
+        slot: usize,
+        /// The worker's process id.
+        pid: Option<u32>,
+        /// What was measured.
+        usage: crate::ThreadUse,
+    },
     /// The pool closed (`pool:closed`).
     Closed,
 }
@@ -303,6 +315,7 @@ impl Event {
             Self::ProbeFailed { .. } => "worker:probe-failed",
             Self::Surging { .. } => "worker:surging",
             Self::SurgeSkipped { .. } => "worker:surge-skipped",
+            Self::Oversubscribed { .. } => "worker:oversubscribed",
             Self::Closed => "pool:closed",
         }
     }
@@ -326,7 +339,8 @@ impl Event {
             | Self::Cancelled { slot, .. }
             | Self::ProbeFailed { slot, .. }
             | Self::Surging { slot, .. }
-            | Self::SurgeSkipped { slot, .. } => Some(*slot),
+            | Self::SurgeSkipped { slot, .. }
+            | Self::Oversubscribed { slot, .. } => Some(*slot),
             _ => None,
         }
     }
@@ -342,7 +356,8 @@ impl Event {
             | Self::TimedOut { pid, .. }
             | Self::Evicted { pid, .. }
             | Self::Retired { pid, .. }
-            | Self::SlowJob { pid, .. } => *pid,
+            | Self::SlowJob { pid, .. }
+            | Self::Oversubscribed { pid, .. } => *pid,
             _ => None,
         }
     }
@@ -364,6 +379,9 @@ impl Event {
                 at!(warn, status = %exit.status, ran_for = ?exit.ran_for, "worker crashed under a job");
             }
             Self::WarmupFailed { message, .. } => at!(warn, reason = %message, "warm-up failed"),
+            Self::Oversubscribed { usage, .. } => {
+                at!(warn, figures = %usage, fix = crate::ThreadUse::FIX, "worker oversubscribes its threads");
+            }
             Self::Warning { message } => at!(warn, reason = %message, "pool warning"),
             Self::Broken {
                 failed_starts,

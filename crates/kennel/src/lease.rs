@@ -36,6 +36,8 @@ pub struct Lease<W: Worker> {
     pub(crate) key: Option<crate::Key>,
     /// The tenant of its job, if it has one.
     pub(crate) tenant: Option<crate::Tenant>,
+    /// Its worker's threads read at the lend, while they are measured.
+    pub(crate) threads: Option<(std::time::Instant, crate::ThreadSample)>,
 }
 
 impl<W: Worker> Lease<W> {
@@ -50,6 +52,7 @@ impl<W: Worker> Lease<W> {
             job: true,
             key: granted.key,
             tenant: granted.tenant,
+            threads: None,
         }
     }
 

@@ -81,6 +81,7 @@ mod startup;
 mod stats;
 mod status;
 mod tenant;
+mod threads;
 mod timer;
 mod worker;
 
@@ -118,4 +119,5 @@ pub use crate::status::{RetireDue, WorkerRow, WorkerState};
 pub use crate::tenant::{
     MAX_TENANT_LEN, MAX_WEIGHT, Priority, Tenant, TenantError, TenantLoad, TenantShare,
 };
+pub use crate::threads::{MEASURE_FOR, ThreadSample, ThreadUse, WORKING_SHARE};
 pub use crate::worker::{BoxError, Exit, ExitStatus, Exited, Killer, Meter, SlotInfo, Worker};

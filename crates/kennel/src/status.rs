@@ -50,7 +50,7 @@ impl WorkerState {
 }
 
 /// One slot of a pool and its worker, from [`Pool::workers`](crate::Pool::workers).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct WorkerRow {
     /// The slot.
@@ -73,6 +73,10 @@ pub struct WorkerRow {
     pub early_exits: u32,
     /// Its memory when last sampled (with `max_memory`), in bytes.
     pub memory: Option<u64>,
+    /// How it used the CPU threads it was given over its first jobs, once
+    /// measured (workers that report their threads: processes with a
+    /// thread budget).
+    pub threads: Option<crate::ThreadUse>,
     /// When the pool will retire it itself, and why: `Lifetime` with the
     /// time left, or `MaxJobs` with the jobs left (as a count in `jobs_left`).
     pub retire_due: Option<RetireDue>,

@@ -163,6 +163,16 @@ pub trait Worker: Send + 'static {
         None
     }
 
+    /// A meter of its threads' CPU time, with the threads it was given, for
+    /// the pool's oversubscription check ([`Event::Oversubscribed`]). The
+    /// pool takes it once, when the worker is made, and reads it at the
+    /// lend and return of its first jobs. The default: none (no check).
+    ///
+    /// [`Event::Oversubscribed`]: crate::Event::Oversubscribed
+    fn threads(&self) -> Option<Meter<crate::ThreadSample>> {
+        None
+    }
+
     /// Whether [`cancel`](Worker::cancel) can stop the job in hand without
     /// killing the worker. The pool asks when a job is dropped mid-job or
     /// runs past its `job_timeout`: a worker that says yes is asked to
@@ -328,26 +338,33 @@ impl Future for Exited {
     }
 }
 
-/// Reads how much memory a worker holds now, in bytes, without borrowing
-/// the worker (the pool reads it while a job holds the worker, and outside
-/// its lock). For a process, the resident memory of its whole process
-/// group, measured by the pool's side, not reported by the worker.
-#[derive(Clone)]
-pub struct Meter(Arc<dyn Fn() -> Option<u64> + Send + Sync + 'static>);
+/// Reads something of a worker now without borrowing it (the pool reads
+/// it while a job holds the worker, and outside its lock): by default how
+/// much memory it holds, in bytes (for a process, the resident memory of
+/// its whole process group, measured by the pool's side, not reported by
+/// the worker); as a `Meter<ThreadSample>`, its threads' CPU time
+/// ([`Worker::threads`]).
+pub struct Meter<T = u64>(Arc<dyn Fn() -> Option<T> + Send + Sync + 'static>);
 
-impl Meter {
+impl<T> Meter<T> {
     /// A meter that calls `f`; `None` from `f` means "not known now".
-    pub fn new(f: impl Fn() -> Option<u64> + Send + Sync + 'static) -> Self {
+    pub fn new(f: impl Fn() -> Option<T> + Send + Sync + 'static) -> Self {
         Self(Arc::new(f))
     }
 
-    /// The memory the worker holds now, if known.
-    pub fn read(&self) -> Option<u64> {
+    /// What it measures now, if known.
+    pub fn read(&self) -> Option<T> {
         (self.0)()
     }
 }
 
-impl fmt::Debug for Meter {
+impl<T> Clone for Meter<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T> fmt::Debug for Meter<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Meter(..)")
     }

@@ -5,7 +5,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kennel::{BoxError, CancelOutcome, Exit, ExitSignal, Exited, Heartbeat, Killer, Meter, Worker};
+use kennel::{
+    BoxError, CancelOutcome, Exit, ExitSignal, Exited, Heartbeat, Killer, Meter, ThreadSample,
+    Worker,
+};
 use nix::sys::signal::Signal;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -36,8 +39,8 @@ mod ending;
 mod exchange;
 mod handshake;
 mod keys;
-mod memory;
 mod notify;
+mod procfs;
 mod read;
 mod relay;
 mod replies;
@@ -259,7 +262,23 @@ impl Worker for Coprocess {
     fn meter(&self) -> Option<Meter> {
         // Its own process group: the worker and every child it starts.
         let pgid = Self::pid(self);
-        Some(Meter::new(move || memory::group_rss(pgid)))
+        Some(Meter::new(move || procfs::group_rss(pgid)))
+    }
+
+    /// Its process group's threads, with the budget the worker was told in
+    /// `KENNEL_THREADS` (none told: no check).
+    fn threads(&self) -> Option<Meter<ThreadSample>> {
+        let budget = self
+            .spec
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "KENNEL_THREADS")
+            .and_then(|(_, v)| v.to_str()?.parse::<usize>().ok())?;
+        let pgid = Self::pid(self);
+        Some(Meter::new(move || {
+            procfs::group_threads(pgid).map(|threads| ThreadSample::new(budget, threads))
+        }))
     }
 
     /// Not once it was killed for its output, even before it is reaped.

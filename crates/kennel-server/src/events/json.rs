@@ -83,6 +83,9 @@ pub(crate) fn event_json(pool: &str, event: &Event) -> Value {
             "status": exit.as_ref().map(|e| e.status.to_string()),
         }),
         Event::SlowJob { running_for, .. } => json!({ "running_for_ms": ms(*running_for) }),
+        Event::Oversubscribed { usage, .. } => {
+            serde_json::to_value(crate::ops::workers::ThreadsJson::from(usage)).unwrap_or_default()
+        }
         _ => json!({}),
     };
     if let (Some(v), Value::Object(fields)) = (v.as_object_mut(), fields) {

@@ -17,7 +17,7 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::{OpenApi, PartialSchema, ToSchema};
 
-use crate::ops::workers::{RetireDueJson, WorkerJson, WorkersBody};
+use crate::ops::workers::{RetireDueJson, ThreadsJson, WorkerJson, WorkersBody};
 
 /// The description of the service's routes.
 #[derive(Debug, OpenApi)]
@@ -66,6 +66,7 @@ use crate::ops::workers::{RetireDueJson, WorkerJson, WorkersBody};
         WorkersBody,
         WorkerJson,
         RetireDueJson,
+        ThreadsJson,
     )),
     tags(
         (name = "jobs", description = "running jobs on workers"),

@@ -51,6 +51,10 @@ pub(crate) struct WorkerJson {
     pub early_exits: u32,
     /// Its memory when last sampled (with `max_memory`), in bytes.
     pub memory_bytes: Option<u64>,
+    /// How it used the CPU threads it was given over its first second of
+    /// jobs, once measured (workers with a thread budget).
+    #[serde(default)]
+    pub threads: Option<ThreadsJson>,
     /// When the pool will retire it itself, and why.
     pub retire_due: Option<RetireDueJson>,
     /// What the worker said of itself when it became ready (for a process
@@ -62,6 +66,43 @@ pub(crate) struct WorkerJson {
     /// come to it); empty in a pool whose jobs carry no key.
     #[serde(default)]
     pub keys: Vec<String>,
+}
+
+/// How a worker used the CPU threads it was given over its first second
+/// of jobs, measured from `/proc`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ThreadsJson {
+    /// The threads it was given (`KENNEL_THREADS`).
+    pub budget: usize,
+    /// The threads its processes ran.
+    pub threads: usize,
+    /// Of them, those that worked during its jobs (each at least 5% of the
+    /// job time).
+    pub working: usize,
+    /// CPU seconds per second of job time: the cores its jobs kept busy.
+    pub cores: f64,
+    /// More than twice its budget of threads worked: it and its neighbours
+    /// fight over the cores (a `worker:oversubscribed` event said so).
+    pub oversubscribed: bool,
+    /// What to do about it, when it is oversubscribed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+impl From<&kennel::ThreadUse> for ThreadsJson {
+    fn from(usage: &kennel::ThreadUse) -> Self {
+        Self {
+            budget: usage.budget,
+            threads: usage.threads,
+            working: usage.working,
+            cores: (usage.cores * 100.0).round() / 100.0,
+            oversubscribed: usage.oversubscribed(),
+            fix: usage
+                .oversubscribed()
+                .then(|| kennel::ThreadUse::FIX.to_owned()),
+        }
+    }
 }
 
 /// A retirement the pool has scheduled for a worker.
@@ -105,6 +146,7 @@ impl From<&WorkerRow> for WorkerJson {
             last_job_ms: row.last_job.map(ms),
             early_exits: row.early_exits,
             memory_bytes: row.memory,
+            threads: row.threads.as_ref().map(Into::into),
             retire_due: row.retire_due.as_ref().map(Into::into),
             // The library keeps it as the text of a JSON object; a text that
             // is not JSON is shown as a string rather than lost.

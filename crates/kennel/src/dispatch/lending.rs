@@ -10,6 +10,7 @@ use super::{Ask, Grant, Waiting};
 use crate::engine::{Acquired, Engine};
 use crate::error::Error;
 use crate::lease::Lease;
+use crate::threads::ThreadWatch;
 use crate::worker::Worker;
 
 /// A job asks for a worker: it asks under the lock and, when it has to
@@ -52,6 +53,8 @@ pub(crate) async fn lend<W: Worker>(
         since.map(|since| asked.map_or(Duration::ZERO, |a| since.saturating_duration_since(a)));
     engine.metrics.lent(waited);
     let mut lease = Lease::new(engine.clone(), granted, since);
+    // Off the lock: a reading of the threads scans /proc.
+    lease.threads = lease.cell.threads.as_ref().and_then(ThreadWatch::at_lend);
     match load {
         Some(load) => {
             lease = super::loading::load(lease, load).await?;

@@ -268,6 +268,7 @@ impl<W: Worker> State<W> {
             memory: None,
             key: None,
             tenant: Some(&g.tenant),
+            threads: None,
         };
         self.release(fx, back);
         self.pump(fx);

@@ -25,6 +25,8 @@ pub(crate) struct Made {
     pub(crate) started: Instant,
     pub(crate) pid: Option<u32>,
     pub(crate) meter: Option<crate::worker::Meter>,
+    /// Reads its threads (the oversubscription check).
+    pub(crate) threads: Option<crate::worker::Meter<crate::ThreadSample>>,
     /// The running size it was started at.
     pub(crate) size: usize,
     /// The key it was started for (`spawn`).
@@ -109,7 +111,13 @@ impl<W: Worker> State<W> {
         if let Some(key) = &made.key {
             record.keys.add(key, made.started, false);
         }
-        let cell = WorkerCell::new(made.killer, made.started, made.meter, made.pid);
+        let cell = WorkerCell::new(
+            made.killer,
+            made.started,
+            made.meter,
+            made.pid,
+            made.threads,
+        );
         let live = Live {
             cell: Arc::new(cell),
             life,

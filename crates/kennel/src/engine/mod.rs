@@ -259,6 +259,11 @@ impl<W: Worker> Engine<W> {
             .as_ref()
             .filter(|_| lease.limits.max_memory);
         let memory = meter.and_then(crate::worker::Meter::read);
+        let threads = lease
+            .threads
+            .as_ref()
+            .zip(lease.cell.threads.as_ref())
+            .and_then(|(lent, watch)| watch.at_return(lent));
         self.act(|st, fx| {
             let held = (lease.since).map(|since| st.now.saturating_duration_since(since));
             let back = Returned {
@@ -271,6 +276,7 @@ impl<W: Worker> Engine<W> {
                 memory,
                 key: lease.key.as_ref(),
                 tenant: lease.job.then_some(&lease.tenant),
+                threads,
             };
             st.release(fx, back);
             st.pump(fx);

@@ -47,6 +47,9 @@ pub(crate) struct Returned<'a, W> {
     /// The job's tenant, for a worker a job had or was handed: one job of
     /// that tenant fewer holds a worker.
     pub(crate) tenant: Option<&'a Option<crate::Tenant>>,
+    /// How the worker used its threads, judged at this return (once per
+    /// worker).
+    pub(crate) threads: Option<crate::ThreadUse>,
 }
 
 impl<W: Worker> State<W> {
@@ -62,9 +65,13 @@ impl<W: Worker> State<W> {
             memory,
             key,
             tenant,
+            threads,
         } = back;
         if let Some(tenant) = tenant {
             self.waiters.shares.release(tenant);
+        }
+        if let Some(usage) = threads {
+            self.note_threads(fx, i, cell, usage);
         }
         // One look at the slot: whether the lease is its own, and what its
         // return decides on (the job counted with it).
@@ -255,6 +262,31 @@ struct Look {
     replacing: bool,
     /// It has outlived its lifetime.
     expired: bool,
+}
+
+impl<W: Worker> State<W> {
+    /// Records how the worker of slot `i` used its threads, and says so
+    /// when it oversubscribes them.
+    fn note_threads(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        cell: &Arc<WorkerCell>,
+        usage: crate::ThreadUse,
+    ) {
+        let pid = self.slots.edit(i, |s| {
+            let live = s.live_mut().filter(|l| Arc::ptr_eq(&l.cell, cell))?;
+            live.record.threads = Some(usage);
+            Some(live.record.pid)
+        });
+        if let Some(pid) = pid.filter(|_| usage.oversubscribed()) {
+            fx.emit(Event::Oversubscribed {
+                slot: i,
+                pid,
+                usage,
+            });
+        }
+    }
 }
 
 /// Counts a job served by a lent worker (and ends its slow-job timer);

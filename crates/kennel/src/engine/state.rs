@@ -272,6 +272,7 @@ impl<W> State<W> {
                     last_job: live.and_then(|l| l.record.last_job),
                     early_exits: self.slots.early_exits(i),
                     memory: live.and_then(|l| l.record.memory),
+                    threads: live.and_then(|l| l.record.threads),
                     retire_due,
                     about: live.and_then(|l| l.record.about.clone()),
                     keys: live.map_or_else(Vec::new, |l| l.record.keys.names()),

@@ -33,6 +33,7 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
         let (exited, killer) = crate::exit::watch(&mut worker);
         let pid = worker.pid();
         let meter = worker.meter();
+        let threads = worker.threads();
         let registered = me.upgrade().is_some_and(|e| {
             let made = Made {
                 killer: killer.clone(),
@@ -40,6 +41,7 @@ pub(super) async fn warm_up<W: Worker>(me: Weak<Engine<W>>, w: Warmup, info: Slo
                 started,
                 pid,
                 meter,
+                threads,
                 size,
                 key,
             };

@@ -83,6 +83,7 @@ fn made(killer: &Killer) -> Made {
         started: Instant::now(),
         pid: None,
         meter: None,
+        threads: None,
         size: 1,
         key: None,
     }
@@ -194,6 +195,7 @@ fn a_failed_lease_kills_its_worker_after_the_lock_and_says_why() {
         job: true,
         memory: None,
         tenant: Some(&g.tenant),
+        threads: None,
     };
     st.release(&mut fx, back);
     assert_eq!(fx.kills.len(), 1);
@@ -231,6 +233,7 @@ fn a_returned_worker_is_idle_again_with_no_effect() {
         job: true,
         memory: None,
         tenant: Some(&g.tenant),
+        threads: None,
     };
     st.release(&mut fx, back);
     assert!(no_effect(&fx));

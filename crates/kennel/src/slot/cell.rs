@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::threads::{ThreadSample, ThreadWatch};
 use crate::worker::{Exit, Killer, Meter};
 
 /// The kill switch of a worker and whether it has ended, shared by its slot
@@ -18,6 +19,8 @@ pub(crate) struct WorkerCell {
     pub(crate) started: Instant,
     /// Its process id, for workers that are processes.
     pub(crate) pid: Option<u32>,
+    /// Reads its threads, for the oversubscription check.
+    pub(crate) threads: Option<ThreadWatch>,
     /// `None` until its end is seen.
     exit: Mutex<Option<Exit>>,
     notify: Notify,
@@ -29,12 +32,14 @@ impl WorkerCell {
         started: Instant,
         meter: Option<Meter>,
         pid: Option<u32>,
+        threads: Option<Meter<ThreadSample>>,
     ) -> Self {
         Self {
             killer,
             meter,
             started,
             pid,
+            threads: threads.map(ThreadWatch::new),
             exit: Mutex::new(None),
             notify: Notify::new(),
         }

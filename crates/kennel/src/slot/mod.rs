@@ -220,6 +220,8 @@ pub(crate) struct Record {
     pub(crate) last_job: Option<std::time::Duration>,
     /// Its memory when last sampled, in bytes.
     pub(crate) memory: Option<u64>,
+    /// How it used its threads over its first jobs, once judged.
+    pub(crate) threads: Option<crate::ThreadUse>,
     /// Set while the pool probes it (lent to its probe, not to a job).
     pub(crate) probe: Option<Probed>,
     /// When its last probe ended: the next is due `probe_every` after it.

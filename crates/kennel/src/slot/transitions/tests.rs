@@ -11,6 +11,7 @@ fn live() -> Live {
             Instant::now(),
             None,
             None,
+            None,
         )),
         life: None,
         record: Record::default(),
