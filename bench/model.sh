@@ -2,7 +2,8 @@
 # A real model served as a user would, against what that user would do
 # without kennel: RapidOCR's ONNX models (PyPI `rapidocr-onnxruntime`) over 50
 # generated receipt images. Not in CI (it downloads onnxruntime and takes
-# many minutes). Measured in one run, rounds interleaved:
+# many minutes). Measured in one run, rounds interleaved, every other round
+# in reverse order:
 #
 #   cold                 one process per image (load, read, exit)
 #   ppe-1, ppe-2, ...    ProcessPoolExecutor(initializer=load) at 1 and 2

@@ -373,8 +373,11 @@ def run_cli(args, sizing, threads, pin):
         m = re.search(r"(\d+) jobs: (\d+) ok, (\d+) failed in ([0-9.]+)s \(([0-9.]+) jobs/s after a ([0-9.]+)s warm-up\)", err)
         if proc.returncode != 0 or not m:
             raise RuntimeError(f"kennel run failed ({proc.returncode}): {err[-500:]}")
+        own = [json.loads(line).get("seconds") for line in (Path(tmp) / "out.jsonl").open()]
+        own = [o for o in own if o is not None]
         return {"jobs": int(m.group(2)), "images_per_s": float(m.group(5)),
-                "wall_s": float(m.group(4)), "warmup_s": float(m.group(6)), "rss_mib": rss}
+                "wall_s": float(m.group(4)), "warmup_s": float(m.group(6)), "rss_mib": rss,
+                "own_p50_ms": percentile(own, 0.5) * 1000 if own else None}
 
 
 def scenarios(args):
@@ -424,7 +427,9 @@ def main():
     if args.only:
         runs = [(n, f) for n, f in runs if re.search(args.only, n)]
     for rnd in range(1, args.rounds + 1):
-        for name, fn in runs:
+        # Alternating order: no contender always runs first, or after the
+        # same neighbour.
+        for name, fn in runs if rnd % 2 else reversed(runs):
             before = loadavg()
             started = time.monotonic()
             result = fn()
