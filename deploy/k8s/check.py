@@ -13,7 +13,9 @@ other and with the kennel.toml in the ConfigMap:
   that pool, with an AverageValue target;
 - the kustomization names files that exist, and not both autoscalers;
 - with a bearer token, the config lets the metrics be read without it
-  (`metrics_public`), as the scrape annotations and the HPA's adapter need.
+  (`metrics_public`), as the scrape annotations and the HPA's adapter need;
+- with the shipped image (`kennel:…`, the binary alone), every pool runs a
+  worker built into kennel (`@kennel …`), so the example runs as shipped.
 
 With a kennel binary given (`--kennel PATH`), the ConfigMap's kennel.toml is
 also checked by `kennel check` itself.
@@ -133,6 +135,16 @@ def main():
         probe_port = dig(container, probe, "httpGet", "port")
         check(probe_port == port or ports.get(probe_port) == port,
               f"Deployment: {probe} port {probe_port!r} is not {port}")
+    # The shipped image holds the kennel binary alone: with it, every pool
+    # runs a worker built into kennel.
+    image = container.get("image", "")
+    if image.split(":")[0] == "kennel":
+        for p in config.get("pool", []):
+            argv = p.get("argv", [])
+            check(argv[:1] == ["@kennel"],
+                  f"kennel.toml: pool {p.get('name')!r} runs {argv[:1]}, which the image {image!r} "
+                  "(the kennel binary alone) does not hold; run a built-in worker (@kennel worker demo) "
+                  "or name your own image")
     pre_stop = dig(container, "lifecycle", "preStop")
     check(pre_stop is not None, "Deployment: no lifecycle.preStop")
     pre_stop_secs = dig(pre_stop, "sleep", "seconds") or 0
