@@ -265,8 +265,8 @@ impl Worker for Coprocess {
         Some(Meter::new(move || procfs::group_rss(pgid)))
     }
 
-    /// Its process group's threads, with the budget the worker was told in
-    /// `KENNEL_THREADS` (none told: no check).
+    /// Its threads and those of the processes it started, with the budget
+    /// the worker was told in `KENNEL_THREADS` (none told: no check).
     fn threads(&self) -> Option<Meter<ThreadSample>> {
         let budget = self
             .spec
@@ -275,9 +275,9 @@ impl Worker for Coprocess {
             .rev()
             .find(|(k, _)| k == "KENNEL_THREADS")
             .and_then(|(_, v)| v.to_str()?.parse::<usize>().ok())?;
-        let pgid = Self::pid(self);
+        let pid = Self::pid(self);
         Some(Meter::new(move || {
-            procfs::group_threads(pgid).map(|threads| ThreadSample::new(budget, threads))
+            procfs::tree_threads(pid).map(|threads| ThreadSample::new(budget, threads))
         }))
     }
 

@@ -1,6 +1,7 @@
 //! What kennel reads of a worker's processes in `/proc`, itself (a
 //! worker's own report is not trusted): the resident memory of its whole
-//! process group, and the CPU time of each of the group's threads.
+//! process group, and the CPU time of each thread of the worker and the
+//! processes it started.
 
 use std::time::Duration;
 
@@ -47,32 +48,49 @@ pub(crate) fn group_rss(pgid: u32) -> Option<u64> {
     })
 }
 
-/// Each thread of every live process in the group `pgid`: its id and the
-/// CPU time it has used (user and system); `None` when no process of the
-/// group is found.
-pub(crate) fn group_threads(pgid: u32) -> Option<Vec<(u64, Duration)>> {
+/// Each thread of the worker `pid` and of the processes it started (its
+/// children, theirs, …, found through each thread's `children` file, so
+/// that no scan of `/proc` is needed): its id and the CPU time it has used
+/// (user and system); `None` when the worker is gone.
+pub(crate) fn tree_threads(pid: u32) -> Option<Vec<(u64, Duration)>> {
     let tick = sysconf(SysconfVar::CLK_TCK).ok().flatten()?;
     let tick = u64::try_from(tick).ok().filter(|t| *t > 0)?;
-    let processes = group(pgid);
-    if processes.is_empty() {
-        return None;
-    }
     let mut threads = Vec::new();
-    for (pid, _) in processes {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+    let mut processes = vec![pid];
+    let mut seen = 0;
+    while let Some(p) = processes.pop() {
+        seen += 1;
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            if p == pid {
+                return None;
+            }
             continue;
         };
         for tid in tasks
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.parse::<u64>().ok())
         {
-            let Some(f) = stat_fields(&format!("/proc/{pid}/task/{tid}/stat")) else {
+            let Some(f) = stat_fields(&format!("/proc/{p}/task/{tid}/stat")) else {
                 continue;
             };
+            if matches!(f.first().map(String::as_str), Some("Z" | "X" | "x")) {
+                continue;
+            }
             // The 14th and 15th fields: user and system time, in ticks.
             let ticks = |i: usize| f.get(i).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
             let nanos = (ticks(11) + ticks(12)).saturating_mul(1_000_000_000) / tick;
             threads.push((tid, Duration::from_nanos(nanos)));
+            // A bound on the walk: a worker's own tree, not a fork bomb's.
+            if seen < 1024
+                && let Ok(children) =
+                    std::fs::read_to_string(format!("/proc/{p}/task/{tid}/children"))
+            {
+                processes.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
         }
     }
     Some(threads)
@@ -83,11 +101,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_group_of_this_test_has_memory_and_threads_and_a_made_up_group_has_none() {
-        let me = nix::unistd::getpgrp().as_raw().unsigned_abs();
-        assert!(group_rss(me).is_some_and(|b| b > 0));
-        assert!(group_threads(me).is_some_and(|t| !t.is_empty()));
+    fn this_test_has_memory_and_threads_and_a_made_up_process_has_none() {
+        let group = nix::unistd::getpgrp().as_raw().unsigned_abs();
+        assert!(group_rss(group).is_some_and(|b| b > 0));
+        assert!(tree_threads(std::process::id()).is_some_and(|t| !t.is_empty()));
         assert_eq!(group_rss(u32::MAX - 7), None);
-        assert_eq!(group_threads(u32::MAX - 7), None);
+        assert_eq!(tree_threads(u32::MAX - 7), None);
     }
 }

@@ -53,8 +53,6 @@ pub(crate) async fn lend<W: Worker>(
         since.map(|since| asked.map_or(Duration::ZERO, |a| since.saturating_duration_since(a)));
     engine.metrics.lent(waited);
     let mut lease = Lease::new(engine.clone(), granted, since);
-    // Off the lock: a reading of the threads scans /proc.
-    lease.threads = lease.cell.threads.as_ref().and_then(ThreadWatch::at_lend);
     match load {
         Some(load) => {
             lease = super::loading::load(lease, load).await?;
@@ -64,6 +62,9 @@ pub(crate) async fn lend<W: Worker>(
         None if keyed => engine.metrics.key_hit(),
         None => {}
     }
+    // Off the lock, once its key is loaded: a reading of the threads reads
+    // /proc.
+    lease.threads = lease.cell.threads.as_ref().and_then(ThreadWatch::at_lend);
     Ok(Some(lease))
 }
 
