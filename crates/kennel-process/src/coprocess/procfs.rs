@@ -16,15 +16,15 @@ fn stat_fields(path: &str) -> Option<Vec<String>> {
     Some(fields.split_whitespace().map(str::to_owned).collect())
 }
 
-/// The live processes of the group `pgid`, with their `stat` fields.
-fn group(pgid: u32) -> Vec<(u32, Vec<String>)> {
+/// The `stat` fields of each live process of the group `pgid`.
+fn group(pgid: u32) -> Vec<Vec<String>> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| Some((pid, stat_fields(&format!("/proc/{pid}/stat"))?)))
-        .filter(|(_, f)| {
+        .filter_map(|pid| stat_fields(&format!("/proc/{pid}/stat")))
+        .filter(|f| {
             f.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid)
                 && !matches!(f.first().map(String::as_str), Some("Z" | "X" | "x"))
         })
@@ -39,7 +39,7 @@ pub(crate) fn group_rss(pgid: u32) -> Option<u64> {
     let pages: Vec<u64> = group(pgid)
         .iter()
         // The 24th field: resident pages.
-        .filter_map(|(_, f)| f.get(21)?.parse::<u64>().ok())
+        .filter_map(|f| f.get(21)?.parse::<u64>().ok())
         .collect();
     (!pages.is_empty()).then(|| {
         pages.iter().fold(0u64, |total, p| {
@@ -47,6 +47,9 @@ pub(crate) fn group_rss(pgid: u32) -> Option<u64> {
         })
     })
 }
+
+/// The most processes of a worker's tree whose threads are read.
+const MAX_PROCESSES: usize = 1024;
 
 /// Each thread of the worker `pid` and of the processes it started (its
 /// children, theirs, …, found through each thread's `children` file, so
@@ -57,9 +60,13 @@ pub(crate) fn tree_threads(pid: u32) -> Option<Vec<(u64, Duration)>> {
     let tick = u64::try_from(tick).ok().filter(|t| *t > 0)?;
     let mut threads = Vec::new();
     let mut processes = vec![pid];
-    let mut seen = 0;
+    // A bound on the walk: a worker's own tree, not a fork bomb's.
+    let mut left = MAX_PROCESSES;
     while let Some(p) = processes.pop() {
-        seen += 1;
+        if left == 0 {
+            break;
+        }
+        left -= 1;
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
             if p == pid {
                 return None;
@@ -80,10 +87,7 @@ pub(crate) fn tree_threads(pid: u32) -> Option<Vec<(u64, Duration)>> {
             let ticks = |i: usize| f.get(i).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
             let nanos = (ticks(11) + ticks(12)).saturating_mul(1_000_000_000) / tick;
             threads.push((tid, Duration::from_nanos(nanos)));
-            // A bound on the walk: a worker's own tree, not a fork bomb's.
-            if seen < 1024
-                && let Ok(children) =
-                    std::fs::read_to_string(format!("/proc/{p}/task/{tid}/children"))
+            if let Ok(children) = std::fs::read_to_string(format!("/proc/{p}/task/{tid}/children"))
             {
                 processes.extend(
                     children
