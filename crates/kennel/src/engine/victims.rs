@@ -10,6 +10,9 @@ use crate::slot::{Held, Keys, SlotState};
 use crate::tenant::Tenant;
 use crate::worker::Worker;
 
+/// How fast a key's count of jobs on a worker fades.
+const KEY_HALF_LIFE: Duration = Duration::from_secs(60);
+
 /// A worker whose keys may go for another key.
 #[derive(Debug)]
 pub(super) struct Victim {
@@ -34,19 +37,23 @@ impl<W: Worker> State<W> {
     }
 
     /// Whether a worker's `keys` keep it for other tenants than `tenant`: it
-    /// holds a key another tenant used within the half life, and that
-    /// tenant has had no more than its share lately. A tenant's load, which
-    /// holds the worker for the load and the job, does not go there: the
-    /// other tenant's next job would wait behind it (ADR 0065).
+    /// holds a key another tenant used lately (within ten `max_key_wait`s),
+    /// and that tenant has had no more than its share lately. A tenant's
+    /// load, which holds the worker for the load and the job, does not go
+    /// there: the other tenant's next job would wait behind it (ADR 0065).
     pub(super) fn guards_others(&self, keys: &Keys, tenant: Option<&Tenant>) -> bool {
-        let since = self.now.checked_sub(self.half_life());
+        let since = self
+            .now
+            .checked_sub(self.opts.max_key_wait.saturating_mul(10));
         let shares = &self.waiters.shares;
         keys.others_since(tenant, since, |other| shares.owed(other, tenant))
     }
 
-    /// How fast a key's count of jobs fades: ten times `max_key_wait`.
+    /// How fast a key's count of jobs fades: a minute, so that a key whose
+    /// jobs come every few seconds is still counted as used when the next
+    /// one comes (a shorter count ranks keys by their last use alone).
     pub(super) fn half_life(&self) -> Duration {
-        self.opts.max_key_wait.saturating_mul(10)
+        KEY_HALF_LIFE
     }
 
     /// The running worker whose keys to let go for `key` are used least
