@@ -60,6 +60,9 @@ impl CoprocessSpec {
     /// told its pool and slot in `KENNEL_POOL` and `KENNEL_SLOT` (over the
     /// spec's), with a [`threads`](Self::threads) budget its share for the
     /// pool's size as it starts, and [pinned](Self::pin) to its CPUs.
+    /// A worker placed on a GPU ([`SlotInfo::gpu`]) finds the device's
+    /// UUID in `CUDA_VISIBLE_DEVICES` (so CUDA shows it that one device,
+    /// as device 0) and its id in `KENNEL_GPU`.
     ///
     /// # Keys
     ///
@@ -91,6 +94,12 @@ impl CoprocessSpec {
                 spec = spec.env("KENNEL_CPUS", crate::pin::cpu_list(&cpus));
                 spec.cpus = Some(cpus.into());
             }
+        }
+        if let Some(gpu) = &info.gpu {
+            // Over the spec's: the pool chose the device.
+            spec = spec
+                .env("CUDA_VISIBLE_DEVICES", &gpu.uuid)
+                .env("KENNEL_GPU", &gpu.id);
         }
         spec.env("KENNEL_POOL", &*info.pool)
             .env("KENNEL_SLOT", info.slot.to_string())

@@ -57,3 +57,47 @@ async fn each_worker_of_a_spec_pool_knows_its_pool_and_slot() {
     );
     within("close", pool.close()).await;
 }
+
+#[tokio::test]
+async fn a_worker_placed_on_a_gpu_finds_it_in_cuda_visible_devices() {
+    // The GPUs are a test computer's; the processes and their
+    // environment are real.
+    let computer = kennel::TestComputer::new(4, 64 << 30);
+    computer.add_gpu("0", 80 << 30).add_gpu("1", 80 << 30);
+    let pool = fixture(&[])
+        .env("CUDA_VISIBLE_DEVICES", "overridden by the pool")
+        .pool()
+        .name("gpus")
+        .computer(computer)
+        .with_options(|o| o.gpus_per_worker = Some(kennel::GpusPerWorker::Devices(1)))
+        .startup(Parallel)
+        .sizing(Fixed(2))
+        .build()
+        .expect("a pool");
+    let first = within("a first lease", pool.lend())
+        .await
+        .expect("a worker");
+    let second = within("a second lease", pool.lend())
+        .await
+        .expect("a worker");
+    let mut seen = Vec::new();
+    for mut lease in [first, second] {
+        let worker: &mut Coprocess = &mut lease;
+        let cuda = within("env", env_of(worker, "CUDA_VISIBLE_DEVICES"))
+            .await
+            .expect("env");
+        let gpu = within("env", env_of(worker, "KENNEL_GPU"))
+            .await
+            .expect("env");
+        seen.push((cuda, gpu));
+    }
+    seen.sort_by_key(|(_, gpu)| gpu.to_string());
+    assert_eq!(
+        seen,
+        [
+            (json!("GPU-test-0"), json!("0")),
+            (json!("GPU-test-1"), json!("1")),
+        ]
+    );
+    within("close", pool.close()).await;
+}

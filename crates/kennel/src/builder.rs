@@ -31,6 +31,7 @@ pub struct PoolBuilder<W> {
     event_capacity: usize,
     metrics: bool,
     seed: Option<u64>,
+    computer: Arc<dyn crate::Computer>,
 }
 
 impl<W> fmt::Debug for PoolBuilder<W> {
@@ -57,6 +58,7 @@ impl<W: Worker> PoolBuilder<W> {
             event_capacity: 1024,
             metrics: false,
             seed: None,
+            computer: Arc::new(crate::SystemComputer),
         }
     }
 
@@ -133,6 +135,14 @@ impl<W: Worker> PoolBuilder<W> {
         self
     }
 
+    /// The computer whose GPUs `gpus_per_worker` places workers on (default
+    /// [`SystemComputer`](crate::SystemComputer): the machine's, through
+    /// NVIDIA's driver). A sizing reads its own computer.
+    pub fn computer(mut self, computer: impl crate::Computer) -> Self {
+        self.computer = Arc::new(computer);
+        self
+    }
+
     /// Seeds the pool's random draws (lifetime jitter), for reproducible runs.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
@@ -166,8 +176,14 @@ impl<W: Worker> PoolBuilder<W> {
             ));
         }
         let plan = self.sizing.plan()?;
-        let capacity = plan.capacity.max(1);
+        // The GPUs bound the capacity as the CPUs and memory do.
+        let gpus = crate::gpu::placer::GpuPlacer::new(self.computer, &self.options)?;
+        let capacity = plan
+            .capacity
+            .max(1)
+            .min(gpus.as_ref().map_or(usize::MAX, |g| g.1));
         let parts = Parts {
+            gpus: gpus.map(|g| g.0),
             name: self.name.into(),
             capacity,
             size: plan.size.clamp(1, capacity),

@@ -31,6 +31,8 @@ pub enum RetireReason {
     MaxJobs,
     /// The worker's memory passed `max_memory`.
     MaxMemory,
+    /// The worker's memory on its GPU passed `max_gpu_memory`.
+    MaxGpuMemory,
     /// The worker failed its probe ([`Worker::check`](crate::Worker::check)),
     /// or did not answer it within `probe_timeout`.
     ProbeFailed,
@@ -59,6 +61,7 @@ impl RetireReason {
             Self::Memory => "memory",
             Self::MaxJobs => "max-jobs",
             Self::MaxMemory => "max-memory",
+            Self::MaxGpuMemory => "max-gpu-memory",
             Self::ProbeFailed => "probe-failed",
             Self::Resized => "resized",
             Self::KeyMoved => "key-moved",

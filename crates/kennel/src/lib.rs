@@ -63,6 +63,7 @@ mod error;
 mod event;
 mod eviction;
 mod exit;
+mod gpu;
 mod heartbeat;
 mod key;
 mod lease;
@@ -87,7 +88,7 @@ mod worker;
 
 pub use crate::builder::PoolBuilder;
 pub use crate::cancel::CancelOutcome;
-pub use crate::computer::{Computer, SystemComputer, TestComputer};
+pub use crate::computer::{Computer, Gpu, GpuError, GpuProcess, SystemComputer, TestComputer};
 pub use crate::dispatch::Dispatch;
 pub use crate::error::{BuildError, Error, RejectReason};
 pub use crate::event::{Event, RetireReason};
@@ -95,6 +96,7 @@ pub use crate::eviction::{
     EvictAfter, Eviction, IdleTimeout, IdleWorker, MAX_IDLE_TIMEOUT, NoEviction,
 };
 pub use crate::exit::ExitSignal;
+pub use crate::gpu::{GpuPlace, GpuUse, GpusPerWorker};
 pub use crate::heartbeat::Heartbeat;
 pub use crate::key::{Key, KeyBinding, KeyError, MAX_KEY_LEN};
 pub use crate::lease::Lease;

@@ -13,7 +13,7 @@ use crate::event::{Event, RetireReason};
 use crate::stats::Stats;
 
 /// Every retire reason, in the order of its declaration (a counter each).
-const RETIRE_REASONS: [RetireReason; 13] = [
+const RETIRE_REASONS: [RetireReason; 14] = [
     RetireReason::Failed,
     RetireReason::Aborted,
     RetireReason::Panicked,
@@ -23,6 +23,7 @@ const RETIRE_REASONS: [RetireReason; 13] = [
     RetireReason::Memory,
     RetireReason::MaxJobs,
     RetireReason::MaxMemory,
+    RetireReason::MaxGpuMemory,
     RetireReason::ProbeFailed,
     RetireReason::Resized,
     RetireReason::KeyMoved,

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use crate::dispatch::Dispatch;
 use crate::error::BuildError;
+use crate::gpu::GpusPerWorker;
 use crate::key::{Key, KeyBinding};
 use crate::tenant::{Tenant, TenantShare};
 
@@ -237,6 +238,28 @@ options! {
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
         memory_check_every: Duration = Duration::from_secs(10),
             Range::time(MIN_MEMORY_CHECK_EVERY, "each sample reads every worker's memory (a process group's from `/proc`): at most ten a second");
+        /// Places each worker on a GPU of its own (`1`) or on a share of one
+        /// (`{ share = 0.5, memory = "20GiB" }`: at most `1 / share` workers a
+        /// device, each starting only where its `memory` is free as
+        /// measured), among the GPUs of the pool's computer
+        /// ([`PoolBuilder::computer`](crate::PoolBuilder::computer)). The
+        /// worker is told its device in [`SlotInfo::gpu`](crate::SlotInfo::gpu)
+        /// (a process: `CUDA_VISIBLE_DEVICES` and `KENNEL_GPU`). The pool runs
+        /// at most as many workers as the devices take; a replacement waits
+        /// until the worker it replaces has let go of its memory (or warms on
+        /// another device). Refused where the computer has no GPUs. `None`:
+        /// workers are not placed.
+        gpus_per_worker: Option<GpusPerWorker> = None;
+        /// The GPUs `gpus_per_worker` places workers on, by id (`"0"`, or
+        /// `"0:1"` for a MIG instance) or UUID. Empty (the default): all.
+        gpus: Vec<String> = Vec::new();
+        /// Retires a worker whose processes hold more than this many bytes
+        /// on its GPU, as `max_memory` does for its memory (sampled every
+        /// `memory_check_every`). With the `serde` feature, a size such as
+        /// `"30GiB"`. Only with `gpus_per_worker`. `None`: no limit.
+        #[cfg_attr(feature = "serde", serde(with = "crate::size_serde"))]
+        max_gpu_memory: Option<u64> = None,
+            Range::count(1, u64::MAX, "bytes: 0 would retire every worker; none: no limit");
         /// Probes each idle worker that has been idle this long with
         /// [`Worker::check`](crate::Worker::check), then again as often: a worker that fails it, or does not
         /// answer within `probe_timeout`, is retired and replaced. A probed
@@ -364,6 +387,20 @@ impl Options {
                 ));
             }
             _ => {}
+        }
+        if let Some(g) = self.gpus_per_worker {
+            g.check()
+                .map_err(|m| BuildError::new("gpus_per_worker", m))?;
+        } else if !self.gpus.is_empty() || self.max_gpu_memory.is_some() {
+            let field = if self.gpus.is_empty() {
+                "max_gpu_memory"
+            } else {
+                "gpus"
+            };
+            return Err(BuildError::new(
+                field,
+                "set without gpus_per_worker (allowed: only where workers are placed on GPUs)",
+            ));
         }
         if self.key_binding != KeyBinding::Load && !self.min_workers_per_key.is_empty() {
             return Err(BuildError::new(

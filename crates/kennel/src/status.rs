@@ -86,6 +86,9 @@ pub struct WorkerRow {
     pub about: Option<std::sync::Arc<str>>,
     /// The keys it holds (loaded or loading), in order.
     pub keys: Vec<crate::Key>,
+    /// Its GPU and the memory its processes hold there, as last sampled
+    /// (`gpus_per_worker`).
+    pub gpu: Option<crate::GpuUse>,
 }
 
 /// A retirement the pool has scheduled for a worker.

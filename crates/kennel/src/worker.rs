@@ -29,6 +29,9 @@ pub struct SlotInfo {
     /// bound to one key each ([`KeyBinding::Spawn`](crate::KeyBinding::Spawn));
     /// `None` otherwise, and for a worker started for jobs without a key.
     pub key: Option<crate::Key>,
+    /// The GPU the worker is placed on, in a pool with `gpus_per_worker`;
+    /// `None` otherwise.
+    pub gpu: Option<crate::GpuPlace>,
 }
 
 impl SlotInfo {
@@ -39,6 +42,7 @@ impl SlotInfo {
             slot,
             size: 1,
             key: None,
+            gpu: None,
         }
     }
 

@@ -1,4 +1,4 @@
-//! What the computer can give: CPUs and free memory. The trait is here;
+//! What the computer can give: CPUs, free memory and GPUs. The trait is here;
 //! [`TestComputer`] is a computer a test sets, and [`SystemComputer`] reads
 //! the machine (its cgroup and `/proc`).
 
@@ -6,10 +6,13 @@ use std::sync::Arc;
 
 mod cgroup;
 mod cgroup_mount;
+mod gpu;
 mod meminfo;
+mod nvml;
 mod system;
 mod test_computer;
 
+pub use gpu::{Gpu, GpuError, GpuProcess};
 pub use system::SystemComputer;
 pub use test_computer::TestComputer;
 
@@ -70,6 +73,21 @@ pub trait Computer: Send + Sync + 'static {
         let _ = (pool_workers, memory_per_worker);
         self.available_memory()
     }
+
+    /// Its GPUs now (devices, or the MIG instances of a device in MIG
+    /// mode), with their free memory and the processes on each; or why
+    /// there are none to use. Read before a worker that wants a GPU starts,
+    /// and as often as `memory_check_every` while such workers run.
+    ///
+    /// The default reports none. [`SystemComputer`] asks NVIDIA's driver.
+    ///
+    /// # Errors
+    ///
+    /// Why this computer has no GPUs to give: no driver, or the driver
+    /// failed to answer.
+    fn gpus(&self) -> Result<Vec<Gpu>, GpuError> {
+        Err(GpuError("this computer reports no GPUs".to_owned()))
+    }
 }
 
 fn _obj_safe(_: &dyn Computer) {}
@@ -83,5 +101,8 @@ impl<C: Computer + ?Sized> Computer for Arc<C> {
     }
     fn free_for_pool(&self, pool_workers: usize, memory_per_worker: u64) -> u64 {
         (**self).free_for_pool(pool_workers, memory_per_worker)
+    }
+    fn gpus(&self) -> Result<Vec<Gpu>, GpuError> {
+        (**self).gpus()
     }
 }

@@ -6,6 +6,8 @@
 //! [`meminfo`](super::meminfo)) and the cgroup's limit minus its usage (see
 //! [`cgroup`](super::cgroup)).
 //!
+//! GPUs are NVIDIA's, read through its management library ([`nvml`](super::nvml)).
+//!
 //! Files that are missing or unreadable, and contents that do not parse, mean
 //! "no limit known": nothing here panics. Off Linux the CPUs are the affinity
 //! count and the memory is unknown (`u64::MAX`).
@@ -56,6 +58,12 @@ impl Computer for SystemComputer {
 
     fn free_for_pool(&self, pool_workers: usize, memory_per_worker: u64) -> u64 {
         with_pool_workers(self.available_memory(), pool_workers, memory_per_worker)
+    }
+
+    /// The GPUs NVIDIA's driver reports (`libnvidia-ml.so.1`, loaded on
+    /// first use); without the driver, why there are none.
+    fn gpus(&self) -> Result<Vec<super::Gpu>, super::GpuError> {
+        super::nvml::read()
     }
 }
 

@@ -99,6 +99,8 @@ pub(crate) struct Warmup {
     pub(crate) token: CancellationToken,
     /// The key the worker starts for (`spawn`).
     pub(crate) key: Option<crate::Key>,
+    /// The GPU it is placed on (`gpus_per_worker`).
+    pub(crate) gpu: Option<crate::GpuPlace>,
 }
 
 /// A timer to arm.

@@ -206,7 +206,7 @@ impl<W: Worker> State<W> {
         }
         if let Some(i) = startable(&self.slots)
             && self.job_may_start()
-            && self.sizing.may_start(&self.view())
+            && self.may_start_worker()
         {
             return Some(Place::Start(i));
         }

@@ -162,9 +162,11 @@ impl<W: Worker> State<W> {
     pub(super) fn choose(&mut self, new_worker: bool) -> Choice {
         let (slots, waiters, sizing, now) =
             (&self.slots, &self.waiters, &mut self.sizing, self.now);
+        let gpus = &mut self.gpus;
         self.order
             .choose(slots, self.opts.dispatch, new_worker, || {
                 sizing.may_start(&super::state::view_of(slots, waiters, now))
+                    && super::gpus::gpu_has_room(gpus, slots)
             })
     }
 
@@ -205,7 +207,7 @@ impl<W: Worker> State<W> {
             let Some(i) = startable(&self.slots) else {
                 return;
             };
-            if !self.sizing.may_start(&self.view()) {
+            if !self.may_start_worker() {
                 return;
             }
             self.start_slot(fx, i, None);

@@ -48,6 +48,10 @@ impl<W: Worker> State<W> {
         awaited_by: Option<u64>,
         key: Option<crate::Key>,
     ) {
+        let Ok(gpu) = self.place_gpu() else {
+            self.wait_for_gpu(fx, i, awaited_by);
+            return;
+        };
         let (warmup, token) = Timer::new();
         let Some(respawn) = self.slots.apply(i, |s| t::start(s, awaited_by, warmup)) else {
             return;
@@ -55,6 +59,9 @@ impl<W: Worker> State<W> {
         let size = self.slots.size();
         let generation = self.slots.issue(i);
         self.slots.adopt(i, generation);
+        if let (Some(gpus), Some(place)) = (&mut self.gpus, &gpu) {
+            gpus.hold(i, generation, place.clone());
+        }
         fx.warmups.push(Warmup {
             slot: i,
             size,
@@ -62,6 +69,7 @@ impl<W: Worker> State<W> {
             limit: self.opts.warmup_timeout,
             token,
             key,
+            gpu,
         });
         fx.emit(Event::Starting { slot: i });
         if respawn {
@@ -110,6 +118,9 @@ impl<W: Worker> State<W> {
         };
         if let Some(key) = &made.key {
             record.keys.add(key, made.started, false);
+        }
+        if let Some(gpus) = &mut self.gpus {
+            record.gpu = gpus.made(i, generation, made.pid);
         }
         let cell = WorkerCell::new(
             made.killer,
@@ -339,6 +350,7 @@ impl<W: Worker> State<W> {
                         | RetireReason::Lifetime
                         | RetireReason::MaxJobs
                         | RetireReason::MaxMemory
+                        | RetireReason::MaxGpuMemory
                         | RetireReason::ProbeFailed
                 );
                 // The pool's own limits (all of those but a failed or

@@ -1,5 +1,6 @@
 //! `max_memory`: the workers' memory, sampled off the lock, and the
-//! retirement of a worker that grew past the limit.
+//! retirement of a worker that grew past the limit (their GPUs are read at
+//! the same tick: `gpus.rs`).
 
 use super::effects::{Effects, Wake};
 use super::state::State;
@@ -10,7 +11,9 @@ use crate::worker::Worker;
 impl<W: Worker> State<W> {
     /// Arms the next memory sample (or none, without `max_memory`).
     pub(crate) fn arm_memory(&mut self, fx: &mut Effects<W>) {
-        let read = self.opts.max_memory.is_some() || self.opts.key_memory_budget.is_some();
+        let read = self.opts.max_memory.is_some()
+            || self.opts.key_memory_budget.is_some()
+            || self.gpus.is_some();
         self.memory_tick = (read && !self.closed)
             .then(|| fx.wake_at(self.now + self.opts.memory_check_every, Wake::Memory));
     }
@@ -19,6 +22,7 @@ impl<W: Worker> State<W> {
     /// lock, and reported to [`on_memory`](Self::on_memory).
     pub(crate) fn on_memory_tick(&mut self, fx: &mut Effects<W>) {
         self.arm_memory(fx);
+        self.sample_gpus(fx);
         for i in 0..self.slots.len() {
             if let SlotState::Ready { live, .. } = self.slots.state(i)
                 && let Some(meter) = &live.cell.meter

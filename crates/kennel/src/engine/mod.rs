@@ -13,6 +13,7 @@ mod breaker;
 mod close;
 mod effects;
 mod evict;
+mod gpus;
 mod keys;
 mod lead;
 mod lend;
@@ -185,6 +186,7 @@ impl<W: Worker> Engine<W> {
         for w in warmups {
             let mut info = SlotInfo::new(self.name.clone(), w.slot).with_size(w.size);
             info.key = w.key.clone();
+            info.gpu = w.gpu.clone();
             self.rt.spawn(tasks::warm_up(self.me.clone(), w, info));
         }
         for (slot, generation, exited) in watches {

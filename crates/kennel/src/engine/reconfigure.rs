@@ -23,10 +23,23 @@ impl<W: Worker> State<W> {
         }
         let opts = r.patch(&self.opts);
         opts.validate()?;
+        if opts.gpus_per_worker.is_some() != self.gpus.is_some() {
+            return Err(crate::BuildError::new(
+                "gpus_per_worker",
+                "placing workers on GPUs is chosen when the pool is built (allowed: another share or device list on a pool that places them; switching it on or off builds the pool again)",
+            )
+            .into());
+        }
         let plan = match r.sizing.take() {
             Some(mut sizing) => Some((sizing.plan()?, sizing)),
             None => None,
         };
+        if let Some(gpus) = &mut self.gpus
+            && (opts.gpus_per_worker != self.opts.gpus_per_worker || opts.gpus != self.opts.gpus)
+        {
+            // The running workers keep their devices; later ones follow.
+            gpus.reconfigure(&opts)?;
+        }
         let before: Vec<bool> = self
             .slots
             .states(self.slots.len())

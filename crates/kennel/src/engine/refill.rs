@@ -108,7 +108,7 @@ impl<W: Worker> State<W> {
         };
         for i in wanted {
             // A tripped breaker lets one trial start at a time.
-            if !self.may_try_start() || !self.sizing.may_start(&self.view()) {
+            if !self.may_try_start() || !self.may_start_worker() {
                 break;
             }
             self.start_slot(fx, i, None);

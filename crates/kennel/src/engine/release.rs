@@ -108,6 +108,7 @@ impl<W: Worker> State<W> {
         // Back from its probe: idle again as idle since before it.
         let idle_since = if job { None } else { self.end_probe(i) };
         let over_memory = self.opts.max_memory.is_some() && self.note_memory(i, memory);
+        let over_gpu = self.over_gpu_memory(i);
         if cell.is_dead() {
             // It ended while lent; its exit was handled when seen.
             fx.drops.push(worker);
@@ -151,6 +152,10 @@ impl<W: Worker> State<W> {
             Outcome::Returned if over_memory => {
                 (!self.replace_later(fx, i, RetireReason::MaxMemory))
                     .then_some(RetireReason::MaxMemory)
+            }
+            Outcome::Returned if over_gpu => {
+                (!self.replace_later(fx, i, RetireReason::MaxGpuMemory))
+                    .then_some(RetireReason::MaxGpuMemory)
             }
             // Over an unknown deadline, and its replacement failed.
             Outcome::Returned if look.replacing && self.retire_when_free(i).is_some() => {

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use super::breaker::Breaker;
 use crate::dispatch::{Order, Waiters};
 use crate::eviction::Eviction;
+use crate::gpu::placer::GpuPlacer;
 use crate::options::Options;
 use crate::sizing::{Sizing, SizingView};
 use crate::slot::Held;
@@ -71,6 +72,8 @@ pub(crate) struct State<W> {
     /// The warm-ups seen lately: how far ahead of a known deadline a
     /// replacement starts (`max_surge`).
     pub(crate) warmups: super::surge::WarmupsSeen,
+    /// The workers' places on the GPUs, with `gpus_per_worker`.
+    pub(crate) gpus: Option<GpuPlacer>,
 }
 
 /// What a pool is built from.
@@ -86,6 +89,7 @@ pub(crate) struct Parts {
     pub(crate) eviction: Arc<dyn Eviction>,
     pub(crate) metrics: bool,
     pub(crate) rng: rand::rngs::StdRng,
+    pub(crate) gpus: Option<GpuPlacer>,
 }
 
 const EWMA_ALPHA: f64 = 0.2;
@@ -120,6 +124,7 @@ impl<W> State<W> {
             probe_tick: None,
             probes_for_jobs: 0,
             warmups: super::surge::WarmupsSeen::default(),
+            gpus: p.gpus,
         };
         st.waiters.shares.set_table(&st.opts.tenants);
         st.retime();
@@ -276,6 +281,7 @@ impl<W> State<W> {
                     retire_due,
                     about: live.and_then(|l| l.record.about.clone()),
                     keys: live.map_or_else(Vec::new, |l| l.record.keys.names()),
+                    gpu: live.and_then(|l| l.record.gpu.clone()),
                 }
             })
             .collect()

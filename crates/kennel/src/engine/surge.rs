@@ -122,14 +122,22 @@ impl<W: Worker> State<W> {
         if self.surge_room() == 0 || !self.may_try_start() {
             return self.queue_surge(i, reason);
         }
-        // Memory for it is checked as for any start.
-        if !self.sizing.may_start(&self.view()) {
+        // Memory for it is checked as for any start, and a GPU with room
+        // (beside the one the worker it replaces holds).
+        let gpu = match self.sizing.may_start(&self.view()) {
+            true => self.place_gpu(),
+            false => Err(()),
+        };
+        let Ok(gpu) = gpu else {
             fx.emit(Event::SurgeSkipped { slot: i, reason });
             // A later replacement retires it first, whatever the reason.
             self.with_record(i, |r| r.replacement = Replacement::SurgeGivenUp);
             return Surge::Refused;
-        }
+        };
         let generation = self.slots.issue(i);
+        if let (Some(gpus), Some(place)) = (&mut self.gpus, &gpu) {
+            gpus.hold(i, generation, place.clone());
+        }
         let (warmup, token) = Timer::new();
         self.slots.set_side(i, |_| {
             let side = Side::Warming {
@@ -154,6 +162,7 @@ impl<W: Worker> State<W> {
             limit: self.opts.warmup_timeout,
             token,
             key,
+            gpu,
         });
         fx.emit(Event::Surging { slot: i, reason });
         Surge::Started

@@ -62,6 +62,7 @@ fn state(startup: impl Startup, n: usize) -> State<Plain> {
         eviction: Arc::new(NoEviction),
         metrics: false,
         rng: rand::rngs::StdRng::seed_from_u64(1),
+        gpus: None,
     })
 }
 

@@ -77,6 +77,7 @@ const ALSO: &[(&str, &str)] = &[
         "max_jobs",
         "`max_jobs_jitter` below it (0 when it is not set)",
     ),
+    ("max_gpu_memory", "only with `gpus_per_worker`"),
 ];
 
 /// The docs' table of option ranges is written from the declarations:

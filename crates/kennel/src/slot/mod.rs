@@ -236,6 +236,8 @@ pub(crate) struct Record {
     pub(crate) surge_due: Option<Timer>,
     /// The keys it holds (keyed jobs).
     pub(crate) keys: Keys,
+    /// Its GPU and its memory there (`gpus_per_worker`).
+    pub(crate) gpu: Option<crate::GpuUse>,
 }
 
 /// A worker under its probe.
