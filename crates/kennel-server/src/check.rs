@@ -214,6 +214,11 @@ fn describe_pool(
             "  keys            from {from}; matching {pattern}; {binding}"
         );
     }
+    if let Some(per_worker) = o.gpus_per_worker {
+        for line in describe_gpus(per_worker, o) {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
     if let Some(queue) = &pool.queue {
         for line in queue.describe(&pool.name) {
             let _ = writeln!(out, "  {line}");
@@ -222,6 +227,44 @@ fn describe_pool(
             warnings.push(format!("pool {}: a queued pool without job_timeout: a job that hangs keeps its message by in-progress acks until it ends", pool.name));
         }
     }
+}
+
+/// The plan's lines for a pool placed on GPUs: what each worker gets, and
+/// the devices of this machine it may go to (or why there are none).
+fn describe_gpus(per_worker: kennel::GpusPerWorker, o: &kennel::Options) -> Vec<String> {
+    use kennel::Computer;
+    let size = |b: u64| bytesize::ByteSize(b).to_string();
+    let each = match per_worker {
+        kennel::GpusPerWorker::Share { share, memory } => format!(
+            "{share} of a device per worker ({} a device), each needing {} free",
+            per_worker.per_device(),
+            size(memory)
+        ),
+        kennel::GpusPerWorker::Devices(_) => "a device of its own per worker".to_owned(),
+    };
+    let mut lines = vec![format!("gpus            {each}")];
+    match kennel::SystemComputer.gpus() {
+        Ok(gpus) => {
+            let named = |g: &kennel::Gpu| {
+                o.gpus.is_empty() || o.gpus.iter().any(|n| *n == g.id || *n == g.uuid)
+            };
+            for g in gpus.iter().filter(|g| named(g)) {
+                lines.push(format!(
+                    "  on GPU {}      {} ({}), {} free of {}",
+                    g.id,
+                    g.name,
+                    g.uuid,
+                    size(g.free),
+                    size(g.total)
+                ));
+            }
+        }
+        Err(e) => lines.push(format!("  none here: {e}")),
+    }
+    if let Some(m) = o.max_gpu_memory {
+        lines.push(format!("max_gpu_memory  {}", size(m)));
+    }
+    lines
 }
 
 /// Whether `program` can be started: a path (from `cwd`) that exists, or a

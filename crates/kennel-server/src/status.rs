@@ -215,7 +215,19 @@ fn keys_text(keys: &[String]) -> String {
     text
 }
 
-/// The rows of a pool's workers, columns aligned.
+/// A worker's GPU: its id and the memory it holds there.
+fn gpu_text(gpu: Option<&crate::ops::workers::GpuJson>) -> String {
+    gpu.map_or_else(
+        || "-".to_owned(),
+        |g| match g.memory_bytes {
+            Some(b) => format!("{} {}", g.id, bytesize::ByteSize(b).display().iec()),
+            None => g.id.clone(),
+        },
+    )
+}
+
+/// The rows of a pool's workers, columns aligned; a `gpu` column after
+/// `memory` where a worker was placed on one.
 fn table(workers: &[WorkerJson]) -> String {
     let mut rows = vec![
         [
@@ -271,6 +283,13 @@ fn table(workers: &[WorkerJson]) -> String {
                 .map_or_else(|| "-".to_owned(), ToString::to_string),
         ]);
     }
+    let mut rows: Vec<Vec<String>> = rows.into_iter().map(Vec::from).collect();
+    if workers.iter().any(|w| w.gpu.is_some()) {
+        rows[0].insert(9, "gpu".to_owned());
+        for (row, w) in rows[1..].iter_mut().zip(workers) {
+            row.insert(9, gpu_text(w.gpu.as_ref()));
+        }
+    }
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
@@ -320,6 +339,34 @@ mod tests {
         let keys: Vec<String> = ["a", "b", "c", "d", "e"].map(Into::into).to_vec();
         assert_eq!(keys_text(&keys), "a,b,c,+2");
         assert_eq!(keys_text(&["k".repeat(30)]), format!("{}…", "k".repeat(24)));
+    }
+
+    #[test]
+    fn a_gpu_column_shows_where_a_worker_was_placed() {
+        let row = |slot: usize, gpu: Option<(&str, Option<u64>)>| {
+            let mut w: WorkerJson = serde_json::from_value(serde_json::json!({
+                "slot": slot, "state": "idle", "generation": 1, "pid": 7, "running_for_ms": null,
+                "ready_after_ms": null, "jobs": 0, "last_job_ms": null, "early_exits": 0,
+                "memory_bytes": null, "retire_due": null, "about": null
+            }))
+            .unwrap();
+            w.gpu = gpu.map(|(id, memory_bytes)| crate::ops::workers::GpuJson {
+                id: id.to_owned(),
+                uuid: format!("GPU-{id}"),
+                memory_bytes,
+            });
+            w
+        };
+        let plain = table(&[row(0, None)]);
+        assert!(!plain.contains("gpu"), "{plain}");
+        let placed = table(&[
+            row(0, Some(("0", Some(3 << 30)))),
+            row(1, Some(("1", None))),
+        ]);
+        let lines: Vec<&str> = placed.lines().collect();
+        assert!(lines[0].contains("memory  gpu"), "{placed}");
+        assert!(lines[1].contains(" 0 3.0 GiB "), "{placed}");
+        assert!(lines[2].contains(" 1 "), "{placed}");
     }
 
     #[test]

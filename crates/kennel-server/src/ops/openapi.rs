@@ -17,7 +17,7 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::{OpenApi, PartialSchema, ToSchema};
 
-use crate::ops::workers::{RetireDueJson, ThreadsJson, WorkerJson, WorkersBody};
+use crate::ops::workers::{GpuJson, RetireDueJson, ThreadsJson, WorkerJson, WorkersBody};
 
 /// The description of the service's routes.
 #[derive(Debug, OpenApi)]
@@ -67,6 +67,7 @@ use crate::ops::workers::{RetireDueJson, ThreadsJson, WorkerJson, WorkersBody};
         WorkerJson,
         RetireDueJson,
         ThreadsJson,
+        GpuJson,
     )),
     tags(
         (name = "jobs", description = "running jobs on workers"),

@@ -66,6 +66,36 @@ pub(crate) struct WorkerJson {
     /// come to it); empty in a pool whose jobs carry no key.
     #[serde(default)]
     pub keys: Vec<String>,
+    /// The GPU it was placed on, in a pool with `gpus_per_worker`.
+    #[serde(default)]
+    pub gpu: Option<GpuJson>,
+}
+
+/// A worker's GPU: the device (its `KENNEL_GPU` and `CUDA_VISIBLE_DEVICES`)
+/// and the memory its processes hold there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GpuJson {
+    /// The device's id: the driver's index, or `index:instance` for a MIG
+    /// instance.
+    #[schema(example = "0")]
+    pub id: String,
+    /// Its UUID.
+    pub uuid: String,
+    /// The bytes the worker's processes hold on it, as last sampled (every
+    /// `memory_check_every`); `null` until then, or where the driver does
+    /// not tell.
+    pub memory_bytes: Option<u64>,
+}
+
+impl From<&kennel::GpuUse> for GpuJson {
+    fn from(gpu: &kennel::GpuUse) -> Self {
+        Self {
+            id: gpu.place.id.clone(),
+            uuid: gpu.place.uuid.clone(),
+            memory_bytes: gpu.memory,
+        }
+    }
 }
 
 /// How a worker used the CPU threads it was given over its first second
@@ -147,6 +177,7 @@ impl From<&WorkerRow> for WorkerJson {
             early_exits: row.early_exits,
             memory_bytes: row.memory,
             threads: row.threads.as_ref().map(Into::into),
+            gpu: row.gpu.as_ref().map(Into::into),
             retire_due: row.retire_due.as_ref().map(Into::into),
             // The library keeps it as the text of a JSON object; a text that
             // is not JSON is shown as a string rather than lost.

@@ -78,7 +78,7 @@ impl GpuPlacer {
         let gpus = self.computer.gpus().map_err(|e| {
             BuildError::new(
                 "gpus_per_worker",
-                format!("this machine has no GPU to place workers on: {e} (allowed: none here)"),
+                format!("this machine has no GPU to place workers on: {e} (allowed: leave it out where there is no GPU)"),
             )
         })?;
         if let Some(name) = self
