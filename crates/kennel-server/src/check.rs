@@ -250,7 +250,7 @@ fn describe_gpus(per_worker: kennel::GpusPerWorker, o: &kennel::Options) -> Vec<
             };
             for g in gpus.iter().filter(|g| named(g)) {
                 lines.push(format!(
-                    "  on GPU {}      {} ({}), {} free of {}",
+                    "  on GPU {:<7} {} ({}), {} free of {}",
                     g.id,
                     g.name,
                     g.uuid,

@@ -66,8 +66,9 @@ pub(crate) struct WorkerJson {
     /// come to it); empty in a pool whose jobs carry no key.
     #[serde(default)]
     pub keys: Vec<String>,
-    /// The GPU it was placed on, in a pool with `gpus_per_worker`.
-    #[serde(default)]
+    /// The GPU it was placed on, in a pool with `gpus_per_worker` (absent
+    /// elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuJson>,
 }
 
