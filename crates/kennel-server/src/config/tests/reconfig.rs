@@ -67,7 +67,7 @@ fn reconfig_bodies_name_their_keys() {
         (
             &br#"{"name":"x"}"#[..],
             "name",
-            "unknown field `name`, expected one of `sizing`, `eviction`, `group`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `probe_every`, `probe_timeout`, `probe_on_lend`, `max_surge`, `replace_on_resize`, `key_binding`, `keys_per_worker`, `max_key_wait`, `max_workers_per_key`, `min_workers_per_key`, `key_memory_budget`",
+            "unknown field `name`, expected one of `sizing`, `eviction`, `group`, `job_timeout`, `job_kill_after`, `cancel_grace`, `progress_extends_timeout`, `warmup_timeout`, `max_waiting`, `max_queue_wait`, `job_grace`, `dispatch`, `max_lifetime`, `max_lifetime_jitter`, `auto_grow_threshold`, `break_after_failed_starts`, `retry_on_crash`, `max_jobs`, `max_jobs_jitter`, `min_idle`, `slow_job`, `max_memory`, `memory_check_every`, `gpus_per_worker`, `gpus`, `max_gpu_memory`, `probe_every`, `probe_timeout`, `probe_on_lend`, `max_surge`, `replace_on_resize`, `key_binding`, `keys_per_worker`, `max_key_wait`, `max_workers_per_key`, `min_workers_per_key`, `key_memory_budget`",
         ),
         (
             br#"{"sizing":{"kind":"fixed","workers":0}}"#,
