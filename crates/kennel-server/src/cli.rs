@@ -91,6 +91,19 @@ pub(crate) struct RunArgs {
     /// each line's value at the pool's `key` pointer, if it has one).
     #[arg(long, value_name = "KEY")]
     pub(crate) key: Option<String>,
+    /// Send the jobs to a running server at this URL instead, as
+    /// asynchronous jobs: the same command run again after an
+    /// interruption runs no job twice (docs/SERVICE.md, "`kennel run`").
+    #[arg(long, value_name = "URL")]
+    pub(crate) server: Option<String>,
+    /// With `--server`: the batch's name, which names each line's job on
+    /// the server (default: a digest of the pool and the jobs).
+    #[arg(long, value_name = "NAME", requires = "server")]
+    pub(crate) batch: Option<String>,
+    /// With `--server`: the variable that holds the server's bearer token
+    /// (over the config's `server.token_env`).
+    #[arg(long, value_name = "NAME", requires = "server")]
+    pub(crate) token_env: Option<String>,
     /// The jobs: one JSON value per line (`-` for stdin).
     #[arg(value_name = "JOBS.jsonl")]
     pub(crate) jobs: PathBuf,

@@ -58,6 +58,7 @@ mod jobs;
 mod payload;
 mod progress;
 mod run;
+mod run_remote;
 mod segment;
 mod serve;
 mod signals;

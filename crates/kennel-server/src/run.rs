@@ -80,6 +80,9 @@ fn refuse_output_over_input(jobs: &Path, output: &Path) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(server) = args.server.clone() {
+        return crate::run_remote::run_remote(args, &server).await;
+    }
     let config = crate::command::load_config(args.config.as_ref())?;
     let pool_config = choose_pool(&config, args.pool.as_deref())?;
     let from_stdin = args.jobs.as_os_str() == "-";
@@ -190,7 +193,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     tokio::pin!(jobs);
 
     let mut ok = 0u64;
-    let mut failed: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut failed: BTreeMap<String, u64> = BTreeMap::new();
     let mut last_words: Option<(u64, &'static str, Vec<String>)> = None;
     while let Some(outcome) = jobs.next().await {
         let outcome = outcome.context("cannot read the jobs")?;
@@ -203,7 +206,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 ok += 1;
             }
             Some(kind) => {
-                *failed.entry(kind).or_default() += 1;
+                *failed.entry(kind.to_owned()).or_default() += 1;
                 if !outcome.stderr.is_empty() {
                     last_words = Some((outcome.number, kind, outcome.stderr));
                 }
@@ -220,7 +223,15 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let failures: u64 = failed.values().sum();
     // One write, so that a worker's log line (a warm-up that fails as the
     // pool closes, say) cannot land between the summary's lines.
-    let mut text = summary(ok, &failed, elapsed, bar.measured(ok + failures));
+    let rate = match bar.measured(ok + failures) {
+        Some((warmup, rate)) => format!(
+            "{} jobs/s after a {:.1}s warm-up",
+            rate_text(Some(rate)).trim_end_matches("/s"),
+            warmup.as_secs_f64()
+        ),
+        None => "no worker was ready".to_owned(),
+    };
+    let mut text = summary(ok, &failed, elapsed, &rate);
     text.push('\n');
     if let Some((slot, usage)) = over {
         let _ = writeln!(
@@ -289,24 +300,15 @@ fn error_line(line: u64, e: &ApiError) -> Outcome {
     }
 }
 
-/// The last line: counts, time, and the rate from the first ready worker
-/// on (`measured`: the warm-up and that rate).
-fn summary(
+/// The last line: counts, time, and `rate` (what it says of the rate).
+pub(crate) fn summary(
     ok: u64,
-    failed: &BTreeMap<&'static str, u64>,
+    failed: &BTreeMap<String, u64>,
     elapsed: Duration,
-    measured: Option<(Duration, f64)>,
+    rate: &str,
 ) -> String {
     let failures: u64 = failed.values().sum();
     let total = ok + failures;
-    let rate = match measured {
-        Some((warmup, rate)) => format!(
-            "{} jobs/s after a {:.1}s warm-up",
-            rate_text(Some(rate)).trim_end_matches("/s"),
-            warmup.as_secs_f64()
-        ),
-        None => "no worker was ready".to_owned(),
-    };
     let mut s = format!(
         "{total} jobs: {ok} ok, {failures} failed in {:.2}s ({rate})",
         elapsed.as_secs_f64()

@@ -22,7 +22,11 @@ use crate::cli::StatusArgs;
 const REQUEST_LIMIT: Duration = Duration::from_secs(10);
 
 pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
-    let (base, token) = target(&args)?;
+    let (base, token) = target(
+        args.url.as_deref(),
+        args.config.as_deref(),
+        args.token_env.as_deref(),
+    )?;
     let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
     let get = async |path: &str| -> anyhow::Result<Value> {
         let uri: Uri = format!("{base}{path}")
@@ -93,12 +97,19 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The server's base URL and the token to send.
-fn target(args: &StatusArgs) -> anyhow::Result<(String, Option<String>)> {
-    let config = match &args.config {
+/// The server's base URL and bearer token: `url`, else the `server.listen`
+/// of `config`, else http://127.0.0.1:7878; the token from `token_env`,
+/// else from the config's `server.token_env`.
+pub(crate) fn target(
+    url: Option<&str>,
+    config: Option<&std::path::Path>,
+    token_env: Option<&str>,
+) -> anyhow::Result<(String, Option<String>)> {
+    let config = match config {
         Some(p) => Some(crate::Config::load(p)?),
         None => None,
     };
-    let base = match (&args.url, &config) {
+    let base = match (url, &config) {
         (Some(url), _) => {
             let url = url.trim_end_matches('/');
             if url.contains("://") {
@@ -119,7 +130,7 @@ fn target(args: &StatusArgs) -> anyhow::Result<(String, Option<String>)> {
     if !base.starts_with("http://") {
         bail!("`{base}`: only http:// URLs are read (allowed: such as http://127.0.0.1:7878)");
     }
-    let token = match (&args.token_env, &config) {
+    let token = match (token_env, &config) {
         (Some(var), _) => Some(std::env::var(var).with_context(|| {
             format!("--token-env: the variable {var} is not set (allowed: a variable that holds the token)")
         })?),
@@ -130,7 +141,7 @@ fn target(args: &StatusArgs) -> anyhow::Result<(String, Option<String>)> {
 }
 
 /// The innermost error, which says what went wrong ("Connection refused").
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     std::iter::successors(Some(e), |e| e.source())
         .last()
         .map_or_else(String::new, ToString::to_string)
@@ -138,7 +149,7 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// A pool name as a path segment (names are letters, digits, `-`, `_`,
 /// `.`; anything else is escaped).
-fn percent_encode(name: &str) -> String {
+pub(crate) fn percent_encode(name: &str) -> String {
     name.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
