@@ -106,6 +106,23 @@ async fn each_worker_gets_a_gpu_of_its_own_and_the_gpus_bound_the_pool() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_device_another_process_computes_on_is_not_a_workers_own() {
+    let computer = TestComputer::new(8, 64 * GIB);
+    computer.add_gpu("0", 80 * GIB).add_gpu("1", 80 * GIB);
+    // Another pool's worker, or another user's job, on device 0.
+    computer.set_gpu_process("0", 999, 2 * GIB);
+    let (b, made) = builder(&computer, 2, GpusPerWorker::Devices(1));
+    let pool = b.build().unwrap();
+    settle().await;
+    assert_eq!(gpus_of(&made), [Some("1".into())]);
+    // It goes: the second worker gets device 0.
+    computer.set_gpu_process("0", 999, 0);
+    advance(secs(2)).await;
+    assert_eq!(gpus_of(&made), [Some("1".into()), Some("0".into())]);
+    assert_eq!(pool.stats().idle, 2);
+}
+
+#[tokio::test(start_paused = true)]
 async fn shares_spread_over_the_devices_then_pack_by_the_memory_they_reserve() {
     let computer = TestComputer::new(8, 64 * GIB);
     computer.add_gpu("0", 40 * GIB).add_gpu("1", 40 * GIB);

@@ -108,7 +108,9 @@ impl<W: Worker> State<W> {
         };
         for i in wanted {
             // A tripped breaker lets one trial start at a time.
-            if !self.may_try_start() || !self.may_start_worker() {
+            // A GPU with room is found as it starts: without one the slot
+            // rests and looks again.
+            if !self.may_try_start() || !self.sizing.may_start(&self.view()) {
                 break;
             }
             self.start_slot(fx, i, None);

@@ -4,8 +4,10 @@
 //! Each worker placed holds its device from its start until it has ended
 //! *and* the driver lists none of its processes there: a replacement waits
 //! for the memory of the worker it replaces, not for its exit alone. A
-//! device takes [`per_device`](GpusPerWorker::per_device) workers; with a
-//! share, a worker starts only where its `memory` is free as measured, less
+//! device takes [`per_device`](GpusPerWorker::per_device) workers; a
+//! worker that gets a device of its own goes only where no other process
+//! (another pool's, another user's) computes; with a share, a worker
+//! starts only where its `memory` is free as measured, less
 //! what the workers already there reserved and have not yet taken. Among
 //! the devices with room, the one with the fewest of the pool's workers
 //! (then the most free memory, then the first) is chosen: the workers
@@ -137,6 +139,10 @@ impl GpuPlacer {
             if holders >= self.per_worker.per_device() || free < self.per_worker.memory() {
                 continue;
             }
+            if self.per_worker == GpusPerWorker::Devices(1) && self.others_on(gpu) {
+                // A device of its own: no other process computes there.
+                continue;
+            }
             if best.is_none_or(|(_, n, f)| {
                 (holders, std::cmp::Reverse(free)) < (n, std::cmp::Reverse(f))
             }) {
@@ -146,6 +152,17 @@ impl GpuPlacer {
         best.map(|(g, _, _)| GpuPlace {
             id: g.id.clone(),
             uuid: g.uuid.clone(),
+        })
+    }
+
+    /// Whether a process that is none of this pool's workers (another
+    /// pool's, another user's) holds memory on `gpu`.
+    fn others_on(&self, gpu: &Gpu) -> bool {
+        gpu.processes.iter().any(|p| {
+            !self
+                .holds
+                .iter()
+                .any(|h| h.pid.is_some_and(|pid| p.of(pid)))
         })
     }
 
