@@ -23,6 +23,7 @@ pub fn app(state: AppState) -> Router {
             "/pools/{name}/workers",
             get(crate::ops::workers::pool_workers),
         )
+        .route("/pools/{name}/dead", get(crate::queue::dead::pool_dead))
         .route(
             "/pools/{name}/config",
             get(crate::ops::config_get::pool_config_get).put(crate::ops::pools::pool_config),

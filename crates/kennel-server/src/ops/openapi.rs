@@ -34,6 +34,7 @@ use crate::ops::workers::{GpuJson, RetireDueJson, ThreadsJson, WorkerJson, Worke
         crate::ops::config_get::pool_config_get,
         crate::ops::pools::pool_config,
         crate::ops::workers::pool_workers,
+        crate::queue::dead::pool_dead,
         crate::jobs::group_job,
         crate::async_jobs::routes::get_job,
         crate::async_jobs::routes::cancel_job,
@@ -68,6 +69,8 @@ use crate::ops::workers::{GpuJson, RetireDueJson, ThreadsJson, WorkerJson, Worke
         RetireDueJson,
         ThreadsJson,
         GpuJson,
+        crate::queue::dead::DeadBody,
+        crate::queue::dead::DeadLetter,
     )),
     tags(
         (name = "jobs", description = "running jobs on workers"),

@@ -109,7 +109,20 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
             AckKind::Ack
         }
         Disposition::Term { reason } => {
+            let letter = super::dead::DeadLetter {
+                id: delivery.id.clone(),
+                pool: source.name.clone(),
+                deliveries: delivery.delivered,
+                reason: reason.to_owned(),
+                error: serde_json::from_slice(&body).unwrap_or(Value::Null),
+                job: std::str::from_utf8(&message.payload)
+                    .ok()
+                    .map(str::to_owned),
+                at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+                instance: source.instance.to_string(),
+            };
             publish(&source, &delivery, status, retry_after, body).await;
+            source.bury(letter).await;
             source.metrics.terminated(reason);
             AckKind::Term
         }

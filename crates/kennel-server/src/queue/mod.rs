@@ -24,6 +24,7 @@ use crate::watch::Watch;
 
 pub(crate) mod config;
 pub(crate) mod credit;
+pub(crate) mod dead;
 pub(crate) mod metrics;
 pub(crate) mod outcome;
 
@@ -108,6 +109,9 @@ pub(crate) struct Source {
     client: async_nats::Client,
     js: jetstream::Context,
     consumer: PullConsumer,
+    /// The dead-letter stream ([`dead`]); `None` where it cannot be had
+    /// (a queue that may not make streams, and no such stream).
+    dead: Option<jetstream::stream::Stream>,
     watch: Option<Watch>,
     body_limit: usize,
     instance: Arc<str>,
@@ -212,6 +216,13 @@ impl Source {
         let (client, js, consumer) = connect::connect(name, config, &instance)
             .await
             .map_err(|(key, message)| (format!(".{key}"), message))?;
+        let dead = match dead::stream(&js, config.create).await {
+            Ok(stream) => Some(stream),
+            Err(e) => {
+                tracing::warn!(target: "kennel_server", pool = %name, stream = dead::DEAD_STREAM, error = %e, "no dead-letter stream: jobs given up on are answered and logged, not kept");
+                None
+            }
+        };
         let source = Arc::new(Self {
             name: name.to_owned(),
             pool,
@@ -219,6 +230,7 @@ impl Source {
             client,
             js,
             consumer,
+            dead,
             watch,
             body_limit,
             instance,
