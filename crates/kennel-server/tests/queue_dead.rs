@@ -59,6 +59,12 @@ sizing = {{ kind = "fixed", workers = 1 }}
     assert_eq!(status, 200);
     let one: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(one["dead"].as_array().unwrap().len(), 1, "the newest only");
+    let (status, _, body) = http(a.addr, "GET", "/pools/q/dead?limit=many", None);
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"],
+        "bad-request"
+    );
     // A pool without a queue gives up on none.
     let (status, _, body) = http(a.addr, "GET", "/pools/direct/dead", None);
     assert_eq!(status, 200, "{body}");

@@ -209,8 +209,11 @@ pub(crate) struct DeadQuery {
 pub(crate) async fn pool_dead(
     State(state): State<AppState>,
     Segment(pool): Segment,
-    Query(query): Query<DeadQuery>,
+    query: Result<Query<DeadQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<DeadBody>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::BadRequest {
+        message: format!("{} (allowed: limit, a number)", e.body_text()),
+    })?;
     crate::jobs::pool_named(&state, &pool)?;
     let Some(source) = state.queue(&pool) else {
         // A pool without a queue gives up on no message: a job's end is
