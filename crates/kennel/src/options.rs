@@ -317,11 +317,13 @@ options! {
         /// pool has.
         max_workers_per_key: Option<usize> = None,
             Range::count(1, u64::MAX, "a key held by no worker could never run; none: no limit");
-        /// Keys kept warm: each on at least this many workers, loaded ahead
-        /// of jobs (as workers come up idle) and never unloaded for another
-        /// key while it has no more. Only with `key_binding = load`; a key
-        /// whose load fails is a `pool:warning`, and is not loaded ahead
-        /// again until this option changes. Default none.
+        /// Keys kept warm: each on at least this many workers, ahead of
+        /// jobs, never let go for another key while it has no more. With
+        /// `load`, loaded onto idle workers as they come up (a key whose
+        /// load fails is a `pool:warning`, and is not loaded ahead again
+        /// until this option changes); with `spawn`, a worker is started
+        /// for it in an empty running slot, else an idle worker of a key not
+        /// kept warm is retired to make room. Default none.
         min_workers_per_key: BTreeMap<Key, usize> = BTreeMap::new();
         /// A memory budget for the keys the workers hold, in bytes: when the
         /// workers' memory together (sampled every `memory_check_every`, as
@@ -400,12 +402,6 @@ impl Options {
             return Err(BuildError::new(
                 field,
                 "set without gpus_per_worker (allowed: only where workers are placed on GPUs)",
-            ));
-        }
-        if self.key_binding != KeyBinding::Load && !self.min_workers_per_key.is_empty() {
-            return Err(BuildError::new(
-                "min_workers_per_key",
-                "keys are loaded ahead only by workers that load keys (allowed: none with key_binding = spawn)",
             ));
         }
         if let Some((key, _)) = self.min_workers_per_key.iter().find(|(_, m)| **m == 0) {

@@ -8,7 +8,7 @@ mod holder;
 use std::time::Duration;
 
 use holder::{LOAD, builder, job, key, loads, new_log, settle};
-use kennel::{Error, Key, KeyBinding, Reconfig};
+use kennel::{Key, KeyBinding, Reconfig};
 use tokio::time::Instant;
 
 #[tokio::test(start_paused = true)]
@@ -33,10 +33,46 @@ async fn a_key_kept_warm_is_loaded_ahead_and_never_unloaded_for_another() {
         assert_eq!(job(&pool, k, Duration::ZERO).await.unwrap(), 1);
     }
     assert_eq!(pool.workers()[0].keys, [key("W")]);
-    let refused = pool.reconfigure(Reconfig::new().with_options(|o| {
-        o.key_binding = KeyBinding::Spawn;
-    }));
-    assert!(matches!(refused, Err(Error::Config(e)) if e.option == "min_workers_per_key"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_spawn_a_key_kept_warm_gets_a_worker_started_for_it_ahead_and_keeps_it() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born)
+        .with_options(|o| {
+            o.key_binding = KeyBinding::Spawn;
+            o.min_workers_per_key.insert(key("W"), 1);
+        })
+        .build()
+        .unwrap();
+    settle().await;
+    // The pool's eager startup started its first worker for W, before any
+    // job, and the other without a key.
+    assert_eq!(*born.lock().unwrap(), [Some(key("W")), None]);
+    let start = Instant::now();
+    let w = job(&pool, "W", Duration::ZERO).await.unwrap();
+    assert_eq!(start.elapsed(), Duration::ZERO, "a hit");
+    // Other keys take the other slot in turn, never W's worker.
+    for k in ["A", "B", "C"] {
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_ne!(job(&pool, k, Duration::ZERO).await.unwrap(), w);
+    }
+    assert!(pool.workers().iter().any(|r| r.keys == [key("W")]));
+    // A key kept warm from now on: the idle worker of a key not kept warm
+    // makes room for it; W's stays.
+    let before = born.lock().unwrap().len();
+    pool.reconfigure(Reconfig::new().with_options(|o| {
+        o.min_workers_per_key.insert(key("V"), 1);
+    }))
+    .unwrap();
+    settle().await;
+    tokio::time::advance(Duration::from_secs(5)).await;
+    settle().await;
+    let born_now = born.lock().unwrap().clone();
+    assert_eq!(born_now[before..], [Some(key("V"))], "{born_now:?}");
+    let rows = pool.workers();
+    assert!(rows.iter().any(|r| r.keys == [key("W")]), "{rows:?}");
+    assert!(rows.iter().any(|r| r.keys == [key("V")]), "{rows:?}");
 }
 
 #[tokio::test(start_paused = true)]

@@ -36,7 +36,13 @@ pub(crate) struct Made {
 impl<W: Worker> State<W> {
     /// Starts a worker in the empty slot `i`, for the job `awaited_by`.
     pub(crate) fn start_slot(&mut self, fx: &mut Effects<W>, i: usize, awaited_by: Option<u64>) {
-        self.start_slot_for(fx, i, awaited_by, None);
+        // A worker started for no job, in a `spawn` pool, is started for a
+        // key kept warm that lacks one.
+        let key = match awaited_by {
+            None => self.warm_key_wanted(),
+            Some(_) => None,
+        };
+        self.start_slot_for(fx, i, awaited_by, key);
     }
 
     /// Starts a worker in the empty slot `i`, for the job `awaited_by`,
@@ -62,6 +68,10 @@ impl<W: Worker> State<W> {
         if let (Some(gpus), Some(place)) = (&mut self.gpus, &gpu) {
             gpus.hold(i, generation, place.clone());
         }
+        match &key {
+            Some(k) => self.started_for.insert(i, k.clone()),
+            None => self.started_for.remove(&i),
+        };
         fx.warmups.push(Warmup {
             slot: i,
             size,

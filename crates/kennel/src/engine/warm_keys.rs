@@ -18,7 +18,11 @@ impl<W: Worker> State<W> {
     /// has its `min_workers_per_key` workers. A key whose load failed is
     /// not tried again until the pool is reconfigured.
     pub(crate) fn keep_keys_warm(&mut self, fx: &mut Effects<W>) {
-        if self.closed || self.opts.key_binding != KeyBinding::Load {
+        if self.closed {
+            return;
+        }
+        if self.opts.key_binding == KeyBinding::Spawn {
+            self.keep_spawned_warm(fx);
             return;
         }
         let wanted: Vec<(Key, usize)> = self
@@ -37,6 +41,62 @@ impl<W: Worker> State<W> {
                 fx.key_loads.push(granted);
             }
         }
+    }
+
+    /// Keys kept warm with `spawn`: a worker started for each in an empty
+    /// running slot (as the sizing allows), else an idle worker of a key
+    /// not kept warm retired to make room, one at a time (its slot then
+    /// starts for the key, on the next look).
+    fn keep_spawned_warm(&mut self, fx: &mut Effects<W>) {
+        let wanted: Vec<(Key, usize)> = (self.opts.min_workers_per_key.iter())
+            .map(|(k, m)| (k.clone(), *m))
+            .collect();
+        for (key, min) in wanted {
+            while self.holders(&key) < min {
+                if let Some(i) = crate::dispatch::startable(&self.slots)
+                    && self.may_try_start()
+                    && self.sizing.may_start(&self.view())
+                {
+                    self.start_slot(fx, i, None);
+                    if self.started_for.get(&i) != Some(&key)
+                        || !matches!(self.slots.state(i), SlotState::Starting { .. })
+                    {
+                        // No GPU with room: the slot looks again later.
+                        return;
+                    }
+                    continue;
+                }
+                let moving = self.slots.states(self.slots.len()).any(|s| {
+                    matches!(
+                        s,
+                        SlotState::Closing {
+                            reason: crate::slot::EndReason::Retired(
+                                crate::event::RetireReason::KeyMoved
+                            ),
+                            ..
+                        }
+                    )
+                });
+                if !moving
+                    && let Some(v) = self.victim(&key, false, None)
+                    && v.idle
+                {
+                    self.retire_idle(fx, v.slot, crate::event::RetireReason::KeyMoved);
+                }
+                return;
+            }
+        }
+    }
+
+    /// In a `spawn` pool, the first key kept warm with fewer workers than
+    /// `min_workers_per_key` asks.
+    pub(crate) fn warm_key_wanted(&self) -> Option<Key> {
+        if self.opts.key_binding != KeyBinding::Spawn {
+            return None;
+        }
+        (self.opts.min_workers_per_key.iter())
+            .find(|(k, m)| self.holders(k) < **m)
+            .map(|(k, _)| k.clone())
     }
 
     /// A key kept warm could not be loaded: say so, and stop trying it.
