@@ -208,9 +208,15 @@ fn digest(pool: &str, jobs: &[u8]) -> String {
 ///
 /// # Errors
 ///
-/// A server that cannot be reached or answers what is not a job, and jobs
-/// or results that cannot be read or written; a job that fails is a line
-/// of the output, not an error.
+/// A server that cannot be reached or answers what is not a job, a
+/// `--batch` name that cannot name jobs, and jobs or results that cannot
+/// be read or written; a job that fails is a line of the output, not an
+/// error.
+///
+/// # Cancel safety
+///
+/// Cancel safe: what was submitted stays on the server, and the same
+/// command resumes it.
 pub(crate) async fn run_remote(args: RunArgs, server: &str) -> anyhow::Result<ExitCode> {
     let (base, token) = crate::status::target(
         Some(server),
@@ -235,6 +241,13 @@ pub(crate) async fn run_remote(args: RunArgs, server: &str) -> anyhow::Result<Ex
     };
     let pool = remote.pool(args.pool.as_deref()).await?;
     let batch = args.batch.clone().unwrap_or_else(|| digest(&pool, &jobs));
+    // It goes into each line's Idempotency-Key (at most 256 bytes of
+    // printable ASCII, with the line's number).
+    if batch.is_empty() || batch.len() > 200 || !batch.bytes().all(|b| b.is_ascii_graphic()) {
+        bail!(
+            "--batch {batch:?}: 1 to 200 printable ASCII characters without spaces (allowed: such as nightly-2026-12-06)"
+        );
+    }
     let lines: Vec<(u64, Bytes)> = jobs
         .split(|b| *b == b'\n')
         .zip(1u64..)

@@ -7,7 +7,6 @@ mod served;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use served::{Server, Stderr, kennel_bin};
@@ -104,11 +103,7 @@ fn a_batch_cut_short_and_run_again_runs_each_job_once() {
     let mut first = run(&server, &jobs, "first.jsonl").spawn().unwrap();
     // Cut it short once some jobs ran: some submitted, some not, none
     // collected in full.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while counted(&server).len() < 4 {
-        assert!(Instant::now() < deadline, "no job ran");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    server.eventually("four jobs ran", || counted(&server).len() >= 4);
     first.kill().unwrap();
     first.wait().unwrap();
     let again = run(&server, &jobs, "again.jsonl").output().unwrap();

@@ -102,6 +102,10 @@ pub(crate) struct DeadBody {
 impl Source {
     /// Keeps a job given up on in the dead-letter stream (logged when it
     /// cannot be).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: dropped midway, the letter may or may not be kept.
     pub(super) async fn bury(&self, mut letter: DeadLetter) {
         let Some(dead) = &self.dead else {
             return;
@@ -134,6 +138,10 @@ impl Source {
     /// # Errors
     ///
     /// What JetStream said.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads (its consumer expires on its own).
     async fn dead_letters(&self, limit: usize) -> Result<Vec<DeadLetter>, String> {
         let Some(dead) = &self.dead else {
             return Ok(Vec::new());
