@@ -219,3 +219,50 @@ fn an_instance_whose_nats_is_gone_is_not_ready() {
         assert!(std::time::Instant::now() < deadline, "still ready: {body}");
     }
 }
+
+#[test]
+fn a_job_answered_503_while_nats_is_down_never_runs_once_it_is_back() {
+    let test = "a_job_answered_503_while_nats_is_down_never_runs";
+    let Some(mut nats) = Nats::start(test) else {
+        return;
+    };
+    let dir = TempDir::new(test);
+    let a = Instance::start(&dir.0, "a", &support::queued_pool(&nats.url, 1, ""));
+    let ready = |want: u16| {
+        let deadline = std::time::Instant::now() + support::LIMIT;
+        loop {
+            let (status, _, body) = http(a.addr, "GET", "/readyz", None);
+            if status == want {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "readyz never {want}: {body}"
+            );
+            std::thread::yield_now();
+        }
+    };
+    ready(200);
+    nats.stop();
+    ready(503);
+    let (status, _, body) = http(a.addr, "POST", "/pools/q/jobs", Some(r#"{"n": 1}"#));
+    assert_eq!(status, 503, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"], "queue-unavailable");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("was not stored and will not run"),
+        "{body}"
+    );
+    // NATS comes back with its store: a later job runs, and it is the only
+    // one the queue ever delivered (the refused job was kept nowhere).
+    nats.restart();
+    ready(200);
+    let (status, _, body) = http(a.addr, "POST", "/pools/q/jobs", Some(r#"{"n": 2}"#));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(a.metric("kennel_jetstream_fetched_total", "q"), 1.0);
+    let client = Client::connect(&nats.url);
+    assert_eq!(client.backlog("JOBS", "q"), (0, 0, 0));
+}

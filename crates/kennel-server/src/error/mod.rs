@@ -180,6 +180,14 @@ pub enum ApiError {
         /// The wait.
         after: Duration,
     },
+    /// The job was handed to the NATS connection but the stream did not
+    /// confirm that it stored it: it may run (as job `id`), or not.
+    QueueUnconfirmed {
+        /// The job's id (its `Nats-Msg-Id`).
+        id: String,
+        /// What went wrong.
+        message: String,
+    },
     /// Something the client cannot fix; the detail is logged, not sent.
     Internal {
         /// The detail, for the log.
@@ -227,6 +235,7 @@ impl ApiError {
             Self::ReplyTooLarge { .. } => "reply-too-large",
             Self::QueueUnavailable { .. } => "queue-unavailable",
             Self::QueueTimeout { .. } => "queue-timeout",
+            Self::QueueUnconfirmed { .. } => "queue-unconfirmed",
             Self::Internal { .. } => "internal",
         }
     }
@@ -255,7 +264,9 @@ impl ApiError {
             | Self::Unavailable { .. }
             | Self::Closed
             | Self::QueueUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Timeout { .. } | Self::QueueTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            Self::Timeout { .. } | Self::QueueTimeout { .. } | Self::QueueUnconfirmed { .. } => {
+                StatusCode::GATEWAY_TIMEOUT
+            }
             Self::Crashed { .. }
             | Self::WarmupFailed { .. }
             | Self::Protocol { .. }
@@ -328,6 +339,9 @@ impl ApiError {
             Self::QueueTimeout { after } => format!(
                 "the job is queued but its result did not come within {}; it may still run",
                 humantime::format_duration(*after)
+            ),
+            Self::QueueUnconfirmed { id, message } => format!(
+                "the queue did not confirm that it stored the job ({message}): it may still run, as job {id}"
             ),
             Self::Internal { .. } => "internal error".into(),
         }

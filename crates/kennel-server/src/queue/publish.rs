@@ -21,10 +21,13 @@ impl Source {
     ///
     /// # Errors
     ///
-    /// [`ApiError::QueueUnavailable`] when the job cannot be published or
-    /// the stream does not store it, [`ApiError::TooLarge`] when it is over
-    /// the server's `max_payload`, [`ApiError::QueueTimeout`] when no
-    /// answer comes within `reply_timeout`.
+    /// [`ApiError::QueueUnavailable`] when the job was not published (the
+    /// connection is down: nothing is kept to send later, so it never
+    /// runs), [`ApiError::QueueUnconfirmed`] when it was handed to the
+    /// connection but the stream did not confirm storing it (it may run),
+    /// [`ApiError::TooLarge`] when it is over the server's `max_payload`,
+    /// [`ApiError::QueueTimeout`] when no answer comes within
+    /// `reply_timeout`.
     ///
     /// # Cancel safety
     ///
@@ -38,6 +41,14 @@ impl Source {
         let unavailable = |e: &dyn std::fmt::Display| ApiError::QueueUnavailable {
             message: e.to_string(),
         };
+        // Published while the connection is down, a job would wait in the
+        // client's buffer and run once it is back, after its caller was
+        // told 503: a 503 means it will not run.
+        if self.is_disconnected() {
+            return Err(unavailable(
+                &"the NATS server is not connected; the job was not stored and will not run",
+            ));
+        }
         let inbox = self.client.new_inbox();
         // Subscribed before publishing, so that no answer comes before.
         let mut answers = self
@@ -64,7 +75,10 @@ impl Source {
             .publish_with_headers(self.config.subject.clone(), headers, body)
             .await
             .map_err(|e| unavailable(&e))?;
-        stored.await.map_err(|e| unavailable(&e))?;
+        stored.await.map_err(|e| ApiError::QueueUnconfirmed {
+            id: id.clone(),
+            message: e.to_string(),
+        })?;
         let after = self.config.reply_timeout.0;
         let answer = tokio::time::timeout(after, answers.next())
             .await

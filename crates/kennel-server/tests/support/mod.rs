@@ -58,7 +58,7 @@ pub struct Nats {
     child: Child,
     pub port: u16,
     pub url: String,
-    _store: TempDir,
+    store: TempDir,
 }
 
 impl Drop for Nats {
@@ -87,6 +87,16 @@ impl Nats {
         )?;
         let store = TempDir::new("nats");
         let port = free_port();
+        let child = Self::spawn(port, &store);
+        Some(Self {
+            child,
+            port,
+            url: format!("nats://127.0.0.1:{port}"),
+            store,
+        })
+    }
+
+    fn spawn(port: u16, store: &TempDir) -> Child {
         let child = Command::new("nats-server")
             .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
             .arg(&store.0)
@@ -101,12 +111,18 @@ impl Nats {
             assert!(Instant::now() < deadline, "nats-server did not listen");
             std::thread::yield_now();
         }
-        Some(Self {
-            child,
-            port,
-            url: format!("nats://127.0.0.1:{port}"),
-            _store: store,
-        })
+        child
+    }
+
+    /// Stops the server (SIGKILL); its store stays on disk.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts it again on the same port with the same store.
+    pub fn restart(&mut self) {
+        self.child = Self::spawn(self.port, &self.store);
     }
 }
 
