@@ -148,20 +148,19 @@ impl<W: Worker> State<W> {
     /// How many running workers hold `key`, loaded or loading, or are
     /// starting for a job of it.
     pub(super) fn holders(&self, key: &Key) -> usize {
-        let holds = |i: usize, s: &SlotState<W>| match s {
+        let holds = |s: &SlotState<W>| match s {
             SlotState::Ready { live, .. } => live.record.keys.holds(key),
             SlotState::Starting {
                 awaited_by: Some(id),
                 ..
             } => self.waiters.key_of(*id) == Some(key),
             // Started for a key (`spawn`) with no job awaiting it.
-            SlotState::Starting { .. } => self.started_for.get(&i) == Some(key),
+            SlotState::Starting { key: started, .. } => started.as_ref() == Some(key),
             _ => false,
         };
         self.slots
             .states(self.slots.size())
-            .enumerate()
-            .filter(|(i, s)| holds(*i, s))
+            .filter(|s| holds(s))
             .count()
     }
 

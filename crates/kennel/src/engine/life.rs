@@ -59,7 +59,10 @@ impl<W: Worker> State<W> {
             return;
         };
         let (warmup, token) = Timer::new();
-        let Some(respawn) = self.slots.apply(i, |s| t::start(s, awaited_by, warmup)) else {
+        let Some(respawn) = self
+            .slots
+            .apply(i, |s| t::start(s, awaited_by, key.clone(), warmup))
+        else {
             return;
         };
         let size = self.slots.size();
@@ -68,10 +71,6 @@ impl<W: Worker> State<W> {
         if let (Some(gpus), Some(place)) = (&mut self.gpus, &gpu) {
             gpus.hold(i, generation, place.clone());
         }
-        match &key {
-            Some(k) => self.started_for.insert(i, k.clone()),
-            None => self.started_for.remove(&i),
-        };
         fx.warmups.push(Warmup {
             slot: i,
             size,

@@ -29,6 +29,8 @@ impl<W: Worker> State<W> {
             }) => {
                 let next = SlotState::Starting {
                     awaited_by: None,
+                    // Its record holds its key, if any.
+                    key: None,
                     live,
                     warmup,
                 };

@@ -74,9 +74,6 @@ pub(crate) struct State<W> {
     pub(crate) warmups: super::surge::WarmupsSeen,
     /// The workers' places on the GPUs, with `gpus_per_worker`.
     pub(crate) gpus: Option<GpuPlacer>,
-    /// The key each slot's worker was last started for (`spawn`), so that
-    /// a worker starting for a key kept warm counts as its holder.
-    pub(crate) started_for: std::collections::BTreeMap<usize, crate::Key>,
 }
 
 /// What a pool is built from.
@@ -128,7 +125,6 @@ impl<W> State<W> {
             probes_for_jobs: 0,
             warmups: super::surge::WarmupsSeen::default(),
             gpus: p.gpus,
-            started_for: std::collections::BTreeMap::new(),
         };
         st.waiters.shares.set_table(&st.opts.tenants);
         st.retime();

@@ -58,9 +58,8 @@ impl<W: Worker> State<W> {
                     && self.sizing.may_start(&self.view())
                 {
                     self.start_slot(fx, i, None);
-                    if self.started_for.get(&i) != Some(&key)
-                        || !matches!(self.slots.state(i), SlotState::Starting { .. })
-                    {
+                    let started = matches!(self.slots.state(i), SlotState::Starting { key: Some(k), .. } if *k == key);
+                    if !started {
                         // No GPU with room: the slot looks again later.
                         return;
                     }

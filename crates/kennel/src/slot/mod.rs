@@ -71,6 +71,9 @@ pub(crate) enum SlotState<W> {
     Starting {
         /// The waiter (by id) that this worker is meant for.
         awaited_by: Option<u64>,
+        /// The key it is started for (`spawn`); its record holds it once
+        /// the factory returned it.
+        key: Option<crate::Key>,
         /// Set once the factory returned the worker.
         live: Option<Live>,
         warmup: Timer,

@@ -37,11 +37,17 @@ pub(crate) enum Step<W, R> {
 /// Empty → Starting: a worker is being made for this slot. Gives whether it
 /// replaces one that crashed or was retired. A back-off is dropped: a job
 /// that needs the slot never waits for it.
-pub(crate) fn start<W>(s: SlotState<W>, awaited_by: Option<u64>, warmup: Timer) -> Step<W, bool> {
+pub(crate) fn start<W>(
+    s: SlotState<W>,
+    awaited_by: Option<u64>,
+    key: Option<crate::Key>,
+    warmup: Timer,
+) -> Step<W, bool> {
     match s {
         SlotState::Empty { respawn, .. } => Step::To(
             SlotState::Starting {
                 awaited_by,
+                key,
                 live: None,
                 warmup,
             },
@@ -54,9 +60,12 @@ pub(crate) fn start<W>(s: SlotState<W>, awaited_by: Option<u64>, warmup: Timer) 
 /// Starting → Starting: the job the worker is meant for.
 pub(crate) fn await_by<W>(s: SlotState<W>, id: Option<u64>) -> Step<W, ()> {
     match s {
-        SlotState::Starting { live, warmup, .. } => Step::To(
+        SlotState::Starting {
+            key, live, warmup, ..
+        } => Step::To(
             SlotState::Starting {
                 awaited_by: id,
+                key,
                 live,
                 warmup,
             },
@@ -72,11 +81,13 @@ pub(crate) fn register<W>(s: SlotState<W>, live: Live) -> Step<W, ()> {
     match s {
         SlotState::Starting {
             awaited_by,
+            key,
             live: None,
             warmup,
         } => Step::To(
             SlotState::Starting {
                 awaited_by,
+                key,
                 live: Some(live),
                 warmup,
             },

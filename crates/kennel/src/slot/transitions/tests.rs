@@ -26,7 +26,7 @@ fn slots() -> Slots<&'static str> {
 fn a_worker_goes_from_empty_to_idle_and_back_with_the_counts() {
     let mut s = slots();
     let (warmup, token) = Timer::new();
-    assert_eq!(s.apply(0, |x| start(x, Some(7), warmup)), Some(false));
+    assert_eq!(s.apply(0, |x| start(x, Some(7), None, warmup)), Some(false));
     assert_eq!(s.counts().starting, 1);
     assert!(s.apply(0, |x| register(x, live())).is_some());
     assert!(s.apply(0, |x| register(x, live())).is_none(), "once");
@@ -52,7 +52,7 @@ fn a_worker_goes_from_empty_to_idle_and_back_with_the_counts() {
 fn an_idle_worker_that_exits_leaves_an_empty_slot() {
     let mut s = slots();
     let (warmup, _) = Timer::new();
-    s.apply(1, |x| start(x, None, warmup));
+    s.apply(1, |x| start(x, None, None, warmup));
     s.apply(1, |x| register(x, live()));
     s.apply(1, warm);
     let (evict, token) = Timer::new();
@@ -72,7 +72,7 @@ fn a_retired_worker_is_replaced_and_an_evicted_one_rests() {
     ] {
         let mut s = slots();
         let (warmup, _) = Timer::new();
-        s.apply(0, |x| start(x, None, warmup));
+        s.apply(0, |x| start(x, None, None, warmup));
         s.apply(0, |x| register(x, live()));
         s.apply(0, warm);
         s.apply(0, |x| end_lent(x, reason));
@@ -92,7 +92,7 @@ fn a_retired_worker_is_replaced_and_an_evicted_one_rests() {
 fn a_back_off_carried_by_an_ended_lent_worker_reaches_the_empty_slot() {
     let mut s = slots();
     let (warmup, _) = Timer::new();
-    s.apply(0, |x| start(x, None, warmup));
+    s.apply(0, |x| start(x, None, None, warmup));
     s.apply(0, |x| register(x, live()));
     s.apply(0, warm);
     s.apply(0, lent_gone);
@@ -108,7 +108,7 @@ fn a_back_off_carried_by_an_ended_lent_worker_reaches_the_empty_slot() {
         }
     ));
     let (warmup, _) = Timer::new();
-    assert_eq!(s.apply(0, |x| start(x, None, warmup)), Some(true));
+    assert_eq!(s.apply(0, |x| start(x, None, None, warmup)), Some(true));
     assert!(token.is_cancelled(), "a job's start ends the back-off");
 }
 
@@ -116,7 +116,7 @@ fn a_back_off_carried_by_an_ended_lent_worker_reaches_the_empty_slot() {
 fn an_aborted_start_closes_a_made_worker_and_empties_an_unmade_one() {
     let mut s = slots();
     let (warmup, token) = Timer::new();
-    s.apply(0, |x| start(x, Some(1), warmup));
+    s.apply(0, |x| start(x, Some(1), None, warmup));
     let a = s
         .apply(0, |x| abort_start(x, EndReason::PoolClosed))
         .expect("starting");
@@ -124,7 +124,7 @@ fn an_aborted_start_closes_a_made_worker_and_empties_an_unmade_one() {
     assert!(token.is_cancelled());
     assert!(s.state(0).is_empty());
     let (warmup, _) = Timer::new();
-    s.apply(0, |x| start(x, None, warmup));
+    s.apply(0, |x| start(x, None, None, warmup));
     s.apply(0, |x| register(x, live()));
     let a = s
         .apply(0, |x| abort_start(x, EndReason::PoolClosed))
