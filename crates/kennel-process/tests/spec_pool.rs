@@ -18,6 +18,25 @@ async fn env_of(worker: &mut Coprocess, name: &str) -> Result<Value, ProcessErro
     worker.request(&json!({"op": "env", "name": name})).await
 }
 
+/// The values of `names` in each of the pool's two workers (both held at
+/// once, so that each slot answers).
+async fn each_worker(pool: &kennel::Pool<Coprocess>, names: [&str; 2]) -> Vec<[Value; 2]> {
+    let first = within("a first lease", pool.lend())
+        .await
+        .expect("a worker");
+    let second = within("a second lease", pool.lend())
+        .await
+        .expect("a worker");
+    let mut seen = Vec::new();
+    for mut lease in [first, second] {
+        let worker: &mut Coprocess = &mut lease;
+        let a = within("env", env_of(worker, names[0])).await.expect("env");
+        let b = within("env", env_of(worker, names[1])).await.expect("env");
+        seen.push([a, b]);
+    }
+    seen
+}
+
 #[tokio::test]
 async fn each_worker_of_a_spec_pool_knows_its_pool_and_slot() {
     let pool = fixture(&[])
@@ -29,24 +48,11 @@ async fn each_worker_of_a_spec_pool_knows_its_pool_and_slot() {
         .build()
         .expect("a pool");
 
-    // Hold both workers at once, so that each slot answers.
-    let first = within("a first lease", pool.lend())
+    let mut seen: Vec<(Value, Value)> = each_worker(&pool, ["KENNEL_POOL", "KENNEL_SLOT"])
         .await
-        .expect("a worker");
-    let second = within("a second lease", pool.lend())
-        .await
-        .expect("a worker");
-    let mut seen = Vec::new();
-    for mut lease in [first, second] {
-        let worker: &mut Coprocess = &mut lease;
-        let pool_name = within("env", env_of(worker, "KENNEL_POOL"))
-            .await
-            .expect("env");
-        let slot = within("env", env_of(worker, "KENNEL_SLOT"))
-            .await
-            .expect("env");
-        seen.push((pool_name, slot));
-    }
+        .into_iter()
+        .map(|[a, b]| (a, b))
+        .collect();
     seen.sort_by_key(|(_, slot)| slot.to_string());
     assert_eq!(
         seen,
@@ -74,23 +80,11 @@ async fn a_worker_placed_on_a_gpu_finds_it_in_cuda_visible_devices() {
         .sizing(Fixed(2))
         .build()
         .expect("a pool");
-    let first = within("a first lease", pool.lend())
+    let mut seen: Vec<(Value, Value)> = each_worker(&pool, ["CUDA_VISIBLE_DEVICES", "KENNEL_GPU"])
         .await
-        .expect("a worker");
-    let second = within("a second lease", pool.lend())
-        .await
-        .expect("a worker");
-    let mut seen = Vec::new();
-    for mut lease in [first, second] {
-        let worker: &mut Coprocess = &mut lease;
-        let cuda = within("env", env_of(worker, "CUDA_VISIBLE_DEVICES"))
-            .await
-            .expect("env");
-        let gpu = within("env", env_of(worker, "KENNEL_GPU"))
-            .await
-            .expect("env");
-        seen.push((cuda, gpu));
-    }
+        .into_iter()
+        .map(|[a, b]| (a, b))
+        .collect();
     seen.sort_by_key(|(_, gpu)| gpu.to_string());
     assert_eq!(
         seen,

@@ -57,6 +57,7 @@ mod job_key;
 mod jobs;
 mod payload;
 mod progress;
+mod remote;
 mod run;
 mod run_remote;
 mod segment;

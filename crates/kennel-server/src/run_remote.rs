@@ -15,34 +15,21 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use axum::body::Bytes;
-use axum::http::{Method, Request, StatusCode, Uri, header};
+use axum::http::{Method, StatusCode};
 use futures_util::StreamExt;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::cli::RunArgs;
 use crate::progress::Progress;
-
-/// How long one request to the server may take.
-const REQUEST_LIMIT: Duration = Duration::from_secs(30);
+use crate::remote::Remote;
 
 /// The longest wait between two looks at an unfinished job.
 const MAX_POLL: Duration = Duration::from_millis(500);
 
 /// Requests in flight at once, when `--concurrency` says none.
 const DEFAULT_CONCURRENCY: usize = 16;
-
-/// The server and how to call it.
-struct Remote {
-    base: String,
-    token: Option<String>,
-    client: Client<HttpConnector, Full<Bytes>>,
-}
 
 /// A job as `GET /jobs/{id}` shows it: only what the results need.
 #[derive(Deserialize)]
@@ -59,51 +46,6 @@ enum Submitted {
 }
 
 impl Remote {
-    /// One request; the status and the body as JSON.
-    async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: Bytes,
-    ) -> anyhow::Result<(StatusCode, Value)> {
-        let base = &self.base;
-        let uri: Uri = format!("{base}{path}")
-            .parse()
-            .with_context(|| format!("`{base}{path}` is not a URL"))?;
-        let mut request = Request::builder().method(method).uri(uri);
-        if let Some(t) = &self.token {
-            request = request.header(header::AUTHORIZATION, format!("Bearer {t}"));
-        }
-        for (k, v) in headers {
-            request = request.header(*k, *v);
-        }
-        let request = request
-            .body(Full::new(body))
-            .context("cannot make the request")?;
-        let answer = async {
-            let response = self.client.request(request).await.map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot reach {base}: {} (is `kennel serve` running there? Run the same command again to resume)",
-                    crate::status::root_cause(&e)
-                )
-            })?;
-            let status = response.status();
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .with_context(|| format!("{base}{path}: the answer broke off"))?
-                .to_bytes();
-            let value: Value = serde_json::from_slice(&body)
-                .with_context(|| format!("{base}{path}: the answer is not JSON (HTTP {status})"))?;
-            anyhow::Ok((status, value))
-        };
-        tokio::time::timeout(REQUEST_LIMIT, answer)
-            .await
-            .map_err(|_| anyhow::anyhow!("{base} did not answer within {REQUEST_LIMIT:?}"))?
-    }
-
     /// The pool `--pool` names, or the server's one pool.
     async fn pool(&self, asked: Option<&str>) -> anyhow::Result<String> {
         if let Some(name) = asked {
@@ -223,11 +165,11 @@ pub(crate) async fn run_remote(args: RunArgs, server: &str) -> anyhow::Result<Ex
         args.config.as_deref(),
         args.token_env.as_deref(),
     )?;
-    let remote = Remote {
+    let remote = Remote::new(
         base,
         token,
-        client: Client::builder(TokioExecutor::new()).build_http(),
-    };
+        "is `kennel serve` running there? Run the same command again to resume",
+    );
     let jobs = if args.jobs.as_os_str() == "-" {
         let mut all = Vec::new();
         tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut all)

@@ -4,22 +4,12 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use crate::ops::openapi::{PoolEntryBody, PoolList};
 use crate::ops::workers::{WorkerJson, WorkersBody};
 use anyhow::{Context, bail};
-use axum::body::Bytes;
-use axum::http::{Request, Uri, header};
-use http_body_util::{BodyExt, Empty};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
-use serde_json::Value;
 
 use crate::cli::StatusArgs;
-
-/// How long one request to the server may take.
-const REQUEST_LIMIT: Duration = Duration::from_secs(10);
 
 pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let (base, token) = target(
@@ -27,43 +17,9 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
         args.config.as_deref(),
         args.token_env.as_deref(),
     )?;
-    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
-    let get = async |path: &str| -> anyhow::Result<Value> {
-        let uri: Uri = format!("{base}{path}")
-            .parse()
-            .with_context(|| format!("`{base}{path}` is not a URL"))?;
-        let mut request = Request::get(uri);
-        if let Some(t) = &token {
-            request = request.header(header::AUTHORIZATION, format!("Bearer {t}"));
-        }
-        let request = request
-            .body(Empty::new())
-            .context("cannot make the request")?;
-        let response = tokio::time::timeout(REQUEST_LIMIT, client.request(request))
-            .await
-            .map_err(|_| anyhow::anyhow!("{base} did not answer within {REQUEST_LIMIT:?}"))?
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot reach {base}: {} (is `kennel serve` running there?)",
-                    root_cause(&e)
-                )
-            })?;
-        let status = response.status();
-        let body = tokio::time::timeout(REQUEST_LIMIT, response.into_body().collect())
-            .await
-            .map_err(|_| {
-                anyhow::anyhow!("{base} did not finish its answer within {REQUEST_LIMIT:?}")
-            })?
-            .with_context(|| format!("{base}{path}: the answer broke off"))?
-            .to_bytes();
-        let value: Value = serde_json::from_slice(&body)
-            .with_context(|| format!("{base}{path}: the answer is not JSON (HTTP {status})"))?;
-        if !status.is_success() {
-            let message = value["message"].as_str().unwrap_or("no message");
-            bail!("{base}{path}: HTTP {status}: {message}");
-        }
-        Ok(value)
-    };
+    let remote = crate::remote::Remote::new(base, token, "is `kennel serve` running there?");
+    let base = &remote.base;
+    let get = async |path: &str| remote.get(path).await;
     let list: PoolList = serde_json::from_value(get("/pools").await?)
         .with_context(|| format!("{base}/pools: not a list of pools"))?;
     let chosen: Vec<&PoolEntryBody> = list
