@@ -292,10 +292,7 @@ async fn answer_pool_job(
         if let Err(e) = caller.refuse_detached("a job to a queued pool") {
             return e.into_response();
         }
-        return queue
-            .submit(request, key)
-            .await
-            .unwrap_or_else(IntoResponse::into_response);
+        return queue.submit((request, key)).await;
     }
     let successor = {
         let state = state.clone();

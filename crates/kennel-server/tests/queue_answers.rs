@@ -168,19 +168,38 @@ fn a_queued_http_job_whose_answer_is_late_is_answered_504_queue_timeout() {
     let a = Instance::start(&dir.0, "a", &config);
     let client = Client::connect(&nats.url);
     // The one worker is held; the HTTP job waits in the stream.
-    client.publish("jobs.q", "hold", r#"{"sleep_ms": 5000}"#);
+    client.publish("jobs.q", "hold", r#"{"sleep_ms": 2000}"#);
     a.wait_lent("q", 1);
-    let (status, _, body) = http(
+    let (status, head, body) = http(
         a.addr,
         "POST",
         "/pools/q/jobs",
         Some(r#"{"iterations": 1}"#),
     );
     assert_eq!(status, 504, "{body}");
+    // The answer names the job, whose result GET /jobs/{id} gives later.
+    let id = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("kennel-job-id: ")
+                .map(str::to_owned)
+        })
+        .expect("a job id");
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap(),
-        json!({"error": "queue-timeout", "message": "the job is queued but its result did not come within 300ms; it may still run"})
+        json!({"error": "queue-timeout", "message": format!("the job is queued but its result did not come within 300ms; it may still run, as job {id} (GET /jobs/{id} gives its result)")})
     );
+    let deadline = std::time::Instant::now() + support::LIMIT;
+    loop {
+        let job = a.get(&format!("/jobs/{id}"));
+        if job["state"] == "done" {
+            assert_eq!(job["result"]["done"], true, "{job}");
+            break;
+        }
+        // Each request paces the next one.
+        assert!(std::time::Instant::now() < deadline, "{job}");
+    }
 }
 
 #[test]

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 pub(crate) use self::routes::{JobView, accept, cancel_job, get_job, job_events, prefers_async};
 use self::runner::Runner;
+pub(crate) use self::store::JobState;
 use self::store::{Store, StoreError};
 use crate::state::AppState;
 

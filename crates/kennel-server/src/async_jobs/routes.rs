@@ -17,10 +17,14 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 
+use std::sync::Arc;
+
 use super::MAX_STORED_JOBS;
 use super::store::{JobRecord, JobState};
 use crate::error::ApiError;
 use crate::ops::openapi::ErrorBody;
+use crate::queue::Source;
+use crate::queue::record::Record;
 use crate::segment::Segment;
 use crate::state::AppState;
 
@@ -64,16 +68,16 @@ pub(crate) async fn accept(
     request: JsonBytes<Bytes>,
     headers: &HeaderMap,
 ) -> Response {
-    if state.queue(pool).is_some() {
-        return ApiError::BadRequest {
-            message: "asynchronous jobs are served on pools without [pool.queue]".into(),
-        }
-        .into_response();
-    }
     let idem = match idempotency(headers) {
         Ok(idem) => idem,
         Err(e) => return e.into_response(),
     };
+    if let Some(queue) = state.queue(pool) {
+        return match queue.submit_async((request, key), idem.as_deref()).await {
+            Ok(id) => answer_202(&id),
+            Err(e) => e.into_response(),
+        };
+    }
     let runner = match state.async_jobs().runner(state) {
         Ok(runner) => runner,
         Err(message) => return ApiError::Internal { detail: message }.into_response(),
@@ -106,6 +110,11 @@ pub(crate) async fn accept(
     if new {
         runner.wake();
     }
+    answer_202(&id)
+}
+
+/// The 202 of job `id`: its id and `Location`.
+fn answer_202(id: &str) -> Response {
     let location = format!("/jobs/{id}");
     let body = serde_json::json!({"id": id, "location": location});
     let mut response = (StatusCode::ACCEPTED, axum::Json(body)).into_response();
@@ -119,23 +128,23 @@ pub(crate) async fn accept(
 #[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct JobView {
     /// Its id.
-    id: String,
+    pub(crate) id: String,
     /// Its pool.
-    pool: String,
+    pub(crate) pool: String,
     /// `queued`, `running`, `done`, `failed` or `cancelled`.
-    state: String,
+    pub(crate) state: String,
     /// How many times a worker took it.
-    attempts: u32,
+    pub(crate) attempts: u32,
     /// When it was accepted, started and ended (RFC 3339, UTC).
-    created: String,
-    started: Option<String>,
-    finished: Option<String>,
+    pub(crate) created: String,
+    pub(crate) started: Option<String>,
+    pub(crate) finished: Option<String>,
     /// Once done: the worker's reply as it wrote it.
     #[schema(value_type = Option<Object>)]
-    result: Option<Box<RawValue>>,
+    pub(crate) result: Option<Box<RawValue>>,
     /// Once failed or cancelled: the error, as the job route would answer it.
     #[schema(value_type = Option<ErrorBody>)]
-    error: Option<Value>,
+    pub(crate) error: Option<Value>,
 }
 
 fn time(ms: i64) -> String {
@@ -162,7 +171,7 @@ impl JobView {
     }
 }
 
-/// The job `id`, if it is kept.
+/// The job `id` of this server's store, if it is kept.
 fn find(state: &AppState, id: &str) -> Result<JobRecord, ApiError> {
     let gone = || ApiError::NoSuchJob {
         id: id.chars().take(64).collect(),
@@ -190,6 +199,41 @@ fn find(state: &AppState, id: &str) -> Result<JobRecord, ApiError> {
     job.filter(|j| !expired(j)).ok_or_else(gone)
 }
 
+/// Where job `id` is kept: this server's store, or the records of a queued
+/// pool (any instance's job).
+enum Found {
+    Here(JobRecord),
+    Queued(Arc<Source>, Record),
+}
+
+/// Job `id`, from this server's store or, failing that, from the records
+/// of each queued pool.
+async fn locate(state: &AppState, id: &str) -> Result<Found, ApiError> {
+    let missing = match find(state, id) {
+        Ok(job) => return Ok(Found::Here(job)),
+        Err(e @ ApiError::NoSuchJob { .. }) => e,
+        Err(e) => return Err(e),
+    };
+    let mut unreachable = None;
+    for source in state.queues() {
+        match source.record(id).await {
+            Ok(Some((record, _))) => return Ok(Found::Queued(source, record)),
+            Ok(None) => {}
+            Err(message) => unreachable = Some(ApiError::QueueUnavailable { message }),
+        }
+    }
+    Err(unreachable.unwrap_or(missing))
+}
+
+impl Found {
+    fn view(self, id: &str) -> JobView {
+        match self {
+            Self::Here(job) => JobView::of(job),
+            Self::Queued(_, record) => record.view(id),
+        }
+    }
+}
+
 /// `GET /jobs/{id}`: where an asynchronous job stands.
 #[utoipa::path(
     get,
@@ -202,8 +246,8 @@ fn find(state: &AppState, id: &str) -> Result<JobRecord, ApiError> {
     )
 )]
 pub(crate) async fn get_job(State(state): State<AppState>, Segment(id): Segment) -> Response {
-    match find(&state, &id) {
-        Ok(job) => axum::Json(JobView::of(job)).into_response(),
+    match locate(&state, &id).await {
+        Ok(found) => axum::Json(found.view(&id)).into_response(),
         Err(e) => e.into_response(),
     }
 }
@@ -220,8 +264,10 @@ pub(crate) async fn get_job(State(state): State<AppState>, Segment(id): Segment)
     )
 )]
 pub(crate) async fn job_events(State(state): State<AppState>, Segment(id): Segment) -> Response {
-    if let Err(e) = find(&state, &id) {
-        return e.into_response();
+    match locate(&state, &id).await {
+        Ok(Found::Here(_)) => {}
+        Ok(Found::Queued(source, record)) => return queued_events(source, record, id),
+        Err(e) => return e.into_response(),
     }
     let runner = match state.async_jobs().runner(&state) {
         Ok(runner) => runner,
@@ -285,8 +331,15 @@ pub(crate) async fn job_events(State(state): State<AppState>, Segment(id): Segme
     )
 )]
 pub(crate) async fn cancel_job(State(state): State<AppState>, Segment(id): Segment) -> Response {
-    let job = match find(&state, &id) {
-        Ok(job) => job,
+    let job = match locate(&state, &id).await {
+        Ok(Found::Here(job)) => job,
+        Ok(Found::Queued(source, _)) => {
+            return match source.cancel(&id).await {
+                Ok(Some(record)) => axum::Json(record.view(&id)).into_response(),
+                Ok(None) => ApiError::NoSuchJob { id }.into_response(),
+                Err(message) => ApiError::QueueUnavailable { message }.into_response(),
+            };
+        }
         Err(e) => return e.into_response(),
     };
     if !job.state.is_final() {
@@ -306,4 +359,19 @@ pub(crate) async fn cancel_job(State(state): State<AppState>, Segment(id): Segme
         Ok(job) => axum::Json(JobView::of(job)).into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+/// The events of a queued pool's job: no progress items (they stay on the
+/// instance that runs it), one `end` once it is over.
+fn queued_events(source: Arc<Source>, record: Record, id: String) -> Response {
+    let end = async move {
+        let record = if record.state.is_final() {
+            record
+        } else {
+            source.wait_end(&id).await
+        };
+        let data = serde_json::to_string(&record.view(&id)).unwrap_or_default();
+        Ok::<_, Infallible>(Event::default().event("end").data(data))
+    };
+    Sse::new(futures_util::stream::once(end)).into_response()
 }

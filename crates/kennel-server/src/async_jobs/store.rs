@@ -34,7 +34,7 @@ impl JobState {
         }
     }
 
-    fn parse(s: &str) -> Self {
+    pub(crate) fn parse(s: &str) -> Self {
         match s {
             "queued" => Self::Queued,
             "running" => Self::Running,

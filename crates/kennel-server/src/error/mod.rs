@@ -179,6 +179,8 @@ pub enum ApiError {
     QueueTimeout {
         /// The wait.
         after: Duration,
+        /// The job's id.
+        id: String,
     },
     /// The job was handed to the NATS connection but the stream did not
     /// confirm that it stored it: it may run (as job `id`), or not.
@@ -336,8 +338,8 @@ impl ApiError {
             Self::QueueUnavailable { message } => {
                 format!("the job could not be queued: {message}")
             }
-            Self::QueueTimeout { after } => format!(
-                "the job is queued but its result did not come within {}; it may still run",
+            Self::QueueTimeout { after, id } => format!(
+                "the job is queued but its result did not come within {}; it may still run, as job {id} (GET /jobs/{id} gives its result)",
                 humantime::format_duration(*after)
             ),
             Self::QueueUnconfirmed { id, message } => format!(

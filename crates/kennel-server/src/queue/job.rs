@@ -13,12 +13,16 @@ use axum::response::IntoResponse;
 use kennel::Key;
 use serde_json::{Value, json};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
+use super::claim::Claim;
 use super::outcome::{Disposition, dispose};
+use super::record::Record;
 use super::{
     DELIVERY, HEADROOM, INSTANCE, JOB_ID, KEY, META_KEY, MSG_ID, REPLY_TO, STATUS, Source,
 };
 use crate::ApiError;
+use crate::async_jobs::JobState;
 use crate::http::body::parse_json;
 use crate::lock;
 use crate::watch::run_request;
@@ -56,7 +60,10 @@ struct Delivery {
     reply_to: Option<String>,
 }
 
-/// Handles one message to its end: answer published, message disposed of.
+/// Handles one message to its end: its job claimed ([`Source::claim`]),
+/// run, its end stored in its record, its answer published, the message
+/// disposed of. A job that is over already is not run again: its stored
+/// answer is published again.
 pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
     let unplaced = Arc::new(Unplaced {
         source: source.clone(),
@@ -71,15 +78,55 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
     if delivery.delivered > 1 {
         source.metrics.redelivered.increment(1);
     }
+    let (mut record, mut revision) = match source
+        .claim(&delivery.id, delivery.delivered, &message)
+        .await
+    {
+        Ok(Claim::Run(record, revision)) => (record, revision),
+        Ok(Claim::Over(record)) => {
+            drop(unplaced);
+            source.metrics.deduplicated.increment(1);
+            let body = record
+                .answer
+                .map(|a| Bytes::from(a.get().to_owned()))
+                .unwrap_or_default();
+            let status = record.status.unwrap_or(200);
+            publish(&source, &delivery, status, record.retry_after, body).await;
+            settle(&source, &message, &delivery, AckKind::Ack).await;
+            return;
+        }
+        Err(e) => {
+            drop(unplaced);
+            tracing::warn!(target: "kennel_server", pool = %source.name, id = %delivery.id, error = %e, "cannot claim a job (its record cannot be read or written); it is delivered again later");
+            source.metrics.naked("store-unavailable");
+            let delay = source.config.nak_delay_after(delivery.delivered);
+            settle(&source, &message, &delivery, AckKind::Nak(Some(delay))).await;
+            return;
+        }
+    };
+    let guard = source.running(&delivery.id);
     let started = Instant::now();
     let answer = match request(&source, &message, &delivery) {
         Ok((job, key)) => {
-            with_progress(&source, &message, run(&source, job, key, unplaced.clone())).await
+            let job = run(&source, job, key, unplaced.clone());
+            let beats = Beats {
+                id: &delivery.id,
+                record: &mut record,
+                revision: &mut revision,
+            };
+            with_progress(&source, &message, beats, &guard.token, job).await
         }
-        Err(e) => Err(e),
+        Err(e) => Some(Err(e)),
     };
+    drop(guard);
     unplaced.release();
     source.timed(started.elapsed().as_secs_f64());
+    let Some(answer) = answer else {
+        // Cancelled by DELETE /jobs/{id}: its record says so already.
+        source.metrics.acked.increment(1);
+        settle(&source, &message, &delivery, AckKind::Ack).await;
+        return;
+    };
     // A reply the server would refuse is replaced by an error it takes.
     let limit = source.client.server_info().max_payload;
     let answer = answer.and_then(|reply| {
@@ -102,8 +149,11 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
         Ok(body) => (200, None, body),
         Err(e) => error_body(e).await,
     };
+    let id = delivery.id.as_str();
     let ack = match disposition {
         Disposition::Ack => {
+            let ended = record.ended(None, status, retry_after.clone(), &body);
+            source.store_end(id, &ended, revision).await;
             publish(&source, &delivery, status, retry_after, body).await;
             source.metrics.acked.increment(1);
             AckKind::Ack
@@ -121,16 +171,28 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
                 at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
                 instance: source.instance.to_string(),
             };
+            let ended = record.ended(None, status, retry_after.clone(), &body);
+            source.store_end(id, &ended, revision).await;
             publish(&source, &delivery, status, retry_after, body).await;
             source.bury(letter).await;
             source.metrics.terminated(reason);
             AckKind::Term
         }
         Disposition::Nak { delay, reason } => {
+            // Queued again for the next delivery (that one claims it).
+            record.state = JobState::Queued;
+            if let Err(e) = source.replace(id, &record, revision).await {
+                tracing::debug!(target: "kennel_server", pool = %source.name, id, error = %e, "cannot mark a job queued again; its next delivery waits out ack_wait");
+            }
             source.metrics.naked(reason);
             AckKind::Nak((!delay.is_zero()).then_some(delay))
         }
     };
+    settle(&source, &message, &delivery, ack).await;
+}
+
+/// Acks, naks or terminates the message; the source may fetch again.
+async fn settle(source: &Source, message: &jetstream::Message, delivery: &Delivery, ack: AckKind) {
     if let Err(e) = message.ack_with(ack).await {
         tracing::warn!(target: "kennel_server", pool = %source.name, id = %delivery.id, error = %e, "cannot acknowledge a message; it will be delivered again");
     }
@@ -192,24 +254,37 @@ fn request(
     Ok((job, key))
 }
 
-/// Runs `job` while sending an in-progress ack every third of `ack_wait`.
+/// A running job's record, for its beats.
+struct Beats<'a> {
+    id: &'a str,
+    record: &'a mut Record,
+    revision: &'a mut u64,
+}
+
+/// Runs `job` while sending an in-progress ack, and a beat to its record,
+/// every third of `ack_wait`; `None` when `cancel` fires first (the job
+/// is dropped: the pool cancels it on its worker).
 async fn with_progress<T>(
     source: &Source,
     message: &jetstream::Message,
+    beats: Beats<'_>,
+    cancel: &CancellationToken,
     job: impl Future<Output = T>,
-) -> T {
+) -> Option<T> {
     let every = source.config.progress_every();
     let mut tick = tokio::time::interval_at(Instant::now() + every, every);
     tokio::pin!(job);
     loop {
         tokio::select! {
             biased;
-            r = &mut job => return r,
+            () = cancel.cancelled() => return None,
+            r = &mut job => return Some(r),
             _ = tick.tick() => {
                 match message.ack_with(AckKind::Progress).await {
                     Ok(()) => source.metrics.progress.increment(1),
                     Err(e) => tracing::debug!(target: "kennel_server", pool = %source.name, error = %e, "an in-progress ack failed"),
                 }
+                source.beat(beats.id, beats.record, beats.revision).await;
             }
         }
     }

@@ -14,6 +14,7 @@ pub(crate) const NAK_REASONS: &[&str] = &[
     "rejected",
     "closed",
     "draining",
+    "store-unavailable",
     "other",
 ];
 
@@ -38,6 +39,9 @@ pub(crate) struct QueueMetrics {
     pub redelivered: Counter,
     /// Messages acked after their answer was published.
     pub acked: Counter,
+    /// Messages whose job was over already (answered, cancelled, or failed
+    /// `interrupted`): acked without running it again.
+    pub deduplicated: Counter,
     /// In-progress acks sent while jobs ran.
     pub progress: Counter,
     /// Messages held now: received and not yet acked, nak'd or terminated.
@@ -57,6 +61,7 @@ impl QueueMetrics {
             fetched: counter!("kennel_jetstream_fetched_total", "pool" => p.clone()),
             redelivered: counter!("kennel_jetstream_redelivered_total", "pool" => p.clone()),
             acked: counter!("kennel_jetstream_acked_total", "pool" => p.clone()),
+            deduplicated: counter!("kennel_jetstream_deduplicated_total", "pool" => p.clone()),
             progress: counter!("kennel_jetstream_progress_total", "pool" => p.clone()),
             held: gauge!("kennel_jetstream_held", "pool" => p.clone()),
             pending: gauge!("kennel_jetstream_pending", "pool" => p.clone()),

@@ -16,17 +16,19 @@ use async_nats::jetstream::consumer::PullConsumer;
 use kennel::Pool;
 use kennel_process::Coprocess;
 use tokio::sync::Notify;
-use tokio_util::task::TaskTracker;
+use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
 use crate::job_key::KeyRules;
 use crate::lock;
 use crate::watch::Watch;
 
+pub(crate) mod claim;
 pub(crate) mod config;
 pub(crate) mod credit;
 pub(crate) mod dead;
 pub(crate) mod metrics;
 pub(crate) mod outcome;
+pub(crate) mod record;
 
 mod connect;
 mod job;
@@ -112,6 +114,13 @@ pub(crate) struct Source {
     /// The dead-letter stream ([`dead`]); `None` where it cannot be had
     /// (a queue that may not make streams, and no such stream).
     dead: Option<jetstream::stream::Stream>,
+    /// The job records ([`record`]).
+    jobs: jetstream::kv::Store,
+    /// The jobs running here, and what cancels each ([`claim`]).
+    running: Mutex<claim::Running>,
+    /// The task that hears cancels told to every instance; stopped by the
+    /// drain.
+    cancels: Mutex<Option<AbortOnDropHandle<()>>>,
     watch: Option<Watch>,
     body_limit: usize,
     instance: Arc<str>,
@@ -156,6 +165,7 @@ impl Source {
     pub(crate) async fn drain(&self) {
         self.draining.store(true, Ordering::SeqCst);
         self.wake.notify_one();
+        drop(lock(&self.cancels).take());
         self.tasks.close();
         self.tasks.wait().await;
         if tokio::time::timeout(Duration::from_secs(2), self.client.flush())
@@ -195,7 +205,8 @@ impl Source {
 
     /// Connects the queue of pool `name` (`config`) for `pool`: creates the
     /// stream if asked to and missing, creates or updates the durable
-    /// consumer, and starts fetching.
+    /// consumer, opens the job records' bucket (kept `result_ttl` after
+    /// their last change), and starts fetching.
     ///
     /// # Errors
     ///
@@ -211,6 +222,7 @@ impl Source {
         watch: Option<Watch>,
         body_limit: usize,
         keys: KeyRules,
+        result_ttl: Duration,
     ) -> Result<Arc<Self>, (String, String)> {
         let instance: Arc<str> = instance_name().into();
         let (client, js, consumer) = connect::connect(name, config, &instance)
@@ -223,6 +235,9 @@ impl Source {
                 None
             }
         };
+        let jobs = record::bucket(&js, config.create, result_ttl)
+            .await
+            .map_err(|e| (".stream".to_owned(), e))?;
         let source = Arc::new(Self {
             name: name.to_owned(),
             pool,
@@ -231,6 +246,9 @@ impl Source {
             js,
             consumer,
             dead,
+            jobs,
+            running: Mutex::default(),
+            cancels: Mutex::default(),
             watch,
             body_limit,
             instance,
@@ -242,6 +260,11 @@ impl Source {
             mean_job: Mutex::default(),
             keys: Mutex::new(keys),
         });
+        let listening = tokio::spawn(claim::listen(
+            Arc::downgrade(&source),
+            source.client.clone(),
+        ));
+        *lock(&source.cancels) = Some(AbortOnDropHandle::new(listening));
         let fetching = source.clone();
         source.tasks.spawn(pull::fetch(fetching));
         Ok(source)

@@ -1,43 +1,42 @@
-//! HTTP into the queue: `POST /pools/{name}/jobs` on a queued pool
-//! publishes the job to the stream with a fresh inbox as its reply subject,
-//! and answers the result, whichever instance ran it.
+//! HTTP into the queue: `POST /pools/{name}/jobs` on a queued pool records
+//! the job ([`super::record`]) and publishes it to the stream, its id as
+//! its `Nats-Msg-Id`; the synchronous route then waits on the stored
+//! answer, whichever instance ran it; an asynchronous job is answered 202
+//! at once.
+
+use std::time::Duration;
 
 use async_nats::HeaderMap;
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::Response;
-use futures_util::StreamExt;
+use axum::response::{IntoResponse, Response};
 use rand::Rng;
 
-use super::{DELIVERY, INSTANCE, JOB_ID, MSG_ID, REPLY_TO, STATUS, Source};
+use super::record::Record;
+use super::{DELIVERY, INSTANCE, JOB_ID, MSG_ID, Source};
 use crate::ApiError;
 
+/// How long a job handed to the connection is published again until the
+/// stream confirms it stored it (within the stream's duplicate window).
+const CONFIRM_FOR: Duration = Duration::from_secs(15);
+
+/// The job bytes and key of a request, as the route checked them.
+type Job = (kennel_process::JsonBytes<bytes::Bytes>, Option<kennel::Key>);
+
 impl Source {
-    /// Publishes `job` (with its key, already checked, in a `Kennel-Key`
-    /// header) to the stream and waits for its answer: the body
-    /// and status the instance that ran it published, with `Retry-After`
-    /// and `Kennel-Job-Id` (the message id, `http-<32 hex digits>`) as
-    /// headers.
+    /// Records job `id` as queued and publishes it (with its key, already
+    /// checked, in a `Kennel-Key` header); `false` when job `id` had a
+    /// record already (nothing is published).
     ///
     /// # Errors
     ///
-    /// [`ApiError::QueueUnavailable`] when the job was not published (the
+    /// [`ApiError::QueueUnavailable`] when the job was not stored (the
     /// connection is down: nothing is kept to send later, so it never
     /// runs), [`ApiError::QueueUnconfirmed`] when it was handed to the
-    /// connection but the stream did not confirm storing it (it may run),
-    /// [`ApiError::TooLarge`] when it is over the server's `max_payload`,
-    /// [`ApiError::QueueTimeout`] when no answer comes within
-    /// `reply_timeout`.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future (the client hung up) does not take the job back:
-    /// once stored, it runs and its answer goes to an inbox nobody reads.
-    pub(crate) async fn submit(
-        &self,
-        job: kennel_process::JsonBytes<bytes::Bytes>,
-        key: Option<kennel::Key>,
-    ) -> Result<Response, ApiError> {
+    /// connection but the stream did not confirm storing it, published
+    /// again for 15 s (it may run),
+    /// [`ApiError::TooLarge`] when it is over the server's `max_payload`.
+    async fn enqueue(&self, id: &str, (job, key): Job) -> Result<bool, ApiError> {
         let unavailable = |e: &dyn std::fmt::Display| ApiError::QueueUnavailable {
             message: e.to_string(),
         };
@@ -49,13 +48,6 @@ impl Source {
                 &"the NATS server is not connected; the job was not stored and will not run",
             ));
         }
-        let inbox = self.client.new_inbox();
-        // Subscribed before publishing, so that no answer comes before.
-        let mut answers = self
-            .client
-            .subscribe(inbox.clone())
-            .await
-            .map_err(|e| unavailable(&e))?;
         // The job's bytes as they came (checked JSON), not written again.
         let (bytes, span) = job.into_parts();
         let body = bytes.slice(span);
@@ -63,47 +55,147 @@ impl Source {
         if body.len() + super::HEADROOM > limit {
             return Err(ApiError::TooLarge { limit });
         }
-        let id = format!("http-{:032x}", rand::rng().random::<u128>());
+        if !self.record_queued(id).await.map_err(|e| unavailable(&e))? {
+            return Ok(false);
+        }
         let mut headers = HeaderMap::new();
-        headers.insert(MSG_ID, id.as_str());
-        headers.insert(REPLY_TO, inbox.as_str());
+        headers.insert(MSG_ID, id);
         if let Some(key) = &key {
             headers.insert(super::KEY, key.as_str());
         }
-        let stored = self
-            .js
-            .publish_with_headers(self.config.subject.clone(), headers, body)
-            .await
-            .map_err(|e| unavailable(&e))?;
-        stored.await.map_err(|e| ApiError::QueueUnconfirmed {
-            id: id.clone(),
-            message: e.to_string(),
-        })?;
-        let after = self.config.reply_timeout.0;
-        let answer = tokio::time::timeout(after, answers.next())
-            .await
-            .map_err(|_| ApiError::QueueTimeout { after })?
-            .ok_or_else(|| unavailable(&"the connection to the NATS server closed"))?;
-        let header = |name: &str| super::header(answer.headers.as_ref(), name);
-        let status = header(STATUS)
-            .and_then(|s| s.parse::<u16>().ok())
-            .and_then(|s| StatusCode::from_u16(s).ok())
-            .unwrap_or(StatusCode::OK);
-        let mut response = Response::new(Body::from(answer.payload));
-        *response.status_mut() = status;
-        let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        if let Ok(v) = HeaderValue::from_str(&id) {
-            headers.insert(JOB_ID, v);
-        }
-        for name in ["Retry-After", INSTANCE, DELIVERY] {
-            if let Some(v) = header(name).and_then(|v| HeaderValue::from_str(&v).ok()) {
-                headers.insert(name, v);
+        // Published again (the same `Nats-Msg-Id`: the stream keeps one)
+        // until the stream confirms it, for up to CONFIRM_FOR.
+        let deadline = tokio::time::Instant::now() + CONFIRM_FOR;
+        let mut pause = Duration::from_millis(100);
+        let mut first = true;
+        loop {
+            let published = self
+                .js
+                .publish_with_headers(self.config.subject.clone(), headers.clone(), body.clone())
+                .await;
+            let failed = match published {
+                Ok(stored) => match stored.await {
+                    Ok(_) => return Ok(true),
+                    Err(e) => e.to_string(),
+                },
+                Err(e) if first => {
+                    // Never handed over: no job to record.
+                    let _ = self.jobs.purge(id).await;
+                    return Err(unavailable(&e));
+                }
+                Err(e) => e.to_string(),
+            };
+            first = false;
+            if tokio::time::Instant::now() + pause > deadline {
+                return Err(ApiError::QueueUnconfirmed {
+                    id: id.to_owned(),
+                    message: failed,
+                });
             }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(2));
         }
-        Ok(response)
     }
+
+    /// Records and publishes `job`, then waits for its stored answer: the
+    /// body and status the instance that ran it stored, with `Retry-After`,
+    /// `Kennel-Job-Id` (`http-<32 hex digits>`), `Kennel-Instance` and
+    /// `Kennel-Delivery` as headers. An error answer that knows the job's
+    /// id carries it too.
+    ///
+    /// The errors of [`enqueue`](Self::enqueue), and
+    /// [`ApiError::QueueTimeout`] when the answer is not stored within
+    /// `reply_timeout`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future (the client hung up) does not take the job back:
+    /// once stored, it runs and its answer is kept for `GET /jobs/{id}`.
+    pub(crate) async fn submit(&self, job: Job) -> Response {
+        let id = format!("http-{:032x}", rand::rng().random::<u128>());
+        let with_id = |mut response: Response| {
+            if let Ok(v) = HeaderValue::from_str(&id) {
+                response.headers_mut().insert(JOB_ID, v);
+            }
+            response
+        };
+        if let Err(e) = self.enqueue(&id, job).await {
+            return e.into_response();
+        }
+        let after = self.config.reply_timeout.0;
+        let Ok(record) = tokio::time::timeout(after, self.wait_end(&id)).await else {
+            return with_id(
+                ApiError::QueueTimeout {
+                    after,
+                    id: id.clone(),
+                }
+                .into_response(),
+            );
+        };
+        with_id(answer(record))
+    }
+
+    /// Records and publishes `job` as an asynchronous job; its id. With an
+    /// `Idempotency-Key`, the id is a digest of the pool and the key, and a
+    /// job already recorded under it is not published again.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`enqueue`](Self::enqueue).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: dropped midway, the job may or may not be stored.
+    pub(crate) async fn submit_async(
+        &self,
+        job: Job,
+        idempotency: Option<&str>,
+    ) -> Result<String, ApiError> {
+        let id = match idempotency {
+            Some(k) => {
+                let mut named = self.name.clone().into_bytes();
+                named.push(0);
+                named.extend_from_slice(k.as_bytes());
+                let digest = ring::digest::digest(&ring::digest::SHA256, &named);
+                let hex: String = digest.as_ref()[..16]
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                format!("idem-{hex}")
+            }
+            None => format!("job-{:032x}", rand::rng().random::<u128>()),
+        };
+        self.enqueue(&id, job).await?;
+        Ok(id)
+    }
+}
+
+/// The HTTP answer of a job that is over, from its record.
+fn answer(record: Record) -> Response {
+    let status = record
+        .status
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::OK);
+    let body = record
+        .answer
+        .map(|a| a.get().to_owned())
+        .unwrap_or_default();
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let named = [
+        (header::RETRY_AFTER.as_str(), record.retry_after),
+        (INSTANCE, record.instance),
+        (DELIVERY, Some(record.attempts.to_string())),
+    ];
+    for (name, value) in named {
+        if let Some(v) = value.and_then(|v| HeaderValue::from_str(&v).ok()) {
+            headers.insert(name, v);
+        }
+    }
+    response
 }

@@ -67,12 +67,29 @@ impl AppState {
             return Ok(None);
         };
         let keys = crate::job_key::KeyRules::of(config);
-        let source =
-            Source::start(&config.name, queue, pool, watch, self.body_limit(), keys).await?;
+        let source = Source::start(
+            &config.name,
+            queue,
+            pool,
+            watch,
+            self.body_limit(),
+            keys,
+            self.async_jobs().result_ttl,
+        )
+        .await?;
         if config.options.job_timeout.is_none() {
             tracing::warn!(target: "kennel_server", pool = %config.name, "a queued pool without job_timeout: a job that hangs keeps its message by in-progress acks until it ends");
         }
         Ok(Some(source))
+    }
+
+    /// Every queued pool's source.
+    pub(crate) fn queues(&self) -> Vec<Arc<Source>> {
+        self.pools()
+            .lock()
+            .values()
+            .filter_map(|e| e.queue.clone())
+            .collect()
     }
 
     /// Drains every queue: stops fetching, hands back at once what arrives,
@@ -85,12 +102,7 @@ impl AppState {
     /// Fetching stops as soon as the call starts; dropping the future only
     /// stops the waiting.
     pub(crate) async fn drain_queues(&self) {
-        let sources: Vec<Arc<Source>> = self
-            .pools()
-            .lock()
-            .values()
-            .filter_map(|e| e.queue.clone())
-            .collect();
+        let sources = self.queues();
         futures_util::future::join_all(sources.iter().map(|s| s.drain())).await;
     }
 }

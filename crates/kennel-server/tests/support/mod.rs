@@ -120,6 +120,14 @@ impl Nats {
         let _ = self.child.wait();
     }
 
+    /// Stops the server as an operator would (SIGTERM: it shuts down
+    /// gracefully); its store stays on disk.
+    pub fn terminate(&mut self) {
+        let pid = Pid::from_raw(i32::try_from(self.child.id()).unwrap());
+        let _ = kill(pid, Signal::SIGTERM);
+        let _ = self.child.wait();
+    }
+
     /// Starts it again on the same port with the same store.
     pub fn restart(&mut self) {
         self.child = Self::spawn(self.port, &self.store);
@@ -230,12 +238,27 @@ pub fn http(
     path: &str,
     body: Option<&str>,
 ) -> (u16, String, String) {
+    http_with(addr, method, path, &[], body)
+}
+
+/// [`http`] with request headers.
+pub fn http_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect_timeout(&addr, LIMIT).unwrap();
     stream.set_read_timeout(Some(LIMIT)).unwrap();
     let body = body.unwrap_or_default();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();

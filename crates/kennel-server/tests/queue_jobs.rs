@@ -1,0 +1,301 @@
+//! Queued pools keep each job's record and answer in JetStream (the
+//! `KENNEL_JOBS` bucket of a real `nats-server -js`): an asynchronous job
+//! is answered by any instance; `Idempotency-Key` runs one job; a cancel
+//! reaches a queued and a running job; a poison job is failed with its last
+//! error; across a graceful restart of NATS three instances answer all of
+//! 600 synchronous jobs and run none twice (counted by the worker); across
+//! a `kill -9` of NATS none runs twice, and a job whose stored end the
+//! broker lost (it had not yet written it out) is failed `interrupted`,
+//! having run once.
+
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::Value;
+use support::{Instance, LIMIT, Nats, TempDir, http, http_with, queued_pool};
+
+/// A queued pool `count` of `workers` counting workers (each job's `n`
+/// appended to `dir/count` before it runs).
+fn counted_pool(nats: &str, dir: &Path, workers: usize, queue_extra: &str) -> String {
+    let worker = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/async_workers/count.py");
+    format!(
+        r#"[[pool]]
+name = "count"
+argv = ["python3", "{}"]
+env = {{ COUNT_FILE = "{}" }}
+startup = "parallel"
+sizing = {{ kind = "fixed", workers = {workers} }}
+job_timeout = "5m"
+
+[pool.queue]
+nats = "{nats}"
+stream = "COUNT"
+subject = "jobs.count"
+ack_wait = "2s"
+{queue_extra}
+"#,
+        worker.display(),
+        dir.join("count").display()
+    )
+}
+
+/// How many times the workers ran each `n`.
+fn runs(dir: &Path) -> BTreeMap<u64, usize> {
+    let text = std::fs::read_to_string(dir.join("count")).unwrap_or_default();
+    let mut runs = BTreeMap::new();
+    for n in text.lines().filter_map(|l| l.trim().parse().ok()) {
+        *runs.entry(n).or_default() += 1;
+    }
+    runs
+}
+
+/// POSTs `body` as an asynchronous job; its id, checked against the 202's
+/// `Location`.
+fn submit(addr: SocketAddr, pool: &str, body: &str, extra: &[(&str, &str)]) -> String {
+    let mut headers = vec![("Prefer", "respond-async")];
+    headers.extend_from_slice(extra);
+    let path = format!("/pools/{pool}/jobs");
+    let (status, head, text) = http_with(addr, "POST", &path, &headers, Some(body));
+    assert_eq!(status, 202, "{text}");
+    let id = serde_json::from_str::<Value>(&text).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        head.to_ascii_lowercase()
+            .contains(&format!("location: /jobs/{id}")),
+        "{head}"
+    );
+    id
+}
+
+/// `GET /jobs/{id}` until its state is `state`; the job.
+fn wait_state(addr: SocketAddr, id: &str, state: &str) -> Value {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let (status, _, body) = http(addr, "GET", &format!("/jobs/{id}"), None);
+        if status == 200 {
+            let job: Value = serde_json::from_str(&body).unwrap();
+            if job["state"] == state {
+                return job;
+            }
+        }
+        // Each request paces the next one.
+        assert!(Instant::now() < deadline, "{id} never {state}: {body}");
+    }
+}
+
+#[test]
+fn an_asynchronous_job_of_a_queued_pool_is_answered_by_any_instance_and_an_idempotency_key_runs_it_once()
+ {
+    let test = "an_asynchronous_job_of_a_queued_pool_is_answered_by_any_instance";
+    let Some(nats) = Nats::start(test) else {
+        return;
+    };
+    let dir = TempDir::new(test);
+    let config = counted_pool(&nats.url, &dir.0, 1, "");
+    let a = Instance::start(&dir.0, "a", &config);
+    let b = Instance::start(&dir.0, "b", &config);
+    let id = submit(a.addr, "count", r#"{"n": 1}"#, &[]);
+    let job = wait_state(b.addr, &id, "done");
+    assert_eq!(job["result"]["n"], 1, "{job}");
+    assert_eq!(job["attempts"], 1, "{job}");
+    assert_eq!(job["pool"], "count");
+    // Two POSTs with one Idempotency-Key, to two instances: one job.
+    let key = [("Idempotency-Key", "batch 7 line 1")];
+    let first = submit(a.addr, "count", r#"{"n": 2}"#, &key);
+    let second = submit(b.addr, "count", r#"{"n": 2}"#, &key);
+    assert_eq!(first, second);
+    wait_state(a.addr, &first, "done");
+    // A later job runs after it (one worker each, a FIFO stream).
+    let (status, _, body) = http(a.addr, "POST", "/pools/count/jobs", Some(r#"{"n": 3}"#));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(runs(&dir.0), BTreeMap::from([(1, 1), (2, 1), (3, 1)]));
+    // An id no job has.
+    let (status, _, body) = http(b.addr, "GET", "/jobs/job-unknown", None);
+    assert_eq!(status, 404, "{body}");
+}
+
+#[test]
+fn a_cancelled_queued_job_never_runs_and_a_running_one_is_cancelled_on_its_worker() {
+    let test = "a_cancelled_queued_job_never_runs_and_a_running_one_is_cancelled";
+    let Some(nats) = Nats::start(test) else {
+        return;
+    };
+    let dir = TempDir::new(test);
+    let a = Instance::start(&dir.0, "a", &counted_pool(&nats.url, &dir.0, 1, ""));
+    let running = submit(a.addr, "count", r#"{"n": 1, "ms": 600000}"#, &[]);
+    wait_state(a.addr, &running, "running");
+    // Its worker has it (it counts a job before it works on it).
+    let deadline = Instant::now() + LIMIT;
+    while runs(&dir.0).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the long job never reached its worker"
+        );
+        std::thread::yield_now();
+    }
+    let queued = submit(a.addr, "count", r#"{"n": 2}"#, &[]);
+    assert_eq!(wait_state(a.addr, &queued, "queued")["attempts"], 0);
+    for id in [&queued, &running] {
+        let (status, _, body) = http(a.addr, "DELETE", &format!("/jobs/{id}"), None);
+        assert_eq!(status, 200, "{body}");
+        let job: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(job["state"], "cancelled", "{job}");
+        assert_eq!(job["error"]["error"], "cancelled", "{job}");
+    }
+    // The worker is free again (the long job was cancelled on it), and the
+    // cancelled queued job, delivered first, was passed over.
+    let (status, _, body) = http(a.addr, "POST", "/pools/count/jobs", Some(r#"{"n": 3}"#));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(runs(&dir.0), BTreeMap::from([(1, 1), (3, 1)]));
+    assert_eq!(
+        a.metric("kennel_jetstream_deduplicated_total", "count"),
+        1.0
+    );
+    assert_eq!(wait_state(a.addr, &running, "cancelled")["attempts"], 1);
+}
+
+#[test]
+fn a_poison_job_is_failed_with_its_last_error_and_attempts_at_get_jobs() {
+    let test = "a_poison_job_is_failed_with_its_last_error_and_attempts_at_get_jobs";
+    let Some(nats) = Nats::start(test) else {
+        return;
+    };
+    let dir = TempDir::new(test);
+    let config = queued_pool(&nats.url, 1, "max_deliver = 3\nnak_delay = \"100ms\"");
+    let a = Instance::start(&dir.0, "a", &config);
+    let id = submit(a.addr, "q", r#"{"crash": true}"#, &[]);
+    let job = wait_state(a.addr, &id, "failed");
+    assert_eq!(job["attempts"], 3, "{job}");
+    assert_eq!(job["error"]["error"], "crashed", "{job}");
+    let dead = a.get("/pools/q/dead");
+    assert_eq!(dead["dead"][0]["id"], id.as_str(), "{dead}");
+}
+
+/// How a restart of NATS goes.
+#[derive(Clone, Copy)]
+enum Restart {
+    /// SIGTERM: it shuts down gracefully.
+    Graceful,
+    /// SIGKILL.
+    Kill,
+}
+
+/// Three instances of a queued pool of 2 counting workers each; 600
+/// synchronous jobs from 24 callers; NATS restarted (its store on disk)
+/// once a third are answered. Each caller sends its next job once it has
+/// its answer, and sends a job again only when told 503
+/// `queue-unavailable` (never stored, so never run). Every job must be
+/// answered, and no job run twice.
+fn restart_scene(test: &str, restart: Restart) {
+    const JOBS: usize = 600;
+    const CALLERS: usize = 24;
+    let Some(mut nats) = Nats::start(test) else {
+        return;
+    };
+    let dir = TempDir::new(test);
+    let config = counted_pool(&nats.url, &dir.0, 2, "");
+    let instances: Vec<Instance> = ["a", "b", "c"]
+        .iter()
+        .map(|name| Instance::start(&dir.0, name, &config))
+        .collect();
+    let addrs: Vec<SocketAddr> = instances.iter().map(|i| i.addr).collect();
+    let answered = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let wrong: Arc<Mutex<Vec<String>>> = Arc::default();
+    let interrupted: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let callers: Vec<_> = (0..CALLERS)
+        .map(|c| {
+            let (answered, refused) = (answered.clone(), refused.clone());
+            let (wrong, interrupted) = (wrong.clone(), interrupted.clone());
+            let addrs = addrs.clone();
+            std::thread::spawn(move || {
+                for n in (c..JOBS).step_by(CALLERS) {
+                    let addr = addrs[n % addrs.len()];
+                    let body = format!(r#"{{"n": {n}, "ms": 20}}"#);
+                    let deadline = Instant::now() + LIMIT;
+                    loop {
+                        let (status, _, text) =
+                            http(addr, "POST", "/pools/count/jobs", Some(&body));
+                        let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                        if status == 503 && answer["error"] == "queue-unavailable" {
+                            refused.fetch_add(1, Ordering::SeqCst);
+                            assert!(Instant::now() < deadline, "job {n} refused for a minute");
+                            continue;
+                        }
+                        if answer["error"] == "interrupted" {
+                            lock(&interrupted).push(n as u64);
+                        } else if status != 200 || answer["n"] != n {
+                            lock(&wrong).push(format!("job {n}: {status} {text}"));
+                        }
+                        answered.fetch_add(1, Ordering::SeqCst);
+                        break;
+                    }
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + LIMIT;
+    while answered.load(Ordering::SeqCst) < JOBS / 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the first third was not answered"
+        );
+        std::thread::yield_now();
+    }
+    match restart {
+        Restart::Graceful => nats.terminate(),
+        Restart::Kill => nats.stop(),
+    }
+    nats.restart();
+    for caller in callers {
+        caller.join().unwrap();
+    }
+    let wrong = lock(&wrong).clone();
+    assert!(wrong.is_empty(), "answers lost or wrong: {wrong:#?}");
+    let runs = runs(&dir.0);
+    let twice: Vec<_> = runs.iter().filter(|(_, r)| **r > 1).collect();
+    assert!(twice.is_empty(), "run more than once: {twice:?}");
+    let interrupted = lock(&interrupted).clone();
+    // Failed `interrupted` only where a job's stored end was lost; each of
+    // those ran once all the same.
+    for n in &interrupted {
+        assert_eq!(runs.get(n), Some(&1), "job {n} answered interrupted");
+    }
+    if let Restart::Graceful = restart {
+        assert!(interrupted.is_empty(), "answers lost: {interrupted:?}");
+        assert_eq!(runs.len(), JOBS, "every job ran");
+    }
+    eprintln!(
+        "{test}: {JOBS} answered ({} of them `interrupted`: ran once, their stored end lost with the broker), {} run twice, {} POSTs refused 503 while NATS was away",
+        interrupted.len(),
+        twice.len(),
+        refused.load(Ordering::SeqCst)
+    );
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[test]
+fn a_graceful_restart_of_nats_loses_no_answer_and_runs_no_job_twice() {
+    restart_scene(
+        "a_graceful_restart_of_nats_loses_no_answer_and_runs_no_job_twice",
+        Restart::Graceful,
+    );
+}
+
+#[test]
+fn a_kill_9_of_nats_runs_no_job_twice_and_fails_interrupted_only_what_ran() {
+    restart_scene("a_kill_9_of_nats_runs_no_job_twice", Restart::Kill);
+}
