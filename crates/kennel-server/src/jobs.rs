@@ -214,10 +214,11 @@ impl Drop for FinishOnDrop {
         (status = 413, description = "the body is over `body_limit` (`too-large`)", body = ErrorBody),
         (status = 500, description = "the worker replied with an error (`worker-error`)", body = ErrorBody),
         (status = 501, description = "no pool is configured (`not-supported`)", body = ErrorBody),
-        (status = 502, description = "the worker ended, failed its warm-up or broke the protocol (`crashed`, `warmup-failed`, `protocol`), with its last words, or could not load the job's key (`load-failed`)", body = ErrorBody),
-        (status = 503, description = "rejected (`rejected`, with `Retry-After`), the workers keep failing to start (`unavailable`), or the pool is closed (`closed`)", body = ErrorBody),
+        (status = 502, description = "the worker ended, failed its warm-up or broke the protocol (`crashed`, `warmup-failed`, `protocol`), with its last words, or could not load the job's key (`load-failed`); on a queued pool, the instance running it went silent for `ack_wait` and the pool has no `retry_on_crash` (`interrupted`), or the reply is over NATS's `max_payload` (`reply-too-large`)", body = ErrorBody),
+        (status = 409, description = "on a queued pool, the job was cancelled by `DELETE /jobs/{id}` while its caller waited (`cancelled`)", body = ErrorBody),
+        (status = 503, description = "rejected (`rejected`, with `Retry-After`), the workers keep failing to start (`unavailable`), or the pool is closed (`closed`); on a queued pool, the job was not stored and will not run (`queue-unavailable`)", body = ErrorBody),
         (status = 429, description = "the caller's tenant is over its `max_queued` or `max_in_flight` (`tenant-limit`, with `Retry-After`: its own projected wait)", body = ErrorBody),
-        (status = 504, description = "the job ran past `job_timeout` (`timeout`)", body = ErrorBody),
+        (status = 504, description = "the job ran past `job_timeout` (`timeout`); on a queued pool, its answer was not stored within `reply_timeout` (`queue-timeout`) or the stream did not confirm storing it (`queue-unconfirmed`): it may still run, as the job `Kennel-Job-Id` names", body = ErrorBody),
     )
 )]
 pub(crate) async fn pool_job(
@@ -356,7 +357,7 @@ async fn notify(
         (status = 502, description = "the worker ended, failed its warm-up or broke the protocol", body = ErrorBody),
         (status = 429, description = "the caller's tenant is over its `max_in_flight` (`tenant-limit`, with `Retry-After`)", body = ErrorBody),
         (status = 503, description = "no pool of the group can lend now (`no-members`, with `Retry-After`)", body = ErrorBody),
-        (status = 504, description = "the job ran past `job_timeout` (`timeout`)", body = ErrorBody),
+        (status = 504, description = "the job ran past `job_timeout` (`timeout`); on a queued pool, its answer was not stored within `reply_timeout` (`queue-timeout`) or the stream did not confirm storing it (`queue-unconfirmed`): it may still run, as the job `Kennel-Job-Id` names", body = ErrorBody),
     )
 )]
 pub(crate) async fn group_job(

@@ -1,12 +1,13 @@
 //! Queued pools keep each job's record and answer in JetStream (the
 //! `KENNEL_JOBS` bucket of a real `nats-server -js`): an asynchronous job
 //! is answered by any instance; `Idempotency-Key` runs one job; a cancel
-//! reaches a queued and a running job; a poison job is failed with its last
-//! error; across a graceful restart of NATS three instances answer all of
-//! 600 synchronous jobs and run none twice (counted by the worker); across
-//! a `kill -9` of NATS none runs twice, and a job whose stored end the
-//! broker lost (it had not yet written it out) is failed `interrupted`,
-//! having run once.
+//! reaches a queued and a running job; a poison job is failed with its
+//! last error; a frozen instance's job is failed `interrupted`, not run
+//! again, and its real answer wins once it wakes. Across a graceful
+//! restart of NATS three instances answer all of 600 synchronous jobs and
+//! run none twice (counted by the worker); across a `kill -9` of NATS none
+//! runs twice, and a job whose stored end the broker lost (it had not yet
+//! written it out) is failed `interrupted`, having run once.
 
 #![cfg(target_os = "linux")]
 
@@ -298,4 +299,36 @@ fn a_graceful_restart_of_nats_loses_no_answer_and_runs_no_job_twice() {
 #[test]
 fn a_kill_9_of_nats_runs_no_job_twice_and_fails_interrupted_only_what_ran() {
     restart_scene("a_kill_9_of_nats_runs_no_job_twice", Restart::Kill);
+}
+
+#[test]
+fn a_frozen_instances_job_is_failed_interrupted_not_run_twice_and_its_real_answer_wins() {
+    let test = "a_frozen_instances_job_is_failed_interrupted_not_run_twice";
+    let Some(nats) = Nats::start(test) else {
+        return;
+    };
+    let dir = TempDir::new(test);
+    let config = counted_pool(&nats.url, &dir.0, 1, "");
+    let a = Instance::start(&dir.0, "a", &config);
+    let id = submit(a.addr, "count", r#"{"n": 1, "ms": 3000}"#, &[]);
+    let deadline = Instant::now() + LIMIT;
+    while runs(&dir.0).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the job never reached a's worker"
+        );
+        std::thread::yield_now();
+    }
+    // a is frozen (SIGSTOP) mid-job; b gets the job's message again once
+    // a's in-progress acks stop for ack_wait, and waits another ack_wait
+    // for a to say it still runs.
+    let b = Instance::start(&dir.0, "b", &config);
+    a.signal(nix::sys::signal::Signal::SIGSTOP);
+    let job = wait_state(b.addr, &id, "failed");
+    assert_eq!(job["error"]["error"], "interrupted", "{job}");
+    // a wakes, finishes the job and stores its answer over `interrupted`.
+    a.signal(nix::sys::signal::Signal::SIGCONT);
+    let job = wait_state(b.addr, &id, "done");
+    assert_eq!(job["result"]["n"], 1, "{job}");
+    assert_eq!(runs(&dir.0), BTreeMap::from([(1, 1)]));
 }

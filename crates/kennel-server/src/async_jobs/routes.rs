@@ -243,6 +243,7 @@ impl Found {
     responses(
         (status = 200, description = "the job: its state, attempts and times, and once done the worker's reply as it wrote it (`result`), once failed or cancelled its error", body = JobView),
         (status = 404, description = "no such job (never accepted, or ended longer ago than `result_ttl`): `no-such-job`", body = ErrorBody),
+        (status = 503, description = "the job is not in this server's store and a queued pool's records cannot be read (`queue-unavailable`)", body = ErrorBody),
     )
 )]
 pub(crate) async fn get_job(State(state): State<AppState>, Segment(id): Segment) -> Response {
@@ -259,7 +260,7 @@ pub(crate) async fn get_job(State(state): State<AppState>, Segment(id): Segment)
     tag = "jobs",
     params(("id" = String, Path, description = "the job's id")),
     responses(
-        (status = 200, description = "server-sent events: a `progress` event per progress item of the worker's while the job runs (a watcher more than 64 behind misses some), then one `end` event whose data is the job as `GET /jobs/{id}` shows it; a job already over gives its `end` at once", content_type = "text/event-stream"),
+        (status = 200, description = "server-sent events: a `progress` event per progress item of the worker's while the job runs (a watcher more than 64 behind misses some), then one `end` event whose data is the job as `GET /jobs/{id}` shows it; a job already over gives its `end` at once; a queued pool's job gives only its `end`", content_type = "text/event-stream"),
         (status = 404, description = "no such job: `no-such-job`", body = ErrorBody),
     )
 )]
@@ -328,6 +329,7 @@ pub(crate) async fn job_events(State(state): State<AppState>, Segment(id): Segme
     responses(
         (status = 200, description = "the job after the cancel (`cancelled`, or the state it had already ended in)", body = JobView),
         (status = 404, description = "no such job: `no-such-job`", body = ErrorBody),
+        (status = 503, description = "a queued pool's job whose record cannot be read or written (`queue-unavailable`)", body = ErrorBody),
     )
 )]
 pub(crate) async fn cancel_job(State(state): State<AppState>, Segment(id): Segment) -> Response {
