@@ -1,8 +1,8 @@
 //! A delivery's claim on its job, through the job's record
 //! ([`super::record`]): a job that is over (answered, cancelled) is not run
 //! again; one that another delivery runs is waited on while its runner says
-//! it still runs; one whose runner went silent for `ack_wait` (stopped, or
-//! cut off) is taken over where the pool says its jobs may run twice
+//! it still runs; one whose runner went silent for `ack_wait` and a
+//! request's timeout (stopped, or cut off) is taken over where the pool says its jobs may run twice
 //! (`retry_on_crash`), else failed `interrupted`. A running job says it
 //! still runs with each in-progress ack; `DELETE /jobs/{id}` cancels it
 //! on whichever instance runs it, through the subject [`CANCEL_SUBJECT`].
@@ -99,17 +99,25 @@ impl Source {
                 return Ok(Claim::Run(record, revision));
             }
             let mut next = record.clone().taken(delivered, &self.instance);
-            if record.state == JobState::Running {
+            // A delivery before the last one that the record does not
+            // show may have claimed the job, its claim lost with the NATS
+            // server's last writes: waited on as a running one, then
+            // taken.
+            let unseen = record.state == JobState::Queued && delivered > record.attempts + 1;
+            if record.state == JobState::Running || unseen {
                 let since = match silent {
                     Some((rev, since)) if rev == revision => since,
                     _ => silent.insert((revision, Instant::now())).1,
                 };
-                if since.elapsed() < self.config.ack_wait.0 {
+                // Its runner beats every third of ack_wait; one cut off
+                // from NATS beats again within a request's timeout of its
+                // return.
+                if since.elapsed() < self.config.ack_wait.0 + super::REQUEST_TIMEOUT {
                     let _ = message.ack_with(AckKind::Progress).await;
                     tokio::time::sleep(self.config.progress_every()).await;
                     continue;
                 }
-                if self.pool.options().retry_on_crash == 0 {
+                if record.state == JobState::Running && self.pool.options().retry_on_crash == 0 {
                     let error = json!({
                         "error": "interrupted",
                         "message": "the instance that ran the job went silent for ack_wait (stopped, or cut off), and its pool does not say its jobs may run twice (retry_on_crash)",
@@ -128,8 +136,10 @@ impl Source {
     }
 
     /// Says that job `id` still runs: its record's `beat` goes up over
-    /// `revision`, which becomes the new one. A record someone else wrote
-    /// meanwhile is left as it is; a cancelled one cancels the job here.
+    /// `revision`, which becomes the new one. A cancelled record cancels
+    /// the job here; one that lost this delivery's claim (the NATS server
+    /// lost its last writes) is claimed again; one another delivery took
+    /// over is left as it is.
     ///
     /// # Cancel safety
     ///
@@ -139,10 +149,18 @@ impl Source {
         match self.replace(id, record, *revision).await {
             Ok(rev) => *revision = rev,
             Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
-                if let Ok(Some((now, _))) = self.record(id).await
-                    && now.state == JobState::Cancelled
-                {
+                let Ok(Some((now, rev))) = self.record(id).await else {
+                    return;
+                };
+                let mine = now.attempts == record.attempts
+                    && now.instance == record.instance
+                    && now.state == JobState::Running;
+                if now.state == JobState::Cancelled {
                     self.cancel_here(id);
+                } else if now.state == JobState::Queued || mine {
+                    if let Ok(rev) = self.replace(id, record, rev).await {
+                        *revision = rev;
+                    }
                 }
             }
             Err(_) => {}

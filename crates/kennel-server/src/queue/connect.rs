@@ -43,7 +43,8 @@ pub(super) async fn connect(
         .connect(queue.nats.as_str())
         .await
         .map_err(|e| ("nats", format!("cannot connect to {}: {e}", queue.nats)))?;
-    let js = jetstream::new(client.clone());
+    let mut js = jetstream::new(client.clone());
+    js.set_timeout(super::REQUEST_TIMEOUT);
     let stream = if queue.create {
         js.get_or_create_stream(stream::Config {
             name: queue.stream.clone(),

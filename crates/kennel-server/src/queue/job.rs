@@ -153,7 +153,7 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
     let ack = match disposition {
         Disposition::Ack => {
             let ended = record.ended(None, status, retry_after.clone(), &body);
-            source.store_end(id, &ended, revision).await;
+            source.store(id, &ended, revision).await;
             publish(&source, &delivery, status, retry_after, body).await;
             source.metrics.acked.increment(1);
             AckKind::Ack
@@ -172,7 +172,7 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
                 instance: source.instance.to_string(),
             };
             let ended = record.ended(None, status, retry_after.clone(), &body);
-            source.store_end(id, &ended, revision).await;
+            source.store(id, &ended, revision).await;
             publish(&source, &delivery, status, retry_after, body).await;
             source.bury(letter).await;
             source.metrics.terminated(reason);
@@ -181,9 +181,7 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
         Disposition::Nak { delay, reason } => {
             // Queued again for the next delivery (that one claims it).
             record.state = JobState::Queued;
-            if let Err(e) = source.replace(id, &record, revision).await {
-                tracing::debug!(target: "kennel_server", pool = %source.name, id, error = %e, "cannot mark a job queued again; its next delivery waits out ack_wait");
-            }
+            source.store(id, &record, revision).await;
             source.metrics.naked(reason);
             AckKind::Nak((!delay.is_zero()).then_some(delay))
         }

@@ -61,6 +61,10 @@ pub(crate) const META_KEY: &str = "_kennel";
 /// `max_payload`.
 pub(crate) const HEADROOM: usize = 512;
 
+/// How long a JetStream request (a publish's confirmation, a record's read
+/// or write) waits for its answer.
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How long one pull request waits on the server for messages. A graceful
 /// stop waits for the one outstanding to end (handing back what it brings).
 pub(crate) const PULL_EXPIRES: Duration = Duration::from_secs(2);

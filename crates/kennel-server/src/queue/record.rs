@@ -276,16 +276,18 @@ impl Source {
         self.jobs.update(id, record.to_bytes(), revision).await
     }
 
-    /// Stores job `id`'s end, `record`, over `revision` (what its runner
-    /// last wrote), trying again while NATS is away (up to five minutes).
-    /// A record someone else ended meanwhile stays as it is (cancelled, or
-    /// answered by another delivery), unless it says `interrupted`: the
-    /// job did run, and this is its answer.
+    /// Stores `record`, job `id`'s end or (queued again) its state, over
+    /// `revision` (what its runner last wrote), trying again while NATS is
+    /// away (up to five minutes). A record someone else ended meanwhile
+    /// stays as it is (cancelled, or answered by another delivery), unless
+    /// it says `interrupted` and `record` is an end: the job did run, and
+    /// this is its answer.
     ///
     /// # Cancel safety
     ///
-    /// Not cancel safe: dropped midway, the answer may or may not be stored.
-    pub(super) async fn store_end(&self, id: &str, record: &Record, mut revision: u64) {
+    /// Not cancel safe: dropped midway, the record may or may not be
+    /// stored.
+    pub(super) async fn store(&self, id: &str, record: &Record, mut revision: u64) {
         let deadline = tokio::time::Instant::now() + STORE_FOR;
         let mut pause = Duration::from_millis(100);
         loop {
@@ -295,7 +297,8 @@ impl Source {
                     match self.record(id).await {
                         Ok(Some((now, rev))) => {
                             let taken_over = now.state.is_final()
-                                && now.error_kind().as_deref() != Some("interrupted");
+                                && (!record.state.is_final()
+                                    || now.error_kind().as_deref() != Some("interrupted"));
                             if taken_over {
                                 return;
                             }
@@ -310,7 +313,7 @@ impl Source {
                 Err(_) => {}
             }
             if tokio::time::Instant::now() >= deadline {
-                tracing::warn!(target: "kennel_server", pool = %self.name, id, "cannot store a job's answer: NATS is away");
+                tracing::warn!(target: "kennel_server", pool = %self.name, id, "cannot store a job's record: NATS has been away for five minutes");
                 return;
             }
             tokio::time::sleep(pause).await;
