@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Value;
-use support::{Instance, LIMIT, Nats, TempDir, http, http_with, queued_pool};
+use support::{Client, Instance, LIMIT, Nats, TempDir, http, http_with, queued_pool};
 
 /// A queued pool `count` of `workers` counting workers (each job's `n`
 /// appended to `dir/count` before it runs).
@@ -123,6 +123,23 @@ fn an_asynchronous_job_of_a_queued_pool_is_answered_by_any_instance_and_an_idemp
     // An id no job has.
     let (status, _, body) = http(b.addr, "GET", "/jobs/job-unknown", None);
     assert_eq!(status, 404, "{body}");
+    // Jobs published straight to the stream: one with no Nats-Msg-Id (its
+    // id is `<stream>:<sequence>`), one whose id a key could not be.
+    let client = Client::connect(&nats.url);
+    client.publish("jobs.count", "", r#"{"n": 4}"#);
+    client.publish("jobs.count", "job 5", r#"{"n": 5}"#);
+    let answers = client.wait_answered(2);
+    let ids: Vec<&String> = answers.keys().collect();
+    assert!(ids.iter().any(|id| id.starts_with("COUNT:")), "{ids:?}");
+    for id in ids {
+        let path = format!("/jobs/{}", id.replace(' ', "%20"));
+        let (status, _, body) = http(b.addr, "GET", &path, None);
+        assert_eq!(status, 200, "{id}: {body}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&body).unwrap()["state"],
+            "done"
+        );
+    }
 }
 
 #[test]

@@ -2,8 +2,9 @@
 //! ([`super::record`]): a job that is over (answered, cancelled) is not run
 //! again; one that another delivery runs is waited on while its runner says
 //! it still runs; one whose runner went silent for `ack_wait` and a
-//! request's timeout (stopped, or cut off) is taken over where the pool says its jobs may run twice
-//! (`retry_on_crash`), else failed `interrupted`. A running job says it
+//! request's timeout (stopped, or cut off) is taken over where the pool
+//! says its jobs may run twice (`retry_on_crash`), else failed
+//! `interrupted`. A running job says it
 //! still runs with each in-progress ack; `DELETE /jobs/{id}` cancels it
 //! on whichever instance runs it, through the subject [`CANCEL_SUBJECT`].
 
@@ -50,8 +51,9 @@ impl Source {
     ///
     /// # Errors
     ///
-    /// What JetStream said: the record cannot be read or written (the
-    /// message should be delivered again later).
+    /// What JetStream last said, when the record could not be read or
+    /// written for five minutes (the message should be delivered again
+    /// later).
     ///
     /// # Cancel safety
     ///
@@ -73,7 +75,11 @@ impl Source {
                     // Published straight to the stream, or its record
                     // expired.
                     let taken = Record::queued(&self.name).taken(delivered, &self.instance);
-                    match self.jobs.create(id, taken.to_bytes()).await {
+                    match self
+                        .jobs
+                        .create(super::record::key(id), taken.to_bytes())
+                        .await
+                    {
                         Ok(rev) => return Ok(Claim::Run(taken, rev)),
                         Err(e) if e.kind() == CreateErrorKind::AlreadyExists => continue,
                         Err(e) => {
@@ -132,6 +138,23 @@ impl Source {
                 Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {}
                 Err(e) => away.wait(e.to_string()).await?,
             }
+        }
+    }
+
+    /// Notes in job `id`'s record, if it is queued, that delivery
+    /// `delivered` passed it by unrun (handed back by a drain). One try: a
+    /// record not noted makes the next delivery wait as for a lost claim.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub(super) async fn passed(&self, id: &str, delivered: u64) {
+        if let Ok(Some((mut record, revision))) = self.record(id).await
+            && record.state == JobState::Queued
+            && record.attempts < delivered
+        {
+            record.attempts = delivered;
+            let _ = self.replace(id, &record, revision).await;
         }
     }
 

@@ -1,5 +1,6 @@
-//! One message: its job runs on the pool as an HTTP job would, with
-//! in-progress acks while it runs; its answer is published, then the
+//! One message: its job is claimed in its record ([`super::claim`]), runs
+//! on the pool as an HTTP job would, with in-progress acks and beats while
+//! it runs; its answer is stored in the record and published, then the
 //! message is acked, nak'd or terminated ([`dispose`]).
 
 use std::sync::Arc;
@@ -187,6 +188,19 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
         }
     };
     settle(&source, &message, &delivery, ack).await;
+}
+
+/// Hands a message back at once, unrun (the drain began): its record
+/// notes the delivery, so that the next one does not wait for it.
+pub(super) async fn hand_back(source: Arc<Source>, message: jetstream::Message) {
+    if let Some(delivery) = delivery(&source, &message) {
+        source.passed(&delivery.id, delivery.delivered).await;
+    }
+    if let Err(e) = message.ack_with(AckKind::Nak(None)).await {
+        tracing::warn!(target: "kennel_server", pool = %source.name, error = %e, "cannot hand a message back");
+    }
+    source.metrics.naked("draining");
+    source.metrics.held.decrement(1.0);
 }
 
 /// Acks, naks or terminates the message; the source may fetch again.

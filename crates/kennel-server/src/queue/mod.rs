@@ -1,9 +1,11 @@
 //! Pools fed by a NATS JetStream work queue (`[pool.queue]`): a durable
 //! pull consumer every instance shares, asked for at most as many messages
-//! as the pool has workers that can take a job now ([`credit`]); each
-//! answer is the body the HTTP route gives, acked, nak'd or terminated as
-//! [`outcome`] says; `POST /pools/{name}/jobs` on such a pool publishes to
-//! the stream ([`publish`]); a graceful stop drains. docs/SERVICE.md,
+//! as the pool has workers that can take a job now ([`credit`]); each job
+//! has a record in JetStream ([`record`]) that a delivery claims before it
+//! runs it ([`claim`]) and where its answer, the body the HTTP route gives,
+//! is stored; the message is then acked, nak'd or terminated as
+//! [`outcome`] says; `POST /pools/{name}/jobs` on such a pool records and
+//! publishes the job ([`publish`]); a graceful stop drains. docs/SERVICE.md,
 //! "Pools fed by a JetStream work queue", is the reference.
 
 use std::fmt;

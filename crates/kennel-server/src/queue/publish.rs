@@ -80,7 +80,7 @@ impl Source {
                 },
                 Err(e) if first => {
                     // Never handed over: no job to record.
-                    let _ = self.jobs.purge(id).await;
+                    let _ = self.jobs.purge(super::record::key(id)).await;
                     return Err(unavailable(&e));
                 }
                 Err(e) => e.to_string(),
@@ -156,12 +156,7 @@ impl Source {
                 let mut named = self.name.clone().into_bytes();
                 named.push(0);
                 named.extend_from_slice(k.as_bytes());
-                let digest = ring::digest::digest(&ring::digest::SHA256, &named);
-                let hex: String = digest.as_ref()[..16]
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect();
-                format!("idem-{hex}")
+                format!("idem-{}", super::record::digest(&named))
             }
             None => format!("job-{:032x}", rand::rng().random::<u128>()),
         };

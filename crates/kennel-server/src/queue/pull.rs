@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream;
-use async_nats::jetstream::AckKind;
 use futures_util::StreamExt;
 
 use super::credit::credits;
@@ -103,13 +102,7 @@ fn arrived(source: &Arc<Source>, message: jetstream::Message) {
     };
     let job = source.clone();
     if draining {
-        source.tasks.spawn(async move {
-            if let Err(e) = message.ack_with(AckKind::Nak(None)).await {
-                tracing::warn!(target: "kennel_server", pool = %job.name, error = %e, "cannot hand a message back");
-            }
-            job.metrics.naked("draining");
-            job.metrics.held.decrement(1.0);
-        });
+        source.tasks.spawn(super::job::hand_back(job, message));
     } else {
         source.tasks.spawn(super::job::handle(job, message));
     }

@@ -117,15 +117,35 @@ mod state {
     }
 }
 
-/// Whether `id` can name a record: 1 to 128 of `A-Z a-z 0-9 - _ = /`
-/// and inner dots (the bucket's keys).
-pub(crate) fn is_id(id: &str) -> bool {
+/// Whether `id` can be a key of the bucket as it is: 1 to 128 of
+/// `A-Z a-z 0-9 - _ = /` and inner dots.
+fn is_key(id: &str) -> bool {
     (1..=128).contains(&id.len())
         && !id.starts_with('.')
         && !id.ends_with('.')
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_=/.".contains(&b))
+}
+
+/// 32 hex digits of the SHA-256 of `bytes`.
+pub(crate) fn digest(bytes: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    digest.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The bucket key of job `id`: the id itself where a key may be it, else
+/// `sha-` and a digest of it (a publisher's `Nats-Msg-Id` may hold any
+/// character, and `<stream>:<sequence>` holds a colon).
+pub(crate) fn key(id: &str) -> String {
+    if is_key(id) {
+        id.to_owned()
+    } else {
+        format!("sha-{}", digest(id.as_bytes()))
+    }
 }
 
 /// Now, as records write it.
@@ -234,10 +254,7 @@ impl Source {
     ///
     /// Cancel safe: it only reads.
     pub(crate) async fn record(&self, id: &str) -> Result<Option<(Record, u64)>, String> {
-        if !is_id(id) {
-            return Ok(None);
-        }
-        let entry = self.jobs.entry(id).await.map_err(|e| e.to_string())?;
+        let entry = self.jobs.entry(key(id)).await.map_err(|e| e.to_string())?;
         Ok(entry.and_then(|e| Record::of(&e).map(|r| (r, e.revision))))
     }
 
@@ -253,7 +270,7 @@ impl Source {
     pub(super) async fn record_queued(&self, id: &str) -> Result<bool, String> {
         match self
             .jobs
-            .create(id, Record::queued(&self.name).to_bytes())
+            .create(key(id), Record::queued(&self.name).to_bytes())
             .await
         {
             Ok(_) => Ok(true),
@@ -273,7 +290,7 @@ impl Source {
         record: &Record,
         revision: u64,
     ) -> Result<u64, kv::UpdateError> {
-        self.jobs.update(id, record.to_bytes(), revision).await
+        self.jobs.update(key(id), record.to_bytes(), revision).await
     }
 
     /// Stores `record`, job `id`'s end or (queued again) its state, over
@@ -331,7 +348,7 @@ impl Source {
     pub(crate) async fn wait_end(&self, id: &str) -> Record {
         let over = |record: Option<Record>| record.filter(|r| r.state.is_final());
         loop {
-            let watch = self.jobs.watch(id).await;
+            let watch = self.jobs.watch(key(id)).await;
             // Read after the watch began: no end is missed between the two.
             if let Ok(Some((record, _))) = self.record(id).await
                 && let Some(r) = over(Some(record))
