@@ -24,8 +24,14 @@ use serde_json::Value;
 use support::{Client, Instance, LIMIT, Nats, TempDir, http, http_with, queued_pool};
 
 /// A queued pool `count` of `workers` counting workers (each job's `n`
-/// appended to `dir/count` before it runs).
+/// appended to `dir/count` before it runs), `ack_wait = "2s"` unless
+/// `queue_extra` names one.
 fn counted_pool(nats: &str, dir: &Path, workers: usize, queue_extra: &str) -> String {
+    let ack_wait = if queue_extra.contains("ack_wait") {
+        ""
+    } else {
+        "ack_wait = \"2s\""
+    };
     let worker = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/async_workers/count.py");
     format!(
         r#"[[pool]]
@@ -40,7 +46,7 @@ job_timeout = "5m"
 nats = "{nats}"
 stream = "COUNT"
 subject = "jobs.count"
-ack_wait = "2s"
+{ack_wait}
 {queue_extra}
 "#,
         worker.display(),
@@ -241,7 +247,13 @@ fn restart_scene(test: &str, restart: Restart) -> Option<Scene> {
     const CALLERS: usize = 24;
     let mut nats = Nats::start(test)?;
     let dir = TempDir::new(test);
-    let config = counted_pool(&nats.url, &dir.0, 2, "reply_timeout = \"20s\"");
+    // A runner is silent after ack_wait and 5 s: room for a loaded machine.
+    let config = counted_pool(
+        &nats.url,
+        &dir.0,
+        2,
+        "ack_wait = \"5s\"\nreply_timeout = \"30s\"",
+    );
     let instances: Vec<Instance> = ["a", "b", "c"]
         .iter()
         .map(|name| Instance::start(&dir.0, name, &config))
@@ -404,8 +416,8 @@ fn a_frozen_instances_job_is_failed_interrupted_not_run_twice_and_its_real_answe
         std::thread::yield_now();
     }
     // a is frozen (SIGSTOP) mid-job; b gets the job's message again once
-    // a's in-progress acks stop for ack_wait, and waits another ack_wait
-    // for a to say it still runs.
+    // a's in-progress acks stop for ack_wait, and waits ack_wait and 5 s
+    // more for a to say it still runs.
     let b = Instance::start(&dir.0, "b", &config);
     a.signal(nix::sys::signal::Signal::SIGSTOP);
     let job = wait_state(b.addr, &id, "failed");
