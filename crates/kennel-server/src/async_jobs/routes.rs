@@ -338,7 +338,10 @@ pub(crate) async fn cancel_job(State(state): State<AppState>, Segment(id): Segme
         Ok(Found::Queued(source, _)) => {
             return match source.cancel(&id).await {
                 Ok(Some(record)) => axum::Json(record.view(&id)).into_response(),
-                Ok(None) => ApiError::NoSuchJob { id }.into_response(),
+                Ok(None) => ApiError::NoSuchJob {
+                    id: id.chars().take(64).collect(),
+                }
+                .into_response(),
                 Err(message) => ApiError::QueueUnavailable { message }.into_response(),
             };
         }
