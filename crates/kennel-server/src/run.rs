@@ -275,7 +275,7 @@ async fn run_one(
         Err(e) => return Ok(error_line(line, &e)),
     };
     Ok(
-        match run_request(pool, Some(watch), request, key, || {}).await {
+        match run_request(pool, Some(watch), request, key, || {}, None).await {
             Ok(reply) => Outcome {
                 line: reply.to_string(),
                 failed: None,

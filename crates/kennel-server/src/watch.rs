@@ -146,10 +146,15 @@ pub(crate) async fn pool_error(
     with_last_words(error, words)
 }
 
+/// Where a job's progress items go, when someone reads them (an item
+/// that finds the channel full is dropped).
+pub(crate) type OnProgress = tokio::sync::mpsc::Sender<kennel_process::Progress>;
+
 /// Runs `request` on a worker of `pool` (one that holds `key` when given,
 /// again after a crash when the pool retries on one);
-/// `lent` is called each time a worker takes it. An error about a worker
-/// that ended carries its last words ([`pool_error`]).
+/// `lent` is called each time a worker takes it, `progress` with each
+/// progress item. An error about a worker that ended carries its last
+/// words ([`pool_error`]).
 ///
 /// # Errors
 ///
@@ -164,13 +169,22 @@ pub(crate) async fn run_request(
     request: Value,
     key: Option<kennel::Key>,
     lent: impl Fn() + Send + Sync + 'static,
+    progress: Option<OnProgress>,
 ) -> Result<Value, ApiError> {
     let tail: Arc<Mutex<Option<StderrTail>>> = Arc::default();
     let seen = tail.clone();
     let job = async move |w: &mut Coprocess| {
         lent();
         *lock(&seen) = Some(w.stderr_tail());
-        w.request(&request).await
+        let Some(to) = &progress else {
+            return w.request(&request).await;
+        };
+        let raw = w
+            .request_with_progress(&request, |p| drop(to.try_send(p)))
+            .await?;
+        // JSON the worker wrote, read again as a tree.
+        let reply: String = raw.get().to_owned();
+        Ok(serde_json::from_str::<Value>(&reply).unwrap_or_default())
     };
     let result = crate::jobs::run_on(pool, crate::jobs::keyed(key), job).await;
     match result {

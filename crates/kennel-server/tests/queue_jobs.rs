@@ -1,6 +1,7 @@
 //! Queued pools keep each job's record and answer in JetStream (the
 //! `KENNEL_JOBS` bucket of a real `nats-server -js`): an asynchronous job
-//! is answered by any instance; `Idempotency-Key` runs one job; a cancel
+//! is answered by any instance, and watched there (its progress, then its
+//! end); `Idempotency-Key` runs one job; a cancel
 //! reaches a queued and a running job; a poison job is failed with its
 //! last error; a frozen instance's job is failed `interrupted`, not run
 //! again, and its real answer wins once it wakes. Across a graceful
@@ -146,6 +147,42 @@ fn an_asynchronous_job_of_a_queued_pool_is_answered_by_any_instance_and_an_idemp
             "done"
         );
     }
+}
+
+#[test]
+fn a_queued_jobs_progress_reaches_a_watcher_on_any_instance_then_its_end() {
+    let test = "a_queued_jobs_progress_reaches_a_watcher_on_any_instance";
+    let Some(nats) = Nats::start(test) else {
+        return;
+    };
+    let dir = TempDir::new(test);
+    let config = counted_pool(&nats.url, &dir.0, 1, "");
+    let a = Instance::start(&dir.0, "a", &config);
+    let b = Instance::start(&dir.0, "b", &config);
+    // Three progress items 300 ms apart; b watches whichever runs it.
+    let id = submit(a.addr, "count", r#"{"n": 1, "steps": 3, "ms": 300}"#, &[]);
+    let (status, _, stream) = http(b.addr, "GET", &format!("/jobs/{id}/events"), None);
+    assert_eq!(status, 200, "{stream}");
+    // The data of each event, by its name (the body is chunked: the sizes
+    // stand on lines of their own).
+    let lines: Vec<&str> = stream.lines().map(str::trim_end).collect();
+    let data = |name: &str| -> Vec<Value> {
+        lines
+            .windows(2)
+            .filter(|w| w[0] == format!("event: {name}"))
+            .filter_map(|w| w[1].strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    };
+    let items = data("progress");
+    assert!(!items.is_empty(), "{stream}");
+    assert!(items.iter().all(|i| i["total"] == 3), "{items:?}");
+    assert_eq!(items.last().unwrap()["progress"], 3, "{items:?}");
+    let end = data("end");
+    assert_eq!(end.len(), 1, "{stream}");
+    let end = &end[0];
+    assert_eq!(end["state"], "done", "{end}");
+    assert_eq!(end["result"]["n"], 1, "{end}");
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::convert::Infallible;
 
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use kennel::Key;
 use kennel_process::JsonBytes;
 use serde::Serialize;
@@ -260,14 +261,14 @@ pub(crate) async fn get_job(State(state): State<AppState>, Segment(id): Segment)
     tag = "jobs",
     params(("id" = String, Path, description = "the job's id")),
     responses(
-        (status = 200, description = "server-sent events: a `progress` event per progress item of the worker's while the job runs (a watcher more than 64 behind misses some), then one `end` event whose data is the job as `GET /jobs/{id}` shows it; a job already over gives its `end` at once; a queued pool's job gives only its `end`", content_type = "text/event-stream"),
+        (status = 200, description = "server-sent events: a `progress` event per progress item of the worker's while the job runs (a watcher more than 64 behind misses some), then one `end` event whose data is the job as `GET /jobs/{id}` shows it; a job already over gives its `end` at once; a queued pool's job gives the progress items the instance running it tells", content_type = "text/event-stream"),
         (status = 404, description = "no such job: `no-such-job`", body = ErrorBody),
     )
 )]
 pub(crate) async fn job_events(State(state): State<AppState>, Segment(id): Segment) -> Response {
     match locate(&state, &id).await {
         Ok(Found::Here(_)) => {}
-        Ok(Found::Queued(source, record)) => return queued_events(source, record, id),
+        Ok(Found::Queued(source, _)) => return queued_events(source, id).await,
         Err(e) => return e.into_response(),
     }
     let runner = match state.async_jobs().runner(&state) {
@@ -366,17 +367,47 @@ pub(crate) async fn cancel_job(State(state): State<AppState>, Segment(id): Segme
     }
 }
 
-/// The events of a queued pool's job: no progress items (they stay on the
-/// instance that runs it), one `end` once it is over.
-fn queued_events(source: Arc<Source>, record: Record, id: String) -> Response {
-    let end = async move {
-        let record = if record.state.is_final() {
-            record
-        } else {
-            source.wait_end(&id).await
-        };
-        let data = serde_json::to_string(&record.view(&id)).unwrap_or_default();
-        Ok::<_, Infallible>(Event::default().event("end").data(data))
+/// The events of a queued pool's job: its progress items as the instance
+/// running it tells them, then one `end` once it is over.
+async fn queued_events(source: Arc<Source>, id: String) -> Response {
+    // Listening first, then reading: no end is missed between the two.
+    let items = source
+        .client()
+        .subscribe(crate::queue::progress_subject(&id))
+        .await
+        .ok();
+    let record = match source.record(&id).await {
+        Ok(Some((record, _))) => record,
+        Ok(None) => {
+            return ApiError::NoSuchJob {
+                id: id.chars().take(64).collect(),
+            }
+            .into_response();
+        }
+        Err(message) => return ApiError::QueueUnavailable { message }.into_response(),
     };
-    Sse::new(futures_util::stream::once(end)).into_response()
+    let view_id = id.clone();
+    let end: std::pin::Pin<Box<dyn Future<Output = Record> + Send>> = if record.state.is_final() {
+        Box::pin(std::future::ready(record))
+    } else {
+        Box::pin(async move { source.wait_end(&id).await })
+    };
+    let events = futures_util::stream::unfold(
+        (items, Some(end), view_id),
+        |(mut items, end, id)| async move {
+            let mut end = end?;
+            let event = tokio::select! {
+                biased;
+                record = &mut end => {
+                    let data = serde_json::to_string(&record.view(&id)).unwrap_or_default();
+                    return Some((Ok::<_, Infallible>(Event::default().event("end").data(data)), (items, None, id)));
+                }
+                Some(item) = async { items.as_mut()?.next().await } => item,
+            };
+            let data = String::from_utf8_lossy(&event.payload).into_owned();
+            let progress = Event::default().event("progress").data(data);
+            Some((Ok(progress), (items, Some(end), id)))
+        },
+    );
+    Sse::new(events).into_response()
 }

@@ -26,7 +26,7 @@ use crate::ApiError;
 use crate::async_jobs::JobState;
 use crate::http::body::parse_json;
 use crate::lock;
-use crate::watch::run_request;
+use crate::watch::{OnProgress, run_request};
 
 /// Releases the message's credit once: when its job gets a worker, or when
 /// it ends without one.
@@ -109,7 +109,8 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
     let started = Instant::now();
     let answer = match request(&source, &message, &delivery) {
         Ok((job, key)) => {
-            let job = run(&source, job, key, unplaced.clone());
+            let subject = progress_subject(&delivery.id);
+            let job = run(&source, subject, job, key, unplaced.clone());
             let beats = Beats {
                 id: &delivery.id,
                 record: &mut record,
@@ -304,19 +305,49 @@ async fn with_progress<T>(
 
 /// Runs one job on the pool, as `POST /pools/{name}/jobs` does without a
 /// queue: through `run_idempotent` when the pool retries on a crash, and an
-/// error about a worker that ended carries its last words.
+/// error about a worker that ended carries its last words. Its progress
+/// items are told on `subject` ([`progress_subject`]), for
+/// `GET /jobs/{id}/events` on any instance.
 async fn run(
     source: &Source,
+    subject: String,
     job: Value,
     key: Option<Key>,
     unplaced: Arc<Unplaced>,
 ) -> Result<Value, ApiError> {
     let pool = &source.pool;
-    run_request(pool, source.watch.as_ref(), job, key, move || {
-        unplaced.release();
-    })
+    let (items, mut to_tell): (OnProgress, _) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
+    let client = source.client.clone();
+    // Told by a task of its own: the worker's reading never waits on NATS
+    // (items past the buffer are dropped).
+    let telling = tokio::spawn(async move {
+        while let Some(item) = to_tell.recv().await {
+            let _ = client
+                .publish(subject.clone(), item.to_json().to_string().into())
+                .await;
+        }
+    });
+    let answer = run_request(
+        pool,
+        source.watch.as_ref(),
+        job,
+        key,
+        move || unplaced.release(),
+        Some(items),
+    )
     .await
-    .map_err(|e| e.retry_after_projected(pool.projected_wait()))
+    .map_err(|e| e.retry_after_projected(pool.projected_wait()));
+    // The sender is gone with the hook: the task ends once it told all.
+    let _ = telling.await;
+    answer
+}
+
+/// How many progress items of one job may wait to be told.
+const PROGRESS_BUFFER: usize = 64;
+
+/// The subject on which job `id`'s progress items are told.
+pub(crate) fn progress_subject(id: &str) -> String {
+    format!("kennel.progress.{}", super::record::key(id))
 }
 
 /// An error's HTTP answer: status, `Retry-After`, body, exactly as the HTTP

@@ -38,6 +38,7 @@ mod publish;
 mod pull;
 
 pub(crate) use self::config::QueueConfig;
+pub(crate) use self::job::progress_subject;
 pub(crate) use self::metrics::QueueMetrics;
 
 /// The header that names where a job's answer goes (a client's inbox).
@@ -157,6 +158,11 @@ fn instance_name() -> String {
 }
 
 impl Source {
+    /// Its NATS connection.
+    pub(crate) fn client(&self) -> &async_nats::Client {
+        &self.client
+    }
+
     /// Whether its connection is down.
     pub(crate) fn is_disconnected(&self) -> bool {
         self.client.connection_state() != async_nats::connection::State::Connected

@@ -117,12 +117,13 @@ mod state {
     }
 }
 
-/// Whether `id` can be a key of the bucket as it is: 1 to 128 of
-/// `A-Z a-z 0-9 - _ = /` and inner dots.
+/// Whether `id` can be a key of the bucket (and a subject's last tokens)
+/// as it is: 1 to 128 of `A-Z a-z 0-9 - _ = /` and single inner dots.
 fn is_key(id: &str) -> bool {
     (1..=128).contains(&id.len())
         && !id.starts_with('.')
         && !id.ends_with('.')
+        && !id.contains("..")
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_=/.".contains(&b))
