@@ -6,26 +6,11 @@
 
 mod served;
 
-use std::process::Command;
+use served::check;
 
 /// Whether NVIDIA's driver is loaded here.
 fn driver() -> bool {
     std::path::Path::new("/proc/driver/nvidia").exists()
-}
-
-fn check(dir: &served::TempDir, toml: &str) -> (Option<i32>, String, String) {
-    let path = dir.0.join("kennel.toml");
-    std::fs::write(&path, toml).unwrap();
-    let out = Command::new(served::kennel_bin())
-        .args(["check", "--config"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

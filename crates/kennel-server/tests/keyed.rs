@@ -258,15 +258,9 @@ fn ten_thousand_distinct_keys_add_no_series_to_the_metrics() {
 fn a_config_that_would_put_an_unchecked_key_into_a_worker_is_refused_naming_the_key() {
     let dir = served::TempDir::new("keyed-check");
     let check = |toml: &str| {
-        let path = dir.0.join("kennel.toml");
-        std::fs::write(&path, toml).unwrap();
-        let out = Command::new(served::kennel_bin())
-            .args(["check", "--config"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "accepted:\n{toml}");
-        String::from_utf8_lossy(&out.stderr).into_owned()
+        let (code, _, stderr) = served::check(&dir, toml);
+        assert_eq!(code, Some(2), "accepted:\n{toml}");
+        stderr
     };
     let pool = "[[pool]]\nname = \"m\"\n";
     let e = check(&format!(
@@ -287,15 +281,8 @@ fn a_config_that_would_put_an_unchecked_key_into_a_worker_is_refused_naming_the_
         "{e}"
     );
     // A config that passes says how its jobs' keys are read.
-    let path = dir.0.join("kennel.toml");
-    std::fs::write(&path, keyed_config()).unwrap();
-    let out = Command::new(served::kennel_bin())
-        .args(["check", "--config"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
+    let (code, stdout, _) = served::check(&dir, &keyed_config());
+    assert_eq!(code, Some(0), "{stdout}");
     assert!(
         stdout.contains("  keys            from the Kennel-Key header, else the body at \"/key\"; matching ^[a-z0-9._-]+$; load, 1 per worker\n"),
         "{stdout}"

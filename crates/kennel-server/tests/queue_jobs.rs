@@ -65,6 +65,25 @@ fn runs(dir: &Path) -> BTreeMap<u64, usize> {
     runs
 }
 
+/// A real NATS, a directory, and the config of a queued pool `count` of
+/// one counting worker on it.
+fn counted(test: &str) -> Option<(Nats, TempDir, String)> {
+    let nats = Nats::start(test)?;
+    let dir = TempDir::new(test);
+    let config = counted_pool(&nats.url, &dir.0, 1, "");
+    Some((nats, dir, config))
+}
+
+/// Waits until a worker has counted a job (it counts one before it works
+/// on it).
+fn wait_counted(dir: &Path) {
+    let deadline = Instant::now() + LIMIT;
+    while runs(dir).is_empty() {
+        assert!(Instant::now() < deadline, "no job reached a worker");
+        std::thread::yield_now();
+    }
+}
+
 /// POSTs `body` as an asynchronous job; its id, checked against the 202's
 /// `Location`.
 fn submit(addr: SocketAddr, pool: &str, body: &str, extra: &[(&str, &str)]) -> String {
@@ -104,12 +123,11 @@ fn wait_state(addr: SocketAddr, id: &str, state: &str) -> Value {
 #[test]
 fn an_asynchronous_job_of_a_queued_pool_is_answered_by_any_instance_and_an_idempotency_key_runs_it_once()
  {
-    let test = "an_asynchronous_job_of_a_queued_pool_is_answered_by_any_instance";
-    let Some(nats) = Nats::start(test) else {
+    let Some((nats, dir, config)) =
+        counted("an_asynchronous_job_of_a_queued_pool_is_answered_by_any_instance")
+    else {
         return;
     };
-    let dir = TempDir::new(test);
-    let config = counted_pool(&nats.url, &dir.0, 1, "");
     let a = Instance::start(&dir.0, "a", &config);
     let b = Instance::start(&dir.0, "b", &config);
     let id = submit(a.addr, "count", r#"{"n": 1}"#, &[]);
@@ -151,12 +169,11 @@ fn an_asynchronous_job_of_a_queued_pool_is_answered_by_any_instance_and_an_idemp
 
 #[test]
 fn a_queued_jobs_progress_reaches_a_watcher_on_any_instance_then_its_end() {
-    let test = "a_queued_jobs_progress_reaches_a_watcher_on_any_instance";
-    let Some(nats) = Nats::start(test) else {
+    let Some((_nats, dir, config)) =
+        counted("a_queued_jobs_progress_reaches_a_watcher_on_any_instance")
+    else {
         return;
     };
-    let dir = TempDir::new(test);
-    let config = counted_pool(&nats.url, &dir.0, 1, "");
     let a = Instance::start(&dir.0, "a", &config);
     let b = Instance::start(&dir.0, "b", &config);
     // Three progress items 300 ms apart; b watches whichever runs it.
@@ -187,23 +204,15 @@ fn a_queued_jobs_progress_reaches_a_watcher_on_any_instance_then_its_end() {
 
 #[test]
 fn a_cancelled_queued_job_never_runs_and_a_running_one_is_cancelled_on_its_worker() {
-    let test = "a_cancelled_queued_job_never_runs_and_a_running_one_is_cancelled";
-    let Some(nats) = Nats::start(test) else {
+    let Some((_nats, dir, config)) =
+        counted("a_cancelled_queued_job_never_runs_and_a_running_one_is_cancelled")
+    else {
         return;
     };
-    let dir = TempDir::new(test);
-    let a = Instance::start(&dir.0, "a", &counted_pool(&nats.url, &dir.0, 1, ""));
+    let a = Instance::start(&dir.0, "a", &config);
     let running = submit(a.addr, "count", r#"{"n": 1, "ms": 600000}"#, &[]);
     wait_state(a.addr, &running, "running");
-    // Its worker has it (it counts a job before it works on it).
-    let deadline = Instant::now() + LIMIT;
-    while runs(&dir.0).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the long job never reached its worker"
-        );
-        std::thread::yield_now();
-    }
+    wait_counted(&dir.0);
     let queued = submit(a.addr, "count", r#"{"n": 2}"#, &[]);
     assert_eq!(wait_state(a.addr, &queued, "queued")["attempts"], 0);
     for id in [&queued, &running] {
@@ -436,22 +445,14 @@ fn a_kill_9_of_nats_gives_no_caller_a_wrong_answer() {
 
 #[test]
 fn a_frozen_instances_job_is_failed_interrupted_not_run_twice_and_its_real_answer_wins() {
-    let test = "a_frozen_instances_job_is_failed_interrupted_not_run_twice";
-    let Some(nats) = Nats::start(test) else {
+    let Some((_nats, dir, config)) =
+        counted("a_frozen_instances_job_is_failed_interrupted_not_run_twice")
+    else {
         return;
     };
-    let dir = TempDir::new(test);
-    let config = counted_pool(&nats.url, &dir.0, 1, "");
     let a = Instance::start(&dir.0, "a", &config);
     let id = submit(a.addr, "count", r#"{"n": 1, "ms": 3000}"#, &[]);
-    let deadline = Instant::now() + LIMIT;
-    while runs(&dir.0).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the job never reached a's worker"
-        );
-        std::thread::yield_now();
-    }
+    wait_counted(&dir.0);
     // a is frozen (SIGSTOP) mid-job; b gets the job's message again once
     // a's in-progress acks stop for ack_wait, and waits ack_wait and 5 s
     // more for a to say it still runs.

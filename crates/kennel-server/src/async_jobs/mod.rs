@@ -9,7 +9,8 @@
 //! its jobs may run twice (`retry_on_crash`), else failed `interrupted`.
 //!
 //! The file is made on the first asynchronous job; a server that never
-//! takes one writes nothing.
+//! takes one writes nothing. A pool with `[pool.queue]` keeps its jobs in
+//! JetStream instead ([`crate::queue::record`]); the routes read either.
 
 pub(crate) mod routes;
 mod runner;

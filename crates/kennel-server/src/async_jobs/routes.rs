@@ -60,8 +60,9 @@ fn idempotency(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     }
 }
 
-/// Stores the job and answers 202 with its id and `Location`; a job whose
-/// `Idempotency-Key` the pool had already is answered with that job.
+/// Stores the job (in JetStream for a queued pool) and answers 202 with its
+/// id and `Location`; a job whose `Idempotency-Key` the pool had already is
+/// answered with that job.
 pub(crate) async fn accept(
     state: &AppState,
     pool: &str,

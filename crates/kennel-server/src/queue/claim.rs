@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::Source;
+use super::away::Away;
 use super::record::Record;
 use crate::async_jobs::JobState;
 use crate::lock;
@@ -67,7 +68,7 @@ impl Source {
     ) -> Result<Claim, String> {
         // A running record's revision, and since when it has not changed.
         let mut silent: Option<(u64, Instant)> = None;
-        let mut away = Away::new();
+        let mut away = Away::for_(super::record::STORE_FOR);
         loop {
             let (record, revision) = match self.record(id).await {
                 Ok(Some(found)) => found,
@@ -287,31 +288,5 @@ pub(super) async fn listen(source: Weak<Source>, client: async_nats::Client) {
         if let Ok(id) = std::str::from_utf8(&message.payload) {
             source.cancel_here(id);
         }
-    }
-}
-
-/// How long a claim waits for NATS to come back, read after read.
-struct Away {
-    since: Instant,
-    pause: std::time::Duration,
-}
-
-impl Away {
-    fn new() -> Self {
-        Self {
-            since: Instant::now(),
-            pause: std::time::Duration::from_millis(50),
-        }
-    }
-
-    /// Waits a little longer each time (up to half a second), or gives up
-    /// with `error` once NATS has been away for `STORE_FOR`.
-    async fn wait(&mut self, error: String) -> Result<(), String> {
-        if self.since.elapsed() >= super::record::STORE_FOR {
-            return Err(error);
-        }
-        tokio::time::sleep(self.pause).await;
-        self.pause = (self.pause * 2).min(std::time::Duration::from_millis(500));
-        Ok(())
     }
 }

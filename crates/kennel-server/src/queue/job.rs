@@ -65,6 +65,10 @@ struct Delivery {
 /// run, its end stored in its record, its answer published, the message
 /// disposed of. A job that is over already is not run again: its stored
 /// answer is published again.
+///
+/// # Cancel safety
+///
+/// Not cancel safe: it runs on the source's task tracker to its end.
 pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
     let unplaced = Arc::new(Unplaced {
         source: source.clone(),
@@ -193,6 +197,10 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
 
 /// Hands a message back at once, unrun (the drain began): its record
 /// notes the delivery, so that the next one does not wait for it.
+///
+/// # Cancel safety
+///
+/// Not cancel safe: dropped midway, the message waits out `ack_wait`.
 pub(super) async fn hand_back(source: Arc<Source>, message: jetstream::Message) {
     if let Some(delivery) = delivery(&source, &message) {
         source.passed(&delivery.id, delivery.delivered).await;

@@ -32,6 +32,7 @@ pub(crate) mod metrics;
 pub(crate) mod outcome;
 pub(crate) mod record;
 
+mod away;
 mod connect;
 mod job;
 mod publish;

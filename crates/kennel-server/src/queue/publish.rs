@@ -12,6 +12,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use rand::Rng;
 
+use super::away::Away;
 use super::record::Record;
 use super::{DELIVERY, INSTANCE, JOB_ID, MSG_ID, Source};
 use crate::ApiError;
@@ -65,8 +66,7 @@ impl Source {
         }
         // Published again (the same `Nats-Msg-Id`: the stream keeps one)
         // until the stream confirms it, for up to CONFIRM_FOR.
-        let deadline = tokio::time::Instant::now() + CONFIRM_FOR;
-        let mut pause = Duration::from_millis(100);
+        let mut away = Away::for_(CONFIRM_FOR);
         let mut first = true;
         loop {
             let published = self
@@ -86,14 +86,12 @@ impl Source {
                 Err(e) => e.to_string(),
             };
             first = false;
-            if tokio::time::Instant::now() + pause > deadline {
-                return Err(ApiError::QueueUnconfirmed {
+            away.wait(failed)
+                .await
+                .map_err(|message| ApiError::QueueUnconfirmed {
                     id: id.to_owned(),
-                    message: failed,
-                });
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_secs(2));
+                    message,
+                })?;
         }
     }
 

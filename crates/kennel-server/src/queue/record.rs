@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::Source;
+use super::away::Away;
 use crate::async_jobs::{JobState, JobView};
 
 /// The bucket of every queued pool's job records on a NATS server.
@@ -34,6 +35,10 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// # Errors
 ///
 /// What JetStream said.
+///
+/// # Cancel safety
+///
+/// Not cancel safe: dropped midway, the bucket may or may not be made.
 pub(super) async fn bucket(
     js: &jetstream::Context,
     create: bool,
@@ -285,6 +290,11 @@ impl Source {
     /// # Errors
     ///
     /// What JetStream said (a wrong revision: someone wrote it meanwhile).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: dropped midway, the record may or may not be
+    /// written.
     pub(super) async fn replace(
         &self,
         id: &str,
@@ -306,8 +316,7 @@ impl Source {
     /// Not cancel safe: dropped midway, the record may or may not be
     /// stored.
     pub(super) async fn store(&self, id: &str, record: &Record, mut revision: u64) {
-        let deadline = tokio::time::Instant::now() + STORE_FOR;
-        let mut pause = Duration::from_millis(100);
+        let mut away = Away::for_(STORE_FOR);
         loop {
             match self.replace(id, record, revision).await {
                 Ok(_) => return,
@@ -330,12 +339,10 @@ impl Source {
                 }
                 Err(_) => {}
             }
-            if tokio::time::Instant::now() >= deadline {
+            if away.wait(()).await.is_err() {
                 tracing::warn!(target: "kennel_server", pool = %self.name, id, "cannot store a job's record: NATS has been away for five minutes");
                 return;
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(500));
         }
     }
 

@@ -25,6 +25,23 @@ pub fn kennel_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kennel"))
 }
 
+/// `kennel check` on `toml`, written to `dir/kennel.toml`: its exit code,
+/// stdout and stderr.
+pub fn check(dir: &TempDir, toml: &str) -> (Option<i32>, String, String) {
+    let path = dir.0.join("kennel.toml");
+    std::fs::write(&path, toml).unwrap();
+    let out = Command::new(kennel_bin())
+        .args(["check", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A temporary directory, removed when dropped.
 pub struct TempDir(pub PathBuf);
 
