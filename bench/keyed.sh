@@ -17,6 +17,11 @@
 # max_ongoing_requests unless --ray-max-ongoing N) with
 # @serve.multiplexed(max_num_models_per_replica=K), jobs through a
 # DeploymentHandle with .options(multiplexed_model_id=key).
+# kennel-told (trace 2 only): kennel told the trace's most asked keys in
+# advance (`min_workers_per_key` for all its places but one per two
+# workers), a reference for what knowing the demand ahead is worth. Trace 1's
+# lines carry floor_loads_per_1000: the fewest loads any dispatch can do
+# there (bench/keyed/traces.py, switch_floor).
 #
 # Each load appends a line to a file per run, which gives on both sides:
 # loads per 1,000 jobs, loads that began while another process was loading

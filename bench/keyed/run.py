@@ -159,11 +159,22 @@ def key_metrics(host, port):
     return out
 
 
-def run_kennel(args, keys, workers, keys_per_worker, clients):
+def told(keys, workers, keys_per_worker):
+    """The pool line that keeps the trace's most asked keys warm from the
+    start: as many as the workers hold, less one place per two workers
+    left for the others (fewer leaves too many keys to reload, more leaves
+    too few places to load the rest without long waits)."""
+    n = workers * keys_per_worker - workers // 2
+    top = [k for k, _ in collections.Counter(keys).most_common(n)]
+    return "min_workers_per_key = { " + ", ".join(f"{k} = 1" for k in top) + " }"
+
+
+def run_kennel(args, keys, workers, keys_per_worker, clients, extra=()):
     with tempfile.TemporaryDirectory(prefix="keyed-") as tmp:
         loads = Path(tmp) / "loads.jsonl"
         cfg = Path(tmp) / "kennel.toml"
-        cfg.write_text(kennel_config(sys.executable, workers, keys_per_worker, loads, args.pool))
+        pool = [*args.pool, *extra]
+        cfg.write_text(kennel_config(sys.executable, workers, keys_per_worker, loads, pool))
         out = open(Path(tmp) / "stdout", "w+")
         err = open(Path(tmp) / "stderr", "w+")
         server = subprocess.Popen([args.kennel, "serve", "--config", str(cfg)], stdout=out, stderr=err,
@@ -284,7 +295,13 @@ def main():
         ("trace2", traces.zipf(n2), 8, 3, 8),
     ]
     ray = Ray(args)
-    systems = [("kennel", lambda *a: run_kennel(args, *a)), ("ray", ray.run)]
+    systems = [
+        ("kennel", lambda *a: run_kennel(args, *a)),
+        # kennel told the trace's most asked keys in advance (trace 2): a
+        # reference for what knowing the demand ahead is worth.
+        ("kennel-told", lambda keys, w, k, c: run_kennel(args, keys, w, k, c, [told(keys, w, k)])),
+        ("ray", ray.run),
+    ]
     try:
         for rnd in range(1, args.rounds + 1):
             for trace, keys, workers, kpw, clients in plans:
@@ -292,14 +309,20 @@ def main():
                     name = f"{trace} {system}"
                     if args.only and not re.search(args.only, name):
                         continue
+                    if system == "kennel-told" and trace != "trace2":
+                        continue
                     print(f"[round {rnd}] {name}: {len(keys)} jobs, {workers} workers x {kpw} keys, "
                           f"{clients} clients ...", file=sys.stderr, flush=True)
                     before = loadavg()
                     result = fn(keys, workers, kpw, clients)
                     head = {"round": rnd, "name": name, "trace": trace, "system": system, "workers": workers,
                             "keys_per_worker": kpw, "clients": clients}
-                    if system == "kennel" and args.pool:
+                    if system.startswith("kennel") and args.pool:
                         head["pool"] = args.pool
+                    if trace == "trace1":
+                        # The fewest loads any dispatch can do here.
+                        floor = traces.switch_floor(keys, clients)
+                        head["floor_loads_per_1000"] = round(floor * 1000 / len(keys), 1)
                     result = {**head, **result, "load_before": before, "load_after": loadavg()}
                     print(json.dumps(result), file=results, flush=True)
                     print(f"[round {rnd}] {name}: {result['loads_per_1000']} loads/1000 "

@@ -1,6 +1,7 @@
 """The two traces of bench/keyed.sh, as lists of keys (one per job)."""
 
 import bisect
+import collections
 import random
 
 
@@ -24,3 +25,33 @@ def zipf(jobs, keys=50, s=1.1, seed=1):
         rank = bisect.bisect_right(cumulative, rng.random() * total) + 1
         out.append(f"k{min(rank, keys):02d}")
     return out
+
+
+def switch_floor(trace, clients):
+    """The fewest loads that serve `trace` on two workers holding one key
+    each, from `clients` closed-loop clients sharing one iterator over it
+    (trace 1's setting). One worker keeps the most asked key; the other
+    loads the key a job waits for only once every client waits (a switch
+    sooner serves fewer jobs, and one later serves none: nothing runs while
+    every client waits). Jobs of a loaded key are answered before the next
+    is drawn; only the order of the draws counts, not their times."""
+    kept = collections.Counter(trace).most_common(1)[0][0]
+    held = None
+    loads = 1  # the kept key
+    waiting = []
+    jobs = iter(trace)
+    free = clients
+    while True:
+        for key in jobs:
+            if key == kept or key == held:
+                continue
+            waiting.append(key)
+            free -= 1
+            if free == 0:
+                break
+        if not waiting:
+            return loads
+        held = waiting[0]
+        loads += 1
+        free += sum(1 for k in waiting if k == held)
+        waiting = [k for k in waiting if k != held]
