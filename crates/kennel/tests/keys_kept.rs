@@ -214,6 +214,26 @@ async fn interleaved_keys_switch_a_worker_once_per_batch_not_per_job() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_load_serves_the_jobs_that_came_for_it_before_another_key_takes_the_worker() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born)
+        .with_options(|o| {
+            o.min_workers_per_key.insert(key("A"), 1);
+        })
+        .build()
+        .unwrap();
+    // A B A C … with A kept warm: B and C take turns on the other worker,
+    // whose jobs both wait for. Each turn serves the jobs of its key that
+    // came before the key was ready; handing the worker to the oldest job
+    // whatever its key switched it once per job (501 loads).
+    let trace: Vec<String> = (0..1000)
+        .map(|i| ["A", "B", "A", "C"][i % 4].to_owned())
+        .collect();
+    let loaded = replay(&pool, &log, trace, 4).await;
+    assert!(loaded <= 200, "{loaded} loads for 1,000 jobs");
+}
+
+#[tokio::test(start_paused = true)]
 async fn zipf_keys_keep_the_most_used_loaded() {
     let (log, born) = new_log();
     let pool = builder(8, &log, &born)

@@ -17,7 +17,12 @@
 //!    its key, it takes the worker whose keys are used least lately, warm
 //!    or not, waiting for its job in hand if it is busy, and from twice
 //!    `max_key_wait` the best idle one: no job waits longer than that and
-//!    one load.
+//!    one load, and a load's time more where the worker it takes has just
+//!    loaded a key (5).
+//! 5. Before all this, the jobs a load was for: a worker that loaded a key
+//!    serves the jobs of the key that came before it was ready, for up to
+//!    a mean load's time, before a job of another key may take it (among
+//!    jobs of the class the fair shares put first).
 //!
 //! A key named in `min_workers_per_key` is never let go while it has no
 //! more workers than that. A job without a key takes any idle worker.
@@ -309,7 +314,8 @@ impl<W: Worker> State<W> {
         let key = &load.key;
         match took {
             Some(took) => {
-                self.with_record(i, |r| r.keys.loaded(key));
+                let now = self.now;
+                self.with_record(i, |r| r.keys.loaded(key, now));
                 let secs = took.as_secs_f64();
                 self.load_ewma = Some(self.load_ewma.map_or(secs, |m| m + LOAD_ALPHA * (secs - m)));
                 fx.emit(Event::Loaded {
@@ -326,50 +332,93 @@ impl<W: Worker> State<W> {
 
     /// Gives waiting jobs what the keyed lending order has for them, in the
     /// order of the fair shares (oldest first within one tenant's level); a
-    /// job that gets nothing now does not hold back the next.
+    /// job that gets nothing now does not hold back the next. First, though,
+    /// the jobs a load was for go: a worker that loaded a key serves the jobs
+    /// of the key that came before it was ready, for a load's time, before a
+    /// job of another key may take it.
     pub(crate) fn pump_keyed(&mut self, fx: &mut Effects<W>) {
-        for Queued { id, bound, key } in self.waiters.snapshot() {
-            if self.closed {
-                return;
+        let queued = self.waiters.snapshot();
+        // Only jobs of the class the fair shares put first pass others.
+        let lead = queued
+            .first()
+            .and_then(|q| self.waiters.class_of(q.id))
+            .cloned();
+        let mut rest = Vec::new();
+        for q in queued {
+            match self.batch_holder(&q, lead.as_ref()) {
+                Some((i, key)) if self.may_pump(q.id) => {
+                    let g = self.lend_hit(fx, i, &key);
+                    self.grant_to(q.id, g);
+                }
+                _ => rest.push(q),
             }
-            let class = self.waiters.class_of(id);
-            if !class.is_some_and(|c| self.waiters.shares.may_run(c.tenant.as_ref())) {
-                // Its tenant got its `max_running` in this pump.
-                continue;
+        }
+        for q in rest {
+            if self.may_pump(q.id) {
+                self.pump_queued(fx, q);
             }
-            let Some((key, since)) = key else {
-                self.pump_one(fx, id, bound);
-                continue;
-            };
-            if let Some(i) = self.idle_holder(&key) {
-                let g = self.lend_hit(fx, i, &key);
+        }
+    }
+
+    /// The idle worker that loaded the key of waiting job `q` (of class
+    /// `lead`) for the batch `q` is of: the key was ready after `q` came,
+    /// less than a mean load ago.
+    fn batch_holder(&self, q: &Queued, lead: Option<&Class>) -> Option<(usize, Key)> {
+        let (key, came) = q.key.as_ref()?;
+        if self.waiters.class_of(q.id) != lead {
+            return None;
+        }
+        let i = self.idle_holder(key)?;
+        let SlotState::Ready { live, .. } = self.slots.state(i) else {
+            return None;
+        };
+        let ready = live.record.keys.ready(key)?;
+        let load = Duration::from_secs_f64(self.load_ewma.unwrap_or(0.0));
+        (*came <= ready && self.now < ready + load).then(|| (i, key.clone()))
+    }
+
+    /// Whether waiting job `id` may get a worker in this pump: the pool is
+    /// open, and its tenant did not get its `max_running` meanwhile.
+    fn may_pump(&self, id: u64) -> bool {
+        let class = self.waiters.class_of(id);
+        !self.closed && class.is_some_and(|c| self.waiters.shares.may_run(c.tenant.as_ref()))
+    }
+
+    /// The keyed lending order for waiting job `q`.
+    fn pump_queued(&mut self, fx: &mut Effects<W>, q: Queued) {
+        let Queued { id, bound, key } = q;
+        let Some((key, since)) = key else {
+            self.pump_one(fx, id, bound);
+            return;
+        };
+        if let Some(i) = self.idle_holder(&key) {
+            let g = self.lend_hit(fx, i, &key);
+            self.grant_to(id, g);
+            return;
+        }
+        if bound.is_some() || !self.wants_place(&key, 0) {
+            return;
+        }
+        let tenant = self.waiters.class_of(id).and_then(|c| c.tenant.clone());
+        let waited = self.now.saturating_duration_since(since);
+        match self.place_for(&key, waited, tenant.as_ref()) {
+            Some(Place::Load(i, unload)) => {
+                let g = self.lend_to_load(fx, i, key, unload);
                 self.grant_to(id, g);
-                continue;
             }
-            if bound.is_some() || !self.wants_place(&key, 0) {
-                continue;
+            Some(Place::Starting(i)) => {
+                self.waiters.set_bound(id, Some(i));
+                self.slots.apply(i, |s| t::await_by(s, Some(id)));
             }
-            let tenant = self.waiters.class_of(id).and_then(|c| c.tenant.clone());
-            let waited = self.now.saturating_duration_since(since);
-            match self.place_for(&key, waited, tenant.as_ref()) {
-                Some(Place::Load(i, unload)) => {
-                    let g = self.lend_to_load(fx, i, key, unload);
-                    self.grant_to(id, g);
-                }
-                Some(Place::Starting(i)) => {
-                    self.waiters.set_bound(id, Some(i));
-                    self.slots.apply(i, |s| t::await_by(s, Some(id)));
-                }
-                Some(Place::Start(i)) => {
-                    self.waiters.set_bound(id, Some(i));
-                    let spawn_key = self.spawn_key(&key);
-                    self.start_slot_for(fx, i, Some(id), spawn_key);
-                }
-                Some(Place::Respawn(i)) => {
-                    self.retire_idle(fx, i, RetireReason::KeyMoved);
-                }
-                None => {}
+            Some(Place::Start(i)) => {
+                self.waiters.set_bound(id, Some(i));
+                let spawn_key = self.spawn_key(&key);
+                self.start_slot_for(fx, i, Some(id), spawn_key);
             }
+            Some(Place::Respawn(i)) => {
+                self.retire_idle(fx, i, RetireReason::KeyMoved);
+            }
+            None => {}
         }
     }
 

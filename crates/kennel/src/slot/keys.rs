@@ -15,6 +15,9 @@ pub(crate) struct HeldKey {
     pub(crate) used: Instant,
     /// Set while the worker loads it.
     pub(crate) loading: bool,
+    /// When it was ready: the jobs of it that came by then are the batch
+    /// its load was for.
+    ready: Instant,
     /// The tenant of its last job (`None`: a job without one, or none yet).
     pub(crate) tenant: Option<crate::Tenant>,
     /// Its jobs on this worker lately: a count that halves every `half_life`
@@ -43,6 +46,12 @@ impl Keys {
     /// Whether it holds `key`, loaded or loading.
     pub(crate) fn holds(&self, key: &Key) -> bool {
         self.0.iter().any(|k| &k.key == key)
+    }
+
+    /// When `key` was ready, if it holds it loaded.
+    pub(crate) fn ready(&self, key: &Key) -> Option<Instant> {
+        let k = self.0.iter().find(|k| &k.key == key && !k.loading)?;
+        Some(k.ready)
     }
 
     /// Whether it holds `key` loaded (a job of it runs at once).
@@ -92,6 +101,7 @@ impl Keys {
             key: key.clone(),
             used: now,
             loading,
+            ready: now,
             tenant: None,
             demand: 0.0,
         });
@@ -118,10 +128,11 @@ impl Keys {
             .any(|k| k.tenant.as_ref() != tenant && lately(k) && owed(k.tenant.as_ref()))
     }
 
-    /// `key` finished loading.
-    pub(crate) fn loaded(&mut self, key: &Key) {
+    /// `key` finished loading, `now`.
+    pub(crate) fn loaded(&mut self, key: &Key, now: Instant) {
         if let Some(k) = self.0.iter_mut().find(|k| &k.key == key) {
             k.loading = false;
+            k.ready = now;
         }
     }
 
