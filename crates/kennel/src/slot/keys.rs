@@ -15,9 +15,9 @@ pub(crate) struct HeldKey {
     pub(crate) used: Instant,
     /// Set while the worker loads it.
     pub(crate) loading: bool,
-    /// When it was ready: the jobs of it that came by then are the batch
-    /// its load was for.
-    ready: Instant,
+    /// When the worker finished loading it: the jobs of it that came by
+    /// then are the batch that load was for.
+    ready: Option<Instant>,
     /// The tenant of its last job (`None`: a job without one, or none yet).
     pub(crate) tenant: Option<crate::Tenant>,
     /// Its jobs on this worker lately: a count that halves every `half_life`
@@ -48,10 +48,11 @@ impl Keys {
         self.0.iter().any(|k| &k.key == key)
     }
 
-    /// When `key` was ready, if it holds it loaded.
+    /// When the worker finished loading `key`, if it holds it, loaded by
+    /// a load.
     pub(crate) fn ready(&self, key: &Key) -> Option<Instant> {
         let k = self.0.iter().find(|k| &k.key == key && !k.loading)?;
-        Some(k.ready)
+        k.ready
     }
 
     /// Whether it holds `key` loaded (a job of it runs at once).
@@ -101,7 +102,7 @@ impl Keys {
             key: key.clone(),
             used: now,
             loading,
-            ready: now,
+            ready: None,
             tenant: None,
             demand: 0.0,
         });
@@ -132,7 +133,7 @@ impl Keys {
     pub(crate) fn loaded(&mut self, key: &Key, now: Instant) {
         if let Some(k) = self.0.iter_mut().find(|k| &k.key == key) {
             k.loading = false;
-            k.ready = now;
+            k.ready = Some(now);
         }
     }
 
