@@ -306,9 +306,10 @@ options! {
         /// The starvation bound of keyed jobs: a job whose key no worker
         /// holds gets a worker (unloading another key if it must) once it
         /// has waited this long (the one whose keys are used least, which
-        /// may first finish its job in hand, or an idle one from twice
-        /// this); before, it takes only a free slot, a worker with room for
-        /// a key, or one whose keys have gone unused this long.
+        /// may first finish its job in hand and, having just loaded a key,
+        /// the jobs that load was for, up to a load's time; or an idle one
+        /// from twice this); before, it takes only a free slot, a worker
+        /// with room for a key, or one whose keys have gone unused this long.
         /// A key whose queue would take its workers longer than this to clear
         /// gets another worker. Default 250 ms.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
