@@ -21,7 +21,10 @@
 # advance (`min_workers_per_key` for all its places but one per two
 # workers), a reference for what knowing the demand ahead is worth. Trace 1's
 # lines carry floor_loads_per_1000: the fewest loads any dispatch can do
-# there (bench/keyed/traces.py, switch_floor).
+# there (bench/keyed/traces.py, switch_floor). Trace 2's carry
+# counted_loads_per_1000: the loads of a cache of as many places that keeps
+# the keys with the most jobs so far, serving one job at a time
+# (counted_loads): what learning the demand as it comes costs, timing aside.
 #
 # Each load appends a line to a file per run, which gives on both sides:
 # loads per 1,000 jobs, loads that began while another process was loading

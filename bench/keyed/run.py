@@ -323,6 +323,10 @@ def main():
                         # The fewest loads any dispatch can do here.
                         floor = traces.switch_floor(keys, clients)
                         head["floor_loads_per_1000"] = round(floor * 1000 / len(keys), 1)
+                    else:
+                        # What counting every past job gives, with no timing.
+                        counted = traces.counted_loads(keys, workers * kpw)
+                        head["counted_loads_per_1000"] = round(counted * 1000 / len(keys), 1)
                     result = {**head, **result, "load_before": before, "load_after": loadavg()}
                     print(json.dumps(result), file=results, flush=True)
                     print(f"[round {rnd}] {name}: {result['loads_per_1000']} loads/1000 "

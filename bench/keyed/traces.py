@@ -55,3 +55,24 @@ def switch_floor(trace, clients):
         loads += 1
         free += sum(1 for k in waiting if k == held)
         waiting = [k for k in waiting if k != held]
+
+
+def counted_loads(trace, places):
+    """The loads of a cache of `places` keys that serves `trace` one job at
+    a time and, when full, lets go of the key with the fewest jobs so far
+    (every past job counted, a key let go keeping its count; on a tie, the
+    least recently used). A reference for trace 2: what learning the
+    demand from the jobs seen costs with no timing to respect (no job
+    waits, no load overlaps another); not a floor."""
+    seen = collections.Counter()
+    held = {}  # key -> index of its last job
+    loads = 0
+    for i, key in enumerate(trace):
+        seen[key] += 1
+        if key not in held:
+            loads += 1
+            if len(held) >= places:
+                gone = min(held, key=lambda k: (seen[k], held[k]))
+                del held[gone]
+        held[key] = i
+    return loads
