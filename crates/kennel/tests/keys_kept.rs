@@ -214,6 +214,30 @@ async fn interleaved_keys_switch_a_worker_once_per_batch_not_per_job() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_max_key_wait_longer_than_a_load_lets_each_switch_serve_every_waiting_client() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born)
+        .with_options(|o| o.max_key_wait = Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    // A B A C … from six clients. A job of B that comes while C loads may
+    // not wait out that load when `max_key_wait` is shorter: at 250 ms it
+    // takes A's worker, and every load then forces the next (167 loads).
+    // Longer than a load, the jobs of the key out wait until every client
+    // waits for it: the fewest loads possible here are 48.
+    let trace: Vec<String> = (0..1000)
+        .map(|i| ["A", "B", "A", "C"][i % 4].to_owned())
+        .collect();
+    let loaded = replay(&pool, &log, trace, 6).await;
+    assert!(loaded <= 50, "{loaded} loads for 1,000 jobs");
+    let a = loads(&log)
+        .iter()
+        .filter(|l| l.ends_with(" load A"))
+        .count();
+    assert_eq!(a, 1, "A stays loaded");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_load_serves_the_jobs_that_came_for_it_before_another_key_takes_the_worker() {
     let (log, born) = new_log();
     let pool = builder(2, &log, &born)
