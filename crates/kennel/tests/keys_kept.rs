@@ -188,6 +188,19 @@ async fn replay(
     loads(log).iter().filter(|l| l.contains(" load ")).count()
 }
 
+/// Trace 1 of `bench/keyed.sh`: A B A C A B A C …
+fn interleaved(jobs: usize) -> Vec<String> {
+    (0..jobs)
+        .map(|i| ["A", "B", "A", "C"][i % 4].to_owned())
+        .collect()
+}
+
+/// How many times a worker loaded `k`.
+fn loads_of(log: &holder::Log, k: &str) -> usize {
+    let load = format!(" load {k}");
+    loads(log).iter().filter(|l| l.ends_with(&load)).count()
+}
+
 /// The traces of `bench/keyed.sh`, replayed on the paused clock: the loads
 /// are the benchmark's within a few (the waits are not timed here).
 #[tokio::test(start_paused = true)]
@@ -198,15 +211,10 @@ async fn interleaved_keys_switch_a_worker_once_per_batch_not_per_job() {
     // the other, each turn serving the jobs that waited for it. No dispatch
     // loads fewer than 74 times here (a switch once every client waits);
     // unloading the least recently used key instead loads 252 times.
-    let trace: Vec<String> = (0..1000)
-        .map(|i| ["A", "B", "A", "C"][i % 4].to_owned())
-        .collect();
+    let trace = interleaved(1000);
     let loaded = replay(&pool, &log, trace, 4).await;
     assert!(loaded <= 80, "{loaded} loads for 1,000 jobs");
-    let a = loads(&log)
-        .iter()
-        .filter(|l| l.ends_with(" load A"))
-        .count();
+    let a = loads_of(&log, "A");
     assert!(
         a <= 2,
         "A stays loaded (at most once moved, at the start): {a} loads"
@@ -225,15 +233,10 @@ async fn a_max_key_wait_longer_than_a_load_lets_each_switch_serve_every_waiting_
     // takes A's worker, and every load then forces the next (167 loads).
     // Longer than a load, the jobs of the key out wait until every client
     // waits for it: the fewest loads possible here are 48.
-    let trace: Vec<String> = (0..1000)
-        .map(|i| ["A", "B", "A", "C"][i % 4].to_owned())
-        .collect();
+    let trace = interleaved(1000);
     let loaded = replay(&pool, &log, trace, 6).await;
     assert!(loaded <= 50, "{loaded} loads for 1,000 jobs");
-    let a = loads(&log)
-        .iter()
-        .filter(|l| l.ends_with(" load A"))
-        .count();
+    let a = loads_of(&log, "A");
     assert_eq!(a, 1, "A stays loaded");
 }
 
@@ -250,9 +253,7 @@ async fn a_load_serves_the_jobs_that_came_for_it_before_another_key_takes_the_wo
     // whose jobs both wait for. Each turn serves the jobs of its key that
     // came before the key was ready; handing the worker to the oldest job
     // whatever its key switched it once per job (501 loads).
-    let trace: Vec<String> = (0..1000)
-        .map(|i| ["A", "B", "A", "C"][i % 4].to_owned())
-        .collect();
+    let trace = interleaved(1000);
     let loaded = replay(&pool, &log, trace, 4).await;
     assert!(loaded <= 200, "{loaded} loads for 1,000 jobs");
 }
