@@ -24,7 +24,9 @@
 # there (bench/keyed/traces.py, switch_floor). Trace 2's carry
 # counted_loads_per_1000: the loads of a cache of as many places that keeps
 # the keys with the most jobs so far, serving one job at a time
-# (counted_loads): what learning the demand as it comes costs, timing aside.
+# (counted_loads): what learning the demand as it comes costs, timing aside;
+# and known_loads_per_1000: the same cache told each key's number of jobs in
+# the whole trace ahead (known_loads), what knowing the demand is worth.
 #
 # Each load appends a line to a file per run, which gives on both sides:
 # loads per 1,000 jobs, loads that began while another process was loading

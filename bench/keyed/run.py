@@ -327,6 +327,9 @@ def main():
                         # What counting every past job gives, with no timing.
                         counted = traces.counted_loads(keys, workers * kpw)
                         head["counted_loads_per_1000"] = round(counted * 1000 / len(keys), 1)
+                        # ... and what knowing each key's share ahead gives.
+                        known = traces.known_loads(keys, workers * kpw)
+                        head["known_loads_per_1000"] = round(known * 1000 / len(keys), 1)
                     result = {**head, **result, "load_before": before, "load_after": loadavg()}
                     print(json.dumps(result), file=results, flush=True)
                     print(f"[round {rnd}] {name}: {result['loads_per_1000']} loads/1000 "

@@ -76,3 +76,23 @@ def counted_loads(trace, places):
                 del held[gone]
         held[key] = i
     return loads
+
+
+def known_loads(trace, places):
+    """The loads of the cache of `counted_loads` told ahead how many jobs
+    each key has in the whole of `trace`: when full, it lets go of the key
+    with the fewest (on a tie, the least recently used). With jobs drawn
+    independently, keeping the most likely keys and turning over the rest
+    is the best a cache can do that knows the odds but not the order; a
+    reference for trace 2, what the demand known in advance is worth."""
+    total = collections.Counter(trace)
+    held = {}  # key -> index of its last job
+    loads = 0
+    for i, key in enumerate(trace):
+        if key not in held:
+            loads += 1
+            if len(held) >= places:
+                gone = min(held, key=lambda k: (total[k], held[k]))
+                del held[gone]
+        held[key] = i
+    return loads
