@@ -64,18 +64,7 @@ def counted_loads(trace, places):
     least recently used). A reference for trace 2: what learning the
     demand from the jobs seen costs with no timing to respect (no job
     waits, no load overlaps another); not a floor."""
-    seen = collections.Counter()
-    held = {}  # key -> index of its last job
-    loads = 0
-    for i, key in enumerate(trace):
-        seen[key] += 1
-        if key not in held:
-            loads += 1
-            if len(held) >= places:
-                gone = min(held, key=lambda k: (seen[k], held[k]))
-                del held[gone]
-        held[key] = i
-    return loads
+    return _fewest_go(trace, places, ahead=False)
 
 
 def known_loads(trace, places):
@@ -85,14 +74,22 @@ def known_loads(trace, places):
     independently, keeping the most likely keys and turning over the rest
     is the best a cache can do that knows the odds but not the order; a
     reference for trace 2, what the demand known in advance is worth."""
-    total = collections.Counter(trace)
+    return _fewest_go(trace, places, ahead=True)
+
+
+def _fewest_go(trace, places, ahead):
+    """The loads of `places` keys letting go of the key with the fewest
+    jobs: in the whole trace (`ahead`), else so far."""
+    jobs = collections.Counter(trace if ahead else ())
     held = {}  # key -> index of its last job
     loads = 0
     for i, key in enumerate(trace):
+        if not ahead:
+            jobs[key] += 1
         if key not in held:
             loads += 1
             if len(held) >= places:
-                gone = min(held, key=lambda k: (total[k], held[k]))
+                gone = min(held, key=lambda k: (jobs[k], held[k]))
                 del held[gone]
         held[key] = i
     return loads
