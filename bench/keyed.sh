@@ -21,7 +21,7 @@
 # advance (`min_workers_per_key` for all its places but one per two
 # workers), a reference for what knowing the demand ahead is worth. Trace 1's
 # lines carry floor_loads_per_1000: the fewest loads any dispatch can do
-# there (bench/keyed/traces.py, switch_floor). Trace 2's carry
+# there (bench/keyed/traces.py, fewest_loads: every choice tried). Trace 2's carry
 # counted_loads_per_1000: the loads of a cache of as many places that keeps
 # the keys with the most jobs so far, serving one job at a time
 # (counted_loads): what learning the demand as it comes costs, timing aside;

@@ -321,7 +321,7 @@ def main():
                         head["pool"] = args.pool
                     if trace == "trace1":
                         # The fewest loads any dispatch can do here.
-                        floor = traces.switch_floor(keys, clients)
+                        floor = traces.fewest_loads(keys, clients, workers)
                         head["floor_loads_per_1000"] = round(floor * 1000 / len(keys), 1)
                     else:
                         # What counting every past job gives, with no timing.

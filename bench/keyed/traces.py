@@ -27,34 +27,41 @@ def zipf(jobs, keys=50, s=1.1, seed=1):
     return out
 
 
-def switch_floor(trace, clients):
-    """The fewest loads that serve `trace` on two workers holding one key
-    each, from `clients` closed-loop clients sharing one iterator over it
-    (trace 1's setting). One worker keeps the most asked key; the other
-    loads the key a job waits for only once every client waits (a switch
-    sooner serves fewer jobs, and one later serves none: nothing runs while
-    every client waits). Jobs of a loaded key are answered before the next
-    is drawn; only the order of the draws counts, not their times."""
-    kept = collections.Counter(trace).most_common(1)[0][0]
-    held = None
-    loads = 1  # the kept key
-    waiting = []
-    jobs = iter(trace)
-    free = clients
-    while True:
-        for key in jobs:
-            if key == kept or key == held:
-                continue
-            waiting.append(key)
-            free -= 1
-            if free == 0:
-                break
-        if not waiting:
-            return loads
-        held = waiting[0]
-        loads += 1
-        free += sum(1 for k in waiting if k == held)
-        waiting = [k for k in waiting if k != held]
+def fewest_loads(trace, clients, workers=2):
+    """The fewest loads that serve `trace` on `workers` workers holding one
+    key each, from `clients` closed-loop clients sharing one iterator over
+    it (trace 1's setting), found by trying every choice. At any moment a
+    dispatch may draw the next job (when a client is free: it runs at once
+    if a worker holds its key, else it waits) or load the key of a waiting
+    job onto any worker (its waiting jobs then run). Jobs and loads take
+    no time here, which only widens the choices: no dispatch does better."""
+    keys = sorted(set(trace))
+    start = (0, (None,) * workers, (0,) * len(keys))
+    loads = {start: 0}
+    todo = collections.deque([start])  # 0-1 breadth first: draws cost 0
+    while todo:
+        state = todo.popleft()
+        pos, held, waiting = state
+        if pos == len(trace) and not any(waiting):
+            return loads[state]
+        steps = []
+        if sum(waiting) < clients and pos < len(trace):
+            key = trace[pos]
+            w = list(waiting)
+            if key not in held:
+                w[keys.index(key)] += 1
+            steps.append(((pos + 1, held, tuple(w)), 0))
+        for k, n in enumerate(waiting):
+            for i in range(workers if n else 0):
+                if held[i] != keys[k]:
+                    h = held[:i] + (keys[k],) + held[i + 1:]
+                    w = waiting[:k] + (0,) + waiting[k + 1:]
+                    steps.append(((pos, h, w), 1))
+        for after, cost in steps:
+            if after not in loads or loads[after] > loads[state] + cost:
+                loads[after] = loads[state] + cost
+                (todo.appendleft if cost == 0 else todo.append)(after)
+    raise ValueError("the trace cannot be served")
 
 
 def counted_loads(trace, places):
