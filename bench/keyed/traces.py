@@ -52,7 +52,9 @@ def fewest_loads(trace, clients, workers=2):
                 w[keys.index(key)] += 1
             steps.append(((pos + 1, held, tuple(w)), 0))
         for k, n in enumerate(waiting):
-            for i in range(workers if n else 0):
+            if n == 0:
+                continue
+            for i in range(workers):
                 if held[i] != keys[k]:
                     h = held[:i] + (keys[k],) + held[i + 1:]
                     w = waiting[:k] + (0,) + waiting[k + 1:]
