@@ -19,11 +19,11 @@
 # DeploymentHandle with .options(multiplexed_model_id=key).
 # kennel-told (trace 2 only): kennel told the trace's most asked keys in
 # advance (`min_workers_per_key` for all its places but one per two
-# workers), a reference for what knowing the demand ahead is worth. Trace 1's
-# lines carry floor_loads_per_1000: the fewest loads any dispatch can do
-# there (bench/keyed/traces.py, fewest_loads: every choice tried). Trace 2's carry
-# counted_loads_per_1000: the loads of a cache of as many places that keeps
-# the keys with the most jobs so far, serving one job at a time
+# workers), a reference for what knowing the demand ahead is worth. Trace
+# 1's lines carry floor_loads_per_1000: the fewest loads any dispatch can do
+# there (bench/keyed/traces.py, fewest_loads: every choice tried). Trace 2's
+# carry counted_loads_per_1000: the loads of a cache of as many places that
+# keeps the keys with the most jobs so far, serving one job at a time
 # (counted_loads): what learning the demand as it comes costs, timing aside;
 # and known_loads_per_1000: the same cache told each key's number of jobs in
 # the whole trace ahead (known_loads), what knowing the demand is worth.

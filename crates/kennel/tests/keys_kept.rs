@@ -209,8 +209,9 @@ async fn interleaved_keys_switch_a_worker_once_per_batch_not_per_job() {
     let pool = builder(2, &log, &born).build().unwrap();
     // A B A C …: A, half the jobs, keeps its worker; B and C take turns on
     // the other, each turn serving the jobs that waited for it. No dispatch
-    // loads fewer than 74 times here (a switch once every client waits);
-    // unloading the least recently used key instead loads 252 times.
+    // loads fewer than 74 times here (`fewest_loads` in
+    // bench/keyed/traces.py); unloading the least recently used key instead
+    // loads 252 times.
     let trace = interleaved(1000);
     let loaded = replay(&pool, &log, trace, 4).await;
     assert!(loaded <= 80, "{loaded} loads for 1,000 jobs");
