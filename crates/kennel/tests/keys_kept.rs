@@ -232,8 +232,9 @@ async fn a_max_key_wait_longer_than_a_load_lets_each_switch_serve_every_waiting_
     // A B A C … from six clients. A job of B that comes while C loads may
     // not wait out that load when `max_key_wait` is shorter: at 250 ms it
     // takes A's worker, and every load then forces the next (167 loads).
-    // Longer than a load, the jobs of the key out wait until every client
-    // waits for it: the fewest loads possible here are 48.
+    // Longer than a load, a job of the key no worker holds waits out that
+    // load, and a switch comes once every client waits: the fewest loads
+    // possible here are 48.
     let trace = interleaved(1000);
     let loaded = replay(&pool, &log, trace, 6).await;
     assert!(loaded <= 50, "{loaded} loads for 1,000 jobs");
