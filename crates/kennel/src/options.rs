@@ -304,14 +304,15 @@ options! {
         keys_per_worker: usize = 1,
             Range::count(1, MAX_KEYS_PER_WORKER as u64, "the pool keeps each worker's keys and scans them for each job");
         /// The starvation bound of keyed jobs: a job whose key no worker
-        /// holds gets a worker (unloading another key if it must) once it
-        /// has waited this long (the one whose keys are used least, which
-        /// may first finish its job in hand and, having just loaded a key,
-        /// the jobs that load was for, up to a load's time; or an idle one
-        /// from twice this); before, it takes only a free slot, a worker
-        /// with room for a key, or one whose keys have gone unused this long.
-        /// A key whose queue would take its workers longer than this to clear
-        /// gets another worker. Default 250 ms.
+        /// holds takes only a free slot or a worker with room for a key
+        /// until it has waited this long; then it claims the worker whose
+        /// keys are used least (unloading a key if it must), which may first
+        /// finish its job in hand or, loading a key, that load and this long
+        /// again (or it takes an idle one used about as little at once, or
+        /// the best idle one from twice this if the job in hand has run this
+        /// long). A key whose queue would take its workers longer than this
+        /// to clear gets another worker, or one whose keys have gone unused
+        /// this long. Default 250 ms.
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
         max_key_wait: Duration = Duration::from_millis(250), Range::time(MIN_TIMER, TIMER_WHY);
         /// The most workers that hold one key at once. `None`: as many as the

@@ -86,22 +86,32 @@ async fn no_job_waits_beyond_max_key_wait_and_one_load() {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn an_overdue_job_waits_for_a_busy_worker_at_most_twice_max_key_wait() {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born).build().unwrap();
-    // Worker 0 holds A, used often and just now; worker 1 holds B, used
-    // once, and runs a job of a minute.
-    job(&pool, "A", Duration::ZERO).await.unwrap();
-    job(&pool, "B", Duration::ZERO).await.unwrap();
-    for _ in 0..5 {
-        job(&pool, "A", Duration::from_millis(10)).await.unwrap();
+/// Worker 0 holds A, used `a_jobs` times and just now; worker 1 holds B,
+/// used once, and runs a job of a minute.
+async fn b_busy_for_a_minute(
+    pool: &Pool<Holder>,
+    a_jobs: usize,
+) -> tokio::task::JoinHandle<Result<usize, Error>> {
+    job(pool, "A", Duration::ZERO).await.unwrap();
+    job(pool, "B", Duration::ZERO).await.unwrap();
+    for _ in 0..a_jobs {
+        job(pool, "A", Duration::from_millis(10)).await.unwrap();
     }
     let p = pool.clone();
     let long = tokio::spawn(async move { job(&p, "B", Duration::from_secs(60)).await });
     settle().await;
-    // C: B is used least, but its worker is busy; after 2 × 250 ms the job
-    // takes the idle worker 0 (A goes) rather than wait out the minute.
+    long
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_overdue_job_waits_for_a_busy_worker_at_most_twice_max_key_wait() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born).build().unwrap();
+    let long = b_busy_for_a_minute(&pool, 20).await;
+    // C: B is used least, but its worker is busy; A is used twenty times
+    // as much, too much to take at once. After 2 × 250 ms, the job in hand
+    // having run 250 ms, C takes the idle worker 0 (A goes) rather than
+    // wait out the minute.
     let start = Instant::now();
     assert_eq!(job(&pool, "C", Duration::ZERO).await.unwrap(), 0);
     assert_eq!(start.elapsed(), Duration::from_millis(500) + LOAD);
@@ -109,18 +119,90 @@ async fn an_overdue_job_waits_for_a_busy_worker_at_most_twice_max_key_wait() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_key_that_no_worker_holds_takes_a_cold_worker_at_once() {
+async fn an_overdue_job_takes_an_idle_worker_at_once_whose_keys_are_used_about_as_little() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born).build().unwrap();
+    let long = b_busy_for_a_minute(&pool, 5).await;
+    // A is used a few times more than B (within five times and one job):
+    // at 250 ms C takes A's idle worker rather than wait for B's.
+    let start = Instant::now();
+    assert_eq!(job(&pool, "C", Duration::ZERO).await.unwrap(), 0);
+    assert_eq!(start.elapsed(), Duration::from_millis(250) + LOAD);
+    assert_eq!(long.await.unwrap().unwrap(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_key_that_no_worker_holds_waits_max_key_wait_and_its_jobs_share_one_load() {
     let (log, born) = new_log();
     let pool = builder(2, &log, &born).build().unwrap();
     job(&pool, "A", Duration::ZERO).await.unwrap();
     job(&pool, "B", Duration::ZERO).await.unwrap();
     tokio::time::advance(Duration::from_millis(300)).await;
     job(&pool, "B", Duration::ZERO).await.unwrap();
-    // A went unused for 300 ms (cold), B was just used (warm).
+    // A went unused for 300 ms (cold), B was just used (warm). No worker
+    // holds C: its first job waits 250 ms before A goes, and a second job
+    // of C that comes meanwhile shares the load.
     let start = Instant::now();
+    let p = pool.clone();
+    let first = tokio::spawn(async move { job(&p, "C", Duration::ZERO).await });
+    settle().await;
+    tokio::time::advance(Duration::from_millis(100)).await;
     assert_eq!(job(&pool, "C", Duration::ZERO).await.unwrap(), 0);
-    assert_eq!(start.elapsed(), LOAD, "no wait beyond the load");
+    assert_eq!(first.await.unwrap().unwrap(), 0);
+    assert_eq!(start.elapsed(), Duration::from_millis(250) + LOAD);
     assert_eq!(loads(&log)[2..], ["0 unload A", "0 load C"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_overdue_job_claims_the_worker_that_just_loaded_rather_than_a_key_in_steady_use() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born).build().unwrap();
+    job(&pool, "A", Duration::ZERO).await.unwrap();
+    job(&pool, "B", Duration::ZERO).await.unwrap();
+    for _ in 0..20 {
+        job(&pool, "A", Duration::from_millis(10)).await.unwrap();
+    }
+    tokio::time::advance(Duration::from_millis(300)).await;
+    // C takes B's worker at 250 ms and loads until 1,250 ms.
+    let t0 = Instant::now();
+    let p = pool.clone();
+    let c = tokio::spawn(async move { job(&p, "C", Duration::ZERO).await });
+    settle().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A job of B, overdue while C loads, claims C's worker, not A's idle
+    // one (A is used twenty times as much): it waits out the load and the
+    // 250 ms in which C serves its own jobs first.
+    let p = pool.clone();
+    let b = tokio::spawn(async move {
+        let at = Instant::now();
+        (job(&p, "B", Duration::ZERO).await.unwrap(), at.elapsed())
+    });
+    settle().await;
+    assert_eq!(c.await.unwrap().unwrap(), 1);
+    assert_eq!(t0.elapsed(), Duration::from_millis(250) + LOAD);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let at = Instant::now();
+    assert_eq!(job(&pool, "C", Duration::from_millis(50)).await.unwrap(), 1);
+    assert_eq!(
+        at.elapsed(),
+        Duration::from_millis(50),
+        "C's worker serves C"
+    );
+    let (worker, waited) = b.await.unwrap();
+    assert_eq!(worker, 1);
+    // It came at 300 ms; C was ready at 1,250 ms and served C until 1,500.
+    assert_eq!(waited, Duration::from_millis(1200) + LOAD);
+    assert_eq!(
+        loads(&log),
+        [
+            "0 load A",
+            "1 load B",
+            "1 unload B",
+            "1 load C",
+            "1 unload C",
+            "1 load B"
+        ]
+    );
 }
 
 #[tokio::test(start_paused = true)]

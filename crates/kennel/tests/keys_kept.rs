@@ -211,10 +211,12 @@ async fn interleaved_keys_switch_a_worker_once_per_batch_not_per_job() {
     // the other, each turn serving the jobs that waited for it. No dispatch
     // loads fewer than 74 times here (`fewest_loads` in
     // bench/keyed/traces.py); unloading the least recently used key instead
-    // loads 252 times.
+    // loads 252 times. A job of B that waits out C's load claims C's
+    // worker, not A's: taking whatever worker is idle then, A's, made each
+    // load force the next (252 times).
     let trace = interleaved(1000);
     let loaded = replay(&pool, &log, trace, 4).await;
-    assert!(loaded <= 80, "{loaded} loads for 1,000 jobs");
+    assert!(loaded <= 75, "{loaded} loads for 1,000 jobs");
     let a = loads_of(&log, "A");
     assert!(
         a <= 2,
@@ -229,12 +231,11 @@ async fn a_max_key_wait_longer_than_a_load_lets_each_switch_serve_every_waiting_
         .with_options(|o| o.max_key_wait = Duration::from_millis(1500))
         .build()
         .unwrap();
-    // A B A C … from six clients. A job of B that comes while C loads may
-    // not wait out that load when `max_key_wait` is shorter: at 250 ms it
-    // takes A's worker, and every load then forces the next (167 loads).
-    // Longer than a load, a job of the key no worker holds waits out that
-    // load, and a switch comes once every client waits: the fewest loads
-    // possible here are 48.
+    // A B A C … from six clients. Longer than a load, `max_key_wait` lets
+    // a job of the key no worker holds wait out a load elsewhere before it
+    // claims a worker, and a switch comes once every client waits: the
+    // fewest loads possible here are 48 (at 250 ms, 48 too, at a p99 of
+    // 1.27 s against 2.52 s).
     let trace = interleaved(1000);
     let loaded = replay(&pool, &log, trace, 6).await;
     assert!(loaded <= 50, "{loaded} loads for 1,000 jobs");
@@ -257,7 +258,7 @@ async fn a_load_serves_the_jobs_that_came_for_it_before_another_key_takes_the_wo
     // whatever its key switched it once per job (501 loads).
     let trace = interleaved(1000);
     let loaded = replay(&pool, &log, trace, 4).await;
-    assert!(loaded <= 200, "{loaded} loads for 1,000 jobs");
+    assert!(loaded <= 80, "{loaded} loads for 1,000 jobs");
 }
 
 #[tokio::test(start_paused = true)]
@@ -287,5 +288,5 @@ async fn zipf_keys_keep_the_most_used_loaded() {
         .collect();
     // (Unloading the least recently used key instead loads 393 times.)
     let loaded = replay(&pool, &log, trace, 8).await;
-    assert!(loaded <= 330, "{loaded} loads for 2,000 jobs");
+    assert!(loaded <= 310, "{loaded} loads for 2,000 jobs");
 }

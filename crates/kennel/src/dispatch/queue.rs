@@ -21,6 +21,9 @@ pub(crate) struct Waiter<W> {
     /// A keyed job's key, when it came, and the timers of its
     /// `max_key_wait` and twice that (held, and cancelled by their drop).
     keyed: Option<(Key, Instant, [Timer; 2])>,
+    /// The running slot an overdue keyed job claimed, and the timer of its
+    /// next look at it (held, and cancelled by its drop).
+    claim: Option<(usize, Option<Timer>)>,
     /// Its tenant and priority.
     pub(crate) class: Class,
     /// The job's end of the hand-over: sending wakes it.
@@ -111,6 +114,7 @@ impl<W> Waiters<W> {
         let waiter = Waiter {
             bound,
             keyed,
+            claim: None,
             class,
             to,
         };
@@ -228,6 +232,27 @@ impl<W> Waiters<W> {
     pub(crate) fn set_bound(&mut self, id: u64, bound: Option<usize>) {
         if let Some((_, w)) = self.at(id).and_then(|at| self.queue.get_mut(at)) {
             w.bound = bound;
+        }
+    }
+
+    /// The running slot waiting job `id` claimed.
+    pub(crate) fn claim_of(&self, id: u64) -> Option<usize> {
+        self.find(id)?.claim.as_ref().map(|c| c.0)
+    }
+
+    /// The running slots claimed by other waiting jobs than `id`.
+    pub(crate) fn claimed_but(&self, id: u64) -> Vec<usize> {
+        self.queue
+            .iter()
+            .filter(|(other, _)| *other != id)
+            .filter_map(|(_, w)| w.claim.as_ref().map(|c| c.0))
+            .collect()
+    }
+
+    /// Sets (or, `None`, drops) waiting job `id`'s claim.
+    pub(crate) fn set_claim(&mut self, id: u64, claim: Option<(usize, Option<Timer>)>) {
+        if let Some((_, w)) = self.at(id).and_then(|at| self.queue.get_mut(at)) {
+            w.claim = claim;
         }
     }
 

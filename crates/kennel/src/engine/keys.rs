@@ -8,21 +8,24 @@
 //!    *hot*: its queue would take its workers longer than `max_key_wait`
 //!    (or than a load, if loads are quicker) to clear, and it has fewer
 //!    than `max_workers_per_key` workers. Otherwise it queues behind them;
-//! 3. a *place* for its key: an idle worker with room for one more key, a
-//!    worker starting for no job, a new worker in an empty running slot,
-//!    or the idle worker whose keys to let go are used least lately (the
-//!    fewest jobs, counted with a half life; then the least recently
+//! 3. a *free place* for its key: an idle worker with room for one more
+//!    key, a worker starting for no job, a new worker in an empty running
+//!    slot; for a hot key, also the idle worker whose keys to let go are
+//!    used least lately (the fewest jobs, counted with a half life and
+//!    resumed when a key let go is loaded again; then the least recently
 //!    used), if they went unused for `max_key_wait` (cold);
 //! 4. the queue. Once it has waited `max_key_wait` with no worker holding
-//!    its key, it takes the worker whose keys are used least lately, warm
-//!    or not, waiting for its job in hand if it is busy, and from twice
-//!    `max_key_wait` the best idle one: no job waits longer than that and
-//!    one load, and a load's time more where the worker it takes has just
-//!    loaded a key (5).
+//!    its key, it claims the worker whose keys are used least lately, idle,
+//!    busy or loading, and takes it once that is free (`places.rs`): no
+//!    job waits longer than `max_key_wait`, then, where the worker it claims
+//!    loads a key, that load and `max_key_wait` more, or its job in hand
+//!    (a job in hand that has run `max_key_wait` lets it take the best idle
+//!    worker from twice `max_key_wait`), then its own load.
 //! 5. Before all this, the jobs a load was for: a worker that loaded a key
 //!    serves the jobs of the key that came before it was ready, for up to
 //!    a mean load's time, before a job of another key may take it (among
-//!    jobs of the class the fair shares put first).
+//!    jobs of the class the fair shares put first), and no claim takes it
+//!    within `max_key_wait` of the load.
 //!
 //! A key named in `min_workers_per_key` is never let go while it has no
 //! more workers than that. A job without a key takes any idle worker.
@@ -31,29 +34,14 @@ use std::time::Duration;
 
 use super::effects::{Effects, Wake};
 use super::lend::Acquired;
+use super::places::Place;
 use super::state::State;
-use crate::dispatch::{Choice, Class, Granted, Load, Queued, startable};
+use crate::dispatch::{Choice, Class, Granted, Load, Queued};
 use crate::error::Error;
 use crate::event::{Event, RetireReason};
 use crate::key::{Key, KeyBinding};
 use crate::slot::{Held, SlotState, transitions as t};
-use crate::tenant::Tenant;
 use crate::worker::Worker;
-
-/// Where a job of a key goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Place {
-    /// The idle worker of this slot, after it loads the key (unloading these
-    /// first).
-    Load(usize, Vec<Key>),
-    /// The idle worker of this slot ends, and one started for the key takes
-    /// its slot (`spawn`).
-    Respawn(usize),
-    /// The worker starting in this slot, for no job yet.
-    Starting(usize),
-    /// A new worker in this empty running slot.
-    Start(usize),
-}
 
 const LOAD_ALPHA: f64 = 0.2;
 
@@ -80,7 +68,7 @@ impl<W: Worker> State<W> {
             return Ok(Acquired::Now(g));
         }
         let place = if self.wants_place(&key, 1) {
-            self.place_for(&key, Duration::ZERO, class.tenant.as_ref())
+            self.place_for(fx, &key, Duration::ZERO, class.tenant.as_ref(), None)
         } else {
             None
         };
@@ -189,54 +177,6 @@ impl<W: Worker> State<W> {
         clears_in > self.load_ewma.map_or(limit, |l| l.min(limit))
     }
 
-    /// A place for `key`, whose job has `waited` so long: from
-    /// `max_key_wait` on, a warm worker's keys may go.
-    fn place_for(&mut self, key: &Key, waited: Duration, tenant: Option<&Tenant>) -> Option<Place> {
-        let overdue = waited >= self.opts.max_key_wait;
-        let size = self.slots.size();
-        let load = self.opts.key_binding == KeyBinding::Load;
-        let room = |s: &SlotState<W>| matches!(s, SlotState::Ready { live, held: Held::Idle { .. } } if live.record.keys.len() < self.opts.keys_per_worker && !self.guards_others(&live.record.keys, tenant));
-        if load && let Some(i) = self.slots.states(size).position(room) {
-            return Some(Place::Load(i, Vec::new()));
-        }
-        let unawaited = |s: &SlotState<W>| {
-            matches!(
-                s,
-                SlotState::Starting {
-                    awaited_by: None,
-                    ..
-                }
-            )
-        };
-        if load && let Some(i) = self.slots.states(size).position(unawaited) {
-            return Some(Place::Starting(i));
-        }
-        if let Some(i) = startable(&self.slots)
-            && self.job_may_start()
-            && self.may_start_worker()
-        {
-            return Some(Place::Start(i));
-        }
-        // An overdue job waits for the worker whose keys are used least,
-        // busy or not (it frees after the job in hand), up to twice
-        // `max_key_wait`, then takes the best idle one; before, it takes
-        // only an idle worker whose keys have gone unused for
-        // `max_key_wait` (cold).
-        let busy = overdue && waited < self.opts.max_key_wait * 2;
-        let v = self.victim(key, busy, Some(tenant))?;
-        let cold = v
-            .last
-            .is_none_or(|at| at + self.opts.max_key_wait <= self.now);
-        if !v.idle || !(cold || overdue) {
-            return None;
-        }
-        Some(if load {
-            Place::Load(v.slot, v.unload)
-        } else {
-            Place::Respawn(v.slot)
-        })
-    }
-
     /// Lends the idle worker of slot `i`, which holds `key`.
     fn lend_hit(&mut self, fx: &mut Effects<W>, i: usize, key: &Key) -> Granted<W> {
         let now = self.now;
@@ -260,13 +200,16 @@ impl<W: Worker> State<W> {
         unload: Vec<Key>,
     ) -> Granted<W> {
         let (now, half_life) = (self.now, self.half_life());
-        self.with_record(i, |r| {
-            for k in &unload {
-                r.keys.remove(k);
-            }
-            r.keys.add(&key, now, true);
+        let count = self.let_go.take(&key, now, half_life);
+        let gone = self.with_record(i, |r| {
+            let gone: Vec<_> = unload.iter().filter_map(|k| r.keys.remove(k)).collect();
+            r.keys.add(&key, now, true, count);
             r.keys.mark_used(&key, now, Some(half_life));
+            gone
         });
+        for held in gone.unwrap_or_default() {
+            self.let_go.keep(&held, now, half_life);
+        }
         let mut g = self.take_slot(i).expect("an idle worker was chosen");
         g.key = Some(key.clone());
         g.load = Some(Load { key, unload });
@@ -278,11 +221,14 @@ impl<W: Worker> State<W> {
     /// A worker handed to a keyed job that gave up before it loaded the
     /// key: its record shows the keys it still holds.
     pub(crate) fn undo_load(&mut self, i: usize, load: &Load) {
-        let now = self.now;
+        let (now, half_life) = (self.now, self.half_life());
+        let counts: Vec<f64> = (load.unload.iter())
+            .map(|k| self.let_go.take(k, now, half_life))
+            .collect();
         self.with_record(i, |r| {
             r.keys.remove(&load.key);
-            for k in &load.unload {
-                r.keys.add(k, now, false);
+            for (k, count) in load.unload.iter().zip(counts) {
+                r.keys.add(k, now, false, count);
             }
         });
     }
@@ -401,7 +347,7 @@ impl<W: Worker> State<W> {
         }
         let tenant = self.waiters.class_of(id).and_then(|c| c.tenant.clone());
         let waited = self.now.saturating_duration_since(since);
-        match self.place_for(&key, waited, tenant.as_ref()) {
+        match self.place_for(fx, &key, waited, tenant.as_ref(), Some(id)) {
             Some(Place::Load(i, unload)) => {
                 let g = self.lend_to_load(fx, i, key, unload);
                 self.grant_to(id, g);

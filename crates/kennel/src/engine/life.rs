@@ -126,7 +126,7 @@ impl<W: Worker> State<W> {
             ..Record::default()
         };
         if let Some(key) = &made.key {
-            record.keys.add(key, made.started, false);
+            record.keys.add(key, made.started, false, 0.0);
         }
         if let Some(gpus) = &mut self.gpus {
             record.gpu = gpus.made(i, generation, made.pid);

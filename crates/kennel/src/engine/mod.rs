@@ -19,6 +19,7 @@ mod lead;
 mod lend;
 mod life;
 mod memory;
+mod places;
 mod probe;
 mod reconfigure;
 mod refill;

@@ -48,6 +48,8 @@ pub(crate) struct State<W> {
     /// Whether a keyed job came: jobs are timed from then (the hot-key
     /// rule reads their mean).
     pub(crate) keyed: bool,
+    /// The counts of jobs of the keys let go, resumed when loaded again.
+    pub(crate) let_go: crate::slot::LetGo,
     /// Keys kept warm whose load failed: not tried again until the pool is
     /// reconfigured.
     pub(crate) warm_failed: std::collections::BTreeSet<crate::Key>,
@@ -113,6 +115,7 @@ impl<W> State<W> {
             ewma: None,
             load_ewma: None,
             keyed: false,
+            let_go: crate::slot::LetGo::default(),
             warm_failed: std::collections::BTreeSet::new(),
             sizing_wake: None,
             start_retry: None,

@@ -14,7 +14,7 @@ use crate::worker::Worker;
 const KEY_HALF_LIFE: Duration = Duration::from_secs(60);
 
 /// A worker whose keys may go for another key.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Victim {
     pub(super) slot: usize,
     /// Whether it is idle (else a job holds it).
@@ -23,6 +23,19 @@ pub(super) struct Victim {
     pub(super) demand: f64,
     pub(super) last: Option<tokio::time::Instant>,
     pub(super) unload: Vec<Key>,
+    /// Until when a key to let go is settling: loading (`Some(None)`), or
+    /// loaded less than `max_key_wait` ago; it serves its own jobs first.
+    pub(super) settling: Option<Option<tokio::time::Instant>>,
+    /// The last use of any of its keys: for a busy worker, about when its
+    /// job in hand got it.
+    pub(super) used: Option<tokio::time::Instant>,
+}
+
+impl Victim {
+    /// Whether it can take a key now: idle, and nothing to let go settling.
+    pub(super) fn free(&self) -> bool {
+        self.idle && self.settling.is_none()
+    }
 }
 
 impl<W: Worker> State<W> {
@@ -59,14 +72,25 @@ impl<W: Worker> State<W> {
     /// The running worker whose keys to let go for `key` are used least
     /// lately (their decayed count of jobs; on a tie, the least recently
     /// used), among the idle ones, and the busy ones too with `busy`. Keys
-    /// loading, and keys that `min_workers_per_key` keeps, never go. For a
-    /// job of `tenant` (`Some`), a worker that another tenant's keys make
-    /// its own ([`guards_others`](Self::guards_others)) is left out.
+    /// that `min_workers_per_key` keeps never go. For a job of `tenant`
+    /// (`Some`), a worker that another tenant's keys make its own
+    /// ([`guards_others`](Self::guards_others)) is left out.
     pub(super) fn victim(
         &self,
         key: &Key,
         busy: bool,
         tenant: Option<Option<&Tenant>>,
+    ) -> Option<Victim> {
+        self.victim_among(key, busy, tenant, |_| true)
+    }
+
+    /// As [`victim`](Self::victim), among the workers `among` accepts.
+    pub(super) fn victim_among(
+        &self,
+        key: &Key,
+        busy: bool,
+        tenant: Option<Option<&Tenant>>,
+        among: impl Fn(&Victim) -> bool,
     ) -> Option<Victim> {
         let cap = match self.opts.key_binding {
             KeyBinding::Load => self.opts.keys_per_worker,
@@ -107,7 +131,15 @@ impl<W: Worker> State<W> {
                 demand: go.iter().map(|k| k.demand_at(now, half_life)).sum(),
                 last: go.iter().map(|k| k.used).max(),
                 unload: go.iter().map(|k| k.key.clone()).collect(),
+                settling: go
+                    .iter()
+                    .filter_map(|k| k.settling(now, self.opts.max_key_wait))
+                    .reduce(|a, b| a.zip(b).map(|(a, b)| a.max(b))),
+                used: keys.last_used(),
             };
+            if !among(&v) {
+                continue;
+            }
             let better = |b: &Victim| {
                 v.demand
                     .total_cmp(&b.demand)

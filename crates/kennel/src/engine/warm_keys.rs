@@ -158,11 +158,15 @@ impl<W: Worker> State<W> {
                 self.retire_idle(fx, i, crate::event::RetireReason::MaxMemory);
                 continue;
             }
-            self.with_record(i, |r| {
-                for k in &keys {
-                    r.keys.remove(k);
-                }
+            let gone = self.with_record(i, |r| {
+                keys.iter()
+                    .filter_map(|k| r.keys.remove(k))
+                    .collect::<Vec<_>>()
             });
+            let (now, half_life) = (self.now, self.half_life());
+            for held in gone.unwrap_or_default() {
+                self.let_go.keep(&held, now, half_life);
+            }
             if let Some(granted) = self.take_slot(i) {
                 fx.key_unloads.push((granted, keys));
             }

@@ -28,8 +28,71 @@ pub(crate) struct HeldKey {
 impl HeldKey {
     /// Its jobs lately, as of `now`.
     pub(crate) fn demand_at(&self, now: Instant, half_life: Duration) -> f64 {
-        let age = now.saturating_duration_since(self.used).as_secs_f64();
-        self.demand * (-age / half_life.as_secs_f64().max(1e-3) * std::f64::consts::LN_2).exp()
+        faded(self.demand, self.used, now, half_life)
+    }
+
+    /// Until when it is *settling*: loading (`Some(None)`: until it is
+    /// ready), or loaded less than `window` ago (until then).
+    pub(crate) fn settling(&self, now: Instant, window: Duration) -> Option<Option<Instant>> {
+        if self.loading {
+            return Some(None);
+        }
+        let until = self.ready? + window;
+        (now < until).then_some(Some(until))
+    }
+}
+
+/// `count` as of `at`, halved every `half_life` since.
+fn faded(count: f64, at: Instant, now: Instant, half_life: Duration) -> f64 {
+    let age = now.saturating_duration_since(at).as_secs_f64();
+    count * (-age / half_life.as_secs_f64().max(1e-3) * std::f64::consts::LN_2).exp()
+}
+
+/// The counts of jobs of the keys the workers let go, so that a key loaded
+/// again resumes its count rather than start from none (a key asked for
+/// often but never for long would else always be the least used). Bounded:
+/// keys come from the network, and past [`LetGo::MAX`] the smallest count
+/// goes.
+#[derive(Debug, Default)]
+pub(crate) struct LetGo(std::collections::HashMap<Key, (f64, Instant)>);
+
+impl LetGo {
+    /// The most counts kept.
+    pub(crate) const MAX: usize = 1024;
+
+    /// Keeps the count of `held`, let go `now`.
+    pub(crate) fn keep(&mut self, held: &HeldKey, now: Instant, half_life: Duration) {
+        if self.0.len() >= Self::MAX && !self.0.contains_key(&held.key) {
+            let least = self
+                .0
+                .iter()
+                .min_by(|a, b| {
+                    let (ca, cb) = (
+                        faded(a.1.0, a.1.1, now, half_life),
+                        faded(b.1.0, b.1.1, now, half_life),
+                    );
+                    ca.total_cmp(&cb)
+                })
+                .map(|(k, _)| k.clone());
+            if let Some(k) = least {
+                self.0.remove(&k);
+            }
+        }
+        let count = held.demand_at(now, half_life);
+        self.0.insert(held.key.clone(), (count, now));
+    }
+
+    /// The count `key` had when let go, as of `now` (none: 0), which it
+    /// takes back.
+    pub(crate) fn take(&mut self, key: &Key, now: Instant, half_life: Duration) -> f64 {
+        self.0
+            .remove(key)
+            .map_or(0.0, |(count, at)| faded(count, at, now, half_life))
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
     }
 }
 
@@ -41,6 +104,11 @@ impl Keys {
     /// Keys loaded or loading.
     pub(crate) fn len(&self) -> usize {
         self.0.len()
+    }
+
+    /// The last use of any of its keys.
+    pub(crate) fn last_used(&self) -> Option<Instant> {
+        self.0.iter().map(|k| k.used).max()
     }
 
     /// Whether it holds `key`, loaded or loading.
@@ -61,8 +129,9 @@ impl Keys {
     }
 
     /// Its least used keys lately, `n` of them (on a tie, the least
-    /// recently used first), leaving out keys loading and those `keep` says
-    /// must stay.
+    /// recently used first), leaving out those `keep` says must stay. A key
+    /// loading may be among them: its worker is busy, and only a job that
+    /// claims a busy worker reads them (it takes the worker once ready).
     pub(crate) fn coldest(
         &self,
         n: usize,
@@ -70,11 +139,7 @@ impl Keys {
         now: Instant,
         half_life: Duration,
     ) -> Option<Vec<&HeldKey>> {
-        let mut free: Vec<&HeldKey> = self
-            .0
-            .iter()
-            .filter(|k| !k.loading && !keep(&k.key))
-            .collect();
+        let mut free: Vec<&HeldKey> = self.0.iter().filter(|k| !keep(&k.key)).collect();
         if free.len() < n {
             return None;
         }
@@ -95,8 +160,10 @@ impl Keys {
         }
     }
 
-    /// Adds `key`, loaded or (for the job it is lent to) loading.
-    pub(crate) fn add(&mut self, key: &Key, now: Instant, loading: bool) {
+    /// Adds `key`, loaded or (for the job it is lent to) loading, with
+    /// `demand` jobs counted already (a key loaded again resumes the count
+    /// it had when let go).
+    pub(crate) fn add(&mut self, key: &Key, now: Instant, loading: bool, demand: f64) {
         self.remove(key);
         self.0.push(HeldKey {
             key: key.clone(),
@@ -104,7 +171,7 @@ impl Keys {
             loading,
             ready: None,
             tenant: None,
-            demand: 0.0,
+            demand,
         });
     }
 
@@ -137,8 +204,10 @@ impl Keys {
         }
     }
 
-    pub(crate) fn remove(&mut self, key: &Key) {
-        self.0.retain(|k| &k.key != key);
+    /// Lets go of `key`; gives what it held of it.
+    pub(crate) fn remove(&mut self, key: &Key) -> Option<HeldKey> {
+        let at = self.0.iter().position(|k| &k.key == key)?;
+        Some(self.0.swap_remove(at))
     }
 
     /// The keys, for a status row.
@@ -146,5 +215,72 @@ impl Keys {
         let mut names: Vec<Key> = self.0.iter().map(|k| k.key.clone()).collect();
         names.sort();
         names
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HALF_LIFE: Duration = Duration::from_secs(60);
+
+    fn key(k: &str) -> Key {
+        Key::new(k).unwrap()
+    }
+
+    /// A worker's keys holding `k`, with `jobs` jobs of it counted now.
+    fn held(k: &str, jobs: usize, now: Instant) -> Keys {
+        let mut keys = Keys::default();
+        keys.add(&key(k), now, false, 0.0);
+        for _ in 0..jobs {
+            keys.mark_used(&key(k), now, Some(HALF_LIFE));
+        }
+        keys
+    }
+
+    #[test]
+    fn a_key_let_go_resumes_its_count_halved_by_the_time_away() {
+        let now = Instant::now();
+        let mut let_go = LetGo::default();
+        let gone = held("A", 8, now).remove(&key("A")).unwrap();
+        let_go.keep(&gone, now, HALF_LIFE);
+        let back = let_go.take(&key("A"), now + HALF_LIFE, HALF_LIFE);
+        assert!((back - 4.0).abs() < 1e-9, "{back}");
+        assert_eq!(
+            let_go.take(&key("A"), now, HALF_LIFE),
+            0.0,
+            "taken back once"
+        );
+    }
+
+    #[test]
+    fn the_counts_of_keys_let_go_are_bounded_and_the_smallest_goes_first() {
+        let now = Instant::now();
+        let mut let_go = LetGo::default();
+        for i in 0..LetGo::MAX + 10 {
+            let k = format!("k{i}");
+            let gone = held(&k, 1 + i % 7, now).remove(&key(&k)).unwrap();
+            let_go.keep(&gone, now, HALF_LIFE);
+        }
+        assert_eq!(let_go.len(), LetGo::MAX);
+        // Ten keys counted once went; every key counted more is kept.
+        let kept = (0..LetGo::MAX + 10)
+            .filter(|i| i % 7 != 0)
+            .filter(|i| let_go.take(&key(&format!("k{i}")), now, HALF_LIFE) > 1.0)
+            .count();
+        assert_eq!(kept, (0..LetGo::MAX + 10).filter(|i| i % 7 != 0).count());
+        assert_eq!(let_go.len(), LetGo::MAX - kept);
+    }
+
+    #[test]
+    fn a_key_loading_or_just_loaded_is_settling() {
+        let now = Instant::now();
+        let window = Duration::from_millis(250);
+        let mut keys = Keys::default();
+        keys.add(&key("A"), now, true, 0.0);
+        assert_eq!(keys.0[0].settling(now, window), Some(None));
+        keys.loaded(&key("A"), now);
+        assert_eq!(keys.0[0].settling(now, window), Some(Some(now + window)));
+        assert_eq!(keys.0[0].settling(now + window, window), None);
     }
 }
