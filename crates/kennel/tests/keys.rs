@@ -87,48 +87,42 @@ async fn no_job_waits_beyond_max_key_wait_and_one_load() {
 }
 
 /// Worker 0 holds A, used `a_jobs` times and just now; worker 1 holds B,
-/// used once, and runs a job of a minute.
-async fn b_busy_for_a_minute(
-    pool: &Pool<Holder>,
-    a_jobs: usize,
-) -> tokio::task::JoinHandle<Result<usize, Error>> {
-    job(pool, "A", Duration::ZERO).await.unwrap();
-    job(pool, "B", Duration::ZERO).await.unwrap();
+/// used once, and runs a job of a minute. A job of C comes: how long it
+/// waited for its worker (worker 0, A unloaded) and its load.
+async fn c_after_b_busy_for_a_minute(a_jobs: usize) -> Duration {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born).build().unwrap();
+    job(&pool, "A", Duration::ZERO).await.unwrap();
+    job(&pool, "B", Duration::ZERO).await.unwrap();
     for _ in 0..a_jobs {
-        job(pool, "A", Duration::from_millis(10)).await.unwrap();
+        job(&pool, "A", Duration::from_millis(10)).await.unwrap();
     }
     let p = pool.clone();
     let long = tokio::spawn(async move { job(&p, "B", Duration::from_secs(60)).await });
     settle().await;
-    long
+    let start = Instant::now();
+    assert_eq!(job(&pool, "C", Duration::ZERO).await.unwrap(), 0);
+    let waited = start.elapsed();
+    assert_eq!(long.await.unwrap().unwrap(), 1);
+    waited
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_overdue_job_waits_for_a_busy_worker_at_most_twice_max_key_wait() {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born).build().unwrap();
-    let long = b_busy_for_a_minute(&pool, 20).await;
     // C: B is used least, but its worker is busy; A is used twenty times
     // as much, too much to take at once. After 2 × 250 ms, the job in hand
     // having run 250 ms, C takes the idle worker 0 (A goes) rather than
     // wait out the minute.
-    let start = Instant::now();
-    assert_eq!(job(&pool, "C", Duration::ZERO).await.unwrap(), 0);
-    assert_eq!(start.elapsed(), Duration::from_millis(500) + LOAD);
-    assert_eq!(long.await.unwrap().unwrap(), 1);
+    let waited = c_after_b_busy_for_a_minute(20).await;
+    assert_eq!(waited, Duration::from_millis(500) + LOAD);
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_overdue_job_takes_an_idle_worker_at_once_whose_keys_are_used_about_as_little() {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born).build().unwrap();
-    let long = b_busy_for_a_minute(&pool, 5).await;
     // A is used a few times more than B (within five times and one job):
     // at 250 ms C takes A's idle worker rather than wait for B's.
-    let start = Instant::now();
-    assert_eq!(job(&pool, "C", Duration::ZERO).await.unwrap(), 0);
-    assert_eq!(start.elapsed(), Duration::from_millis(250) + LOAD);
-    assert_eq!(long.await.unwrap().unwrap(), 1);
+    let waited = c_after_b_busy_for_a_minute(5).await;
+    assert_eq!(waited, Duration::from_millis(250) + LOAD);
 }
 
 #[tokio::test(start_paused = true)]

@@ -16,11 +16,13 @@
 //!    used), if they went unused for `max_key_wait` (cold);
 //! 4. the queue. Once it has waited `max_key_wait` with no worker holding
 //!    its key, it claims the worker whose keys are used least lately, idle,
-//!    busy or loading, and takes it once that is free (`places.rs`): no
-//!    job waits longer than `max_key_wait`, then, where the worker it claims
-//!    loads a key, that load and `max_key_wait` more, or its job in hand
-//!    (a job in hand that has run `max_key_wait` lets it take the best idle
-//!    worker from twice `max_key_wait`), then its own load.
+//!    busy or loading, and takes it once that is free (`places.rs`): a job
+//!    that claims a worker waits no longer than `max_key_wait`, then, where
+//!    that worker loads a key, that load and `max_key_wait` more, or its job
+//!    in hand (a job in hand that has run `max_key_wait` lets it take the
+//!    best idle worker from twice `max_key_wait`), then its own load. Jobs
+//!    beyond the claims, when more keys wait than there are workers to
+//!    claim, wait their turn.
 //! 5. Before all this, the jobs a load was for: a worker that loaded a key
 //!    serves the jobs of the key that came before it was ready, for up to
 //!    a mean load's time, before a job of another key may take it (among
@@ -200,16 +202,12 @@ impl<W: Worker> State<W> {
         unload: Vec<Key>,
     ) -> Granted<W> {
         let (now, half_life) = (self.now, self.half_life());
+        self.let_go_of(i, &unload);
         let count = self.let_go.take(&key, now, half_life);
-        let gone = self.with_record(i, |r| {
-            let gone: Vec<_> = unload.iter().filter_map(|k| r.keys.remove(k)).collect();
+        self.with_record(i, |r| {
             r.keys.add(&key, now, true, count);
             r.keys.mark_used(&key, now, Some(half_life));
-            gone
         });
-        for held in gone.unwrap_or_default() {
-            self.let_go.keep(&held, now, half_life);
-        }
         let mut g = self.take_slot(i).expect("an idle worker was chosen");
         g.key = Some(key.clone());
         g.load = Some(Load { key, unload });
@@ -222,15 +220,29 @@ impl<W: Worker> State<W> {
     /// key: its record shows the keys it still holds.
     pub(crate) fn undo_load(&mut self, i: usize, load: &Load) {
         let (now, half_life) = (self.now, self.half_life());
+        self.let_go_of(i, std::slice::from_ref(&load.key));
         let counts: Vec<f64> = (load.unload.iter())
             .map(|k| self.let_go.take(k, now, half_life))
             .collect();
         self.with_record(i, |r| {
-            r.keys.remove(&load.key);
             for (k, count) in load.unload.iter().zip(counts) {
                 r.keys.add(k, now, false, count);
             }
         });
+    }
+
+    /// Takes `keys` off the worker of slot `i`, keeping their counts of
+    /// jobs for when a worker loads them again.
+    pub(super) fn let_go_of(&mut self, i: usize, keys: &[Key]) {
+        let (now, half_life) = (self.now, self.half_life());
+        let gone = self.with_record(i, |r| {
+            keys.iter()
+                .filter_map(|k| r.keys.remove(k))
+                .collect::<Vec<_>>()
+        });
+        for held in gone.unwrap_or_default() {
+            self.let_go.keep(&held, now, half_life);
+        }
     }
 
     /// A worker a keyed job got has loaded its key (`took` the time), or
@@ -271,7 +283,7 @@ impl<W: Worker> State<W> {
                 });
             }
             None => {
-                self.with_record(i, |r| r.keys.remove(key));
+                self.let_go_of(i, std::slice::from_ref(key));
             }
         }
     }

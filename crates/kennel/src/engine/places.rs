@@ -26,7 +26,7 @@ use super::state::State;
 use super::victims::Victim;
 use crate::dispatch::startable;
 use crate::key::{Key, KeyBinding};
-use crate::slot::{Held, SlotState};
+use crate::slot::{Held, Settling, SlotState};
 use crate::tenant::Tenant;
 use crate::worker::Worker;
 
@@ -173,7 +173,8 @@ impl<W: Worker> State<W> {
         // when its job in hand has run for `max_key_wait` (a worker given
         // back looks again by itself).
         let next = match v.settling {
-            Some(until) => until,
+            Some(Settling::Until(at)) => Some(at),
+            Some(Settling::Loading) => None,
             None => in_hand_since.map(|at| at + wait),
         };
         let timer = next

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::state::State;
 use crate::key::{Key, KeyBinding};
-use crate::slot::{Held, Keys, SlotState};
+use crate::slot::{Held, Keys, Settling, SlotState};
 use crate::tenant::Tenant;
 use crate::worker::Worker;
 
@@ -23,9 +23,9 @@ pub(super) struct Victim {
     pub(super) demand: f64,
     pub(super) last: Option<tokio::time::Instant>,
     pub(super) unload: Vec<Key>,
-    /// Until when a key to let go is settling: loading (`Some(None)`), or
-    /// loaded less than `max_key_wait` ago; it serves its own jobs first.
-    pub(super) settling: Option<Option<tokio::time::Instant>>,
+    /// The longest a key to let go is settling (loading, or loaded less
+    /// than `max_key_wait` ago): it serves its own jobs first.
+    pub(super) settling: Option<Settling>,
     /// The last use of any of its keys: for a busy worker, about when its
     /// job in hand got it.
     pub(super) used: Option<tokio::time::Instant>,
@@ -134,7 +134,7 @@ impl<W: Worker> State<W> {
                 settling: go
                     .iter()
                     .filter_map(|k| k.settling(now, self.opts.max_key_wait))
-                    .reduce(|a, b| a.zip(b).map(|(a, b)| a.max(b))),
+                    .max(),
                 used: keys.last_used(),
             };
             if !among(&v) {

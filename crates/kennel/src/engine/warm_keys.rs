@@ -158,15 +158,7 @@ impl<W: Worker> State<W> {
                 self.retire_idle(fx, i, crate::event::RetireReason::MaxMemory);
                 continue;
             }
-            let gone = self.with_record(i, |r| {
-                keys.iter()
-                    .filter_map(|k| r.keys.remove(k))
-                    .collect::<Vec<_>>()
-            });
-            let (now, half_life) = (self.now, self.half_life());
-            for held in gone.unwrap_or_default() {
-                self.let_go.keep(&held, now, half_life);
-            }
+            self.let_go_of(i, &keys);
             if let Some(granted) = self.take_slot(i) {
                 fx.key_unloads.push((granted, keys));
             }

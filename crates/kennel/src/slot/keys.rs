@@ -31,15 +31,25 @@ impl HeldKey {
         faded(self.demand, self.used, now, half_life)
     }
 
-    /// Until when it is *settling*: loading (`Some(None)`: until it is
-    /// ready), or loaded less than `window` ago (until then).
-    pub(crate) fn settling(&self, now: Instant, window: Duration) -> Option<Option<Instant>> {
+    /// Whether it is *settling* (loading, or loaded less than `window`
+    /// ago), and until when.
+    pub(crate) fn settling(&self, now: Instant, window: Duration) -> Option<Settling> {
         if self.loading {
-            return Some(None);
+            return Some(Settling::Loading);
         }
         let until = self.ready? + window;
-        (now < until).then_some(Some(until))
+        (now < until).then_some(Settling::Until(until))
     }
+}
+
+/// A key not yet free to go: it serves its own jobs first. Ordered by how
+/// long that lasts, a load still under way last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Settling {
+    /// Loaded; settling until then.
+    Until(Instant),
+    /// Loading: settling until ready, and a while after.
+    Loading,
 }
 
 /// `count` as of `at`, halved every `half_life` since.
@@ -278,9 +288,11 @@ mod tests {
         let window = Duration::from_millis(250);
         let mut keys = Keys::default();
         keys.add(&key("A"), now, true, 0.0);
-        assert_eq!(keys.0[0].settling(now, window), Some(None));
+        assert_eq!(keys.0[0].settling(now, window), Some(Settling::Loading));
         keys.loaded(&key("A"), now);
-        assert_eq!(keys.0[0].settling(now, window), Some(Some(now + window)));
+        let until = Settling::Until(now + window);
+        assert_eq!(keys.0[0].settling(now, window), Some(until));
+        assert!(until < Settling::Loading);
         assert_eq!(keys.0[0].settling(now + window, window), None);
     }
 }

@@ -48,7 +48,7 @@ use tokio::time::Instant;
 pub(crate) use cell::WorkerCell;
 #[cfg(test)]
 pub(crate) use counts::Kind;
-pub(crate) use keys::{Keys, LetGo};
+pub(crate) use keys::{Keys, LetGo, Settling};
 pub(crate) use replacement::Replacement;
 pub(crate) use side::Side;
 pub(crate) use slots::Slots;
