@@ -86,14 +86,18 @@ async fn no_job_waits_beyond_max_key_wait_and_one_load() {
     }
 }
 
-/// Worker 0 holds A, used `a_jobs` times and just now; worker 1 holds B,
-/// used once, and runs a job of a minute. A job of C comes: how long it
-/// waited for its worker (worker 0, A unloaded) and its load.
-async fn c_after_b_busy_for_a_minute(a_jobs: usize) -> Duration {
+/// Worker 0 holds A, used `a_jobs` times more and just now; worker 1
+/// holds B, used `b_jobs` times more, and runs a job of a minute. A job of
+/// C comes: how long it waited for its worker (worker 0, A unloaded) and
+/// its load.
+async fn c_after_b_busy_for_a_minute(a_jobs: usize, b_jobs: usize) -> Duration {
     let (log, born) = new_log();
     let pool = builder(2, &log, &born).build().unwrap();
     job(&pool, "A", Duration::ZERO).await.unwrap();
     job(&pool, "B", Duration::ZERO).await.unwrap();
+    for _ in 0..b_jobs {
+        job(&pool, "B", Duration::from_millis(10)).await.unwrap();
+    }
     for _ in 0..a_jobs {
         job(&pool, "A", Duration::from_millis(10)).await.unwrap();
     }
@@ -113,7 +117,7 @@ async fn an_overdue_job_waits_for_a_busy_worker_at_most_twice_max_key_wait() {
     // as much, too much to take at once. After 2 × 250 ms, the job in hand
     // having run 250 ms, C takes the idle worker 0 (A goes) rather than
     // wait out the minute.
-    let waited = c_after_b_busy_for_a_minute(20).await;
+    let waited = c_after_b_busy_for_a_minute(20, 0).await;
     assert_eq!(waited, Duration::from_millis(500) + LOAD);
 }
 
@@ -121,8 +125,20 @@ async fn an_overdue_job_waits_for_a_busy_worker_at_most_twice_max_key_wait() {
 async fn an_overdue_job_takes_an_idle_worker_at_once_whose_keys_are_used_about_as_little() {
     // A is used a few times more than B (within five times and one job):
     // at 250 ms C takes A's idle worker rather than wait for B's.
-    let waited = c_after_b_busy_for_a_minute(5).await;
+    let waited = c_after_b_busy_for_a_minute(5, 0).await;
     assert_eq!(waited, Duration::from_millis(250) + LOAD);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_overdue_job_takes_no_idle_worker_at_once_whose_keys_are_used_many_jobs_more() {
+    // B has had 11 jobs. A, with 21, is taken at once (within five times
+    // and 16 jobs more); with 31 (within five times, but 20 jobs more), it
+    // is in steady use: C waits for B's worker, and takes A's only at twice
+    // max_key_wait, B's job in hand running on.
+    let waited = c_after_b_busy_for_a_minute(20, 10).await;
+    assert_eq!(waited, Duration::from_millis(250) + LOAD);
+    let waited = c_after_b_busy_for_a_minute(30, 10).await;
+    assert_eq!(waited, Duration::from_millis(500) + LOAD);
 }
 
 #[tokio::test(start_paused = true)]

@@ -14,10 +14,11 @@
 //! that switch anyway.
 //!
 //! Two ways out keep the wait short: an idle worker free now whose keys
-//! are used at most [`FREE_NOW`] times as much (and one job more) is taken
-//! at once; and from twice `max_key_wait`, if the worker claimed runs a
-//! job that got it `max_key_wait` ago or more, the best idle worker is, so
-//! that a long job elsewhere does not hold the key up.
+//! are used at most [`FREE_NOW`] times as much (and one job more), and at
+//! most [`FREE_NOW_JOBS`] jobs more, is taken at once; and from twice
+//! `max_key_wait`, if the worker claimed runs a job that got it
+//! `max_key_wait` ago or more, the best idle worker is, so that a long job
+//! elsewhere does not hold the key up.
 
 use std::time::Duration;
 
@@ -48,6 +49,10 @@ pub(super) enum Place {
 /// How many times more an idle worker's keys may be used than those of
 /// the worker claimed, for an overdue job to take the idle one now.
 const FREE_NOW: f64 = 5.0;
+
+/// And how many jobs more at most: a key in steady use stays where it is
+/// however much the claimed worker's keys are used too.
+const FREE_NOW_JOBS: f64 = 16.0;
 
 impl<W: Worker> State<W> {
     /// A place for `key`, for waiting job `id` (none: a job just come)
@@ -128,7 +133,9 @@ impl<W: Worker> State<W> {
         let others = self.waiters.claimed_but(id);
         let unclaimed = |v: &Victim| !others.contains(&v.slot);
         let best = self.victim_among(key, true, Some(tenant), |_| true);
-        let close = |v: &Victim, to: &Victim| v.demand <= to.demand * FREE_NOW + 1.0;
+        let close = |v: &Victim, to: &Victim| {
+            v.demand <= (to.demand * FREE_NOW + 1.0).min(to.demand + FREE_NOW_JOBS)
+        };
         // Its claim, else the best worker if unclaimed, else the best
         // unclaimed one if it is used about as little (else it claims none
         // and waits behind the others' claims).
