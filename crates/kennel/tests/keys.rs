@@ -14,6 +14,15 @@ use holder::{Holder, LOAD, builder, job, key, loads, new_log, settle};
 use kennel::{Error, Event, KeyBinding, Pool, Reconfig, RetireReason};
 use tokio::time::Instant;
 
+/// A pool of 2 whose worker 0 holds A and worker 1 holds B, each used once.
+async fn a_and_b() -> (Pool<Holder>, holder::Log) {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born).build().unwrap();
+    job(&pool, "A", Duration::ZERO).await.unwrap();
+    job(&pool, "B", Duration::ZERO).await.unwrap();
+    (pool, log)
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_job_goes_to_the_worker_that_holds_its_key() {
     let (log, born) = new_log();
@@ -33,10 +42,7 @@ async fn a_job_goes_to_the_worker_that_holds_its_key() {
 
 #[tokio::test(start_paused = true)]
 async fn a_job_waits_for_its_keys_busy_worker_rather_than_loading_it_elsewhere() {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born).build().unwrap();
-    job(&pool, "A", Duration::ZERO).await.unwrap();
-    job(&pool, "B", Duration::ZERO).await.unwrap();
+    let (pool, log) = a_and_b().await;
     tokio::time::advance(Duration::from_secs(5)).await;
     // Worker 0 is busy with A for 100 ms; worker 1 (B, cold) is idle. A
     // second job of A clears in 100 ms behind it, a load takes 1 s.
@@ -56,10 +62,7 @@ async fn a_job_waits_for_its_keys_busy_worker_rather_than_loading_it_elsewhere()
 
 #[tokio::test(start_paused = true)]
 async fn no_job_waits_beyond_max_key_wait_and_one_load() {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born).build().unwrap();
-    job(&pool, "A", Duration::ZERO).await.unwrap();
-    job(&pool, "B", Duration::ZERO).await.unwrap();
+    let (pool, log) = a_and_b().await;
     // Jobs of A and B keep both workers busy (40 ms each, back to back).
     let mut loops = Vec::new();
     for k in ["A", "B", "A", "B"] {
@@ -91,10 +94,7 @@ async fn no_job_waits_beyond_max_key_wait_and_one_load() {
 /// C comes: how long it waited for its worker (worker 0, A unloaded) and
 /// its load.
 async fn c_after_b_busy_for_a_minute(a_jobs: usize, b_jobs: usize) -> Duration {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born).build().unwrap();
-    job(&pool, "A", Duration::ZERO).await.unwrap();
-    job(&pool, "B", Duration::ZERO).await.unwrap();
+    let (pool, _) = a_and_b().await;
     for _ in 0..b_jobs {
         job(&pool, "B", Duration::from_millis(10)).await.unwrap();
     }
@@ -143,10 +143,7 @@ async fn an_overdue_job_takes_no_idle_worker_at_once_whose_keys_are_used_many_jo
 
 #[tokio::test(start_paused = true)]
 async fn a_key_that_no_worker_holds_waits_max_key_wait_and_its_jobs_share_one_load() {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born).build().unwrap();
-    job(&pool, "A", Duration::ZERO).await.unwrap();
-    job(&pool, "B", Duration::ZERO).await.unwrap();
+    let (pool, log) = a_and_b().await;
     tokio::time::advance(Duration::from_millis(300)).await;
     job(&pool, "B", Duration::ZERO).await.unwrap();
     // A went unused for 300 ms (cold), B was just used (warm). No worker
@@ -165,10 +162,7 @@ async fn a_key_that_no_worker_holds_waits_max_key_wait_and_its_jobs_share_one_lo
 
 #[tokio::test(start_paused = true)]
 async fn an_overdue_job_claims_the_worker_that_just_loaded_rather_than_a_key_in_steady_use() {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born).build().unwrap();
-    job(&pool, "A", Duration::ZERO).await.unwrap();
-    job(&pool, "B", Duration::ZERO).await.unwrap();
+    let (pool, log) = a_and_b().await;
     for _ in 0..20 {
         job(&pool, "A", Duration::from_millis(10)).await.unwrap();
     }
@@ -348,10 +342,7 @@ async fn max_workers_per_key_caps_a_hot_key() {
 
 #[tokio::test(start_paused = true)]
 async fn a_job_without_a_key_takes_any_idle_worker() {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born).build().unwrap();
-    job(&pool, "A", Duration::ZERO).await.unwrap();
-    job(&pool, "B", Duration::ZERO).await.unwrap();
+    let (pool, log) = a_and_b().await;
     let p = pool.clone();
     let busy = tokio::spawn(async move { job(&p, "A", Duration::from_millis(50)).await });
     settle().await;

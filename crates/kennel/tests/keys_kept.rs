@@ -8,7 +8,7 @@ mod holder;
 use std::time::Duration;
 
 use holder::{LOAD, builder, job, key, loads, new_log, settle};
-use kennel::{Key, KeyBinding, Reconfig};
+use kennel::{Key, KeyBinding, Options, Reconfig};
 use tokio::time::Instant;
 
 #[tokio::test(start_paused = true)]
@@ -201,12 +201,22 @@ fn loads_of(log: &holder::Log, k: &str) -> usize {
     loads(log).iter().filter(|l| l.ends_with(&load)).count()
 }
 
+/// Replays the interleaved trace (1,000 jobs) from `clients` clients on a
+/// pool of 2 workers with `options`: the loads, and those of A.
+async fn replay_interleaved(clients: usize, options: impl FnOnce(&mut Options)) -> (usize, usize) {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born)
+        .with_options(options)
+        .build()
+        .unwrap();
+    let loaded = replay(&pool, &log, interleaved(1000), clients).await;
+    (loaded, loads_of(&log, "A"))
+}
+
 /// The traces of `bench/keyed.sh`, replayed on the paused clock: the loads
 /// are the benchmark's within a few (the waits are not timed here).
 #[tokio::test(start_paused = true)]
 async fn interleaved_keys_switch_a_worker_once_per_batch_not_per_job() {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born).build().unwrap();
     // A B A C …: A, half the jobs, keeps its worker; B and C take turns on
     // the other, each turn serving the jobs that waited for it. No dispatch
     // loads fewer than 74 times here (`fewest_loads` in
@@ -214,10 +224,8 @@ async fn interleaved_keys_switch_a_worker_once_per_batch_not_per_job() {
     // loads 252 times. A job of B that waits out C's load claims C's
     // worker, not A's: taking whatever worker is idle then, A's, made each
     // load force the next (252 times).
-    let trace = interleaved(1000);
-    let loaded = replay(&pool, &log, trace, 4).await;
+    let (loaded, a) = replay_interleaved(4, |_| {}).await;
     assert!(loaded <= 75, "{loaded} loads for 1,000 jobs");
-    let a = loads_of(&log, "A");
     assert!(
         a <= 2,
         "A stays loaded (at most once moved, at the start): {a} loads"
@@ -226,17 +234,13 @@ async fn interleaved_keys_switch_a_worker_once_per_batch_not_per_job() {
 
 #[tokio::test(start_paused = true)]
 async fn a_key_in_steady_use_stays_put_however_many_clients_wait_for_the_others() {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born).build().unwrap();
     // A B A C … from eight clients: A's worker, idle now and then, is used
     // about twice as much as B's or C's, but dozens of jobs more; a job of
     // B or C waits for the other's worker rather than move A (which loaded
     // 125 times in all when an idle worker used up to five times as much
     // was taken at once). The fewest loads possible here are 36.
-    let trace = interleaved(1000);
-    let loaded = replay(&pool, &log, trace, 8).await;
+    let (loaded, a) = replay_interleaved(8, |_| {}).await;
     assert!(loaded <= 45, "{loaded} loads for 1,000 jobs");
-    let a = loads_of(&log, "A");
     assert!(
         a <= 2,
         "A stays loaded (at most once moved, at the start): {a} loads"
@@ -245,38 +249,26 @@ async fn a_key_in_steady_use_stays_put_however_many_clients_wait_for_the_others(
 
 #[tokio::test(start_paused = true)]
 async fn a_max_key_wait_longer_than_a_load_lets_each_switch_serve_every_waiting_client() {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born)
-        .with_options(|o| o.max_key_wait = Duration::from_millis(1500))
-        .build()
-        .unwrap();
     // A B A C … from six clients. Longer than a load, `max_key_wait` lets
     // a job of the key no worker holds wait out a load elsewhere before it
     // claims a worker, and a switch comes once every client waits: the
     // fewest loads possible here are 48 (at 250 ms, 48 too, at a p99 of
     // 1.27 s against 2.52 s).
-    let trace = interleaved(1000);
-    let loaded = replay(&pool, &log, trace, 6).await;
+    let (loaded, a) = replay_interleaved(6, |o| o.max_key_wait = Duration::from_millis(1500)).await;
     assert!(loaded <= 50, "{loaded} loads for 1,000 jobs");
-    let a = loads_of(&log, "A");
     assert_eq!(a, 1, "A stays loaded");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_load_serves_the_jobs_that_came_for_it_before_another_key_takes_the_worker() {
-    let (log, born) = new_log();
-    let pool = builder(2, &log, &born)
-        .with_options(|o| {
-            o.min_workers_per_key.insert(key("A"), 1);
-        })
-        .build()
-        .unwrap();
     // A B A C … with A kept warm: B and C take turns on the other worker,
     // whose jobs both wait for. Each turn serves the jobs of its key that
     // came before the key was ready; handing the worker to the oldest job
     // whatever its key switched it once per job (501 loads).
-    let trace = interleaved(1000);
-    let loaded = replay(&pool, &log, trace, 4).await;
+    let (loaded, _) = replay_interleaved(4, |o| {
+        o.min_workers_per_key.insert(key("A"), 1);
+    })
+    .await;
     assert!(loaded <= 80, "{loaded} loads for 1,000 jobs");
 }
 
