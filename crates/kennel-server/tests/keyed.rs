@@ -212,8 +212,8 @@ fn series(server: &Server) -> Vec<String> {
 
 #[test]
 fn ten_thousand_distinct_keys_add_no_series_to_the_metrics() {
-    // Every key is new: `max_key_wait = "1ms"` lets a job take a worker
-    // whose keys went unused that long, rather than wait 250 ms for one.
+    // Every key is new: `max_key_wait = "1ms"` lets a job whose key no
+    // worker holds claim a worker after 1 ms rather than 250 ms.
     let config = "[server]\nlisten = \"127.0.0.1:0\"\n\n[[pool]]\nname = \"quick\"\nargv = [\"python3\", \"{dir}/quick.py\"]\nsizing = { kind = \"fixed\", workers = 2 }\nkeys_per_worker = 4\nmax_key_wait = \"1ms\"\n";
     let server = Server::start("keyed-metrics", config, &[], &[], Stderr::Collected);
     std::fs::write(server.dir.0.join("quick.py"), QUICK).unwrap();
