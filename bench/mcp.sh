@@ -36,7 +36,7 @@
 #             after the last cut, the gateway's RSS and theirs (MiB)
 #   leak      with --leak N only (kennel alone): the test
 #             sessions_cut_mid_call_leave_no_process_behind
-#             (crates/kennel-server/tests/mcp_gateway.rs, 2,000 sessions in
+#             (crates/kennel-server/tests/mcp_transport.rs, 2,000 sessions in
 #             CI) run with N sessions in release, on a small MCP server of
 #             ours: 30% cut by a reset mid-call, the worker processes sampled
 #             every 100 ms (never above the pool's 8), how long after the
@@ -65,7 +65,7 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = --leak ]; then
     n=$2
     say "== leak: $n sessions through kennel, 30% cut mid-call (release)"
-    line=$(KENNEL_MCP_SESSIONS=$n cargo test --release -q -p kennel-server --test mcp_gateway \
+    line=$(KENNEL_MCP_SESSIONS=$n cargo test --release -q -p kennel-server --test mcp_transport \
         sessions_cut_mid_call_leave_no_process_behind -- --nocapture 2>&1 | tee /dev/stderr | grep ' sessions: settled')
     printf '{"gateway":"kennel","measurement":"leak","result":"%s"}\n' "$line"
     exit 0

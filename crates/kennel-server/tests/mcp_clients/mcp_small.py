@@ -1,6 +1,6 @@
 """A small MCP server over stdio (newline-delimited JSON-RPC), with no
 dependency: it starts in milliseconds, for the gateway's tests that open
-thousands of sessions (tests/mcp_gateway.rs).
+thousands of sessions (tests/mcp_transport.rs).
 
 - initialize: answers with its pid in serverInfo.version.
 - tools/list: the tools "pid" and "sleep".

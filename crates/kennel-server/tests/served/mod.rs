@@ -16,6 +16,8 @@ use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 use serde_json::Value;
 
+pub mod mcp;
+
 pub const LIMIT: Duration = Duration::from_secs(30);
 
 /// The `args` of [`Server::start`] for a config that names no address.
