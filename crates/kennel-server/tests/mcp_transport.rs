@@ -34,6 +34,13 @@ fn post(
     served::http(addr, "POST", "/mcp/small", &all, &body.to_string())
 }
 
+/// A DELETE of `session` with `headers` (a bearer token): its end.
+fn delete(addr: SocketAddr, session: &str, headers: &[(&str, &str)]) -> served::Answer {
+    let mut all = headers.to_vec();
+    all.push(("Mcp-Session-Id", session));
+    served::http(addr, "DELETE", "/mcp/small", &all, "")
+}
+
 /// The value of header `name` in `head`.
 fn header(head: &str, name: &str) -> Option<String> {
     head.lines().find_map(|l| {
@@ -150,14 +157,7 @@ fn the_transport_answers_sessions_versions_and_bad_messages_by_the_rules() {
     let other = served::http(addr, "POST", "/mcp/nope", &[], &list.to_string());
     assert_eq!(other.status, 404);
     // DELETE ends it: 204, then 404; its worker is replaced.
-    let end = served::http(
-        addr,
-        "DELETE",
-        "/mcp/small",
-        &[("Mcp-Session-Id", &session)],
-        "",
-    );
-    assert_eq!(end.status, 204);
+    assert_eq!(delete(addr, &session, &[]).status, 204);
     assert_eq!(post(addr, Some(&session), &[], &list).status, 404);
     server.eventually("a new worker", || {
         let now = pids(&server, "small");
@@ -294,14 +294,7 @@ fn one_session(addr: SocketAddr, cut: bool) {
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "pid"}});
     let a = post(addr, Some(&session), &[], &call);
     assert_eq!(a.status, 200, "{}", a.body);
-    let end = served::http(
-        addr,
-        "DELETE",
-        "/mcp/small",
-        &[("Mcp-Session-Id", &session)],
-        "",
-    );
-    assert_eq!(end.status, 204);
+    assert_eq!(delete(addr, &session, &[]).status, 204);
 }
 
 /// 2,000 sessions (`KENNEL_MCP_SESSIONS` says how many: `bench/mcp.sh
@@ -407,13 +400,7 @@ fn a_tenants_session_is_its_own_and_holds_a_worker_of_its_share() {
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     // Another tenant's token does not reach it, nor end it.
     assert_eq!(post(addr, Some(&session), &b, &list).status, 404);
-    let ended = served::http(
-        addr,
-        "DELETE",
-        "/mcp/small",
-        &[b[0], ("Mcp-Session-Id", &session)],
-        "",
-    );
+    let ended = delete(addr, &session, &b);
     assert_eq!(ended.status, 404, "{}", ended.body);
     assert_eq!(post(addr, Some(&session), &a, &list).status, 200);
     // The session holds a worker as a's: at its `max_running = 1`, a's
