@@ -270,9 +270,10 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap()
 }
 
-/// The live processes under the server that run `mcp_small.py`.
-fn small_servers(server: &Server) -> usize {
-    served::descendants(server.child.id())
+/// The live processes under the server of pid `server` that run
+/// `mcp_small.py`.
+fn small_servers(server: u32) -> usize {
+    served::descendants(server)
         .into_iter()
         .filter(|&p| {
             served::alive(p)
@@ -321,18 +322,8 @@ fn sessions_cut_mid_call_leave_no_process_behind() {
         let server_pid = server.child.id();
         move || {
             let mut most = 0;
-            let count = || {
-                served::descendants(server_pid)
-                    .into_iter()
-                    .filter(|&p| {
-                        served::alive(p)
-                            && std::fs::read(format!("/proc/{p}/cmdline"))
-                                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("mcp_small.py"))
-                    })
-                    .count()
-            };
             while done.recv_timeout(Duration::from_millis(100)).is_err() {
-                most = most.max(count());
+                most = most.max(small_servers(server_pid));
             }
             most
         }
@@ -354,7 +345,7 @@ fn sessions_cut_mid_call_leave_no_process_behind() {
     // holds its capacity, idle, and no more processes.
     server.eventually("every session's worker back", || {
         let stats = server.get_json("/pools/small/stats");
-        stats["lent"] == 0 && small_servers(&server) == CAPACITY
+        stats["lent"] == 0 && small_servers(server.child.id()) == CAPACITY
     });
     let settled = ended.elapsed();
     done_tx.send(()).unwrap();
