@@ -1,111 +1,14 @@
 // kennel-worker tests: each starts fixtures/worker.mjs as a real child process
-// (fixtures/child.mjs) and talks to it over its pipes, once per framing. Every
-// wait has a deadline.
+// (fixtures/child.mjs) and talks to it over its pipes, once per framing (what
+// differs between framings: fixtures/shapes.mjs). Every wait has a deadline.
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 
 import { DEADLINE, Worker } from '../fixtures/child.mjs';
+import { SHAPES } from '../fixtures/shapes.mjs';
 import { FRAMINGS, resolveFraming, threads } from '../index.js';
 
 const CANCEL_BOUND = 2_000; // a cancelled job is answered within this
-
-/** What differs from one framing to the next. */
-const SHAPES = {
-  'json-lines': {
-    async handshake(worker) {
-      return worker.read();
-    },
-    request(t, op, params = {}) {
-      t.worker.send({ ...params, op });
-      return undefined;
-    },
-    isReply(message) {
-      const keys = message && typeof message === 'object' ? Object.keys(message) : [];
-      return !(keys.includes('progress') && keys.every((k) => ['progress', 'total', 'message'].includes(k)));
-    },
-    cancel(t) {
-      t.worker.send({ cancel: true });
-    },
-    keyRequest(t, kind, key) {
-      t.worker.send({ [`kennel_${kind}`]: key });
-      return undefined;
-    },
-    result(reply) {
-      assert.ok(!(reply && reply.error === true), JSON.stringify(reply));
-      return reply;
-    },
-    errorMessage(reply) {
-      assert.equal(reply.error, true);
-      return reply.message;
-    },
-    progressValue(message) {
-      return message;
-    },
-    assertCancelled(reply) {
-      assert.deepEqual(reply, { error: true, message: 'cancelled', cancelled: true });
-    },
-  },
-};
-
-const rpcShape = (cancelMethod, progressMethod) => ({
-  rpc: true,
-  cancelMethod,
-  progressMethod,
-  async handshake(worker) {
-    worker.send({
-      jsonrpc: '2.0',
-      id: 'init',
-      method: 'initialize',
-      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'tests', version: '0' } },
-    });
-    const reply = await worker.read();
-    worker.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    return reply;
-  },
-  request(t, op, params = {}, meta = undefined) {
-    t.nextId += 1;
-    t.worker.send({ jsonrpc: '2.0', id: t.nextId, method: op, params: meta ? { ...params, _meta: meta } : params });
-    return t.nextId;
-  },
-  isReply(message) {
-    return !('method' in message);
-  },
-  keyRequest(t, kind, key) {
-    t.nextId += 1;
-    t.worker.send({ jsonrpc: '2.0', id: t.nextId, method: `kennel/${kind}`, params: { key } });
-    return t.nextId;
-  },
-  checkId(message, id) {
-    assert.equal(message.id, id, JSON.stringify(message));
-  },
-  cancel(t, id) {
-    const params = cancelMethod === 'notifications/cancelled' ? { requestId: id, reason: 'test' } : { id };
-    t.worker.send({ jsonrpc: '2.0', method: cancelMethod, params });
-  },
-  result(reply) {
-    assert.equal(reply.jsonrpc, '2.0');
-    assert.ok(!('error' in reply), JSON.stringify(reply));
-    return reply.result;
-  },
-  errorMessage(reply) {
-    return reply.error.message;
-  },
-  progressValue(message) {
-    assert.equal(message.method, progressMethod);
-    if (progressMethod === '$/progress') return message.params.value;
-    const { progressToken: _token, ...rest } = message.params;
-    return rest;
-  },
-  token(message) {
-    return progressMethod === '$/progress' ? message.params.token : message.params.progressToken;
-  },
-  assertCancelled(reply) {
-    assert.deepEqual(reply.error, { code: -32800, message: 'request cancelled' });
-  },
-});
-
-SHAPES['json-rpc'] = rpcShape('notifications/cancelled', 'notifications/progress');
-SHAPES['content-length'] = rpcShape('$/cancelRequest', '$/progress');
 
 for (const framing of FRAMINGS) {
   const shape = SHAPES[framing];
