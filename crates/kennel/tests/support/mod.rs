@@ -27,7 +27,9 @@ pub use self::{
     jobs::{
         at_once, hold, spawn_close, spawn_lend_id, spawn_lend_slot, spawn_run_id, spawn_run_slot,
     },
-    pools::{fixed, named_on_demand, named_parallel, on_demand, parallel, pool_of, until_made},
+    pools::{
+        fixed, named_on_demand, named_parallel, on_demand, parallel, pool_of, ready, until_made,
+    },
     steer::Steer,
     watched::{Ending, Endings, Watched},
 };

@@ -42,6 +42,12 @@ pub fn named_on_demand(farm: &Farm, name: &str, n: usize) -> Pool<Fake> {
     fixed(farm, OnDemand, n).name(name).build().unwrap()
 }
 
+/// Ready workers of `pool`: idle or lent.
+pub fn ready(pool: &Pool<Fake>) -> usize {
+    let s = pool.stats();
+    s.idle + s.lent
+}
+
 /// Waits (on the paused clock, in steps of 100 ms) until worker `id` has
 /// been made, and panics if it never is.
 pub async fn until_made(farm: &Farm, id: usize) {
