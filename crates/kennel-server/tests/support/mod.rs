@@ -5,6 +5,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod counted;
 pub mod outside;
 
 use std::collections::BTreeMap;
