@@ -9,6 +9,7 @@
 //! echoes each request line: any JSON body comes back as it was sent.
 //! `PROPTEST_CASES=N` runs N cases of each property (default 128).
 
+mod arbitrary;
 mod over_tcp;
 // proptest keeps the cases it saw fail in
 // `tests/proptest-regressions/<module>.txt`: in a test target with a
@@ -24,76 +25,15 @@ use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
 use kennel_server::{AppState, install_metrics};
 use kennel_server::{Config, Source};
-use proptest::prelude::*;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tower::ServiceExt;
+
+use arbitrary::{cases, reconfig_json, runtime};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 fn kennel_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kennel"))
-}
-
-/// A JSON object with the keys of `PUT /pools/{name}/config` and odd values.
-fn reconfig_json() -> impl Strategy<Value = Value> {
-    let value = prop_oneof![
-        Just(Value::Null),
-        Just(json!("0s")),
-        Just(json!("1ms")),
-        Just(json!("-5s")),
-        Just(json!("3000000 days")),
-        Just(json!("2s")),
-        Just(json!(0)),
-        Just(json!(-1)),
-        Just(json!(1.5)),
-        Just(json!(u64::MAX)),
-        Just(json!({"kind": "fixed", "workers": 0})),
-        Just(json!({"kind": "fixed", "workers": 3})),
-        Just(json!({"kind": "fixed", "workers": 5000})),
-        Just(json!({"kind": "resources", "memory_per_worker": "1B"})),
-        Just(json!({"kind": "hill-climbing", "memory_per_worker": "1GiB"})),
-        Just(json!({"kind": "gradient"})),
-        Just(json!({"kind": "idle-timeout", "after": "1s", "keep": 1})),
-        Just(json!({"kind": "idle-timeout", "after": "0s"})),
-        Just(json!({"kind": "none"})),
-        Just(json!("g")),
-        Just(json!("bad group name!")),
-        Just(json!([1, 2])),
-        ".{0,10}".prop_map(Value::String),
-    ];
-    let key = prop_oneof![
-        Just("sizing"),
-        Just("eviction"),
-        Just("job_timeout"),
-        Just("warmup_timeout"),
-        Just("max_waiting"),
-        Just("max_queue_wait"),
-        Just("max_lifetime"),
-        Just("max_lifetime_jitter"),
-        Just("auto_grow_threshold"),
-        Just("job_grace"),
-        Just("group"),
-        Just("name"),
-        Just("argv"),
-        Just("unknown"),
-    ];
-    prop::collection::btree_map(key, value, 0..4)
-        .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()))
 }
 
 /// A pool of `cat`: no warm-up line, each request line comes back.
