@@ -3,7 +3,7 @@ mod support;
 
 use std::time::Duration;
 
-use kennel::{Error, Event, Fixed, IdleTimeout, Parallel, Pool};
+use kennel::{Error, Event, Fixed, IdleTimeout, Parallel, Pool, Reconfig};
 use support::{
     Fake, Farm, Warmup, advance, drain, fixed, ms, on_demand, parallel, secs, settle, spawn_run_id,
     until_made,
@@ -200,4 +200,36 @@ async fn a_worker_the_pool_retires_after_ten_minutes_also_ends_the_back_off() {
         secs(1),
         "the back-off count started again"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slot_above_the_capacity_starts_no_back_off_when_its_lent_worker_exits() {
+    let farm = Farm::new();
+    let pool = parallel(&farm, 3);
+    until_made(&farm, 2).await;
+    settle().await;
+    let leases = [
+        pool.lend().await.unwrap(),
+        pool.lend().await.unwrap(),
+        pool.lend().await.unwrap(),
+    ];
+    assert_eq!(leases[2].slot(), 2);
+    let mut events = pool.events();
+    pool.reconfigure(Reconfig::new().sizing(Fixed(1))).unwrap();
+    // Slot 2 is gone from the pool; its worker exits under its job.
+    farm.exit(leases[2].id);
+    settle().await;
+    drop(leases);
+    settle().await;
+    let backoffs: Vec<Event> = drain(&mut events)
+        .into_iter()
+        .filter(|e| matches!(e, Event::Backoff { .. }))
+        .collect();
+    assert_eq!(backoffs, [], "nothing refills a slot above the capacity");
+    // The slot comes back: the startup fills it at once.
+    pool.reconfigure(Reconfig::new().sizing(Fixed(2))).unwrap();
+    pool.reconfigure(Reconfig::new().sizing(Fixed(3))).unwrap();
+    settle().await;
+    assert_eq!(pool.stats().backing_off, 0, "{:?}", pool.stats());
+    assert_eq!(pool.stats().starting + pool.stats().idle, 3);
 }

@@ -35,12 +35,17 @@ impl<W: Worker> State<W> {
         }
     }
 
-    /// For eager startups: start slot `i` again after its back-off.
+    /// For eager startups: start slot `i` again after its back-off. A slot
+    /// above the capacity is never refilled, so it rests for nothing (its
+    /// exit still counts as an early one).
     pub(crate) fn schedule_refill(&mut self, fx: &mut Effects<W>, i: usize) {
         if self.closed || !self.startup.is_eager() {
             return;
         }
         self.slots.apply(i, t::end_backoff);
+        if i >= self.slots.capacity() {
+            return;
+        }
         let early_exits = self.slots.early_exits(i);
         let delay = backoff::delay(early_exits);
         if delay.is_zero() {

@@ -176,14 +176,16 @@ impl Model {
         self.now - started < EARLY_MS
     }
 
-    /// Eager startups start the slot again after its back-off.
+    /// Eager startups start the slot again after its back-off (none for a
+    /// slot above the capacity).
     pub(crate) fn schedule_refill(&mut self, i: usize) {
         if !self.startup.is_eager() {
             return;
         }
         let n = self.slots[i].early_exits;
         self.slots[i].backoff_until = None;
-        if n == 0 {
+        // A slot above the capacity is never refilled.
+        if n == 0 || i >= self.capacity {
             return;
         }
         let delay = (1u64 << (n.min(7) - 1)).min(60) * 1000;
