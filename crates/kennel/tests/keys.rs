@@ -376,3 +376,31 @@ async fn key_options_change_on_a_live_pool() {
     let refused = pool.reconfigure(Reconfig::new().with_options(|o| o.keys_per_worker = 0));
     assert!(matches!(refused, Err(Error::Config(e)) if e.option == "keys_per_worker"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_job_waiting_when_max_key_wait_changes_claims_a_worker_after_the_new_wait() {
+    let (log, born) = new_log();
+    let pool = builder(1, &log, &born).build().unwrap();
+    job(&pool, "A", Duration::ZERO).await.unwrap();
+    let p = pool.clone();
+    let busy = tokio::spawn(async move { job(&p, "A", Duration::from_millis(500)).await });
+    settle().await;
+    let p = pool.clone();
+    let b = tokio::spawn(async move { job(&p, "B", Duration::ZERO).await });
+    settle().await;
+    let start = Instant::now();
+    // Longer while B waits: the worker is free at 500 ms, before B has
+    // waited 1 s; B takes it at 1 s, and is not forgotten after its old
+    // wait of 250 ms.
+    pool.reconfigure(Reconfig::new().with_options(|o| o.max_key_wait = Duration::from_secs(1)))
+        .unwrap();
+    busy.await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(60), b)
+        .await
+        .expect("B got a worker")
+        .unwrap()
+        .unwrap();
+    // Its 1 s wait, then its 1 s load.
+    assert_eq!(start.elapsed(), Duration::from_secs(2));
+    assert_eq!(loads(&log), ["0 load A", "0 unload A", "0 load B"]);
+}

@@ -256,6 +256,16 @@ impl<W> Waiters<W> {
         }
     }
 
+    /// Gives each waiting keyed job the timers `timers` makes from when it
+    /// came (a new `max_key_wait`); the old ones are cancelled by their drop.
+    pub(crate) fn rearm_keyed(&mut self, mut timers: impl FnMut(Instant) -> [Timer; 2]) {
+        for (_, w) in &mut self.queue {
+            if let Some((_, since, t)) = &mut w.keyed {
+                *t = timers(*since);
+            }
+        }
+    }
+
     /// Fails every waiting job with `Closed`, for closing.
     pub(crate) fn close(&mut self) {
         for (_, w) in std::mem::take(&mut self.queue) {

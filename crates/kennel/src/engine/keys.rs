@@ -43,6 +43,7 @@ use crate::error::Error;
 use crate::event::{Event, RetireReason};
 use crate::key::{Key, KeyBinding};
 use crate::slot::{Held, SlotState, transitions as t};
+use crate::timer::Timer;
 use crate::worker::Worker;
 
 const LOAD_ALPHA: f64 = 0.2;
@@ -118,10 +119,19 @@ impl<W: Worker> State<W> {
         &self,
         fx: &mut Effects<W>,
         key: Key,
-    ) -> (Key, tokio::time::Instant, [crate::timer::Timer; 2]) {
-        let wait = self.opts.max_key_wait;
-        let timers = [1, 2].map(|n| fx.wake_at(self.now + wait * n, Wake::KeyWait));
+    ) -> (Key, tokio::time::Instant, [Timer; 2]) {
+        let timers = key_timers(fx, self.opts.max_key_wait, self.now, self.now);
         (key, self.now, timers)
+    }
+
+    /// A new `max_key_wait`: each waiting keyed job looks again once it has
+    /// waited that long, and twice that. Its old timers may have passed
+    /// already, and a job whose worker came free in between would then be
+    /// looked at by nothing.
+    pub(super) fn rearm_key_waits(&mut self, fx: &mut Effects<W>) {
+        let (wait, now) = (self.opts.max_key_wait, self.now);
+        self.waiters
+            .rearm_keyed(|since| key_timers(fx, wait, now, since));
     }
 
     /// The key a new worker starts for: the job's, in a `spawn` pool.
@@ -402,4 +412,15 @@ impl<W: Worker> State<W> {
             Choice::Start(_) | Choice::Queue => {}
         }
     }
+}
+
+/// The timers of a keyed job that came at `since`: once it has waited
+/// `wait`, and twice that (at once, where that is past).
+fn key_timers<W: Worker>(
+    fx: &mut Effects<W>,
+    wait: Duration,
+    now: tokio::time::Instant,
+    since: tokio::time::Instant,
+) -> [Timer; 2] {
+    [1, 2].map(|n| fx.wake_at((since + wait * n).max(now), Wake::KeyWait))
 }

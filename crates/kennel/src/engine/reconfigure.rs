@@ -76,6 +76,9 @@ impl<W: Worker> State<W> {
             self.waiters.shares.set_table(&self.opts.tenants);
             self.retime();
         }
+        if old.max_key_wait != self.opts.max_key_wait {
+            self.rearm_key_waits(fx);
+        }
         if old.min_workers_per_key != self.opts.min_workers_per_key {
             self.warm_failed.clear();
         }
