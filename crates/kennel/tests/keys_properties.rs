@@ -1,0 +1,223 @@
+//! Keyed pools under random sequences (proptest), on the paused clock: jobs
+//! of a few keys, of none, and of a key whose load fails, some dropped while
+//! they wait, load or run; clock steps; and the size, `keys_per_worker`,
+//! `max_workers_per_key`, `max_key_wait` and the binding changed on the live
+//! pool. Whatever the sequence, no job runs on a worker without its key, no
+//! worker holds more keys than `keys_per_worker` has allowed, every job not
+//! dropped ends (with its reply, or `load-failed` for the key whose load
+//! fails: none is left waiting for ever), and the pool ends with nothing
+//! lent or waiting.
+//!
+//! `PROPTEST_CASES=N` runs N sequences (default 256).
+
+#[path = "keyed/holder.rs"]
+mod holder;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use holder::{Holder, builder, key, new_log};
+use kennel::{Error, Fixed, KeyBinding, Pool, Reconfig, RunOptions};
+use proptest::prelude::*;
+use proptest::test_runner::Config as ProptestConfig;
+
+/// How long the pool has, once the sequence is over, to end every job.
+const DRAIN: Duration = Duration::from_secs(3600);
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// A job of key `k{n}` (`bad` for 8: its load fails), or of none; it
+    /// runs `run_ms`, and is dropped after `drop_ms` if set.
+    Job {
+        key: Option<u8>,
+        run_ms: u16,
+        drop_ms: Option<u16>,
+    },
+    /// The clock moves on.
+    Step(u16),
+    Size(usize),
+    KeysPerWorker(usize),
+    MaxWorkersPerKey(Option<usize>),
+    MaxKeyWait(u16),
+    Spawn(bool),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (
+            prop::option::weighted(0.85, 0u8..9),
+            0u16..1500,
+            prop::option::weighted(0.2, 0u16..3000)
+        )
+            .prop_map(|(key, run_ms, drop_ms)| Op::Job { key, run_ms, drop_ms }),
+        4 => (0u16..2500).prop_map(Op::Step),
+        1 => (1usize..=4).prop_map(Op::Size),
+        1 => (1usize..=3).prop_map(Op::KeysPerWorker),
+        1 => prop::option::of(1usize..=2).prop_map(Op::MaxWorkersPerKey),
+        1 => (1u16..2000).prop_map(Op::MaxKeyWait),
+        1 => any::<bool>().prop_map(Op::Spawn),
+    ]
+}
+
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+fn key_name(n: u8) -> String {
+    if n == 5 {
+        "bad".into()
+    } else {
+        format!("k{n}")
+    }
+}
+
+/// Runs one job as `Op::Job` says; what it must end with is checked here.
+async fn one_job(
+    pool: Pool<Holder>,
+    k: Option<String>,
+    run: Duration,
+    most_keys: Arc<AtomicUsize>,
+) -> Result<(), String> {
+    let want = k.clone();
+    let body = async move |w: &mut Holder| {
+        let most = most_keys.load(Ordering::SeqCst);
+        assert!(
+            w.held.len() <= most,
+            "worker {} holds {:?}, more than {most} keys",
+            w.id,
+            w.held
+        );
+        if let Some(want) = &want {
+            assert!(
+                w.held.contains(want) || w.born_for.as_ref().is_some_and(|b| b.as_str() == want),
+                "worker {} got a job of {want} without the key ({:?}, started for {:?})",
+                w.id,
+                w.held,
+                w.born_for
+            );
+        }
+        tokio::time::sleep(run).await;
+    };
+    let got = match &k {
+        Some(k) => pool.run_with(RunOptions::new().key(key(k)), body).await,
+        None => pool.run(body).await,
+    };
+    match (got, k.as_deref()) {
+        // A worker started for `bad` (`spawn`) serves it: only its load fails.
+        (Ok(()), _) => Ok(()),
+        (Err(Error::LoadFailed { .. }), Some("bad")) => Ok(()),
+        (other, k) => Err(format!("a job of {k:?} ended with {other:?}")),
+    }
+}
+
+/// Plays `ops` on a keyed pool of `workers` holding up to `per` keys each.
+fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (log, born) = new_log();
+        let pool = builder(workers, &log, &born)
+            .with_options(move |o| {
+                o.keys_per_worker = per;
+                // Room for every job of a sequence: none is turned away.
+                o.max_waiting = Some(64);
+            })
+            .build()
+            .map_err(|e| e.to_string())?;
+        let most_keys = Arc::new(AtomicUsize::new(per));
+        let mut jobs = Vec::new();
+        for op in ops {
+            match op.clone() {
+                Op::Job {
+                    key,
+                    run_ms,
+                    drop_ms,
+                } => {
+                    let job = one_job(
+                        pool.clone(),
+                        key.map(key_name),
+                        Duration::from_millis(run_ms.into()),
+                        most_keys.clone(),
+                    );
+                    jobs.push(tokio::spawn(async move {
+                        match drop_ms {
+                            // Dropped midway: whatever it was doing, it ends.
+                            Some(ms) => {
+                                let limit = Duration::from_millis(ms.into());
+                                tokio::time::timeout(limit, job).await.unwrap_or(Ok(()))
+                            }
+                            None => job.await,
+                        }
+                    }));
+                }
+                Op::Step(ms) => tokio::time::sleep(Duration::from_millis(ms.into())).await,
+                Op::Size(n) => {
+                    pool.reconfigure(Reconfig::new().sizing(Fixed(n)))
+                        .map_err(|e| e.to_string())?;
+                }
+                Op::KeysPerWorker(n) => {
+                    most_keys.fetch_max(n, Ordering::SeqCst);
+                    pool.reconfigure(Reconfig::new().with_options(move |o| o.keys_per_worker = n))
+                        .map_err(|e| e.to_string())?;
+                }
+                Op::MaxWorkersPerKey(n) => {
+                    pool.reconfigure(
+                        Reconfig::new().with_options(move |o| o.max_workers_per_key = n),
+                    )
+                    .map_err(|e| e.to_string())?;
+                }
+                Op::MaxKeyWait(ms) => {
+                    let wait = Duration::from_millis(ms.into());
+                    pool.reconfigure(Reconfig::new().with_options(move |o| o.max_key_wait = wait))
+                        .map_err(|e| e.to_string())?;
+                }
+                Op::Spawn(spawn) => {
+                    let binding = if spawn {
+                        KeyBinding::Spawn
+                    } else {
+                        KeyBinding::Load
+                    };
+                    pool.reconfigure(
+                        Reconfig::new().with_options(move |o| o.key_binding = binding),
+                    )
+                    .map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        let all = async {
+            for job in jobs {
+                job.await.map_err(|e| format!("a job panicked: {e}"))??;
+            }
+            Ok::<(), String>(())
+        };
+        tokio::time::timeout(DRAIN, all)
+            .await
+            .map_err(|_| format!("jobs still not ended {DRAIN:?} after the sequence"))??;
+        let s = pool.stats();
+        if s.lent != 0 || s.waiting != 0 {
+            return Err(format!("the pool ends with jobs in it: {s:?}"));
+        }
+        pool.close().await;
+        Ok(())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(256), .. ProptestConfig::default() })]
+
+    #[test]
+    fn any_sequence_runs_every_job_on_a_worker_that_holds_its_key_and_ends_it(
+        workers in 1usize..=4,
+        per in 1usize..=3,
+        ops in prop::collection::vec(op(), 1..40),
+    ) {
+        play(workers, per, &ops).map_err(TestCaseError::fail)?;
+    }
+}
