@@ -76,6 +76,67 @@ async fn with_spawn_a_key_kept_warm_gets_a_worker_started_for_it_ahead_and_keeps
 }
 
 #[tokio::test(start_paused = true)]
+async fn when_every_worker_holds_a_key_kept_warm_a_job_of_another_still_gets_one_after_max_key_wait()
+ {
+    for binding in [KeyBinding::Load, KeyBinding::Spawn] {
+        let (log, born) = new_log();
+        let pool = builder(1, &log, &born)
+            .with_options(move |o| {
+                o.key_binding = binding;
+                o.min_workers_per_key.insert(key("W"), 1);
+            })
+            .build()
+            .unwrap();
+        settle().await;
+        tokio::time::advance(LOAD).await;
+        settle().await;
+        // The starvation bound goes first: after its wait, A takes W's
+        // worker (a load or a new worker), then W is kept warm again.
+        let start = Instant::now();
+        let a = tokio::time::timeout(Duration::from_secs(60), job(&pool, "A", Duration::ZERO));
+        a.await.expect("A got a worker").unwrap();
+        let load = if binding == KeyBinding::Load {
+            LOAD
+        } else {
+            Duration::ZERO
+        };
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_millis(250) + load,
+            "{binding:?}"
+        );
+        tokio::time::advance(LOAD).await;
+        settle().await;
+        assert_eq!(pool.workers()[0].keys, [key("W")], "{binding:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_key_kept_warm_on_more_workers_than_the_pool_has_is_loaded_once_on_each() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born)
+        .with_options(|o| {
+            o.keys_per_worker = 2;
+            o.min_workers_per_key.insert(key("W"), 3);
+        })
+        .build()
+        .unwrap();
+    for _ in 0..10 {
+        settle().await;
+        tokio::time::advance(LOAD).await;
+    }
+    settle().await;
+    let mut loaded = loads(&log);
+    loaded.sort();
+    assert_eq!(
+        loaded,
+        ["0 load W", "1 load W"],
+        "never again on a worker that holds it"
+    );
+    assert_eq!(pool.stats().idle, 2);
+}
+
+#[tokio::test(start_paused = true)]
 async fn over_the_key_memory_budget_idle_workers_unload_the_keys_used_least() {
     let (log, born) = new_log();
     let pool = builder(2, &log, &born)

@@ -209,6 +209,19 @@ impl<W> Waiters<W> {
     }
 
     /// The class of waiting job `id`.
+    /// The tenants of the waiting jobs (`None`: jobs without one), each
+    /// once.
+    pub(crate) fn tenants(&self) -> Vec<Option<&crate::Tenant>> {
+        let mut tenants: Vec<Option<&crate::Tenant>> = self
+            .queue
+            .iter()
+            .map(|(_, w)| w.class.tenant.as_ref())
+            .collect();
+        tenants.sort();
+        tenants.dedup();
+        tenants
+    }
+
     pub(crate) fn class_of(&self, id: u64) -> Option<&Class> {
         self.find(id).map(|w| &w.class)
     }

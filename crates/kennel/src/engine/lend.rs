@@ -281,6 +281,7 @@ impl<W: Worker> State<W> {
     pub(crate) fn pump(&mut self, fx: &mut Effects<W>) {
         if self.waiters.any_keyed() {
             self.pump_keyed(fx);
+            self.arm_guard_lapse(fx);
             if self.waiters.unbound() > 0 {
                 self.retry_refused_start(fx);
                 self.hurry_closing(fx);

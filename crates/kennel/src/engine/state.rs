@@ -54,6 +54,9 @@ pub(crate) struct State<W> {
     /// reconfigured.
     pub(crate) warm_failed: std::collections::BTreeSet<crate::Key>,
     pub(crate) sizing_wake: Option<Timer>,
+    /// The next look at the waiting jobs when a tenant's hold on a worker's
+    /// keys lapses: when, and its timer.
+    pub(crate) guard_lapse: Option<(Instant, Timer)>,
     /// The next look at a start the sizing refused while jobs wait.
     pub(crate) start_retry: Option<Timer>,
     /// Draws the lifetime jitter of each worker.
@@ -65,8 +68,7 @@ pub(crate) struct State<W> {
     pub(crate) breaker: Breaker,
     /// The next memory sample, with `max_memory`.
     pub(crate) memory_tick: Option<Timer>,
-    /// The next round of probes, with `probe_every`.
-    /// The next round of probes: when, and its timer.
+    /// The next round of probes (`probe_every`): when, and its timer.
     pub(crate) probe_tick: Option<(Instant, Timer)>,
     /// Probes running on workers on their way to a waiting job
     /// (`probe_on_lend`).
@@ -118,6 +120,7 @@ impl<W> State<W> {
             let_go: crate::slot::LetGo::default(),
             warm_failed: std::collections::BTreeSet::new(),
             sizing_wake: None,
+            guard_lapse: None,
             start_retry: None,
             rng: p.rng,
             kept_limit: usize::MAX,

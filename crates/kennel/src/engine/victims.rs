@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::effects::{Effects, Wake};
 use super::state::State;
 use crate::key::{Key, KeyBinding};
 use crate::slot::{Held, Keys, Settling, SlotState};
@@ -39,10 +40,11 @@ impl Victim {
 }
 
 impl<W: Worker> State<W> {
-    /// An idle worker to load a key kept warm onto: one with room, else the
-    /// one whose keys to let go were used least recently, warm or not.
+    /// An idle worker to load a key kept warm onto, among those that do not
+    /// hold it yet: one with room, else the one whose keys to let go were
+    /// used least recently.
     pub(super) fn warm_place(&self, key: &Key) -> Option<(usize, Vec<Key>)> {
-        let room = |s: &SlotState<W>| matches!(s, SlotState::Ready { live, held: Held::Idle { .. } } if live.record.keys.len() < self.opts.keys_per_worker);
+        let room = |s: &SlotState<W>| matches!(s, SlotState::Ready { live, held: Held::Idle { .. } } if live.record.keys.len() < self.opts.keys_per_worker && !live.record.keys.holds(key));
         match self.slots.states(self.slots.size()).position(room) {
             Some(i) => Some((i, Vec::new())),
             None => self.victim(key, false, None).map(|v| (v.slot, v.unload)),
@@ -62,6 +64,30 @@ impl<W: Worker> State<W> {
         keys.others_since(tenant, since, |other| shares.owed(other, tenant))
     }
 
+    /// While jobs wait, a look at them again when the next hold of a
+    /// tenant on a worker's keys ([`guards_others`](Self::guards_others))
+    /// lapses: a job it keeps off the worker would otherwise wait for an
+    /// event that may never come.
+    pub(super) fn arm_guard_lapse(&mut self, fx: &mut Effects<W>) {
+        let lately = self.opts.max_key_wait.saturating_mul(10);
+        let waiting = self.waiters.tenants();
+        let next = self
+            .slots
+            .states(self.slots.size())
+            .filter_map(|s| match s {
+                SlotState::Ready { live, .. } => Some(live.record.keys.uses()),
+                _ => None,
+            })
+            .flatten()
+            .filter(|(t, _)| waiting.iter().any(|w| w != t))
+            .map(|(_, used)| used + lately)
+            .filter(|&at| at > self.now)
+            .min();
+        if self.guard_lapse.as_ref().map(|(at, _)| *at) != next {
+            self.guard_lapse = next.map(|at| (at, fx.wake_at(at, Wake::KeyWait)));
+        }
+    }
+
     /// How fast a key's count of jobs fades: a minute, so that a key whose
     /// jobs come every few seconds is still counted as used when the next
     /// one comes (a shorter count ranks keys by their last use alone).
@@ -72,7 +98,8 @@ impl<W: Worker> State<W> {
     /// The running worker whose keys to let go for `key` are used least
     /// lately (their decayed count of jobs; on a tie, the least recently
     /// used), among the idle ones, and the busy ones too with `busy`. Keys
-    /// that `min_workers_per_key` keeps never go. For a job of `tenant`
+    /// that `min_workers_per_key` keeps do not go (but see
+    /// [`victim_among`](Self::victim_among)). For a job of `tenant`
     /// (`Some`), a worker that another tenant's keys make its own
     /// ([`guards_others`](Self::guards_others)) is left out.
     pub(super) fn victim(
@@ -84,7 +111,11 @@ impl<W: Worker> State<W> {
         self.victim_among(key, busy, tenant, |_| true)
     }
 
-    /// As [`victim`](Self::victim), among the workers `among` accepts.
+    /// As [`victim`](Self::victim), among the workers `among` accepts. For
+    /// an overdue job (`busy`), keys kept warm may go too when no running
+    /// worker has any other key to let go: the starvation bound comes
+    /// before `min_workers_per_key`, which loads them again once a worker
+    /// is idle.
     pub(super) fn victim_among(
         &self,
         key: &Key,
@@ -92,17 +123,35 @@ impl<W: Worker> State<W> {
         tenant: Option<Option<&Tenant>>,
         among: impl Fn(&Victim) -> bool,
     ) -> Option<Victim> {
+        let warm_may_go = busy
+            && self
+                .victim_scan(key, true, tenant, |_| true, false)
+                .is_none();
+        self.victim_scan(key, busy, tenant, among, warm_may_go)
+    }
+
+    /// The scan of [`victim_among`](Self::victim_among); keys kept warm go
+    /// only with `warm_may_go`.
+    fn victim_scan(
+        &self,
+        key: &Key,
+        busy: bool,
+        tenant: Option<Option<&Tenant>>,
+        among: impl Fn(&Victim) -> bool,
+        warm_may_go: bool,
+    ) -> Option<Victim> {
         let cap = match self.opts.key_binding {
             KeyBinding::Load => self.opts.keys_per_worker,
             _ => 0,
         };
         let kept = |k: &Key| {
             k == key
-                || self
-                    .opts
-                    .min_workers_per_key
-                    .get(k)
-                    .is_some_and(|&m| self.holders(k) <= m)
+                || !warm_may_go
+                    && self
+                        .opts
+                        .min_workers_per_key
+                        .get(k)
+                        .is_some_and(|&m| self.holders(k) <= m)
         };
         let (now, half_life) = (self.now, self.half_life());
         let mut best: Option<Victim> = None;
@@ -118,7 +167,8 @@ impl<W: Worker> State<W> {
                 _ => continue,
             };
             let keys = &live.record.keys;
-            if tenant.is_some_and(|t| self.guards_others(keys, t)) {
+            // A worker that holds the key already is no place to load it.
+            if keys.holds(key) || tenant.is_some_and(|t| self.guards_others(keys, t)) {
                 continue;
             }
             let n = (keys.len() + 1).saturating_sub(cap).min(keys.len());

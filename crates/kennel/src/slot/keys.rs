@@ -116,6 +116,11 @@ impl Keys {
         self.0.len()
     }
 
+    /// Each key's tenant of its last job, and when it was used.
+    pub(crate) fn uses(&self) -> impl Iterator<Item = (Option<&crate::Tenant>, Instant)> {
+        self.0.iter().map(|k| (k.tenant.as_ref(), k.used))
+    }
+
     /// The last use of any of its keys.
     pub(crate) fn last_used(&self) -> Option<Instant> {
         self.0.iter().map(|k| k.used).max()
@@ -193,14 +198,14 @@ impl Keys {
     }
 
     /// Whether it holds a key whose last job was of another tenant than
-    /// `tenant`, used since `since`, for which `owed` holds.
+    /// `tenant`, used after `since`, for which `owed` holds.
     pub(crate) fn others_since(
         &self,
         tenant: Option<&crate::Tenant>,
         since: Option<Instant>,
         owed: impl Fn(Option<&crate::Tenant>) -> bool,
     ) -> bool {
-        let lately = |k: &HeldKey| since.is_none_or(|s| k.used >= s);
+        let lately = |k: &HeldKey| since.is_none_or(|s| k.used > s);
         self.0
             .iter()
             .any(|k| k.tenant.as_ref() != tenant && lately(k) && owed(k.tenant.as_ref()))
