@@ -13,12 +13,15 @@
 #[path = "keyed/holder.rs"]
 mod holder;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use holder::{Holder, builder, key, new_log};
-use kennel::{Error, Fixed, KeyBinding, Pool, Reconfig, RunOptions};
+use holder::{Holder, PER_KEY, builder, key, new_log};
+use kennel::{
+    Error, Fixed, Key, KeyBinding, Pool, Priority, Reconfig, RunOptions, Tenant, TenantShare,
+};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 
@@ -29,10 +32,13 @@ const DRAIN: Duration = Duration::from_secs(3600);
 enum Op {
     /// A job of key `k{n}` (`bad` for 8: its load fails), or of none; it
     /// runs `run_ms`, and is dropped after `drop_ms` if set.
+    /// Of tenant `t{n}` if set, at a priority (0 low, 1 normal, 2 high).
     Job {
         key: Option<u8>,
         run_ms: u16,
         drop_ms: Option<u16>,
+        tenant: Option<u8>,
+        priority: u8,
     },
     /// The clock moves on.
     Step(u16),
@@ -41,6 +47,12 @@ enum Op {
     MaxWorkersPerKey(Option<usize>),
     MaxKeyWait(u16),
     Spawn(bool),
+    /// The tenants' table: `t{n}`'s weight and `max_running`.
+    Tenants(Vec<(u8, u32, Option<usize>)>),
+    /// Key `k{n}` (or `bad`) kept warm on so many workers, or none.
+    MinWorkersPerKey(Option<(u8, usize)>),
+    /// A budget of so many keys' memory, or none.
+    KeyMemoryBudget(Option<u64>),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -48,15 +60,27 @@ fn op() -> impl Strategy<Value = Op> {
         8 => (
             prop::option::weighted(0.85, 0u8..9),
             0u16..1500,
-            prop::option::weighted(0.2, 0u16..3000)
+            prop::option::weighted(0.2, 0u16..3000),
+            prop::option::weighted(0.5, 0u8..3),
+            0u8..3,
         )
-            .prop_map(|(key, run_ms, drop_ms)| Op::Job { key, run_ms, drop_ms }),
+            .prop_map(|(key, run_ms, drop_ms, tenant, priority)| Op::Job {
+                key,
+                run_ms,
+                drop_ms,
+                tenant,
+                priority
+            }),
         4 => (0u16..2500).prop_map(Op::Step),
         1 => (1usize..=4).prop_map(Op::Size),
         1 => (1usize..=3).prop_map(Op::KeysPerWorker),
         1 => prop::option::of(1usize..=2).prop_map(Op::MaxWorkersPerKey),
         1 => (1u16..2000).prop_map(Op::MaxKeyWait),
         1 => any::<bool>().prop_map(Op::Spawn),
+        1 => prop::collection::vec((0u8..3, 1u32..4, prop::option::of(1usize..3)), 0..3)
+            .prop_map(Op::Tenants),
+        1 => prop::option::of((0u8..9, 1usize..3)).prop_map(Op::MinWorkersPerKey),
+        1 => prop::option::of(1u64..7).prop_map(Op::KeyMemoryBudget),
     ]
 }
 
@@ -68,7 +92,7 @@ fn cases(default: u32) -> u32 {
 }
 
 fn key_name(n: u8) -> String {
-    if n == 5 {
+    if n == 8 {
         "bad".into()
     } else {
         format!("k{n}")
@@ -80,6 +104,7 @@ async fn one_job(
     pool: Pool<Holder>,
     k: Option<String>,
     run: Duration,
+    class: (Option<Tenant>, Priority),
     most_keys: Arc<AtomicUsize>,
 ) -> Result<(), String> {
     let want = k.clone();
@@ -102,16 +127,33 @@ async fn one_job(
         }
         tokio::time::sleep(run).await;
     };
-    let got = match &k {
-        Some(k) => pool.run_with(RunOptions::new().key(key(k)), body).await,
-        None => pool.run(body).await,
-    };
-    match (got, k.as_deref()) {
+    let mut options = RunOptions::new().priority(class.1);
+    if let Some(tenant) = class.0 {
+        options = options.tenant(tenant);
+    }
+    if let Some(k) = &k {
+        options = options.key(key(k));
+    }
+    match (pool.run_with(options, body).await, k.as_deref()) {
         // A worker started for `bad` (`spawn`) serves it: only its load fails.
         (Ok(()), _) => Ok(()),
         (Err(Error::LoadFailed { .. }), Some("bad")) => Ok(()),
         (other, k) => Err(format!("a job of {k:?} ended with {other:?}")),
     }
+}
+
+fn tenant(n: u8) -> Tenant {
+    Tenant::new(&format!("t{n}")).expect("a tenant name")
+}
+
+/// Reconfigures the options of `pool` with `f`.
+fn set(
+    pool: &Pool<Holder>,
+    f: impl FnOnce(&mut kennel::Options) + Send + 'static,
+) -> Result<(), String> {
+    pool.reconfigure(Reconfig::new().with_options(f))
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// Plays `ops` on a keyed pool of `workers` holding up to `per` keys each.
@@ -139,11 +181,16 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
                     key,
                     run_ms,
                     drop_ms,
+                    tenant: t,
+                    priority,
                 } => {
+                    let priority =
+                        [Priority::Low, Priority::Normal, Priority::High][usize::from(priority)];
                     let job = one_job(
                         pool.clone(),
                         key.map(key_name),
                         Duration::from_millis(run_ms.into()),
+                        (t.map(tenant), priority),
                         most_keys.clone(),
                     );
                     jobs.push(tokio::spawn(async move {
@@ -164,19 +211,12 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
                 }
                 Op::KeysPerWorker(n) => {
                     most_keys.fetch_max(n, Ordering::SeqCst);
-                    pool.reconfigure(Reconfig::new().with_options(move |o| o.keys_per_worker = n))
-                        .map_err(|e| e.to_string())?;
+                    set(&pool, move |o| o.keys_per_worker = n)?;
                 }
-                Op::MaxWorkersPerKey(n) => {
-                    pool.reconfigure(
-                        Reconfig::new().with_options(move |o| o.max_workers_per_key = n),
-                    )
-                    .map_err(|e| e.to_string())?;
-                }
+                Op::MaxWorkersPerKey(n) => set(&pool, move |o| o.max_workers_per_key = n)?,
                 Op::MaxKeyWait(ms) => {
                     let wait = Duration::from_millis(ms.into());
-                    pool.reconfigure(Reconfig::new().with_options(move |o| o.max_key_wait = wait))
-                        .map_err(|e| e.to_string())?;
+                    set(&pool, move |o| o.max_key_wait = wait)?;
                 }
                 Op::Spawn(spawn) => {
                     let binding = if spawn {
@@ -184,10 +224,29 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
                     } else {
                         KeyBinding::Load
                     };
-                    pool.reconfigure(
-                        Reconfig::new().with_options(move |o| o.key_binding = binding),
-                    )
-                    .map_err(|e| e.to_string())?;
+                    set(&pool, move |o| o.key_binding = binding)?;
+                }
+                Op::Tenants(table) => {
+                    let table: BTreeMap<Tenant, TenantShare> = table
+                        .into_iter()
+                        .map(|(n, weight, max_running)| {
+                            let mut share = TenantShare::weight(weight);
+                            share.max_running = max_running;
+                            (tenant(n), share)
+                        })
+                        .collect();
+                    set(&pool, move |o| o.tenants = table)?;
+                }
+                Op::MinWorkersPerKey(warm) => {
+                    let warm: BTreeMap<Key, usize> = warm
+                        .map(|(k, n)| (key(&key_name(k)), n))
+                        .into_iter()
+                        .collect();
+                    set(&pool, move |o| o.min_workers_per_key = warm)?;
+                }
+                Op::KeyMemoryBudget(keys) => {
+                    let budget = keys.map(|n| n * PER_KEY);
+                    set(&pool, move |o| o.key_memory_budget = budget)?;
                 }
             }
         }
@@ -200,6 +259,8 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
         tokio::time::timeout(DRAIN, all)
             .await
             .map_err(|_| format!("jobs still not ended {DRAIN:?} after the sequence"))??;
+        // Keys kept warm may still be loading.
+        tokio::time::sleep(Duration::from_secs(60)).await;
         let s = pool.stats();
         if s.lent != 0 || s.waiting != 0 {
             return Err(format!("the pool ends with jobs in it: {s:?}"));
