@@ -320,7 +320,9 @@ options! {
         max_workers_per_key: Option<usize> = None,
             Range::count(1, u64::MAX, "a key held by no worker could never run; none: no limit");
         /// Keys kept warm: each on at least this many workers, ahead of
-        /// jobs, never let go for another key while it has no more. With
+        /// jobs, never let go for another key while it has no more (unless
+        /// every running worker holds only such keys: then a job of another
+        /// key takes one once it has waited `max_key_wait`). With
         /// `load`, loaded onto idle workers as they come up (a key whose
         /// load fails is a `pool:warning`, and is not loaded ahead again
         /// until this option changes); with `spawn`, a worker is started

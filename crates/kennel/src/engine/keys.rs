@@ -30,7 +30,9 @@
 //!    within `max_key_wait` of the load.
 //!
 //! A key named in `min_workers_per_key` is never let go while it has no
-//! more workers than that. A job without a key takes any idle worker.
+//! more workers than that, unless every running worker holds only such
+//! keys: then an overdue job takes the least used one (the bound first).
+//! A job without a key takes any idle worker.
 
 use std::time::Duration;
 
