@@ -1,12 +1,14 @@
 //! Keyed pools under random sequences (proptest), on the paused clock: jobs
 //! of a few keys, of none, and of a key whose load fails, some dropped while
-//! they wait, load or run; clock steps; and the size, `keys_per_worker`,
-//! `max_workers_per_key`, `max_key_wait` and the binding changed on the live
-//! pool. Whatever the sequence, no job runs on a worker without its key, no
-//! worker holds more keys than `keys_per_worker` has allowed, every job not
-//! dropped ends (with its reply, or `load-failed` for the key whose load
-//! fails: none is left waiting for ever), and the pool ends with nothing
-//! lent or waiting.
+//! they wait, load or run, of tenants at priorities; workers that crash;
+//! clock steps; and the size, `keys_per_worker`, `max_workers_per_key`,
+//! `max_key_wait`, the binding, the tenants' table, the keys kept warm and
+//! the key memory budget changed on the live pool. Whatever the sequence,
+//! no job runs on a worker without its key, no worker holds more keys than
+//! `keys_per_worker` has allowed, every job not dropped ends (with its
+//! reply, `load-failed` for the key whose load fails, or, once a worker has
+//! crashed, the error that says so: none is left waiting for ever), and the
+//! pool ends with nothing lent or waiting.
 //!
 //! `PROPTEST_CASES=N` runs N sequences (default 256).
 
@@ -18,9 +20,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use holder::{Holder, PER_KEY, builder, key, new_log};
+use holder::{Holder, PER_KEY, Signals, builder_with, key, new_log};
 use kennel::{
-    Error, Fixed, Key, KeyBinding, Pool, Priority, Reconfig, RunOptions, Tenant, TenantShare,
+    Error, ExitStatus, Fixed, Key, KeyBinding, Pool, Priority, Reconfig, RunOptions, Tenant,
+    TenantShare,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
@@ -53,6 +56,9 @@ enum Op {
     MinWorkersPerKey(Option<(u8, usize)>),
     /// A budget of so many keys' memory, or none.
     KeyMemoryBudget(Option<u64>),
+    /// The `n`th worker made (modulo how many were) ends as if it crashed,
+    /// if it has not ended yet.
+    Crash(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -81,6 +87,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(Op::Tenants),
         1 => prop::option::of((0u8..9, 1usize..3)).prop_map(Op::MinWorkersPerKey),
         1 => prop::option::of(1u64..7).prop_map(Op::KeyMemoryBudget),
+        1 => (0usize..8).prop_map(Op::Crash),
     ]
 }
 
@@ -106,6 +113,7 @@ async fn one_job(
     run: Duration,
     class: (Option<Tenant>, Priority),
     most_keys: Arc<AtomicUsize>,
+    crashes: Arc<AtomicUsize>,
 ) -> Result<(), String> {
     let want = k.clone();
     let body = async move |w: &mut Holder| {
@@ -134,10 +142,18 @@ async fn one_job(
     if let Some(k) = &k {
         options = options.key(key(k));
     }
-    match (pool.run_with(options, body).await, k.as_deref()) {
+    let got = pool.run_with(options, body).await;
+    let crashed = crashes.load(Ordering::SeqCst) > 0;
+    match (got, k.as_deref()) {
         // A worker started for `bad` (`spawn`) serves it: only its load fails.
         (Ok(()), _) => Ok(()),
         (Err(Error::LoadFailed { .. }), Some("bad")) => Ok(()),
+        // A worker that crashed under the job, as it started or loaded.
+        (Err(Error::Crashed { .. } | Error::WarmupFailed { .. } | Error::LoadFailed { .. }), _)
+            if crashed =>
+        {
+            Ok(())
+        }
         (other, k) => Err(format!("a job of {k:?} ended with {other:?}")),
     }
 }
@@ -165,11 +181,16 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
         .expect("runtime");
     rt.block_on(async {
         let (log, born) = new_log();
-        let pool = builder(workers, &log, &born)
+        let signals = Signals::default();
+        let crashes = Arc::new(AtomicUsize::new(0));
+        let pool = builder_with(workers, &log, &born, &signals)
             .with_options(move |o| {
                 o.keys_per_worker = per;
                 // Room for every job of a sequence: none is turned away.
                 o.max_waiting = Some(64);
+                // Crashes never turn jobs away (the breaker's own tests
+                // check it).
+                o.break_after_failed_starts = None;
             })
             .build()
             .map_err(|e| e.to_string())?;
@@ -192,6 +213,7 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
                         Duration::from_millis(run_ms.into()),
                         (t.map(tenant), priority),
                         most_keys.clone(),
+                        crashes.clone(),
                     );
                     jobs.push(tokio::spawn(async move {
                         match drop_ms {
@@ -247,6 +269,15 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
                 Op::KeyMemoryBudget(keys) => {
                     let budget = keys.map(|n| n * PER_KEY);
                     set(&pool, move |o| o.key_memory_budget = budget)?;
+                }
+                Op::Crash(n) => {
+                    let signals = signals.lock().unwrap();
+                    if let Some(signal) = signals.get(n % signals.len().max(1))
+                        && !signal.has_exited()
+                    {
+                        crashes.fetch_add(1, Ordering::SeqCst);
+                        signal.exit(ExitStatus::Code(101));
+                    }
                 }
             }
         }

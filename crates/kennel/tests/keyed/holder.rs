@@ -1,6 +1,8 @@
 //! A worker that holds keys, and the helpers of the keyed tests
-//! (`keys.rs`, `keys_kept.rs`): loading a key takes [`LOAD`], loading
-//! `"bad"` fails, and each key held weighs [`PER_KEY`] bytes on its meter.
+//! (`keys.rs`, `keys_kept.rs`, `keys_properties.rs`): loading a key takes
+//! [`LOAD`], loading `"bad"` fails, each key held weighs [`PER_KEY`] bytes
+//! on its meter, and a test may end a worker as if it crashed
+//! ([`Signals`]).
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -9,12 +11,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kennel::{BoxError, Error, Fixed, Key, Meter, Parallel, Pool, PoolBuilder, RunOptions, Worker};
+use kennel::{
+    BoxError, Error, ExitSignal, ExitStatus, Exited, Fixed, Key, Killer, Meter, Parallel, Pool,
+    PoolBuilder, RunOptions, Worker,
+};
 
 pub const LOAD: Duration = Duration::from_secs(1);
 
 /// What the workers did, in order: `"<worker> load <key>"`, `"<worker> unload <key>"`.
 pub type Log = Arc<Mutex<Vec<String>>>;
+
+/// Each worker's exit signal, by id: `exit(ExitStatus::Code(..))` ends it
+/// as if it crashed.
+pub type Signals = Arc<Mutex<Vec<ExitSignal>>>;
 
 /// A worker that holds keys: loading one takes [`LOAD`]; loading `"bad"` fails.
 pub struct Holder {
@@ -25,6 +34,8 @@ pub struct Holder {
     log: Log,
     /// 100 MB per key held, as its meter reads it.
     memory: Arc<AtomicU64>,
+    signal: ExitSignal,
+    exited: Option<Exited>,
 }
 
 pub const PER_KEY: u64 = 100_000_000;
@@ -60,6 +71,22 @@ impl Worker for Holder {
         let memory = self.memory.clone();
         Some(Meter::new(move || Some(memory.load(Ordering::SeqCst))))
     }
+
+    fn exited(&mut self) -> Exited {
+        self.exited.take().unwrap_or_else(Exited::never)
+    }
+
+    fn killer(&self) -> Killer {
+        self.signal.killer()
+    }
+
+    fn is_alive(&self) -> bool {
+        !self.signal.has_exited()
+    }
+
+    async fn close(self) {
+        self.signal.exit(ExitStatus::Closed);
+    }
 }
 
 pub fn key(k: &str) -> Key {
@@ -71,15 +98,25 @@ pub fn builder(
     log: &Log,
     born: &Arc<Mutex<Vec<Option<Key>>>>,
 ) -> PoolBuilder<Holder> {
-    let (log, born) = (log.clone(), born.clone());
-    let made = Arc::new(Mutex::new(0));
+    builder_with(workers, log, born, &Signals::default())
+}
+
+/// [`builder`], each worker's exit signal pushed onto `signals`.
+pub fn builder_with(
+    workers: usize,
+    log: &Log,
+    born: &Arc<Mutex<Vec<Option<Key>>>>,
+    signals: &Signals,
+) -> PoolBuilder<Holder> {
+    let (log, born, signals) = (log.clone(), born.clone(), signals.clone());
     Pool::builder(move |info: kennel::SlotInfo| {
-        let (log, born, made) = (log.clone(), born.clone(), made.clone());
+        let (log, born, signals) = (log.clone(), born.clone(), signals.clone());
         async move {
+            let (signal, exited) = ExitSignal::new();
             let id = {
-                let mut n = made.lock().unwrap();
-                *n += 1;
-                *n - 1
+                let mut all = signals.lock().unwrap();
+                all.push(signal.clone());
+                all.len() - 1
             };
             born.lock().unwrap().push(info.key.clone());
             let held = info.key.iter().map(|k| k.to_string()).collect();
@@ -89,6 +126,8 @@ pub fn builder(
                 held,
                 log,
                 memory: Arc::default(),
+                signal,
+                exited: Some(exited),
             })
         }
     })
