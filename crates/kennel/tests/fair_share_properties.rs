@@ -306,7 +306,7 @@ proptest! {
     #[test]
     fn any_sequence_keeps_each_tenant_within_its_limits_and_ends_every_job(
         workers in 1usize..=4,
-        ops in prop::collection::vec(op(), 1..40),
+        ops in prop::collection::vec(op(), 1..120),
     ) {
         play(workers, &ops).map_err(TestCaseError::fail)?;
     }

@@ -308,7 +308,7 @@ proptest! {
     fn any_sequence_runs_every_job_on_a_worker_that_holds_its_key_and_ends_it(
         workers in 1usize..=4,
         per in 1usize..=3,
-        ops in prop::collection::vec(op(), 1..40),
+        ops in prop::collection::vec(op(), 1..120),
     ) {
         play(workers, per, &ops).map_err(TestCaseError::fail)?;
     }
