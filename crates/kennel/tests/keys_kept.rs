@@ -8,7 +8,7 @@ mod holder;
 use std::time::Duration;
 
 use holder::{LOAD, builder, job, key, loads, new_log, settle};
-use kennel::{Key, KeyBinding, Options, Reconfig};
+use kennel::{IdleTimeout, Key, KeyBinding, Options, Reconfig};
 use tokio::time::Instant;
 
 #[tokio::test(start_paused = true)]
@@ -134,6 +134,26 @@ async fn a_key_kept_warm_on_more_workers_than_the_pool_has_is_loaded_once_on_eac
         "never again on a worker that holds it"
     );
     assert_eq!(pool.stats().idle, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn eviction_leaves_a_worker_that_holds_a_key_kept_warm() {
+    let (log, born) = new_log();
+    let pool = builder(2, &log, &born)
+        .eviction(IdleTimeout::new(Duration::from_millis(2_500)).unwrap())
+        .with_options(|o| {
+            o.min_workers_per_key.insert(key("W"), 1);
+        })
+        .build()
+        .unwrap();
+    for _ in 0..30 {
+        settle().await;
+        tokio::time::advance(Duration::from_millis(500)).await;
+    }
+    // The other worker went; W's stays, loaded once.
+    assert_eq!(loads(&log), ["0 load W"]);
+    assert_eq!(pool.stats().idle, 1);
+    assert_eq!(pool.workers()[0].keys, [key("W")]);
 }
 
 #[tokio::test(start_paused = true)]

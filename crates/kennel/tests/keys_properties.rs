@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use holder::{Holder, PER_KEY, Signals, builder_with, key, new_log};
 use kennel::{
-    Error, ExitStatus, Fixed, Key, KeyBinding, Pool, Priority, Reconfig, RunOptions, Tenant,
-    TenantShare,
+    Error, ExitStatus, Fixed, IdleTimeout, Key, KeyBinding, NoEviction, Pool, Priority, Reconfig,
+    RunOptions, Tenant, TenantShare,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
@@ -59,6 +59,9 @@ enum Op {
     /// The `n`th worker made (modulo how many were) ends as if it crashed,
     /// if it has not ended yet.
     Crash(usize),
+    /// Idle workers evicted after so many ms (and `min_idle` kept), or
+    /// never.
+    Eviction(Option<(u16, Option<usize>)>),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -88,6 +91,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => prop::option::of((0u8..9, 1usize..3)).prop_map(Op::MinWorkersPerKey),
         1 => prop::option::of(1u64..7).prop_map(Op::KeyMemoryBudget),
         1 => (0usize..8).prop_map(Op::Crash),
+        1 => prop::option::of((100u16..5000, prop::option::of(0usize..3))).prop_map(Op::Eviction),
     ]
 }
 
@@ -170,6 +174,21 @@ fn set(
     pool.reconfigure(Reconfig::new().with_options(f))
         .map(drop)
         .map_err(|e| e.to_string())
+}
+
+/// Evicts idle workers of `pool` after `idle` ms, keeping `min_idle`, or
+/// never.
+fn evict(pool: &Pool<Holder>, idle: Option<(u16, Option<usize>)>) -> Result<(), String> {
+    let r = match idle {
+        Some((ms, min_idle)) => {
+            let after = Duration::from_millis(ms.into());
+            Reconfig::new()
+                .eviction(IdleTimeout::new(after).map_err(|e| e.to_string())?)
+                .with_options(move |o| o.min_idle = min_idle)
+        }
+        None => Reconfig::new().eviction(NoEviction),
+    };
+    pool.reconfigure(r).map(drop).map_err(|e| e.to_string())
 }
 
 /// Plays `ops` on a keyed pool of `workers` holding up to `per` keys each.
@@ -270,6 +289,7 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
                     let budget = keys.map(|n| n * PER_KEY);
                     set(&pool, move |o| o.key_memory_budget = budget)?;
                 }
+                Op::Eviction(idle) => evict(&pool, idle)?,
                 Op::Crash(n) => {
                     let signals = signals.lock().unwrap();
                     if let Some(signal) = signals.get(n % signals.len().max(1))

@@ -3,7 +3,7 @@
 //! held past `slow_job` is said once.
 mod support;
 
-use kennel::{Event, OnDemand, Parallel, Reconfig, RetireReason};
+use kennel::{Event, IdleTimeout, OnDemand, Parallel, Reconfig, RetireReason};
 use support::{Fake, Farm, advance, count, drain, fixed, hold, ms, retired, secs, settle};
 
 #[tokio::test(start_paused = true)]
@@ -126,6 +126,32 @@ async fn min_idle_keeps_spare_workers_ahead_of_demand() {
         .reconfigure(Reconfig::new().with_options(move |o| o.min_idle = None))
         .unwrap();
     assert!(!actions.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn eviction_leaves_the_spares_that_min_idle_keeps() {
+    let farm = Farm::new();
+    let pool = fixed(&farm, OnDemand, 3)
+        .eviction(IdleTimeout::new(secs(3)).unwrap())
+        .with_options(|o| o.min_idle = Some(1))
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    settle().await;
+    // Two more idle workers than the spare: they go after 3 s, the spare
+    // stays (evicting it would only start another in its place).
+    let held = hold(&pool, 3).await;
+    drop(held);
+    settle().await;
+    advance(secs(30)).await;
+    let all = drain(&mut events);
+    assert_eq!(count(&all, "worker:evicted"), 2, "{all:?}");
+    assert_eq!(pool.stats().idle, 1);
+    assert_eq!(
+        farm.made(),
+        3,
+        "no worker started to replace an evicted spare"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -16,7 +16,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kennel::{Error, Fixed, Parallel, Pool, Reconfig};
+use kennel::{Error, Fixed, IdleTimeout, NoEviction, Parallel, Pool, Reconfig};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use support::{Fake, Farm, Health, fixed, settle};
@@ -51,6 +51,9 @@ enum Op {
     RetryOnCrash(u32),
     JobTimeout(Option<u16>),
     Size(usize),
+    /// Idle workers evicted after so many ms (and `min_idle` kept), or
+    /// never.
+    Eviction(Option<(u16, Option<usize>)>),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -71,6 +74,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u32..=2).prop_map(Op::RetryOnCrash),
         1 => prop::option::of(100u16..3000).prop_map(Op::JobTimeout),
         1 => (1usize..=4).prop_map(Op::Size),
+        1 => prop::option::of((100u16..5000, prop::option::of(0usize..3))).prop_map(Op::Eviction),
     ]
 }
 
@@ -112,6 +116,21 @@ fn set(
     pool.reconfigure(Reconfig::new().with_options(f))
         .map(drop)
         .map_err(|e| e.to_string())
+}
+
+/// Evicts idle workers of `pool` after `idle` ms, keeping `min_idle`, or
+/// never.
+fn evict(pool: &Pool<Fake>, idle: Option<(u16, Option<usize>)>) -> Result<(), String> {
+    let r = match idle {
+        Some((ms, min_idle)) => {
+            let after = Duration::from_millis(ms.into());
+            Reconfig::new()
+                .eviction(IdleTimeout::new(after).map_err(|e| e.to_string())?)
+                .with_options(move |o| o.min_idle = min_idle)
+        }
+        None => Reconfig::new().eviction(NoEviction),
+    };
+    pool.reconfigure(r).map(drop).map_err(|e| e.to_string())
 }
 
 /// Plays `ops` on a pool of `workers`.
@@ -210,6 +229,7 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
                     }
                     set(&pool, move |o| o.job_timeout = timeout)?;
                 }
+                Op::Eviction(idle) => evict(&pool, idle)?,
                 Op::Size(n) => {
                     capacity = capacity.max(n);
                     pool.reconfigure(Reconfig::new().sizing(Fixed(n)))

@@ -1,5 +1,5 @@
 //! Eviction: an idle worker whose eviction came due goes, unless the
-//! eviction's floor keeps it.
+//! eviction's floor, `min_idle` or a key kept warm keeps it.
 
 use tokio::time::Instant;
 
@@ -32,7 +32,12 @@ impl<W: Worker> State<W> {
             .states(self.slots.size())
             .filter(|s| matches!(s, SlotState::Starting { .. } | SlotState::Ready { .. }))
             .count();
-        if up <= self.eviction.floor() {
+        // A spare `min_idle` keeps stays too, and a worker that holds a key
+        // kept warm at its minimum: evicting either would only start or
+        // load another in its place.
+        let c = self.slots.counts();
+        let spare = c.idle + c.starting <= self.opts.min_idle.unwrap_or(0);
+        if up <= self.eviction.floor() || spare || self.holds_warm_key(i) {
             // At the floor: keep it, and let a new idle period begin.
             let now = self.now;
             let started = self.slots.state(i).cell().map_or(now, |c| c.started);
@@ -74,5 +79,15 @@ impl<W: Worker> State<W> {
             count += 1;
         }
         count
+    }
+
+    /// Whether the worker of slot `i` holds a key `min_workers_per_key`
+    /// keeps warm, on no more workers than that.
+    fn holds_warm_key(&self, i: usize) -> bool {
+        let SlotState::Ready { live, .. } = self.slots.state(i) else {
+            return false;
+        };
+        (self.opts.min_workers_per_key.iter())
+            .any(|(k, &m)| live.record.keys.holds(k) && self.holders(k) <= m)
     }
 }
