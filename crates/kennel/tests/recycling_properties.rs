@@ -1,13 +1,14 @@
 //! Recycling under random sequences (proptest), on the paused clock: jobs
-//! (some dropped midway), workers that crash, grow in memory or answer their
-//! probes wrong or never, clock steps, and `max_surge`, `max_lifetime`,
-//! `max_jobs`, `max_memory`, the probes, `replace_on_resize`,
-//! `retry_on_crash`, `job_timeout` and the size changed on the live pool;
-//! workers warm up in 500 ms. Whatever the sequence, the live workers never
-//! outnumber the largest capacity plus the largest `max_surge` set so far;
-//! every job not dropped ends, with its reply or an error the sequence
-//! explains (none is left waiting for ever); and after close no worker is
-//! alive.
+//! (some dropped midway), leases held, given back or failed, workers that
+//! crash, grow in memory or answer their probes wrong or never, clock
+//! steps, and `max_surge`, `max_lifetime`, `max_jobs`, `max_memory`, the
+//! probes, `replace_on_resize`, `retry_on_crash`, `job_timeout`, the
+//! dispatch, the eviction, `min_idle` and the size changed on the live
+//! pool; workers warm up in 500 ms. Whatever the sequence, the live workers
+//! never outnumber the largest capacity plus the largest `max_surge` set so
+//! far; every job and lend not dropped ends, with its reply or an error the
+//! sequence explains (none is left waiting for ever); and after close no
+//! worker is alive.
 //!
 //! `PROPTEST_CASES=N` runs N sequences (default 256).
 
@@ -16,7 +17,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kennel::{Error, Fixed, IdleTimeout, NoEviction, Parallel, Pool, Reconfig};
+use kennel::{Dispatch, Error, Fixed, IdleTimeout, NoEviction, Parallel, Pool, Reconfig};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use support::{Fake, Farm, Health, fixed, settle};
@@ -33,6 +34,15 @@ enum Op {
         run_ms: u16,
         drop_ms: Option<u16>,
     },
+    /// A lease (within `wait_ms` if set) held `hold_ms`, then given back or
+    /// failed.
+    Lease {
+        wait_ms: Option<u16>,
+        hold_ms: u16,
+        fail: bool,
+    },
+    /// Idle workers are lent round-robin (else the lowest slot first).
+    RoundRobin(bool),
     /// The clock moves on.
     Step(u16),
     /// The `n`th worker made (modulo how many were) ends as if it crashed.
@@ -60,6 +70,9 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (0u16..1500, prop::option::weighted(0.2, 0u16..3000))
             .prop_map(|(run_ms, drop_ms)| Op::Job { run_ms, drop_ms }),
+        3 => (prop::option::weighted(0.3, 0u16..2000), 0u16..1500, any::<bool>())
+            .prop_map(|(wait_ms, hold_ms, fail)| Op::Lease { wait_ms, hold_ms, fail }),
+        1 => any::<bool>().prop_map(Op::RoundRobin),
         5 => (0u16..3000).prop_map(Op::Step),
         1 => (0usize..12).prop_map(Op::Crash),
         1 => (0usize..12, 0u64..200).prop_map(|(n, m)| Op::Memory(n, m)),
@@ -90,6 +103,32 @@ fn cases(default: u32) -> u32 {
 struct Allowed {
     crashed: bool,
     timeout: bool,
+}
+
+/// Lends a worker (within `wait` if set), holds it `hold`, then gives it
+/// back or fails it; what the lend must end with is checked here.
+async fn one_lease(
+    pool: Pool<Fake>,
+    wait: Option<Duration>,
+    hold: Duration,
+    fail: bool,
+    allowed: Arc<Mutex<Allowed>>,
+) -> Result<(), String> {
+    let got = match wait {
+        Some(wait) => pool.lend_timeout(wait).await,
+        None => pool.lend().await,
+    };
+    let lease = match got {
+        Ok(lease) => lease,
+        Err(Error::LendTimeout { .. }) if wait.is_some() => return Ok(()),
+        Err(Error::WarmupFailed { .. }) if allowed.lock().unwrap().crashed => return Ok(()),
+        Err(e) => return Err(format!("a lend ended with {e:?}")),
+    };
+    tokio::time::sleep(hold).await;
+    if fail {
+        lease.fail();
+    }
+    Ok(())
 }
 
 /// Runs one job of `run`; what it must end with is checked here.
@@ -174,6 +213,27 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
                             None => job.await,
                         }
                     }));
+                }
+                Op::Lease {
+                    wait_ms,
+                    hold_ms,
+                    fail,
+                } => {
+                    jobs.push(tokio::spawn(one_lease(
+                        pool.clone(),
+                        wait_ms.map(|ms| Duration::from_millis(ms.into())),
+                        Duration::from_millis(hold_ms.into()),
+                        fail,
+                        allowed.clone(),
+                    )));
+                }
+                Op::RoundRobin(on) => {
+                    let dispatch = if on {
+                        Dispatch::RoundRobin
+                    } else {
+                        Dispatch::LowestSlot
+                    };
+                    set(&pool, move |o| o.dispatch = dispatch)?;
                 }
                 Op::Step(ms) => tokio::time::sleep(Duration::from_millis(ms.into())).await,
                 Op::Crash(n) => {
