@@ -407,6 +407,35 @@ async fn a_job_kept_off_another_tenants_key_takes_the_worker_once_that_key_goes_
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_key_loaded_ahead_for_no_job_keeps_no_tenant_off_its_worker() {
+    let (keys, born) = holder::new_log();
+    let pool = holder::builder(1, &keys, &born)
+        .with_options(|o| {
+            o.min_workers_per_key.insert(holder::key("w"), 1);
+        })
+        .build()
+        .unwrap();
+    settle().await;
+    tokio::time::advance(holder::LOAD).await;
+    settle().await;
+    // a has had jobs; `w` was loaded ahead, for no tenant's job.
+    for _ in 0..2 {
+        let options = RunOptions::new().tenant(tenant("a"));
+        pool.run_with(options, async |_: &mut holder::Holder| ())
+            .await
+            .unwrap();
+    }
+    let start = tokio::time::Instant::now();
+    let options = RunOptions::new().tenant(tenant("a")).key(holder::key("a"));
+    pool.run_with(options, async |_: &mut holder::Holder| ())
+        .await
+        .unwrap();
+    // Its wait (`max_key_wait`: the only worker holds a key kept warm),
+    // then its load: no other tenant's use to wait out.
+    assert_eq!(start.elapsed(), ms(250) + holder::LOAD);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_lend_that_may_not_queue_respects_max_running() {
     let farm = Farm::new();
     let pool = pool(&farm, 2, &[("a", TenantShare::weight(1).max_running(1))]);

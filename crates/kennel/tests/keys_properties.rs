@@ -2,13 +2,14 @@
 //! of a few keys, of none, and of a key whose load fails, some dropped while
 //! they wait, load or run, of tenants at priorities; workers that crash;
 //! clock steps; and the size, `keys_per_worker`, `max_workers_per_key`,
-//! `max_key_wait`, the binding, the tenants' table, the keys kept warm and
-//! the key memory budget changed on the live pool. Whatever the sequence,
-//! no job runs on a worker without its key, no worker holds more keys than
-//! `keys_per_worker` has allowed, every job not dropped ends (with its
-//! reply, `load-failed` for the key whose load fails, or, once a worker has
-//! crashed, the error that says so: none is left waiting for ever), and the
-//! pool ends with nothing lent or waiting.
+//! `max_key_wait`, the binding, the tenants' table, the keys kept warm, the
+//! key memory budget, the eviction, `min_idle` and the recycling
+//! (`max_lifetime`, `max_jobs`, `max_surge`) changed on the live pool.
+//! Whatever the sequence, no job runs on a worker without its key, no
+//! worker holds more keys than `keys_per_worker` has allowed, every job not
+//! dropped ends (with its reply, `load-failed` for the key whose load
+//! fails, or, once a worker has crashed, the error that says so: none is
+//! left waiting for ever), and the pool ends with nothing lent or waiting.
 //!
 //! `PROPTEST_CASES=N` runs N sequences (default 256).
 
@@ -62,6 +63,9 @@ enum Op {
     /// Idle workers evicted after so many ms (and `min_idle` kept), or
     /// never.
     Eviction(Option<(u16, Option<usize>)>),
+    /// Workers retired after so many seconds or jobs, replaced warm with a
+    /// surge of so many.
+    Recycle(Option<u16>, Option<u64>, usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -92,6 +96,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => prop::option::of(1u64..7).prop_map(Op::KeyMemoryBudget),
         1 => (0usize..8).prop_map(Op::Crash),
         1 => prop::option::of((100u16..5000, prop::option::of(0usize..3))).prop_map(Op::Eviction),
+        // Lifetimes above a load (1 s): a shorter one keeps each worker
+        // loading a key kept warm for all its life.
+        1 => (prop::option::of(5u16..30), prop::option::of(1u64..10), 0usize..=2)
+            .prop_map(|(life, jobs, surge)| Op::Recycle(life, jobs, surge)),
     ]
 }
 
@@ -290,6 +298,14 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
                     set(&pool, move |o| o.key_memory_budget = budget)?;
                 }
                 Op::Eviction(idle) => evict(&pool, idle)?,
+                Op::Recycle(life, jobs, surge) => {
+                    let life = life.map(|s| Duration::from_secs(s.into()));
+                    set(&pool, move |o| {
+                        o.max_lifetime = life;
+                        o.max_jobs = jobs;
+                        o.max_surge = surge;
+                    })?;
+                }
                 Op::Crash(n) => {
                     let signals = signals.lock().unwrap();
                     if let Some(signal) = signals.get(n % signals.len().max(1))
@@ -310,7 +326,12 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
         tokio::time::timeout(DRAIN, all)
             .await
             .map_err(|_| format!("jobs still not ended {DRAIN:?} after the sequence"))??;
-        // Keys kept warm may still be loading.
+        // Keys kept warm may still be loading, and load again on each
+        // worker that recycling replaces: no more recycling from now on.
+        set(&pool, |o| {
+            o.max_lifetime = None;
+            o.max_jobs = None;
+        })?;
         tokio::time::sleep(Duration::from_secs(60)).await;
         let s = pool.stats();
         if s.lent != 0 || s.waiting != 0 {

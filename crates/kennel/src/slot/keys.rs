@@ -18,8 +18,9 @@ pub(crate) struct HeldKey {
     /// When the worker finished loading it: the jobs of it that came by
     /// then are the batch that load was for.
     ready: Option<Instant>,
-    /// The tenant of its last job (`None`: a job without one, or none yet).
-    pub(crate) tenant: Option<crate::Tenant>,
+    /// The tenant of its last job (`Some(None)`: a job without one;
+    /// `None`: no job yet, as for a key loaded ahead).
+    pub(crate) last_job: Option<Option<crate::Tenant>>,
     /// Its jobs on this worker lately: a count that halves every `half_life`
     /// (as of `used`).
     demand: f64,
@@ -116,9 +117,9 @@ impl Keys {
         self.0.len()
     }
 
-    /// Each key's tenant of its last job, and when it was used.
+    /// Each key a job has used: the tenant of its last job, and when.
     pub(crate) fn uses(&self) -> impl Iterator<Item = (Option<&crate::Tenant>, Instant)> {
-        self.0.iter().map(|k| (k.tenant.as_ref(), k.used))
+        (self.0.iter()).filter_map(|k| Some((k.last_job.as_ref()?.as_ref(), k.used)))
     }
 
     /// The last use of any of its keys.
@@ -185,7 +186,7 @@ impl Keys {
             used: now,
             loading,
             ready: None,
-            tenant: None,
+            last_job: None,
             demand,
         });
     }
@@ -193,22 +194,21 @@ impl Keys {
     /// A job of `tenant` got the worker for `key`.
     pub(crate) fn set_tenant(&mut self, key: &crate::Key, tenant: Option<&crate::Tenant>) {
         if let Some(k) = self.0.iter_mut().find(|k| &k.key == key) {
-            k.tenant = tenant.cloned();
+            k.last_job = Some(tenant.cloned());
         }
     }
 
     /// Whether it holds a key whose last job was of another tenant than
-    /// `tenant`, used after `since`, for which `owed` holds.
+    /// `tenant`, used after `since`, for which `owed` holds (a key no job
+    /// has used is no other tenant's).
     pub(crate) fn others_since(
         &self,
         tenant: Option<&crate::Tenant>,
         since: Option<Instant>,
         owed: impl Fn(Option<&crate::Tenant>) -> bool,
     ) -> bool {
-        let lately = |k: &HeldKey| since.is_none_or(|s| k.used > s);
-        self.0
-            .iter()
-            .any(|k| k.tenant.as_ref() != tenant && lately(k) && owed(k.tenant.as_ref()))
+        self.uses()
+            .any(|(other, used)| other != tenant && since.is_none_or(|s| used > s) && owed(other))
     }
 
     /// `key` finished loading, `now`.
