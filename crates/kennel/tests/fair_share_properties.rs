@@ -2,12 +2,13 @@
 //! the paused clock: jobs of three tenants and of none, at the three
 //! priorities, some dropped while they wait or run; workers that crash;
 //! clock steps; and the tenants' table (weights, `max_queued`,
-//! `max_running`), the size, `max_waiting` and `max_queue_wait` changed on
-//! the live pool. Whatever the sequence, a tenant whose every table so far
-//! bounded its running jobs never runs more than the highest of those
-//! bounds at once; every job not dropped ends, with its reply or with the
-//! error a limit or a crash of the sequence explains (none is left waiting
-//! for ever); and the pool ends with nothing lent or waiting.
+//! `max_running`), the size, `max_waiting`, `max_queue_wait`, the
+//! eviction, `min_idle` and the recycling changed on the live pool.
+//! Whatever the sequence, a tenant whose every table so far bounded its
+//! running jobs never runs more than the highest of those bounds at once;
+//! every job not dropped ends, with its reply or with the error a limit or
+//! a crash of the sequence explains (none is left waiting for ever); and
+//! the pool ends with nothing lent or waiting.
 //!
 //! `PROPTEST_CASES=N` runs N sequences (default 256).
 
@@ -18,7 +19,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kennel::{
-    Error, Fixed, Parallel, Pool, Priority, Reconfig, RejectReason, RunOptions, Tenant, TenantShare,
+    Error, Fixed, IdleTimeout, NoEviction, Parallel, Pool, Priority, Reconfig, RejectReason,
+    RunOptions, Tenant, TenantShare,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
@@ -46,6 +48,12 @@ enum Op {
     MaxQueueWait(Option<u16>),
     /// The `n`th worker made (modulo how many were) ends as if it crashed.
     Crash(usize),
+    /// Idle workers evicted after so many ms (and `min_idle` kept), or
+    /// never.
+    Eviction(Option<(u16, Option<usize>)>),
+    /// Workers retired after so many seconds or jobs, replaced warm with a
+    /// surge of so many.
+    Recycle(Option<u16>, Option<u64>, usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -77,6 +85,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (1usize..20).prop_map(Op::MaxWaiting),
         1 => prop::option::of(1u16..3000).prop_map(Op::MaxQueueWait),
         1 => (0usize..8).prop_map(Op::Crash),
+        1 => prop::option::of((100u16..5000, prop::option::of(0usize..3))).prop_map(Op::Eviction),
+        1 => (prop::option::of(1u16..30), prop::option::of(1u64..10), 0usize..=2)
+            .prop_map(|(life, jobs, surge)| Op::Recycle(life, jobs, surge)),
     ]
 }
 
@@ -269,6 +280,26 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
                     allowed.lock().unwrap().rejected = true;
                     let wait = ms.map(|ms| Duration::from_millis(ms.into()));
                     set(&pool, move |o| o.max_queue_wait = wait)?;
+                }
+                Op::Eviction(idle) => {
+                    let r = match idle {
+                        Some((ms, min_idle)) => {
+                            let after = Duration::from_millis(ms.into());
+                            Reconfig::new()
+                                .eviction(IdleTimeout::new(after).map_err(|e| e.to_string())?)
+                                .with_options(move |o| o.min_idle = min_idle)
+                        }
+                        None => Reconfig::new().eviction(NoEviction),
+                    };
+                    pool.reconfigure(r).map_err(|e| e.to_string())?;
+                }
+                Op::Recycle(life, jobs, surge) => {
+                    let life = life.map(|s| Duration::from_secs(s.into()));
+                    set(&pool, move |o| {
+                        o.max_lifetime = life;
+                        o.max_jobs = jobs;
+                        o.max_surge = surge;
+                    })?;
                 }
                 Op::Crash(n) => {
                     let made = farm.made();
