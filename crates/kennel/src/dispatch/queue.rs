@@ -208,7 +208,6 @@ impl<W> Waiters<W> {
         unbound.next().map(|(id, _)| *id)
     }
 
-    /// The class of waiting job `id`.
     /// The tenants of the waiting jobs (`None`: jobs without one), each
     /// once.
     pub(crate) fn tenants(&self) -> Vec<Option<&crate::Tenant>> {
@@ -222,6 +221,7 @@ impl<W> Waiters<W> {
         tenants
     }
 
+    /// The class of waiting job `id`.
     pub(crate) fn class_of(&self, id: u64) -> Option<&Class> {
         self.find(id).map(|w| &w.class)
     }
