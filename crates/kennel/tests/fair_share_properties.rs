@@ -19,15 +19,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kennel::{
-    Error, Fixed, IdleTimeout, NoEviction, Parallel, Pool, Priority, Reconfig, RejectReason,
-    RunOptions, Tenant, TenantShare,
+    Error, Fixed, Parallel, Pool, Priority, Reconfig, RejectReason, RunOptions, Tenant, TenantShare,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
+use support::sequences::{all_end, cases, evict, paused_runtime, set, spawn_job};
 use support::{Fake, Farm, fixed};
-
-/// How long the pool has, once the sequence is over, to end every job.
-const DRAIN: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -89,13 +86,6 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (prop::option::of(1u16..30), prop::option::of(1u64..10), 0usize..=2)
             .prop_map(|(life, jobs, surge)| Op::Recycle(life, jobs, surge)),
     ]
-}
-
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
 }
 
 fn tenant(n: u8) -> Tenant {
@@ -180,23 +170,9 @@ async fn one_job(
     }
 }
 
-/// Reconfigures the options of `pool` with `f`.
-fn set(
-    pool: &Pool<Fake>,
-    f: impl FnOnce(&mut kennel::Options) + Send + 'static,
-) -> Result<(), String> {
-    pool.reconfigure(Reconfig::new().with_options(f))
-        .map(drop)
-        .map_err(|e| e.to_string())
-}
-
 /// Plays `ops` on a pool of `workers`.
 fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("runtime");
+    let rt = paused_runtime();
     rt.block_on(async {
         let farm = Farm::new();
         let pool = fixed(&farm, Parallel, workers)
@@ -227,15 +203,7 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
                         running.clone(),
                         allowed.clone(),
                     );
-                    jobs.push(tokio::spawn(async move {
-                        match drop_ms {
-                            Some(ms) => {
-                                let limit = Duration::from_millis(ms.into());
-                                tokio::time::timeout(limit, job).await.unwrap_or(Ok(()))
-                            }
-                            None => job.await,
-                        }
-                    }));
+                    jobs.push(spawn_job(job, drop_ms));
                 }
                 Op::Step(ms) => tokio::time::sleep(Duration::from_millis(ms.into())).await,
                 Op::Tenants(table) => {
@@ -281,18 +249,7 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
                     let wait = ms.map(|ms| Duration::from_millis(ms.into()));
                     set(&pool, move |o| o.max_queue_wait = wait)?;
                 }
-                Op::Eviction(idle) => {
-                    let r = match idle {
-                        Some((ms, min_idle)) => {
-                            let after = Duration::from_millis(ms.into());
-                            Reconfig::new()
-                                .eviction(IdleTimeout::new(after).map_err(|e| e.to_string())?)
-                                .with_options(move |o| o.min_idle = min_idle)
-                        }
-                        None => Reconfig::new().eviction(NoEviction),
-                    };
-                    pool.reconfigure(r).map_err(|e| e.to_string())?;
-                }
+                Op::Eviction(idle) => evict(&pool, idle)?,
                 Op::Recycle(life, jobs, surge) => {
                     let life = life.map(|s| Duration::from_secs(s.into()));
                     set(&pool, move |o| {
@@ -310,15 +267,7 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
                 }
             }
         }
-        let all = async {
-            for job in jobs {
-                job.await.map_err(|e| format!("a job panicked: {e}"))??;
-            }
-            Ok::<(), String>(())
-        };
-        tokio::time::timeout(DRAIN, all)
-            .await
-            .map_err(|_| format!("jobs still not ended {DRAIN:?} after the sequence"))??;
+        all_end(jobs).await?;
         let s = pool.stats();
         if s.lent != 0 || s.waiting != 0 {
             return Err(format!("the pool ends with jobs in it: {s:?}"));

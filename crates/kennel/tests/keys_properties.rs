@@ -15,6 +15,7 @@
 
 #[path = "keyed/holder.rs"]
 mod holder;
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,14 +24,12 @@ use std::time::Duration;
 
 use holder::{Holder, PER_KEY, Signals, builder_with, key, new_log};
 use kennel::{
-    Error, ExitStatus, Fixed, IdleTimeout, Key, KeyBinding, NoEviction, Pool, Priority, Reconfig,
-    RunOptions, Tenant, TenantShare,
+    Error, ExitStatus, Fixed, Key, KeyBinding, Pool, Priority, Reconfig, RunOptions, Tenant,
+    TenantShare,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
-
-/// How long the pool has, once the sequence is over, to end every job.
-const DRAIN: Duration = Duration::from_secs(3600);
+use support::sequences::{all_end, cases, evict, paused_runtime, set, spawn_job};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -103,13 +102,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
 fn key_name(n: u8) -> String {
     if n == 8 {
         "bad".into()
@@ -174,38 +166,9 @@ fn tenant(n: u8) -> Tenant {
     Tenant::new(&format!("t{n}")).expect("a tenant name")
 }
 
-/// Reconfigures the options of `pool` with `f`.
-fn set(
-    pool: &Pool<Holder>,
-    f: impl FnOnce(&mut kennel::Options) + Send + 'static,
-) -> Result<(), String> {
-    pool.reconfigure(Reconfig::new().with_options(f))
-        .map(drop)
-        .map_err(|e| e.to_string())
-}
-
-/// Evicts idle workers of `pool` after `idle` ms, keeping `min_idle`, or
-/// never.
-fn evict(pool: &Pool<Holder>, idle: Option<(u16, Option<usize>)>) -> Result<(), String> {
-    let r = match idle {
-        Some((ms, min_idle)) => {
-            let after = Duration::from_millis(ms.into());
-            Reconfig::new()
-                .eviction(IdleTimeout::new(after).map_err(|e| e.to_string())?)
-                .with_options(move |o| o.min_idle = min_idle)
-        }
-        None => Reconfig::new().eviction(NoEviction),
-    };
-    pool.reconfigure(r).map(drop).map_err(|e| e.to_string())
-}
-
 /// Plays `ops` on a keyed pool of `workers` holding up to `per` keys each.
 fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("runtime");
+    let rt = paused_runtime();
     rt.block_on(async {
         let (log, born) = new_log();
         let signals = Signals::default();
@@ -242,16 +205,7 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
                         most_keys.clone(),
                         crashes.clone(),
                     );
-                    jobs.push(tokio::spawn(async move {
-                        match drop_ms {
-                            // Dropped midway: whatever it was doing, it ends.
-                            Some(ms) => {
-                                let limit = Duration::from_millis(ms.into());
-                                tokio::time::timeout(limit, job).await.unwrap_or(Ok(()))
-                            }
-                            None => job.await,
-                        }
-                    }));
+                    jobs.push(spawn_job(job, drop_ms));
                 }
                 Op::Step(ms) => tokio::time::sleep(Duration::from_millis(ms.into())).await,
                 Op::Size(n) => {
@@ -317,15 +271,7 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
                 }
             }
         }
-        let all = async {
-            for job in jobs {
-                job.await.map_err(|e| format!("a job panicked: {e}"))??;
-            }
-            Ok::<(), String>(())
-        };
-        tokio::time::timeout(DRAIN, all)
-            .await
-            .map_err(|_| format!("jobs still not ended {DRAIN:?} after the sequence"))??;
+        all_end(jobs).await?;
         // Keys kept warm may still be loading, and load again on each
         // worker that recycling replaces: no more recycling from now on.
         set(&pool, |o| {

@@ -17,13 +17,11 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kennel::{Dispatch, Error, Fixed, IdleTimeout, NoEviction, Parallel, Pool, Reconfig};
+use kennel::{Dispatch, Error, Fixed, Parallel, Pool, Reconfig};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
+use support::sequences::{all_end, cases, evict, paused_runtime, set, spawn_job};
 use support::{Fake, Farm, Health, fixed, settle};
-
-/// How long the pool has, once the sequence is over, to end every job.
-const DRAIN: Duration = Duration::from_secs(3600);
 
 const MIB: u64 = 1 << 20;
 
@@ -91,13 +89,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
 /// What the sequence so far allows a job to end with, besides its reply.
 #[derive(Debug, Default)]
 struct Allowed {
@@ -147,38 +138,9 @@ async fn one_job(
     }
 }
 
-/// Reconfigures the options of `pool` with `f`.
-fn set(
-    pool: &Pool<Fake>,
-    f: impl FnOnce(&mut kennel::Options) + Send + 'static,
-) -> Result<(), String> {
-    pool.reconfigure(Reconfig::new().with_options(f))
-        .map(drop)
-        .map_err(|e| e.to_string())
-}
-
-/// Evicts idle workers of `pool` after `idle` ms, keeping `min_idle`, or
-/// never.
-fn evict(pool: &Pool<Fake>, idle: Option<(u16, Option<usize>)>) -> Result<(), String> {
-    let r = match idle {
-        Some((ms, min_idle)) => {
-            let after = Duration::from_millis(ms.into());
-            Reconfig::new()
-                .eviction(IdleTimeout::new(after).map_err(|e| e.to_string())?)
-                .with_options(move |o| o.min_idle = min_idle)
-        }
-        None => Reconfig::new().eviction(NoEviction),
-    };
-    pool.reconfigure(r).map(drop).map_err(|e| e.to_string())
-}
-
 /// Plays `ops` on a pool of `workers`.
 fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("runtime");
+    let rt = paused_runtime();
     rt.block_on(async {
         let farm = Farm::with_warmup(Duration::from_millis(500));
         let pool = fixed(&farm, Parallel, workers)
@@ -204,15 +166,7 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
                         Duration::from_millis(run_ms.into()),
                         allowed.clone(),
                     );
-                    jobs.push(tokio::spawn(async move {
-                        match drop_ms {
-                            Some(ms) => {
-                                let limit = Duration::from_millis(ms.into());
-                                tokio::time::timeout(limit, job).await.unwrap_or(Ok(()))
-                            }
-                            None => job.await,
-                        }
-                    }));
+                    jobs.push(spawn_job(job, drop_ms));
                 }
                 Op::Lease {
                     wait_ms,
@@ -305,15 +259,7 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
                 ));
             }
         }
-        let all = async {
-            for job in jobs {
-                job.await.map_err(|e| format!("a job panicked: {e}"))??;
-            }
-            Ok::<(), String>(())
-        };
-        tokio::time::timeout(DRAIN, all)
-            .await
-            .map_err(|_| format!("jobs still not ended {DRAIN:?} after the sequence"))??;
+        all_end(jobs).await?;
         // A probe holds its worker while it runs: none from now on.
         set(&pool, |o| o.probe_every = None)?;
         tokio::time::sleep(Duration::from_secs(10)).await;

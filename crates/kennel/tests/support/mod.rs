@@ -5,7 +5,8 @@
 //! [`watched`] a fake that notes how it was ended, [`steer`] a sizing
 //! steered by hand, [`pools`], [`jobs`] and [`events`] of fakes, and
 //! [`clock`] for the paused clock. Their items are re-exported here: a
-//! test names them `support::x`.
+//! test names them `support::x`. The random suites' helpers are
+//! [`sequences`] (`support::sequences::x`).
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
 mod clock;
@@ -14,6 +15,7 @@ mod fake;
 mod farm;
 mod jobs;
 mod pools;
+pub mod sequences;
 mod steer;
 mod watched;
 
