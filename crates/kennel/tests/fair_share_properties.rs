@@ -23,7 +23,9 @@ use kennel::{
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
-use support::sequences::{all_end, cases, evict, paused_runtime, set, spawn_job};
+use support::sequences::{
+    all_end, cases, close_empty, evict, eviction, paused_runtime, recycle, set, spawn_job,
+};
 use support::{Fake, Farm, fixed};
 
 #[derive(Debug, Clone)]
@@ -82,7 +84,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (1usize..20).prop_map(Op::MaxWaiting),
         1 => prop::option::of(1u16..3000).prop_map(Op::MaxQueueWait),
         1 => (0usize..8).prop_map(Op::Crash),
-        1 => prop::option::of((100u16..5000, prop::option::of(0usize..3))).prop_map(Op::Eviction),
+        1 => eviction().prop_map(Op::Eviction),
         1 => (prop::option::of(1u16..30), prop::option::of(1u64..10), 0usize..=2)
             .prop_map(|(life, jobs, surge)| Op::Recycle(life, jobs, surge)),
     ]
@@ -250,14 +252,7 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
                     set(&pool, move |o| o.max_queue_wait = wait)?;
                 }
                 Op::Eviction(idle) => evict(&pool, idle)?,
-                Op::Recycle(life, jobs, surge) => {
-                    let life = life.map(|s| Duration::from_secs(s.into()));
-                    set(&pool, move |o| {
-                        o.max_lifetime = life;
-                        o.max_jobs = jobs;
-                        o.max_surge = surge;
-                    })?;
-                }
+                Op::Recycle(life, jobs, surge) => recycle(&pool, life, jobs, surge)?,
                 Op::Crash(n) => {
                     let made = farm.made();
                     if made > 0 && !farm.has_exited(n % made) {
@@ -268,11 +263,7 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
             }
         }
         all_end(jobs).await?;
-        let s = pool.stats();
-        if s.lent != 0 || s.waiting != 0 {
-            return Err(format!("the pool ends with jobs in it: {s:?}"));
-        }
-        pool.close().await;
+        close_empty(&pool).await?;
         if farm.alive() != 0 {
             return Err(format!("{} workers alive after close", farm.alive()));
         }

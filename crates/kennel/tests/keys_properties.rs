@@ -29,7 +29,9 @@ use kennel::{
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
-use support::sequences::{all_end, cases, evict, paused_runtime, set, spawn_job};
+use support::sequences::{
+    all_end, cases, close_empty, evict, eviction, paused_runtime, recycle, set, spawn_job,
+};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -94,7 +96,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => prop::option::of((0u8..9, 1usize..3)).prop_map(Op::MinWorkersPerKey),
         1 => prop::option::of(1u64..7).prop_map(Op::KeyMemoryBudget),
         1 => (0usize..8).prop_map(Op::Crash),
-        1 => prop::option::of((100u16..5000, prop::option::of(0usize..3))).prop_map(Op::Eviction),
+        1 => eviction().prop_map(Op::Eviction),
         // Lifetimes above a load (1 s): a shorter one keeps each worker
         // loading a key kept warm for all its life.
         1 => (prop::option::of(5u16..30), prop::option::of(1u64..10), 0usize..=2)
@@ -252,14 +254,7 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
                     set(&pool, move |o| o.key_memory_budget = budget)?;
                 }
                 Op::Eviction(idle) => evict(&pool, idle)?,
-                Op::Recycle(life, jobs, surge) => {
-                    let life = life.map(|s| Duration::from_secs(s.into()));
-                    set(&pool, move |o| {
-                        o.max_lifetime = life;
-                        o.max_jobs = jobs;
-                        o.max_surge = surge;
-                    })?;
-                }
+                Op::Recycle(life, jobs, surge) => recycle(&pool, life, jobs, surge)?,
                 Op::Crash(n) => {
                     let signals = signals.lock().unwrap();
                     if let Some(signal) = signals.get(n % signals.len().max(1))
@@ -279,11 +274,7 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
             o.max_jobs = None;
         })?;
         tokio::time::sleep(Duration::from_secs(60)).await;
-        let s = pool.stats();
-        if s.lent != 0 || s.waiting != 0 {
-            return Err(format!("the pool ends with jobs in it: {s:?}"));
-        }
-        pool.close().await;
+        close_empty(&pool).await?;
         Ok(())
     })
 }

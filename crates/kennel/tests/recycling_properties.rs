@@ -20,7 +20,9 @@ use std::time::Duration;
 use kennel::{Dispatch, Error, Fixed, Parallel, Pool, Reconfig};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
-use support::sequences::{all_end, cases, evict, paused_runtime, set, spawn_job};
+use support::sequences::{
+    all_end, cases, close_empty, evict, eviction, paused_runtime, set, spawn_job,
+};
 use support::{Fake, Farm, Health, fixed, settle};
 
 const MIB: u64 = 1 << 20;
@@ -85,7 +87,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u32..=2).prop_map(Op::RetryOnCrash),
         1 => prop::option::of(100u16..3000).prop_map(Op::JobTimeout),
         1 => (1usize..=4).prop_map(Op::Size),
-        1 => prop::option::of((100u16..5000, prop::option::of(0usize..3))).prop_map(Op::Eviction),
+        1 => eviction().prop_map(Op::Eviction),
     ]
 }
 
@@ -263,11 +265,7 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
         // A probe holds its worker while it runs: none from now on.
         set(&pool, |o| o.probe_every = None)?;
         tokio::time::sleep(Duration::from_secs(10)).await;
-        let s = pool.stats();
-        if s.lent != 0 || s.waiting != 0 {
-            return Err(format!("the pool ends with jobs in it: {s:?}"));
-        }
-        pool.close().await;
+        close_empty(&pool).await?;
         if farm.alive() != 0 {
             return Err(format!("{} workers alive after close", farm.alive()));
         }

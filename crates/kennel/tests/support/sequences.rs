@@ -1,7 +1,8 @@
 //! What the random-sequence suites (`*_properties.rs`) share: how many
 //! sequences to draw, a runtime on the paused clock, a reconfiguration in
-//! one call, a job that may be dropped midway, and the wait for every job
-//! to end.
+//! one call (the eviction and the recycling among them), a job that may be
+//! dropped midway, the wait for every job to end, and the last check of
+//! the pool before it closes.
 
 use std::future::Future;
 use std::time::Duration;
@@ -86,4 +87,37 @@ pub async fn all_end(jobs: Vec<Ended>) -> Result<(), String> {
     tokio::time::timeout(DRAIN, all)
         .await
         .map_err(|_| format!("jobs still not ended {DRAIN:?} after the sequence"))?
+}
+
+/// An eviction to set: idle workers evicted after 100 ms to 5 s, keeping
+/// up to 2 with `min_idle`, or none.
+pub fn eviction() -> impl proptest::strategy::Strategy<Value = Option<(u16, Option<usize>)>> {
+    use proptest::prelude::*;
+    prop::option::of((100u16..5000, prop::option::of(0usize..3)))
+}
+
+/// Retires the workers of `pool` after `life` seconds or `jobs` jobs (or
+/// neither), replaced warm with a surge of `surge`.
+pub fn recycle<W: Worker>(
+    pool: &Pool<W>,
+    life: Option<u16>,
+    jobs: Option<u64>,
+    surge: usize,
+) -> Result<(), String> {
+    let life = life.map(|s| Duration::from_secs(s.into()));
+    set(pool, move |o| {
+        o.max_lifetime = life;
+        o.max_jobs = jobs;
+        o.max_surge = surge;
+    })
+}
+
+/// Checks that `pool` holds no job, lent or waiting, then closes it.
+pub async fn close_empty<W: Worker>(pool: &Pool<W>) -> Result<(), String> {
+    let s = pool.stats();
+    if s.lent != 0 || s.waiting != 0 {
+        return Err(format!("the pool ends with jobs in it: {s:?}"));
+    }
+    pool.close().await;
+    Ok(())
 }
