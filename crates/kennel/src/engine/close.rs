@@ -18,9 +18,7 @@ impl<W: Worker> State<W> {
         }
         self.stop(fx);
         for i in 0..self.slots.len() {
-            let closing = self
-                .slots
-                .apply(i, |s| t::close_idle(s, EndReason::PoolClosed));
+            let closing = self.end_worker(i, |s| t::close_idle(s, EndReason::PoolClosed));
             fx.closes.extend(closing);
         }
         fx.emit(Event::Closed);
@@ -35,9 +33,7 @@ impl<W: Worker> State<W> {
             if let Some(cell) = self.slots.state(i).cell() {
                 fx.kill(cell.killer.clone());
             }
-            let closing = self
-                .slots
-                .apply(i, |s| t::close_idle(s, EndReason::PoolClosed));
+            let closing = self.end_worker(i, |s| t::close_idle(s, EndReason::PoolClosed));
             fx.drops.extend(closing.map(|(worker, _)| worker));
         }
     }

@@ -46,10 +46,7 @@ impl<W: Worker> State<W> {
             return;
         }
         let pid = self.pid_of(i);
-        if let Some(closing) = self
-            .slots
-            .apply(i, |s| t::close_idle(s, EndReason::Evicted))
-        {
+        if let Some(closing) = self.end_worker(i, |s| t::close_idle(s, EndReason::Evicted)) {
             fx.emit(Event::Evicted {
                 slot: i,
                 pid,

@@ -126,7 +126,15 @@ impl<W: Worker> State<W> {
             ..Record::default()
         };
         if let Some(key) = &made.key {
-            record.keys.add(key, made.started, false, 0.0);
+            // A worker started for a key resumes the key's count of jobs:
+            // the one of the worker it replaces warm in this slot, else the
+            // one kept when the key was let go.
+            let (now, half_life) = (self.now, self.half_life());
+            let count = self
+                .with_record(i, |r| r.keys.count_of(key, now, half_life))
+                .flatten()
+                .unwrap_or_else(|| self.let_go.take(key, now, half_life));
+            record.keys.add(key, made.started, false, count);
         }
         if let Some(gpus) = &mut self.gpus {
             record.gpu = gpus.made(i, generation, made.pid);
@@ -250,13 +258,13 @@ impl<W: Worker> State<W> {
             // The job learns it through the cell; the slot empties when the
             // lease comes back. Meanwhile the worker is in no count: it
             // has ended.
-            self.slots.apply(i, t::lent_gone);
+            self.end_worker(i, t::lent_gone);
             if !self.closed {
                 self.crashed(fx, i, cell.pid, exit, early);
             }
             return;
         }
-        let Some(ended) = self.slots.apply(i, t::exit_seen) else {
+        let Some(ended) = self.end_worker(i, t::exit_seen) else {
             return;
         };
         match ended {

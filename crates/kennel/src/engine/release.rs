@@ -123,15 +123,14 @@ impl<W: Worker> State<W> {
             // It ended during the job, and the pool's watcher has not seen
             // the exit yet: never lend it again; the exit empties the slot.
             fx.drops.push(worker);
-            self.slots.apply(i, |s| t::end_lent(s, EndReason::Crashed));
+            self.end_worker(i, |s| t::end_lent(s, EndReason::Crashed));
             return;
         }
         let retire = match outcome {
             Outcome::Retire(reason) => {
                 fx.kill(cell.killer.clone());
                 fx.drops.push(worker);
-                self.slots
-                    .apply(i, |s| t::end_lent(s, EndReason::Retired(reason)));
+                self.end_worker(i, |s| t::end_lent(s, EndReason::Retired(reason)));
                 fx.emit(Event::Retired {
                     slot: i,
                     pid: cell.pid,
@@ -196,8 +195,7 @@ impl<W: Worker> State<W> {
         let (expired, started) = (live.expired_by(self.now), live.cell.started);
         if self.closed {
             let killer = live.cell.killer.clone();
-            self.slots
-                .apply(i, |s| t::end_lent(s, EndReason::PoolClosed));
+            self.end_worker(i, |s| t::end_lent(s, EndReason::PoolClosed));
             fx.closes.push((worker, killer));
             return;
         }

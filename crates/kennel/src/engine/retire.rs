@@ -1,5 +1,6 @@
 //! What the pool retires itself: a worker past its lifetime or its jobs,
-//! and how it lets a worker go gracefully.
+//! how it lets a worker go gracefully, and the one way a worker leaves its
+//! slot (its keys' counts of jobs kept).
 
 use std::time::Duration;
 
@@ -10,10 +11,31 @@ use super::state::State;
 use crate::event::{Event, RetireReason};
 use crate::options::MIN_LIFETIME;
 use crate::slot::Held;
+use crate::slot::transitions::Step;
 use crate::slot::{EndReason, Life, SlotState, transitions as t};
 use crate::worker::Worker;
 
 impl<W: Worker> State<W> {
+    /// Applies `f`, a transition that ends the worker of slot `i` (the only
+    /// way one ends): its record goes with it, but its keys' counts of jobs
+    /// are kept, as an unloaded key's are, for the worker that holds them
+    /// next.
+    pub(crate) fn end_worker<R>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(SlotState<W>) -> Step<W, R>,
+    ) -> Option<R> {
+        let held = self
+            .with_record(i, |r| r.keys.held().to_vec())
+            .unwrap_or_default();
+        let ended = self.slots.apply(i, f)?;
+        let (now, half_life) = (self.now, self.half_life());
+        for k in &held {
+            self.let_go.keep(k, now, half_life);
+        }
+        Some(ended)
+    }
+
     /// The lifetime of the worker of slot `i` that carries `generation` (the
     /// slot's own, or a replacement's beside it) and started at `started`,
     /// by `max_lifetime` with a jitter drawn for it, and its timer.
@@ -82,9 +104,7 @@ impl<W: Worker> State<W> {
         reason: RetireReason,
     ) -> bool {
         let pid = self.pid_of(i);
-        let Some(closing) = self
-            .slots
-            .apply(i, |s| t::close_idle(s, EndReason::Retired(reason)))
+        let Some(closing) = self.end_worker(i, |s| t::close_idle(s, EndReason::Retired(reason)))
         else {
             return false;
         };
@@ -120,8 +140,7 @@ impl<W: Worker> State<W> {
     ) {
         let cell = self.slots.state(i).cell().cloned();
         match (
-            self.slots
-                .apply(i, |s| t::end_lent(s, EndReason::Retired(reason))),
+            self.end_worker(i, |s| t::end_lent(s, EndReason::Retired(reason))),
             cell,
         ) {
             (Some(()), Some(cell)) => {

@@ -59,9 +59,10 @@ fn faded(count: f64, at: Instant, now: Instant, half_life: Duration) -> f64 {
     count * (-age / half_life.as_secs_f64().max(1e-3) * std::f64::consts::LN_2).exp()
 }
 
-/// The counts of jobs of the keys the workers let go, so that a key loaded
-/// again resumes its count rather than start from none (a key asked for
-/// often but never for long would else always be the least used). Bounded:
+/// The counts of jobs of the keys the workers let go, unloaded or gone with
+/// their worker, so that a key held again resumes its count rather than
+/// start from none (a key asked for often but never for long, or whose
+/// worker was recycled, would else always be the least used). Bounded:
 /// keys come from the network, and past [`LetGo::MAX`] the smallest count
 /// goes.
 #[derive(Debug, Default)]
@@ -226,6 +227,19 @@ impl Keys {
     }
 
     /// The keys, for a status row.
+    /// The count of jobs of `key`, if it holds it, as of `now`.
+    pub(crate) fn count_of(&self, key: &Key, now: Instant, half_life: Duration) -> Option<f64> {
+        self.0
+            .iter()
+            .find(|k| &k.key == key)
+            .map(|k| k.demand_at(now, half_life))
+    }
+
+    /// The keys it holds, each with its count of jobs.
+    pub(crate) fn held(&self) -> &[HeldKey] {
+        &self.0
+    }
+
     pub(crate) fn names(&self) -> Vec<Key> {
         let mut names: Vec<Key> = self.0.iter().map(|k| k.key.clone()).collect();
         names.sort();

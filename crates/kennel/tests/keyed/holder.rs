@@ -1,5 +1,6 @@
 //! A worker that holds keys, and the helpers of the keyed tests
-//! (`keys.rs`, `keys_kept.rs`, `keys_properties.rs`): loading a key takes
+//! (`keys.rs`, `keys_kept.rs`, `keys_counted.rs`,
+//! `keys_properties.rs`): loading a key takes
 //! [`LOAD`], loading `"bad"` fails, each key held weighs [`PER_KEY`] bytes
 //! on its meter, and a test may end a worker as if it crashed
 //! ([`Signals`]).
@@ -108,10 +109,22 @@ pub fn builder_with(
     born: &Arc<Mutex<Vec<Option<Key>>>>,
     signals: &Signals,
 ) -> PoolBuilder<Holder> {
+    builder_warming(workers, log, born, signals, Duration::ZERO)
+}
+
+/// [`builder_with`], each worker taking `warmup` to start.
+pub fn builder_warming(
+    workers: usize,
+    log: &Log,
+    born: &Arc<Mutex<Vec<Option<Key>>>>,
+    signals: &Signals,
+    warmup: Duration,
+) -> PoolBuilder<Holder> {
     let (log, born, signals) = (log.clone(), born.clone(), signals.clone());
     Pool::builder(move |info: kennel::SlotInfo| {
         let (log, born, signals) = (log.clone(), born.clone(), signals.clone());
         async move {
+            tokio::time::sleep(warmup).await;
             let (signal, exited) = ExitSignal::new();
             let id = {
                 let mut all = signals.lock().unwrap();
