@@ -119,7 +119,9 @@ pub enum KeyBinding {
     #[default]
     Load,
     /// A worker is started for one key ([`SlotInfo::key`](crate::SlotInfo::key));
-    /// moving it to another key ends it and starts one for that key.
+    /// moving it to another key ends it and starts one for that key. One the
+    /// pool renews (its lifetime, its `max_jobs`, its memory) is started
+    /// again for its key; one that crashed is replaced by one for no key.
     Spawn,
 }
 

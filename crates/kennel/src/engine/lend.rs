@@ -348,6 +348,7 @@ impl<W: Worker> State<W> {
             SlotState::Closing {
                 cell,
                 reason: EndReason::Evicted | EndReason::Retired(_),
+                ..
             } => Some(cell.killer.clone()),
             _ => None,
         });

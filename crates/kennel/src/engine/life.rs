@@ -12,7 +12,7 @@ use crate::backoff;
 use crate::error::Error;
 use crate::event::{Event, RetireReason};
 use crate::options::MIN_LIFETIME;
-use crate::slot::{EndReason, Live, Record, WorkerCell, transitions as t};
+use crate::slot::{EndReason, Live, Record, SlotState, WorkerCell, transitions as t};
 use crate::timer::Timer;
 use crate::worker::{BoxError, Exit, Exited, Killer, Worker};
 
@@ -37,10 +37,15 @@ impl<W: Worker> State<W> {
     /// Starts a worker in the empty slot `i`, for the job `awaited_by`.
     pub(crate) fn start_slot(&mut self, fx: &mut Effects<W>, i: usize, awaited_by: Option<u64>) {
         // A worker started for no job, in a `spawn` pool, is started for a
-        // key kept warm that lacks one.
-        let key = match awaited_by {
-            None => self.warm_key_wanted(),
-            Some(_) => None,
+        // key kept warm that lacks one, else for the key of the worker it
+        // renews.
+        let key = match (awaited_by, self.slots.state(i)) {
+            (Some(_), _) => None,
+            (None, SlotState::Empty { restart_for, .. }) => {
+                let renewed = restart_for.clone();
+                self.warm_key_wanted().or(renewed)
+            }
+            (None, _) => self.warm_key_wanted(),
         };
         self.start_slot_for(fx, i, awaited_by, key);
     }

@@ -49,7 +49,7 @@ pub(crate) use cell::WorkerCell;
 #[cfg(test)]
 pub(crate) use counts::Kind;
 pub(crate) use keys::{Keys, LetGo, Settling};
-pub(crate) use replacement::Replacement;
+pub(crate) use replacement::{Replacement, renews};
 pub(crate) use side::Side;
 pub(crate) use slots::Slots;
 
@@ -65,6 +65,10 @@ pub(crate) enum SlotState<W> {
         rest: Rest,
         /// The next worker here replaces one that crashed or was retired.
         respawn: bool,
+        /// The key the next worker started for no job is started for: that
+        /// of the worker it replaces, started for it (`spawn`) and renewed
+        /// by the pool.
+        restart_for: Option<crate::Key>,
     },
     /// A worker is being made or warms up, on a task of the pool; dropping
     /// `warmup` cancels that task.
@@ -93,6 +97,8 @@ pub(crate) enum SlotState<W> {
     Closing {
         cell: Arc<WorkerCell>,
         reason: EndReason,
+        /// What the slot's next worker is started for (see `Empty`).
+        restart_for: Option<crate::Key>,
     },
 }
 
@@ -102,6 +108,7 @@ impl<W> SlotState<W> {
         Self::Empty {
             rest: Rest::Wanted,
             respawn: false,
+            restart_for: None,
         }
     }
 

@@ -22,6 +22,22 @@ pub(crate) enum Replacement {
     WhenFree(RetireReason),
 }
 
+/// Whether a worker retired for `reason` is renewed rather than dropped:
+/// the retirements a warm replacement covers (its lifetime, its
+/// `max_jobs`, its memory, a probe it survived, a resize). A worker started
+/// for a key (`spawn`) and renewed is started again for it.
+pub(crate) fn renews(reason: RetireReason) -> bool {
+    matches!(
+        reason,
+        RetireReason::Lifetime
+            | RetireReason::MaxJobs
+            | RetireReason::MaxMemory
+            | RetireReason::MaxGpuMemory
+            | RetireReason::ProbeFailed
+            | RetireReason::Resized
+    )
+}
+
 impl Replacement {
     /// Why it is replaced, if it is.
     pub(crate) fn reason(self) -> Option<RetireReason> {

@@ -138,6 +138,7 @@ pub(crate) fn abort_start<W>(s: SlotState<W>, reason: EndReason) -> Step<W, Abor
                 Some(live) => SlotState::Closing {
                     cell: live.cell,
                     reason,
+                    restart_for: None,
                 },
                 None => SlotState::new(),
             };
@@ -181,6 +182,7 @@ pub(crate) fn close_idle<W>(s: SlotState<W>, reason: EndReason) -> Step<W, (W, K
                 SlotState::Closing {
                     cell: live.cell,
                     reason,
+                    restart_for: None,
                 },
                 (worker, killer),
             )
@@ -252,6 +254,7 @@ pub(crate) fn end_lent<W>(s: SlotState<W>, reason: EndReason) -> Step<W, ()> {
             SlotState::Closing {
                 cell: live.cell,
                 reason,
+                restart_for: None,
             },
             (),
         ),
@@ -284,6 +287,7 @@ pub(crate) fn return_gone<W>(s: SlotState<W>) -> Step<W, ()> {
             SlotState::Empty {
                 rest: backoff.map_or(Rest::Wanted, Rest::BackOff),
                 respawn: true,
+                restart_for: None,
             },
             (),
         ),
@@ -304,38 +308,51 @@ pub(crate) enum Ended<W> {
 
 /// Starting, Idle or Closing → Empty: the worker's exit was seen. A worker
 /// let go by an eviction leaves the slot to jobs; one retired or crashed
-/// is replaced by the next.
+/// is replaced by the next (a retired one's `restart_for` carried over).
 pub(crate) fn exit_seen<W>(s: SlotState<W>) -> Step<W, Ended<W>> {
-    let (rest, respawn, ended) = match s {
+    let (rest, respawn, restart_for, ended) = match s {
         SlotState::Starting { awaited_by, .. } => {
-            (Rest::Wanted, false, Ended::Starting { awaited_by })
+            (Rest::Wanted, false, None, Ended::Starting { awaited_by })
         }
         SlotState::Ready {
             held: Held::Idle { worker, .. },
             ..
-        } => (Rest::Wanted, false, Ended::Idle(worker)),
-        SlotState::Closing { reason, .. } => match reason {
-            EndReason::Evicted => (Rest::Evicted, false, Ended::Closing(reason)),
-            EndReason::Retired(_) | EndReason::Crashed => {
-                (Rest::Wanted, true, Ended::Closing(reason))
-            }
+        } => (Rest::Wanted, false, None, Ended::Idle(worker)),
+        SlotState::Closing {
+            reason,
+            restart_for,
+            ..
+        } => match reason {
+            EndReason::Evicted => (Rest::Evicted, false, None, Ended::Closing(reason)),
+            EndReason::Retired(_) => (Rest::Wanted, true, restart_for, Ended::Closing(reason)),
+            EndReason::Crashed => (Rest::Wanted, true, None, Ended::Closing(reason)),
             EndReason::WarmupFailed | EndReason::PoolClosed => {
-                (Rest::Wanted, false, Ended::Closing(reason))
+                (Rest::Wanted, false, None, Ended::Closing(reason))
             }
         },
         other => return Step::Same(other),
     };
-    Step::To(SlotState::Empty { rest, respawn }, ended)
+    let empty = SlotState::Empty {
+        rest,
+        respawn,
+        restart_for,
+    };
+    Step::To(empty, ended)
 }
 
 /// Empty or LentGone: an eager startup starts the slot again when the
 /// back-off ends.
 pub(crate) fn back_off<W>(s: SlotState<W>, backoff: Timer) -> Step<W, ()> {
     match s {
-        SlotState::Empty { respawn, .. } => Step::To(
+        SlotState::Empty {
+            respawn,
+            restart_for,
+            ..
+        } => Step::To(
             SlotState::Empty {
                 rest: Rest::BackOff(backoff),
                 respawn,
+                restart_for,
             },
             (),
         ),
@@ -357,10 +374,12 @@ pub(crate) fn end_backoff<W>(s: SlotState<W>) -> Step<W, ()> {
         SlotState::Empty {
             rest: Rest::BackOff(_),
             respawn,
+            restart_for,
         } => Step::To(
             SlotState::Empty {
                 rest: Rest::Wanted,
                 respawn,
+                restart_for,
             },
             (),
         ),

@@ -79,9 +79,42 @@ fn a_retired_worker_is_replaced_and_an_evicted_one_rests() {
         assert_eq!(s.counts().closing, 1);
         s.apply(0, exit_seen);
         match s.state(0) {
-            SlotState::Empty { rest, respawn: r } => {
+            SlotState::Empty {
+                rest, respawn: r, ..
+            } => {
                 assert_eq!(*r, respawn);
                 assert_eq!(matches!(rest, Rest::Evicted), rests);
+            }
+            other => panic!("not empty: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_key_a_retired_worker_leaves_its_slot_to_reaches_the_empty_slot_a_crashed_ones_does_not() {
+    let key = crate::Key::new("A").unwrap();
+    for (reason, kept) in [
+        (EndReason::Retired(crate::RetireReason::Lifetime), true),
+        (EndReason::Crashed, false),
+    ] {
+        let mut s = slots();
+        let (warmup, _) = Timer::new();
+        s.apply(0, |x| start(x, None, None, warmup));
+        s.apply(0, |x| register(x, live()));
+        s.apply(0, warm);
+        s.apply(0, |x| end_lent(x, reason));
+        s.edit(0, |x| {
+            if let SlotState::Closing { restart_for, .. } = x {
+                *restart_for = Some(key.clone());
+            }
+        });
+        s.apply(0, exit_seen);
+        let (timer, _) = Timer::new();
+        s.apply(0, |x| back_off(x, timer));
+        s.apply(0, end_backoff);
+        match s.state(0) {
+            SlotState::Empty { restart_for, .. } => {
+                assert_eq!(restart_for.is_some(), kept, "{reason:?}");
             }
             other => panic!("not empty: {other:?}"),
         }
@@ -104,7 +137,8 @@ fn a_back_off_carried_by_an_ended_lent_worker_reaches_the_empty_slot() {
         s.state(0),
         SlotState::Empty {
             rest: Rest::BackOff(_),
-            respawn: true
+            respawn: true,
+            restart_for: None,
         }
     ));
     let (warmup, _) = Timer::new();
