@@ -22,6 +22,16 @@ fn slots() -> Slots<&'static str> {
     Slots::new(2, 2)
 }
 
+/// Slots whose slot 0 holds a ready worker lent to a job.
+fn lent() -> Slots<&'static str> {
+    let mut s = slots();
+    let (warmup, _) = Timer::new();
+    s.apply(0, |x| start(x, None, None, warmup));
+    s.apply(0, |x| register(x, live()));
+    s.apply(0, warm);
+    s
+}
+
 #[test]
 fn a_worker_goes_from_empty_to_idle_and_back_with_the_counts() {
     let mut s = slots();
@@ -70,11 +80,7 @@ fn a_retired_worker_is_replaced_and_an_evicted_one_rests() {
         (EndReason::Retired(crate::RetireReason::Failed), true, false),
         (EndReason::Evicted, false, true),
     ] {
-        let mut s = slots();
-        let (warmup, _) = Timer::new();
-        s.apply(0, |x| start(x, None, None, warmup));
-        s.apply(0, |x| register(x, live()));
-        s.apply(0, warm);
+        let mut s = lent();
         s.apply(0, |x| end_lent(x, reason));
         assert_eq!(s.counts().closing, 1);
         s.apply(0, exit_seen);
@@ -97,11 +103,7 @@ fn the_key_a_retired_worker_leaves_its_slot_to_reaches_the_empty_slot_a_crashed_
         (EndReason::Retired(crate::RetireReason::Lifetime), true),
         (EndReason::Crashed, false),
     ] {
-        let mut s = slots();
-        let (warmup, _) = Timer::new();
-        s.apply(0, |x| start(x, None, None, warmup));
-        s.apply(0, |x| register(x, live()));
-        s.apply(0, warm);
+        let mut s = lent();
         s.apply(0, |x| end_lent(x, reason));
         s.edit(0, |x| {
             if let SlotState::Closing { restart_for, .. } = x {
@@ -123,11 +125,7 @@ fn the_key_a_retired_worker_leaves_its_slot_to_reaches_the_empty_slot_a_crashed_
 
 #[test]
 fn a_back_off_carried_by_an_ended_lent_worker_reaches_the_empty_slot() {
-    let mut s = slots();
-    let (warmup, _) = Timer::new();
-    s.apply(0, |x| start(x, None, None, warmup));
-    s.apply(0, |x| register(x, live()));
-    s.apply(0, warm);
+    let mut s = lent();
     s.apply(0, lent_gone);
     assert_eq!(Kind::of(0, 2, s.state(0)), Kind::Closing);
     let (timer, token) = Timer::new();
