@@ -181,6 +181,8 @@ options! {
         /// Which idle worker a job takes.
         dispatch: Dispatch = Dispatch::LowestSlot;
         /// Closes and replaces a worker older than this: an idle one at once, a lent one when it comes back.
+        /// A warm-up or a key's load that takes half of it or more is said
+        /// once (`Event::Warning`).
         #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
         max_lifetime: Option<Duration> = None,
             Range::time(MIN_LIFETIME, "each retirement starts a worker: a slot is replaced at most once a second");

@@ -96,3 +96,27 @@ async fn with_spawn_a_worker_that_crashed_is_replaced_by_one_started_for_no_key(
     job(&pool, "A", Duration::ZERO).await.unwrap();
     assert_eq!(born(&started), [None, some("A"), None, some("A")]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_load_of_half_of_max_lifetime_or_more_is_said_once() {
+    let (log, started) = new_log();
+    let pool = builder_with(1, &log, &started, &Signals::default())
+        .with_options(|o| o.max_lifetime = Some(Duration::from_millis(1500)))
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    for k in ["A", "B", "A", "B"] {
+        job(&pool, k, Duration::ZERO).await.unwrap();
+    }
+    let mut said = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        if let Event::Warning { message } = e {
+            said.push(message);
+        }
+    }
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("loading a key") && said[0].contains("max_lifetime"),
+        "{said:?}"
+    );
+}

@@ -397,3 +397,49 @@ async fn workers_whose_last_jobs_fall_due_together_each_find_a_warm_replacement_
     assert!((by_jobs..=by_jobs + 1).contains(&surges), "{all:?}");
     assert_eq!(count(&all, "worker:respawned"), 0, "none retired first");
 }
+
+/// Moves the clock by `n` seconds, a second at a time (a warm-up under way
+/// at a longer jump would seem to take all of it).
+async fn step(n: u64) {
+    for _ in 0..n {
+        advance(secs(1)).await;
+    }
+}
+
+/// The messages of the `pool:warning` events among `events`.
+fn warnings(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Warning { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_warm_up_of_half_of_max_lifetime_or_more_is_said_once_until_the_lifetime_changes() {
+    let farm = Farm::with_warmup(secs(2));
+    let pool = fixed(&farm, Parallel, 2)
+        .with_options(|o| o.max_lifetime = Some(secs(3)))
+        .build()
+        .unwrap();
+    let mut events = pool.events();
+    step(20).await;
+    let said = warnings(&drain(&mut events));
+    assert_eq!(said.len(), 1, "once, however many warm-ups: {said:?}");
+    assert!(
+        said[0].contains("warm-up") && said[0].contains("max_lifetime"),
+        "{said:?}"
+    );
+    // Long enough now: not said again.
+    pool.reconfigure(Reconfig::new().with_options(|o| o.max_lifetime = Some(secs(60))))
+        .unwrap();
+    step(200).await;
+    assert_eq!(warnings(&drain(&mut events)), Vec::<String>::new());
+    // Too short again: said again.
+    pool.reconfigure(Reconfig::new().with_options(|o| o.max_lifetime = Some(secs(4))))
+        .unwrap();
+    step(20).await;
+    assert_eq!(warnings(&drain(&mut events)).len(), 1);
+}

@@ -288,6 +288,7 @@ impl<W: Worker> State<W> {
                 self.with_record(i, |r| r.keys.loaded(key, now));
                 let secs = took.as_secs_f64();
                 self.load_ewma = Some(self.load_ewma.map_or(secs, |m| m + LOAD_ALPHA * (secs - m)));
+                self.note_start_cost(fx, "loading a key", took);
                 fx.emit(Event::Loaded {
                     slot: i,
                     key: key.clone(),

@@ -182,6 +182,7 @@ impl<W: Worker> State<W> {
         };
         self.ever_ready = true;
         self.warmups.note(warmup);
+        self.note_start_cost(fx, "a worker's warm-up", warmup);
         let about = worker.about().map(Arc::<str>::from);
         self.with_lent_record(i, |r| {
             r.ready_after = Some(warmup);

@@ -54,6 +54,7 @@ impl<W: Worker> State<W> {
         if old.max_lifetime != self.opts.max_lifetime
             || old.max_lifetime_jitter != self.opts.max_lifetime_jitter
         {
+            self.short_lifetime_said = false;
             self.reschedule_lifetimes(fx, &mut actions);
         }
         if old.max_surge != self.opts.max_surge {

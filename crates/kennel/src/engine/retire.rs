@@ -52,6 +52,27 @@ impl<W: Worker> State<W> {
         Some(ended)
     }
 
+    /// A worker's warm-up, or its load of a key (`what`), took `took`: where
+    /// that is half of `max_lifetime` or more, workers spend much of their
+    /// lives starting, and the pool says so once (`pool:warning`) until
+    /// `max_lifetime` changes.
+    pub(crate) fn note_start_cost(&mut self, fx: &mut Effects<W>, what: &str, took: Duration) {
+        let Some(life) = self.opts.max_lifetime else {
+            return;
+        };
+        if self.short_lifetime_said || took < life / 2 {
+            return;
+        }
+        self.short_lifetime_said = true;
+        let message = format!(
+            "{what} took {:.1} s, half of max_lifetime ({:.1} s) or more: \
+             workers spend much of their lives starting; raise max_lifetime",
+            took.as_secs_f64(),
+            life.as_secs_f64()
+        );
+        fx.emit(Event::Warning { message });
+    }
+
     /// The lifetime of the worker of slot `i` that carries `generation` (the
     /// slot's own, or a replacement's beside it) and started at `started`,
     /// by `max_lifetime` with a jitter drawn for it, and its timer.

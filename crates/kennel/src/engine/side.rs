@@ -152,6 +152,7 @@ impl<W: Worker> State<W> {
             }
         };
         self.warmups.note(warmup);
+        self.note_start_cost(fx, "a worker's warm-up", warmup);
         self.ever_ready = true;
         fx.emit(Event::Ready {
             slot: i,

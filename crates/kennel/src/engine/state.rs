@@ -45,6 +45,9 @@ pub(crate) struct State<W> {
     pub(crate) ewma: Option<f64>,
     /// Mean time a worker took to load a key (EWMA), in seconds.
     pub(crate) load_ewma: Option<f64>,
+    /// Whether a warm-up or a load as long as half of `max_lifetime` was
+    /// said (`pool:warning`), since `max_lifetime` last changed.
+    pub(crate) short_lifetime_said: bool,
     /// Whether a keyed job came: jobs are timed from then (the hot-key
     /// rule reads their mean).
     pub(crate) keyed: bool,
@@ -116,6 +119,7 @@ impl<W> State<W> {
             order: Order::default(),
             ewma: None,
             load_ewma: None,
+            short_lifetime_said: false,
             keyed: false,
             let_go: crate::slot::LetGo::default(),
             warm_failed: std::collections::BTreeSet::new(),
