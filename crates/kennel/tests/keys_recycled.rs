@@ -1,8 +1,9 @@
-//! A worker started for a key (`key_binding = "spawn"`) that the pool
-//! renews (its `max_lifetime`, its `max_jobs`: the retirements a warm
-//! replacement covers) is started again for its key, warm first or not; one
-//! that crashed, or that another key took the place of, is not. In-memory
-//! workers on the paused clock, an eager startup.
+//! Keyed workers the pool renews. One started for a key (`key_binding =
+//! "spawn"`) that the pool renews (its `max_lifetime`, its `max_jobs`: the
+//! retirements a warm replacement covers) is started again for its key,
+//! warm first or not; one that crashed is not. A load as long as half of
+//! `max_lifetime` is said. In-memory workers on the paused clock, an eager
+//! startup.
 
 #[path = "keyed/holder.rs"]
 mod holder;
