@@ -155,6 +155,7 @@ impl<W: Worker> State<W> {
             cell: Arc::new(cell),
             life,
             record,
+            spawned_for: made.key,
         };
         (live, made.exited)
     }

@@ -9,10 +9,8 @@ use tokio::time::Instant;
 use super::effects::{Effects, Wake};
 use super::state::State;
 use crate::event::{Event, RetireReason};
-use crate::key::KeyBinding;
 use crate::options::MIN_LIFETIME;
 use crate::slot::Held;
-use crate::slot::renews;
 use crate::slot::transitions::Step;
 use crate::slot::{EndReason, Life, SlotState, transitions as t};
 use crate::worker::Worker;
@@ -21,8 +19,7 @@ impl<W: Worker> State<W> {
     /// Applies `f`, a transition that ends the worker of slot `i` (the only
     /// way one ends): its record goes with it, but its keys' counts of jobs
     /// are kept, as an unloaded key's are, for the worker that holds them
-    /// next; a worker started for a key (`spawn`) that the pool renews
-    /// leaves its slot to one started for the same key.
+    /// next.
     pub(crate) fn end_worker<R>(
         &mut self,
         i: usize,
@@ -32,19 +29,6 @@ impl<W: Worker> State<W> {
             .with_record(i, |r| r.keys.held().to_vec())
             .unwrap_or_default();
         let ended = self.slots.apply(i, f)?;
-        if self.opts.key_binding == KeyBinding::Spawn {
-            self.slots.edit(i, |s| {
-                if let SlotState::Closing {
-                    reason: EndReason::Retired(reason),
-                    restart_for,
-                    ..
-                } = s
-                    && renews(*reason)
-                {
-                    *restart_for = held.first().map(|k| k.key.clone());
-                }
-            });
-        }
         let (now, half_life) = (self.now, self.half_life());
         for k in &held {
             self.let_go.keep(k, now, half_life);

@@ -151,8 +151,8 @@ impl<W: Worker> State<W> {
         // Not refused (looked at above), so it is marked.
         self.with_record(i, |r| r.replacement.warm_first_for(reason));
         // A worker started for one key is replaced by one for the same key.
-        let key = match self.opts.key_binding {
-            crate::KeyBinding::Spawn => self.with_record(i, |r| r.keys.names().pop()).flatten(),
+        let key = match self.slots.state(i) {
+            SlotState::Ready { live, .. } => live.spawned_for.clone(),
             _ => None,
         };
         fx.warmups.push(Warmup {

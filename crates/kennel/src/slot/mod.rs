@@ -49,7 +49,8 @@ pub(crate) use cell::WorkerCell;
 #[cfg(test)]
 pub(crate) use counts::Kind;
 pub(crate) use keys::{Keys, LetGo, Settling};
-pub(crate) use replacement::{Replacement, renews};
+pub(crate) use replacement::Replacement;
+use replacement::renews;
 pub(crate) use side::Side;
 pub(crate) use slots::Slots;
 
@@ -193,6 +194,8 @@ pub(crate) struct Live {
     pub(crate) cell: Arc<WorkerCell>,
     pub(crate) life: Option<Life>,
     pub(crate) record: Record,
+    /// The key it was started for (`spawn`).
+    pub(crate) spawned_for: Option<crate::Key>,
 }
 
 impl Live {
@@ -200,6 +203,16 @@ impl Live {
     pub(crate) fn served_all(&self) -> bool {
         let r = &self.record;
         r.max_jobs.is_some_and(|n| r.jobs >= n)
+    }
+
+    /// What the slot's next worker is started for once this one ends for
+    /// `reason`: its key, if it was started for one and the pool renews it
+    /// ([`renews`]); a crashed worker's key may be what crashed it.
+    fn restart_for(&self, reason: EndReason) -> Option<crate::Key> {
+        match reason {
+            EndReason::Retired(r) if renews(r) => self.spawned_for.clone(),
+            _ => None,
+        }
     }
 
     /// Whether the worker has outlived its lifetime at `now`.

@@ -180,9 +180,9 @@ pub(crate) fn close_idle<W>(s: SlotState<W>, reason: EndReason) -> Step<W, (W, K
             let killer = live.cell.killer.clone();
             Step::To(
                 SlotState::Closing {
+                    restart_for: live.restart_for(reason),
                     cell: live.cell,
                     reason,
-                    restart_for: None,
                 },
                 (worker, killer),
             )
@@ -252,9 +252,9 @@ pub(crate) fn end_lent<W>(s: SlotState<W>, reason: EndReason) -> Step<W, ()> {
             held: Held::Lent,
         } => Step::To(
             SlotState::Closing {
+                restart_for: live.restart_for(reason),
                 cell: live.cell,
                 reason,
-                restart_for: None,
             },
             (),
         ),

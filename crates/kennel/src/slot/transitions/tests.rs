@@ -5,6 +5,11 @@ use crate::slot::{Kind, Record, Slots};
 use crate::worker::Killer;
 
 fn live() -> Live {
+    live_for(None)
+}
+
+/// A live worker started for `key` (`spawn`), or for none.
+fn live_for(key: Option<crate::Key>) -> Live {
     Live {
         cell: Arc::new(WorkerCell::new(
             Killer::new(|| {}),
@@ -15,6 +20,7 @@ fn live() -> Live {
         )),
         life: None,
         record: Record::default(),
+        spawned_for: key,
     }
 }
 
@@ -24,10 +30,15 @@ fn slots() -> Slots<&'static str> {
 
 /// Slots whose slot 0 holds a ready worker lent to a job.
 fn lent() -> Slots<&'static str> {
+    lent_for(None)
+}
+
+/// [`lent`], the worker started for `key`.
+fn lent_for(key: Option<crate::Key>) -> Slots<&'static str> {
     let mut s = slots();
     let (warmup, _) = Timer::new();
-    s.apply(0, |x| start(x, None, None, warmup));
-    s.apply(0, |x| register(x, live()));
+    s.apply(0, |x| start(x, None, key.clone(), warmup));
+    s.apply(0, |x| register(x, live_for(key)));
     s.apply(0, warm);
     s
 }
@@ -97,19 +108,15 @@ fn a_retired_worker_is_replaced_and_an_evicted_one_rests() {
 }
 
 #[test]
-fn the_key_a_retired_worker_leaves_its_slot_to_reaches_the_empty_slot_a_crashed_ones_does_not() {
+fn the_key_a_renewed_worker_was_started_for_reaches_the_empty_slot_a_crashed_ones_does_not() {
     let key = crate::Key::new("A").unwrap();
     for (reason, kept) in [
         (EndReason::Retired(crate::RetireReason::Lifetime), true),
+        (EndReason::Retired(crate::RetireReason::KeyMoved), false),
         (EndReason::Crashed, false),
     ] {
-        let mut s = lent();
+        let mut s = lent_for(Some(key.clone()));
         s.apply(0, |x| end_lent(x, reason));
-        s.edit(0, |x| {
-            if let SlotState::Closing { restart_for, .. } = x {
-                *restart_for = Some(key.clone());
-            }
-        });
         s.apply(0, exit_seen);
         let (timer, _) = Timer::new();
         s.apply(0, |x| back_off(x, timer));
