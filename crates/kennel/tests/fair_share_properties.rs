@@ -24,7 +24,7 @@ use kennel::{
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use support::sequences::{
-    all_end, cases, close_empty, evict, eviction, paused_runtime, recycle, set, spawn_job,
+    Churn, all_end, cases, churn, close_empty, paused_runtime, set, set_churn, spawn_job,
 };
 use support::{Fake, Farm, fixed};
 
@@ -47,12 +47,8 @@ enum Op {
     MaxQueueWait(Option<u16>),
     /// The `n`th worker made (modulo how many were) ends as if it crashed.
     Crash(usize),
-    /// Idle workers evicted after so many ms (and `min_idle` kept), or
-    /// never.
-    Eviction(Option<(u16, Option<usize>)>),
-    /// Workers retired after so many seconds or jobs, replaced warm with a
-    /// surge of so many.
-    Recycle(Option<u16>, Option<u64>, usize),
+    /// How the pool lets workers go.
+    Churn(Churn),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -84,9 +80,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (1usize..20).prop_map(Op::MaxWaiting),
         1 => prop::option::of(1u16..3000).prop_map(Op::MaxQueueWait),
         1 => (0usize..8).prop_map(Op::Crash),
-        1 => eviction().prop_map(Op::Eviction),
-        1 => (prop::option::of(1u16..30), prop::option::of(1u64..10), 0usize..=2)
-            .prop_map(|(life, jobs, surge)| Op::Recycle(life, jobs, surge)),
+        2 => churn(1).prop_map(Op::Churn),
     ]
 }
 
@@ -251,8 +245,7 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
                     let wait = ms.map(|ms| Duration::from_millis(ms.into()));
                     set(&pool, move |o| o.max_queue_wait = wait)?;
                 }
-                Op::Eviction(idle) => evict(&pool, idle)?,
-                Op::Recycle(life, jobs, surge) => recycle(&pool, life, jobs, surge)?,
+                Op::Churn(churn) => set_churn(&pool, &churn)?,
                 Op::Crash(n) => {
                     let made = farm.made();
                     if made > 0 && !farm.has_exited(n % made) {
@@ -263,10 +256,7 @@ fn play(workers: usize, ops: &[Op]) -> Result<(), String> {
             }
         }
         all_end(jobs).await?;
-        close_empty(&pool).await?;
-        if farm.alive() != 0 {
-            return Err(format!("{} workers alive after close", farm.alive()));
-        }
+        close_empty(&pool, || farm.alive()).await?;
         Ok(())
     })
 }

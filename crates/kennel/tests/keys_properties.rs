@@ -30,7 +30,7 @@ use kennel::{
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use support::sequences::{
-    all_end, cases, close_empty, evict, eviction, paused_runtime, recycle, set, spawn_job,
+    Churn, all_end, cases, churn, close_empty, paused_runtime, set, set_churn, spawn_job,
 };
 
 #[derive(Debug, Clone)]
@@ -61,12 +61,8 @@ enum Op {
     /// The `n`th worker made (modulo how many were) ends as if it crashed,
     /// if it has not ended yet.
     Crash(usize),
-    /// Idle workers evicted after so many ms (and `min_idle` kept), or
-    /// never.
-    Eviction(Option<(u16, Option<usize>)>),
-    /// Workers retired after so many seconds or jobs, replaced warm with a
-    /// surge of so many.
-    Recycle(Option<u16>, Option<u64>, usize),
+    /// How the pool lets workers go.
+    Churn(Churn),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -96,11 +92,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => prop::option::of((0u8..9, 1usize..3)).prop_map(Op::MinWorkersPerKey),
         1 => prop::option::of(1u64..7).prop_map(Op::KeyMemoryBudget),
         1 => (0usize..8).prop_map(Op::Crash),
-        1 => eviction().prop_map(Op::Eviction),
         // Lifetimes above a load (1 s): a shorter one keeps each worker
         // loading a key kept warm for all its life.
-        1 => (prop::option::of(5u16..30), prop::option::of(1u64..10), 0usize..=2)
-            .prop_map(|(life, jobs, surge)| Op::Recycle(life, jobs, surge)),
+        2 => churn(5).prop_map(Op::Churn),
     ]
 }
 
@@ -253,8 +247,7 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
                     let budget = keys.map(|n| n * PER_KEY);
                     set(&pool, move |o| o.key_memory_budget = budget)?;
                 }
-                Op::Eviction(idle) => evict(&pool, idle)?,
-                Op::Recycle(life, jobs, surge) => recycle(&pool, life, jobs, surge)?,
+                Op::Churn(churn) => set_churn(&pool, &churn)?,
                 Op::Crash(n) => {
                     let signals = signals.lock().unwrap();
                     if let Some(signal) = signals.get(n % signals.len().max(1))
@@ -274,7 +267,15 @@ fn play(workers: usize, per: usize, ops: &[Op]) -> Result<(), String> {
             o.max_jobs = None;
         })?;
         tokio::time::sleep(Duration::from_secs(60)).await;
-        close_empty(&pool).await?;
+        let alive = || {
+            signals
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|s| !s.has_exited())
+                .count()
+        };
+        close_empty(&pool, alive).await?;
         Ok(())
     })
 }

@@ -1,6 +1,7 @@
 //! What the random-sequence suites (`*_properties.rs`) share: how many
 //! sequences to draw, a runtime on the paused clock, a reconfiguration in
-//! one call (the eviction and the recycling among them), a job that may be
+//! one call (the eviction and the recycling among them, and a draw of
+//! either: [`Churn`]), a job that may be
 //! dropped midway, the wait for every job to end, and the last check of
 //! the pool before it closes.
 
@@ -96,6 +97,41 @@ pub fn eviction() -> impl proptest::strategy::Strategy<Value = Option<(u16, Opti
     prop::option::of((100u16..5000, prop::option::of(0usize..3)))
 }
 
+/// How the pool lets workers go, changed live, for the suites that do not
+/// vary it finer.
+#[derive(Debug, Clone)]
+pub enum Churn {
+    /// Idle workers evicted after so many ms (and `min_idle` kept), or
+    /// never.
+    Eviction(Option<(u16, Option<usize>)>),
+    /// Workers retired after so many seconds or jobs, replaced warm with a
+    /// surge of so many.
+    Recycle(Option<u16>, Option<u64>, usize),
+}
+
+/// A churn to set, an eviction or a recycling as likely, lifetimes from
+/// `min_life` seconds.
+pub fn churn(min_life: u16) -> impl proptest::strategy::Strategy<Value = Churn> {
+    use proptest::prelude::*;
+    prop_oneof![
+        eviction().prop_map(Churn::Eviction),
+        (
+            prop::option::of(min_life..30),
+            prop::option::of(1u64..10),
+            0usize..=2
+        )
+            .prop_map(|(life, jobs, surge)| Churn::Recycle(life, jobs, surge)),
+    ]
+}
+
+/// Sets `churn` on `pool`.
+pub fn set_churn<W: Worker>(pool: &Pool<W>, churn: &Churn) -> Result<(), String> {
+    match *churn {
+        Churn::Eviction(idle) => evict(pool, idle),
+        Churn::Recycle(life, jobs, surge) => recycle(pool, life, jobs, surge),
+    }
+}
+
 /// Retires the workers of `pool` after `life` seconds or `jobs` jobs (or
 /// neither), replaced warm with a surge of `surge`.
 pub fn recycle<W: Worker>(
@@ -112,12 +148,19 @@ pub fn recycle<W: Worker>(
     })
 }
 
-/// Checks that `pool` holds no job, lent or waiting, then closes it.
-pub async fn close_empty<W: Worker>(pool: &Pool<W>) -> Result<(), String> {
+/// Checks that `pool` holds no job, lent or waiting, closes it, and checks
+/// that none of its workers is `alive` after.
+pub async fn close_empty<W: Worker>(
+    pool: &Pool<W>,
+    alive: impl Fn() -> usize,
+) -> Result<(), String> {
     let s = pool.stats();
     if s.lent != 0 || s.waiting != 0 {
         return Err(format!("the pool ends with jobs in it: {s:?}"));
     }
     pool.close().await;
-    Ok(())
+    match alive() {
+        0 => Ok(()),
+        n => Err(format!("{n} workers alive after close")),
+    }
 }
