@@ -288,6 +288,17 @@ async fn a_tenant_name_and_weight_are_checked() {
 #[path = "keyed/holder.rs"]
 mod holder;
 
+/// A job of tenant `t`, of key `k` if set, that does nothing, on a keyed
+/// pool.
+async fn keyed_job(pool: &Pool<holder::Holder>, t: &str, k: Option<&str>) -> Result<(), Error> {
+    let mut options = RunOptions::new().tenant(tenant(t));
+    if let Some(k) = k {
+        options = options.key(holder::key(k));
+    }
+    pool.run_with(options, async |_: &mut holder::Holder| ())
+        .await
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_key_switch_is_charged_to_the_tenant_that_caused_it() {
     let (keys, born) = holder::new_log();
@@ -382,23 +393,16 @@ async fn a_job_kept_off_another_tenants_key_takes_the_worker_once_that_key_goes_
         .build()
         .unwrap();
     // b's key on the only worker, which has room for one more.
-    let options = RunOptions::new().tenant(tenant("b")).key(holder::key("b"));
-    pool.run_with(options, async |_: &mut holder::Holder| ())
-        .await
-        .unwrap();
+    keyed_job(&pool, "b", Some("b")).await.unwrap();
     // a has had more than b lately: b is owed.
     for _ in 0..2 {
-        let options = RunOptions::new().tenant(tenant("a"));
-        pool.run_with(options, async |_: &mut holder::Holder| ())
-            .await
-            .unwrap();
+        keyed_job(&pool, "a", None).await.unwrap();
     }
     let start = tokio::time::Instant::now();
     // a's job of another key stays off b's worker while b used its key
     // lately (ten `max_key_wait`s), then takes it: nothing else happens
     // in the pool meanwhile to look at it again.
-    let options = RunOptions::new().tenant(tenant("a")).key(holder::key("a"));
-    let a = pool.run_with(options, async |_: &mut holder::Holder| ());
+    let a = keyed_job(&pool, "a", Some("a"));
     tokio::time::timeout(Duration::from_secs(60), a)
         .await
         .expect("a got the worker")
@@ -420,16 +424,10 @@ async fn a_key_loaded_ahead_for_no_job_keeps_no_tenant_off_its_worker() {
     settle().await;
     // a has had jobs; `w` was loaded ahead, for no tenant's job.
     for _ in 0..2 {
-        let options = RunOptions::new().tenant(tenant("a"));
-        pool.run_with(options, async |_: &mut holder::Holder| ())
-            .await
-            .unwrap();
+        keyed_job(&pool, "a", None).await.unwrap();
     }
     let start = tokio::time::Instant::now();
-    let options = RunOptions::new().tenant(tenant("a")).key(holder::key("a"));
-    pool.run_with(options, async |_: &mut holder::Holder| ())
-        .await
-        .unwrap();
+    keyed_job(&pool, "a", Some("a")).await.unwrap();
     // Its wait (`max_key_wait`: the only worker holds a key kept warm),
     // then its load: no other tenant's use to wait out.
     assert_eq!(start.elapsed(), ms(250) + holder::LOAD);
