@@ -65,7 +65,8 @@ impl Reaper {
 /// The reaper's side (`kennel reaper DIR`): waits until its standard input
 /// ends (the server is gone), then locks the run directory and kills the
 /// groups recorded there. `Ok(None)` when another server holds the
-/// directory after [`LOCK_WAIT`]: that server reaps it.
+/// directory after [`LOCK_WAIT`] (that server reaps it), or when the
+/// directory is gone: nothing is recorded there, and it is not made again.
 ///
 /// # Errors
 ///
@@ -73,20 +74,29 @@ impl Reaper {
 pub(crate) fn watch(run_dir: &Path) -> io::Result<Option<Reaped>> {
     // Read to the end; a broken stdin says the same as its end.
     let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
-    open_within(run_dir, LOCK_WAIT).map(|opened| opened.map(|(_, reaped)| reaped))
+    match open_within(run_dir, LOCK_WAIT, RunDir::reopen) {
+        Ok(opened) => Ok(opened.map(|(_, reaped)| reaped)),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err),
+    }
 }
 
-/// [`RunDir::open`], retried while another process holds the lock, for at
-/// most `wait`: the reaper of a server that just ended may hold it for the
-/// few milliseconds its reaping takes. `Ok(None)` if it is still held.
+/// `open` ([`RunDir::open`] or [`RunDir::reopen`]), retried while another
+/// process holds the lock, for at most `wait`: the reaper of a server that
+/// just ended may hold it for the few milliseconds its reaping takes.
+/// `Ok(None)` if it is still held.
 ///
 /// # Errors
 ///
-/// As [`RunDir::open`], but for a lock held by another process.
-pub(crate) fn open_within(run_dir: &Path, wait: Duration) -> io::Result<Option<(RunDir, Reaped)>> {
+/// As `open`, but for a lock held by another process.
+pub(crate) fn open_within(
+    run_dir: &Path,
+    wait: Duration,
+    open: fn(&Path) -> io::Result<(RunDir, Reaped)>,
+) -> io::Result<Option<(RunDir, Reaped)>> {
     let deadline = Instant::now() + wait;
     loop {
-        match RunDir::open(run_dir) {
+        match open(run_dir) {
             Ok(opened) => return Ok(Some(opened)),
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {

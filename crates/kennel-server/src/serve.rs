@@ -54,7 +54,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
         .unwrap_or_else(|| default_run_dir(local.port()));
     // The reaper of a server that just ended may hold the lock a moment.
     let opened = tokio::task::block_in_place(|| {
-        crate::reaper::open_within(&run_path, std::time::Duration::from_secs(1))
+        crate::reaper::open_within(&run_path, std::time::Duration::from_secs(1), RunDir::open)
     })
     .with_context(|| format!("cannot use the run directory {}", run_path.display()))?;
     let Some((run_dir, reaped)) = opened else {

@@ -3,7 +3,8 @@
 //! `lock` link to a file of this user's and a forged `group-*` file, is
 //! refused before anything in it is touched; a forged file in this user's
 //! own directory whose leader's start time differs signals nothing; the
-//! reaper beside the server holds no secret in its environment.
+//! reaper beside the server holds no secret in its environment, and
+//! makes no run directory where the one it watched was removed.
 
 #![cfg(target_os = "linux")]
 
@@ -15,7 +16,11 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use served::{LIMIT, LISTEN, Server, Stderr, TempDir, demo_pool, descendants, environ, is_reaper};
+use nix::sys::signal::Signal;
+
+use served::{
+    LIMIT, LISTEN, Server, Stderr, TempDir, alive, demo_pool, descendants, environ, is_reaper,
+};
 
 /// The uid of `nobody`.
 const NOBODY: u32 = 65534;
@@ -235,4 +240,46 @@ fn the_reapers_environment_holds_no_token() {
     let env = environ(reaper);
     assert!(!env.iter().any(|v| v.contains(token)), "{env:?}");
     assert!(server.stop());
+}
+
+#[test]
+fn a_reaper_whose_run_directory_was_removed_makes_none() {
+    let mut server = Server::start(
+        "rundir-removed",
+        &format!(
+            "[server]\nrun_dir = \"{{dir}}/run\"\n{}",
+            demo_pool("demo", 1)
+        ),
+        &LISTEN,
+        &[],
+        Stderr::Collected,
+    );
+    let run = server.dir.0.join("run");
+    assert!(run.join("lock").exists());
+    let reaper = descendants(server.child.id())
+        .into_iter()
+        .find(|&p| is_reaper(p))
+        .expect("the server's reaper");
+    std::fs::remove_dir_all(&run).unwrap();
+    server.signal(Signal::SIGTERM);
+    let status = server
+        .exit_within(LIMIT)
+        .expect("the server ends on SIGTERM");
+    assert!(status.success(), "{}", server.log());
+    // The reaper wakes when the server has ended; each check reads /proc.
+    let started = Instant::now();
+    while alive(reaper) {
+        assert!(started.elapsed() < LIMIT, "the reaper never ended");
+        std::thread::yield_now();
+    }
+    assert!(
+        !run.exists(),
+        "the reaper made {} again: {:?}",
+        run.display(),
+        std::fs::read_dir(&run)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect::<Vec<_>>()
+    );
 }

@@ -43,7 +43,8 @@ max_waiting = 2
     .to_owned()
 }
 
-fn start(name: &str) -> Server {
+/// The server and the directory of its token file, removed when dropped.
+fn start(name: &str) -> (Server, served::TempDir) {
     let dir = served::TempDir::new(&format!("{name}-token"));
     let file = dir.0.join("b.token");
     std::fs::write(&file, format!("{TOKEN_B}\n")).unwrap();
@@ -58,8 +59,7 @@ fn start(name: &str) -> Server {
         ],
         Stderr::Collected,
     );
-    std::mem::forget(dir);
-    server
+    (server, dir)
 }
 
 fn bearer(token: &str) -> String {
@@ -110,7 +110,7 @@ fn stats(server: &Server, pool: &str) -> serde_json::Value {
 
 #[test]
 fn a_tenants_token_names_it_and_reaches_only_its_routes() {
-    let server = start("tenant-routes");
+    let (server, _token) = start("tenant-routes");
     let one = r#"{"iterations": 1}"#;
     // No token, or one nobody has: 401.
     assert_eq!(
@@ -192,7 +192,7 @@ fn a_tenants_token_names_it_and_reaches_only_its_routes() {
 
 #[test]
 fn over_its_limits_a_tenant_gets_429_with_its_own_retry_after() {
-    let server = start("tenant-limits");
+    let (server, _token) = start("tenant-limits");
     // The operator's job holds the one worker for a while.
     let addr = server.addr;
     let send = |token: &'static str, body: &'static str| {

@@ -67,8 +67,22 @@ impl RunDir {
     /// The directory cannot be created or read; it is not this user's alone
     /// or its `lock` is a symbolic link (`PermissionDenied`, before anything
     /// in it is touched); or another server holds it (`WouldBlock`).
-    pub(crate) fn open(path: impl AsRef<Path>) -> io::Result<(Self, Reaped)> {
-        let path = trust::prepare(path.as_ref())?;
+    pub(crate) fn open(path: &Path) -> io::Result<(Self, Reaped)> {
+        Self::open_made(path, true)
+    }
+
+    /// [`RunDir::open`] for a directory a server made (the reaper's): a
+    /// directory that is gone is not made again.
+    ///
+    /// # Errors
+    ///
+    /// As [`RunDir::open`]; `NotFound` when the directory is gone.
+    pub(crate) fn reopen(path: &Path) -> io::Result<(Self, Reaped)> {
+        Self::open_made(path, false)
+    }
+
+    fn open_made(path: &Path, create: bool) -> io::Result<(Self, Reaped)> {
+        let path = trust::prepare(path, create)?;
         let lock = trust::open_write(&path.join("lock"), false)?;
         let lock = Flock::lock(lock, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
             if errno == Errno::EWOULDBLOCK {

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 /// or rename the file (`/tmp`).
 const STICKY: u32 = 0o1000;
 
-/// Creates `path` (and its missing parents) with mode 0700, then checks
-/// that this user alone controls it, and returns it absolute:
+/// Creates `path` (and its missing parents) with mode 0700 if `create`,
+/// then checks that this user alone controls it, and returns it absolute:
 ///
 /// 1. the run directory is a directory, not a symbolic link, owned by this
 ///    user and writable by no one else (no group or other write bit);
@@ -25,8 +25,9 @@ const STICKY: u32 = 0o1000;
 /// # Errors
 ///
 /// `PermissionDenied` naming the path and the rule it breaks, or the error
-/// of creating or reading it.
-pub(super) fn prepare(path: &Path) -> io::Result<PathBuf> {
+/// of creating or reading it (`NotFound` where it is missing and not to be
+/// created).
+pub(super) fn prepare(path: &Path, create: bool) -> io::Result<PathBuf> {
     let path = std::path::absolute(path)?;
     let me = nix::unistd::geteuid().as_raw();
     // Nothing is created below a directory another user controls.
@@ -35,10 +36,12 @@ pub(super) fn prepare(path: &Path) -> io::Result<PathBuf> {
             trusted_above(above, &meta, me)?;
         }
     }
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&path)?;
+    if create {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&path)?;
+    }
     let meta = fs::symlink_metadata(&path)?;
     let (uid, mode) = (meta.uid(), meta.mode());
     let why = if meta.file_type().is_symlink() || !meta.is_dir() {
