@@ -24,6 +24,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use self::leader::{group_has_members, leads_group, start_time};
+use self::trust::Open;
 
 /// The run directory of a server: locked, and the groups of a previous run
 /// reaped (see the module's documentation).
@@ -71,19 +72,22 @@ impl RunDir {
         Self::open_made(path, true)
     }
 
-    /// [`RunDir::open`] for a directory a server made (the reaper's): a
-    /// directory that is gone is not made again.
+    /// [`RunDir::open`] for a directory a server made (the reaper's):
+    /// nothing is created, so a directory removed meanwhile is not made
+    /// again.
     ///
     /// # Errors
     ///
-    /// As [`RunDir::open`]; `NotFound` when the directory is gone.
+    /// As [`RunDir::open`]; `NotFound` when the directory or its lock is
+    /// gone.
     pub(crate) fn reopen(path: &Path) -> io::Result<(Self, Reaped)> {
         Self::open_made(path, false)
     }
 
     fn open_made(path: &Path, create: bool) -> io::Result<(Self, Reaped)> {
         let path = trust::prepare(path, create)?;
-        let lock = trust::open_write(&path.join("lock"), false)?;
+        let lock = if create { Open::Kept } else { Open::Existing };
+        let lock = trust::open_write(&path.join("lock"), lock)?;
         let lock = Flock::lock(lock, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
             if errno == Errno::EWOULDBLOCK {
                 io::Error::new(
@@ -112,7 +116,7 @@ impl RunDir {
         let started = start_time(pid)?;
         let file = self.path.join(format!("group-{pid}"));
         let line = format!("{pid} {started}\n");
-        match trust::open_write(&file, true).and_then(|mut f| f.write_all(line.as_bytes())) {
+        match trust::open_write(&file, Open::Fresh).and_then(|mut f| f.write_all(line.as_bytes())) {
             Ok(()) => Some(Record { file }),
             Err(err) => {
                 tracing::warn!(target: "kennel_server", path = %file.display(), %err, "cannot record a worker's process group");

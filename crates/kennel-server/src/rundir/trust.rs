@@ -93,15 +93,26 @@ fn refused(path: &Path, why: &str) -> io::Error {
     )
 }
 
-/// Opens (creating if need be, mode 0600) a file of the run directory for
-/// writing; a symbolic link in its place is refused (`ELOOP`), never
-/// followed. `truncate` empties it.
-pub(super) fn open_write(path: &Path, truncate: bool) -> io::Result<File> {
+/// How [`open_write`] treats the file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Open {
+    /// Created, or emptied (a group's record).
+    Fresh,
+    /// Created if missing, never emptied (the lock, by a server).
+    Kept,
+    /// Only if it exists, never emptied (the lock, by the reaper).
+    Existing,
+}
+
+/// Opens a file of the run directory for writing (one it creates gets mode
+/// 0600); a symbolic link in its place is refused (`ELOOP`), never
+/// followed.
+pub(super) fn open_write(path: &Path, open: Open) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
         .write(true)
-        .create(true)
-        .truncate(truncate)
+        .create(open != Open::Existing)
+        .truncate(open == Open::Fresh)
         .mode(0o600)
         .custom_flags(nix::libc::O_NOFOLLOW)
         .open(path)
