@@ -77,17 +77,17 @@ pub(crate) async fn read_settled(path: &Path) -> Result<Config, ConfigError> {
 mod tests {
     use super::*;
 
-    fn temp(name: &str, text: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("kennel-read-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("kennel.toml");
+    /// A config file holding `text` in a directory removed on drop.
+    fn temp(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::Builder::new().prefix("kennel-read-").tempdir().unwrap();
+        let path = dir.path().join("kennel.toml");
         std::fs::write(&path, text).unwrap();
-        path
+        (dir, path)
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_settled_file_is_read_and_a_broken_one_refused_with_the_start_error() {
-        let path = temp("ok", "[[pool]]\nname = \"a\"\nargv = [\"cat\"]\n");
+        let (_dir, path) = temp("[[pool]]\nname = \"a\"\nargv = [\"cat\"]\n");
         assert_eq!(read_settled(&path).await.unwrap().pools[0].name, "a");
         std::fs::write(
             &path,
@@ -100,7 +100,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_file_that_keeps_changing_is_refused() {
-        let path = temp("moving", "");
+        let (_dir, path) = temp("");
         let writer = {
             let path = path.clone();
             tokio::spawn(async move {
@@ -112,6 +112,8 @@ mod tests {
         };
         let err = read_settled(&path).await.unwrap_err();
         writer.abort();
+        // Stopped before the directory goes.
+        assert!(writer.await.unwrap_err().is_cancelled());
         assert!(err.message.contains("kept changing"), "{err}");
     }
 }
