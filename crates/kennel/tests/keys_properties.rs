@@ -35,7 +35,8 @@ use support::sequences::{
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// A job of key `k{n}` (`bad` for 8: its load fails), or of none; it
+    /// A job of key `k{n}` (`bad` for 8: its load, or a worker's start
+    /// for it, fails), or of none; it
     /// runs `run_ms`, and is dropped after `drop_ms` if set.
     /// Of tenant `t{n}` if set, at a priority (0 low, 1 normal, 2 high).
     Job {
@@ -145,9 +146,13 @@ async fn one_job(
     let got = pool.run_with(options, body).await;
     let crashed = crashes.load(Ordering::SeqCst) > 0;
     match (got, k.as_deref()) {
-        // A worker started for `bad` (`spawn`) serves it: only its load fails.
         (Ok(()), _) => Ok(()),
-        (Err(Error::LoadFailed { .. }), Some("bad")) => Ok(()),
+        // Loading `bad` fails, and so does starting a worker for it (`spawn`).
+        (Err(Error::LoadFailed { .. } | Error::WarmupFailed { .. }), Some("bad")) => Ok(()),
+        // A job that waited for a worker starting for `bad` (kept warm, or
+        // started again for it) gets that start's failure, as a job
+        // waiting for any start that fails does.
+        (Err(Error::WarmupFailed { message, .. }), _) if message.contains("model: bad") => Ok(()),
         // A worker that crashed under the job, as it started or loaded.
         (Err(Error::Crashed { .. } | Error::WarmupFailed { .. } | Error::LoadFailed { .. }), _)
             if crashed =>

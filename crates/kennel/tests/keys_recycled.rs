@@ -1,7 +1,8 @@
 //! Keyed workers the pool renews. One started for a key (`key_binding =
 //! "spawn"`) that the pool renews (its `max_lifetime`, its `max_jobs`: the
 //! retirements a warm replacement covers) is started again for its key,
-//! warm first or not; one that crashed is not. A load as long as half of
+//! warm first or not; one that crashed is not. Jobs of a key that come
+//! together move one worker to it, not one each. A load as long as half of
 //! `max_lifetime` is said. In-memory workers on the paused clock, an eager
 //! startup.
 
@@ -120,4 +121,49 @@ async fn a_load_of_half_of_max_lifetime_or_more_is_said_once() {
         said[0].contains("loading a key") && said[0].contains("max_lifetime"),
         "{said:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_spawn_jobs_of_a_new_key_that_come_together_move_one_worker() {
+    let (log, started) = new_log();
+    let pool = builder_with(2, &log, &started, &Signals::default())
+        .with_options(|o| o.key_binding = KeyBinding::Spawn)
+        .build()
+        .unwrap();
+    settle().await;
+    job(&pool, "A", Duration::ZERO).await.unwrap();
+    job(&pool, "B", Duration::ZERO).await.unwrap();
+    tokio::time::advance(Duration::from_secs(5)).await;
+    let mut events = pool.events();
+    while events.try_recv().is_ok() {}
+    let jobs: Vec<_> = (0..3)
+        .map(|_| {
+            let p = pool.clone();
+            tokio::spawn(async move { job(&p, "C", Duration::ZERO).await })
+        })
+        .collect();
+    for j in jobs {
+        j.await.unwrap().unwrap();
+    }
+    let mut moved = 0;
+    while let Ok(e) = events.try_recv() {
+        if let Event::Retired {
+            reason: RetireReason::KeyMoved,
+            ..
+        } = e
+        {
+            moved += 1;
+        }
+    }
+    assert_eq!(
+        moved, 1,
+        "the second job of C waited for the worker moving to C"
+    );
+    assert_eq!(born(&started)[4..], [some("C")]);
+    let mut held: Vec<_> = (pool.workers().into_iter())
+        .flat_map(|w| w.keys)
+        .map(|k| k.to_string())
+        .collect();
+    held.sort();
+    assert_eq!(held.len(), 2, "C and one of A and B: {held:?}");
 }

@@ -79,7 +79,10 @@ mod tests {
 
     /// A config file holding `text` in a directory removed on drop.
     fn temp(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-        let dir = tempfile::Builder::new().prefix("kennel-read-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("kennel-read-")
+            .tempdir()
+            .unwrap();
         let path = dir.path().join("kennel.toml");
         std::fs::write(&path, text).unwrap();
         (dir, path)

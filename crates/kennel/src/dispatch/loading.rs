@@ -11,8 +11,9 @@ use crate::worker::Worker;
 
 /// Lets go of `load.unload`, then loads `load.key`, on the worker of
 /// `lease`, and tells the pool how it went. A failed load gives the worker
-/// back with the keys it held and fails the job with its message; a failed
-/// unload retires the worker, since what it holds is no longer known.
+/// back with the keys it held and fails the job with its message (and the
+/// pool refuses the key for a while); a failed unload retires the worker,
+/// since what it holds is no longer known.
 /// Dropped midway (the job gave up), the worker is retired as aborted.
 pub(super) async fn load<W: Worker>(lease: Lease<W>, load: Load) -> Result<Lease<W>, Error> {
     let (slot, engine, cell) = (lease.slot, lease.engine.clone(), lease.cell.clone());
@@ -35,7 +36,12 @@ pub(super) async fn load<W: Worker>(lease: Lease<W>, load: Load) -> Result<Lease
     };
     let lease = guard.disarm();
     let took = loaded.is_ok().then(|| started.elapsed());
-    engine.act(|st, fx| st.key_settled(fx, slot, &cell, &load, took));
+    engine.act(|st, fx| {
+        st.key_settled(fx, slot, &cell, &load, took);
+        if let Err((message, false)) = &loaded {
+            st.key_load_failed(slot, &load.key, message);
+        }
+    });
     match loaded {
         Ok(()) => Ok(lease),
         Err((message, unload_failed)) => {

@@ -42,7 +42,7 @@ use super::places::Place;
 use super::state::State;
 use crate::dispatch::{Choice, Class, Granted, Load, Queued};
 use crate::error::Error;
-use crate::event::{Event, RetireReason};
+use crate::event::Event;
 use crate::key::{Key, KeyBinding};
 use crate::slot::{Held, SlotState, transitions as t};
 use crate::timer::Timer;
@@ -72,7 +72,7 @@ impl<W: Worker> State<W> {
             self.charge(class, &mut g, false);
             return Ok(Acquired::Now(g));
         }
-        let place = if self.wants_place(&key, 1) {
+        let place = if self.wants_place(&key, 1) && self.may_place(&key)? {
             self.place_for(fx, &key, Duration::ZERO, class.tenant.as_ref(), None)
         } else {
             None
@@ -98,7 +98,7 @@ impl<W: Worker> State<W> {
                 Ok(Acquired::Wait(waiting))
             }
             Some(Place::Respawn(i)) => {
-                self.retire_idle(fx, i, RetireReason::KeyMoved);
+                self.move_idle(fx, i, key.clone());
                 self.enqueue(fx, queue, Some(key), class)
             }
             None => self.enqueue(fx, queue, Some(key), class),
@@ -163,6 +163,8 @@ impl<W: Worker> State<W> {
             } => self.waiters.key_of(*id) == Some(key),
             // Started for a key (`spawn`) with no job awaiting it.
             SlotState::Starting { key: started, .. } => started.as_ref() == Some(key),
+            // Ending to start one for the key (`spawn`).
+            SlotState::Closing { restart_for, .. } => restart_for.as_ref() == Some(key),
             _ => false,
         };
         self.slots
@@ -286,6 +288,7 @@ impl<W: Worker> State<W> {
             Some(took) => {
                 let now = self.now;
                 self.with_record(i, |r| r.keys.loaded(key, now));
+                self.refusals.loaded(key);
                 let secs = took.as_secs_f64();
                 self.load_ewma = Some(self.load_ewma.map_or(secs, |m| m + LOAD_ALPHA * (secs - m)));
                 self.note_start_cost(fx, "loading a key", took);
@@ -370,6 +373,11 @@ impl<W: Worker> State<W> {
         if bound.is_some() || !self.wants_place(&key, 0) {
             return;
         }
+        match self.may_place(&key) {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(err) => return self.waiters.fail(id, err),
+        }
         let tenant = self.waiters.class_of(id).and_then(|c| c.tenant.clone());
         let waited = self.now.saturating_duration_since(since);
         match self.place_for(fx, &key, waited, tenant.as_ref(), Some(id)) {
@@ -387,7 +395,7 @@ impl<W: Worker> State<W> {
                 self.start_slot_for(fx, i, Some(id), spawn_key);
             }
             Some(Place::Respawn(i)) => {
-                self.retire_idle(fx, i, RetireReason::KeyMoved);
+                self.move_idle(fx, i, key);
             }
             None => {}
         }

@@ -182,6 +182,7 @@ impl<W: Worker> State<W> {
             return;
         };
         self.ever_ready = true;
+        self.key_started(i);
         self.warmups.note(warmup);
         self.note_start_cost(fx, "a worker's warm-up", warmup);
         let about = worker.about().map(Arc::<str>::from);
@@ -226,13 +227,14 @@ impl<W: Worker> State<W> {
         if self.slots.generation(i) != generation {
             return;
         }
-        let pid = self.pid_of(i);
+        let (pid, key) = (self.pid_of(i), self.start_key(i));
         let Some(aborted) = self
             .slots
             .apply(i, |s| t::abort_start(s, EndReason::WarmupFailed))
         else {
             return;
         };
+        self.key_start_failed(fx, i, key, &message);
         self.failed_start(fx, i, pid, message, aborted.awaited_by, source);
         match aborted.killer {
             // The slot is closing: the back-off starts when the exit is seen.
@@ -271,6 +273,7 @@ impl<W: Worker> State<W> {
             }
             return;
         }
+        let key = self.start_key(i);
         let Some(ended) = self.end_worker(i, t::exit_seen) else {
             return;
         };
@@ -284,6 +287,7 @@ impl<W: Worker> State<W> {
                 });
                 // The same words as a warm-up that saw the end itself.
                 let message = format!("not ready: the worker ended its warm-up: {}", exit.status);
+                self.key_start_failed(fx, i, key, &message);
                 self.failed_start(fx, i, cell.pid, message, awaited_by, None);
                 self.schedule_refill(fx, i);
             }

@@ -23,6 +23,7 @@ mod places;
 mod probe;
 mod reconfigure;
 mod refill;
+mod refusals;
 mod release;
 mod resize;
 mod resized;

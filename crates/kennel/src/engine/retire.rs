@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::effects::{Effects, Wake};
 use super::state::State;
+use crate::Killer;
 use crate::event::{Event, RetireReason};
 use crate::options::MIN_LIFETIME;
 use crate::slot::Held;
@@ -124,9 +125,26 @@ impl<W: Worker> State<W> {
         i: usize,
         reason: RetireReason,
     ) -> bool {
+        self.retire_idle_by(fx, i, reason, |s| {
+            t::close_idle(s, EndReason::Retired(reason))
+        })
+    }
+
+    /// Retires the idle worker of slot `i` to start one for `key` in its
+    /// place (`spawn`); `false` if it is not idle.
+    pub(crate) fn move_idle(&mut self, fx: &mut Effects<W>, i: usize, key: crate::Key) -> bool {
+        self.retire_idle_by(fx, i, RetireReason::KeyMoved, |s| t::move_idle(s, key))
+    }
+
+    fn retire_idle_by(
+        &mut self,
+        fx: &mut Effects<W>,
+        i: usize,
+        reason: RetireReason,
+        step: impl FnOnce(SlotState<W>) -> Step<W, (W, Killer)>,
+    ) -> bool {
         let pid = self.pid_of(i);
-        let Some(closing) = self.end_worker(i, |s| t::close_idle(s, EndReason::Retired(reason)))
-        else {
+        let Some(closing) = self.end_worker(i, step) else {
             return false;
         };
         fx.emit(Event::Retired {

@@ -53,6 +53,8 @@ pub(crate) struct State<W> {
     pub(crate) keyed: bool,
     /// The counts of jobs of the keys let go, resumed when loaded again.
     pub(crate) let_go: crate::slot::LetGo,
+    /// The keys whose load or start failed lately, refused for a back-off.
+    pub(crate) refusals: super::refusals::Refusals,
     /// Keys kept warm whose load failed: not tried again until the pool is
     /// reconfigured.
     pub(crate) warm_failed: std::collections::BTreeSet<crate::Key>,
@@ -122,6 +124,7 @@ impl<W> State<W> {
             short_lifetime_said: false,
             keyed: false,
             let_go: crate::slot::LetGo::default(),
+            refusals: super::refusals::Refusals::default(),
             warm_failed: std::collections::BTreeSet::new(),
             sizing_wake: None,
             guard_lapse: None,

@@ -49,6 +49,7 @@ impl<W: Worker> State<W> {
     /// starts for the key, on the next look).
     fn keep_spawned_warm(&mut self, fx: &mut Effects<W>) {
         let wanted: Vec<(Key, usize)> = (self.opts.min_workers_per_key.iter())
+            .filter(|(k, _)| !self.warm_failed.contains(*k))
             .map(|(k, m)| (k.clone(), *m))
             .collect();
         for (key, min) in wanted {
@@ -94,11 +95,12 @@ impl<W: Worker> State<W> {
             return None;
         }
         (self.opts.min_workers_per_key.iter())
-            .find(|(k, m)| self.holders(k) < **m)
+            .find(|(k, m)| !self.warm_failed.contains(*k) && self.holders(k) < **m)
             .map(|(k, _)| k.clone())
     }
 
-    /// A key kept warm could not be loaded: say so, and stop trying it.
+    /// A key kept warm could not be loaded (or, with `spawn`, a worker
+    /// could not start for it): say so, and stop trying it ahead.
     pub(crate) fn warm_key_failed(&mut self, fx: &mut Effects<W>, key: Key, err: &Error) {
         fx.emit(Event::Warning {
             message: format!("key {key:?} of min_workers_per_key was not loaded ahead: {err}"),

@@ -172,6 +172,24 @@ pub(crate) fn lend_idle<W>(s: SlotState<W>) -> Step<W, (W, Arc<WorkerCell>)> {
 /// Idle → Closing: the pool ends the idle worker; gives the worker to close
 /// and its kill switch.
 pub(crate) fn close_idle<W>(s: SlotState<W>, reason: EndReason) -> Step<W, (W, Killer)> {
+    end_idle(s, reason, None)
+}
+
+/// Idle → Closing, retired to start a worker for `key` in its place
+/// (`spawn`): until its exit is seen, the slot is on its way to `key`.
+pub(crate) fn move_idle<W>(s: SlotState<W>, key: crate::Key) -> Step<W, (W, Killer)> {
+    end_idle(
+        s,
+        EndReason::Retired(crate::RetireReason::KeyMoved),
+        Some(key),
+    )
+}
+
+fn end_idle<W>(
+    s: SlotState<W>,
+    reason: EndReason,
+    moved_to: Option<crate::Key>,
+) -> Step<W, (W, Killer)> {
     match s {
         SlotState::Ready {
             live,
@@ -180,7 +198,7 @@ pub(crate) fn close_idle<W>(s: SlotState<W>, reason: EndReason) -> Step<W, (W, K
             let killer = live.cell.killer.clone();
             Step::To(
                 SlotState::Closing {
-                    restart_for: live.restart_for(reason),
+                    restart_for: moved_to.or_else(|| live.restart_for(reason)),
                     cell: live.cell,
                     reason,
                 },

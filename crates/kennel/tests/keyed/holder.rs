@@ -1,8 +1,8 @@
 //! A worker that holds keys, and the helpers of the keyed tests
-//! (`keys.rs`, `keys_kept.rs`, `keys_counted.rs`,
-//! `keys_properties.rs`): loading a key takes
-//! [`LOAD`], loading `"bad"` fails, each key held weighs [`PER_KEY`] bytes
-//! on its meter, and a test may end a worker as if it crashed
+//! (`keys.rs`, `keys_kept.rs`, `keys_counted.rs`, `keys_refused.rs`,
+//! `keys_properties.rs`): loading a key takes [`LOAD`], loading `"bad"`
+//! (or starting a worker for it) fails, each key held weighs [`PER_KEY`]
+//! bytes on its meter, and a test may end a worker as if it crashed
 //! ([`Signals`]).
 
 #![allow(dead_code, unreachable_pub)]
@@ -26,7 +26,8 @@ pub type Log = Arc<Mutex<Vec<String>>>;
 /// as if it crashed.
 pub type Signals = Arc<Mutex<Vec<ExitSignal>>>;
 
-/// A worker that holds keys: loading one takes [`LOAD`]; loading `"bad"` fails.
+/// A worker that holds keys: loading one takes [`LOAD`]; loading `"bad"`
+/// fails, and so does starting a worker for it (`spawn`).
 pub struct Holder {
     pub id: usize,
     /// The key it was started for (`spawn`).
@@ -125,6 +126,9 @@ pub fn builder_warming(
         let (log, born, signals) = (log.clone(), born.clone(), signals.clone());
         async move {
             tokio::time::sleep(warmup).await;
+            if info.key.as_ref().is_some_and(|k| k.as_str() == "bad") {
+                return Err("no such model: bad");
+            }
             let (signal, exited) = ExitSignal::new();
             let id = {
                 let mut all = signals.lock().unwrap();
@@ -133,7 +137,7 @@ pub fn builder_warming(
             };
             born.lock().unwrap().push(info.key.clone());
             let held = info.key.iter().map(|k| k.to_string()).collect();
-            Ok::<_, std::convert::Infallible>(Holder {
+            Ok(Holder {
                 id,
                 born_for: info.key,
                 held,
