@@ -329,7 +329,9 @@ options! {
         /// load fails is a `pool:warning`, and is not loaded ahead again
         /// until this option changes); with `spawn`, a worker is started
         /// for it in an empty running slot, else an idle worker of a key not
-        /// kept warm is retired to make room. Default none.
+        /// kept warm is retired to make room (a key whose worker fails to
+        /// start is said and not started ahead again, the same way).
+        /// Default none.
         min_workers_per_key: BTreeMap<Key, usize> = BTreeMap::new();
         /// A memory budget for the keys the workers hold, in bytes: when the
         /// workers' memory together (sampled every `memory_check_every`, as
