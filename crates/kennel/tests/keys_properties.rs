@@ -149,10 +149,6 @@ async fn one_job(
         (Ok(()), _) => Ok(()),
         // Loading `bad` fails, and so does starting a worker for it (`spawn`).
         (Err(Error::LoadFailed { .. } | Error::WarmupFailed { .. }), Some("bad")) => Ok(()),
-        // A job that waited for a worker starting for `bad` (kept warm, or
-        // started again for it) gets that start's failure, as a job
-        // waiting for any start that fails does.
-        (Err(Error::WarmupFailed { message, .. }), _) if message.contains("model: bad") => Ok(()),
         // A worker that crashed under the job, as it started or loaded.
         (Err(Error::Crashed { .. } | Error::WarmupFailed { .. } | Error::LoadFailed { .. }), _)
             if crashed =>

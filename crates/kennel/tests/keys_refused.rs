@@ -2,7 +2,8 @@
 //! no worker holding it can serve fail with the failure for 1 s, then 2,
 //! 4 … 60 s after each failure in a row, and no worker lets go of a key or
 //! is moved for it; a key kept warm whose worker failed to start is not
-//! started ahead again. In-memory workers on the paused clock; loading
+//! started ahead again, and a job of no key that waited for that start
+//! waits for another. In-memory workers on the paused clock; loading
 //! `"bad"` fails, and so does starting a worker for it.
 
 #[path = "keyed/holder.rs"]
@@ -181,4 +182,21 @@ async fn with_spawn_a_key_kept_warm_whose_worker_failed_to_start_is_not_started_
     // The slot serves other jobs, with a worker started for no key.
     assert_eq!(pool.run(async |w: &mut Holder| w.id).await.unwrap(), 0);
     assert_eq!(*born.lock().unwrap(), [None]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_of_no_key_that_waited_for_a_start_for_a_key_that_failed_waits_for_another() {
+    let (log, born) = new_log();
+    let signals = holder::Signals::default();
+    let pool = holder::builder_warming(1, &log, &born, &signals, Duration::from_secs(1))
+        .with_options(|o| {
+            o.key_binding = KeyBinding::Spawn;
+            o.min_workers_per_key = [(key("bad"), 1)].into();
+        })
+        .build()
+        .unwrap();
+    settle().await;
+    // The only slot is starting for `bad`, which fails after its warm-up.
+    let got = pool.run(async |w: &mut Holder| w.born_for.clone()).await;
+    assert_eq!(got.unwrap(), None, "served by a worker started for no key");
 }

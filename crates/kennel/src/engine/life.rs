@@ -234,8 +234,8 @@ impl<W: Worker> State<W> {
         else {
             return;
         };
-        self.key_start_failed(fx, i, key, &message);
-        self.failed_start(fx, i, pid, message, aborted.awaited_by, source);
+        let awaited_by = self.key_start_failed(fx, i, key, &message, aborted.awaited_by);
+        self.failed_start(fx, i, pid, message, awaited_by, source);
         match aborted.killer {
             // The slot is closing: the back-off starts when the exit is seen.
             Some(killer) => fx.kill(killer),
@@ -287,7 +287,7 @@ impl<W: Worker> State<W> {
                 });
                 // The same words as a warm-up that saw the end itself.
                 let message = format!("not ready: the worker ended its warm-up: {}", exit.status);
-                self.key_start_failed(fx, i, key, &message);
+                let awaited_by = self.key_start_failed(fx, i, key, &message, awaited_by);
                 self.failed_start(fx, i, cell.pid, message, awaited_by, None);
                 self.schedule_refill(fx, i);
             }

@@ -126,23 +126,34 @@ impl<W: Worker> State<W> {
         self.refusals.failed(key, self.now, i, message, false);
     }
 
-    /// The start of a worker for `key` in slot `i` failed with `message`;
-    /// a key kept warm is not started ahead again until reconfigured.
+    /// The start of a worker for `key` in slot `i`, awaited by the waiting
+    /// job `awaited_by`, failed with `message`: the key is refused, and a
+    /// key kept warm is not started ahead again until reconfigured. Gives
+    /// the job that gets the failure: one of that key, or any for a start
+    /// for no key. Another (a job of no key, or of another, that took the
+    /// start for a place) waits for another place: the failure may be the
+    /// key's.
     pub(super) fn key_start_failed(
         &mut self,
         fx: &mut Effects<W>,
         i: usize,
         key: Option<Key>,
         message: &str,
-    ) {
+        awaited_by: Option<u64>,
+    ) -> Option<u64> {
         let Some(key) = key else {
-            return;
+            return awaited_by;
         };
         self.refusals.failed(&key, self.now, i, message, true);
+        let theirs = awaited_by.filter(|&id| self.waiters.key_of(id) == Some(&key));
+        if let Some(id) = awaited_by.filter(|_| theirs.is_none()) {
+            self.waiters.set_bound(id, None);
+        }
         if self.opts.min_workers_per_key.contains_key(&key) && !self.warm_failed.contains(&key) {
             let err = Error::warmup(i, message, None);
             self.warm_key_failed(fx, key, &err);
         }
+        theirs
     }
 
     /// The worker of slot `i` is ready: a key it was started for is tried
