@@ -1,5 +1,6 @@
 //! Keyed pools under random sequences (proptest), on the paused clock: jobs
-//! of a few keys, of none, and of a key whose load fails, some dropped while
+//! of a few keys, of none, and of a key whose load (and a worker's start
+//! for it) fails, some dropped while
 //! they wait, load or run, of tenants at priorities; workers that crash;
 //! clock steps; and the size, `keys_per_worker`, `max_workers_per_key`,
 //! `max_key_wait`, the binding, the tenants' table, the keys kept warm, the
@@ -7,9 +8,10 @@
 //! (`max_lifetime`, `max_jobs`, `max_surge`) changed on the live pool.
 //! Whatever the sequence, no job runs on a worker without its key, no
 //! worker holds more keys than `keys_per_worker` has allowed, every job not
-//! dropped ends (with its reply, `load-failed` for the key whose load
-//! fails, or, once a worker has crashed, the error that says so: none is
-//! left waiting for ever), and the pool ends with nothing lent or waiting.
+//! dropped ends (with its reply, `load-failed` or `warmup-failed` for the
+//! key that fails, and for no other, or, once a worker has crashed, the
+//! error that says so: none is left waiting for ever), and the pool ends
+//! with nothing lent or waiting.
 //!
 //! `PROPTEST_CASES=N` runs N sequences (default 256).
 
