@@ -176,7 +176,8 @@ pub(crate) fn close_idle<W>(s: SlotState<W>, reason: EndReason) -> Step<W, (W, K
 }
 
 /// Idle → Closing, retired to start a worker for `key` in its place
-/// (`spawn`): until its exit is seen, the slot is on its way to `key`.
+/// (`spawn`): until its exit is seen, the slot is on its way to `key` (the
+/// key's other jobs wait for it); then the job of the key takes a place.
 pub(crate) fn move_idle<W>(s: SlotState<W>, key: crate::Key) -> Step<W, (W, Killer)> {
     end_idle(
         s,
@@ -342,6 +343,11 @@ pub(crate) fn exit_seen<W>(s: SlotState<W>) -> Step<W, Ended<W>> {
             ..
         } => match reason {
             EndReason::Evicted => (Rest::Evicted, false, None, Ended::Closing(reason)),
+            // A worker moved to a key leaves the slot to the job of that
+            // key, which takes a place as any job does.
+            EndReason::Retired(crate::RetireReason::KeyMoved) => {
+                (Rest::Wanted, true, None, Ended::Closing(reason))
+            }
             EndReason::Retired(_) => (Rest::Wanted, true, restart_for, Ended::Closing(reason)),
             EndReason::Crashed => (Rest::Wanted, true, None, Ended::Closing(reason)),
             EndReason::WarmupFailed | EndReason::PoolClosed => {

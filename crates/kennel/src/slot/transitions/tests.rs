@@ -171,3 +171,24 @@ fn an_aborted_start_closes_a_made_worker_and_empties_an_unmade_one() {
     assert!(a.killer.is_some());
     assert_eq!(s.counts().closing, 1);
 }
+
+#[test]
+fn a_worker_moved_to_a_key_holds_the_slot_for_it_until_its_exit_is_seen() {
+    let (a, b) = (crate::Key::new("A").unwrap(), crate::Key::new("B").unwrap());
+    let mut s = lent_for(Some(a));
+    assert_eq!(s.apply(0, |x| to_idle(x, "w", None, None)), Some(Ok(())));
+    assert!(s.apply(0, |x| move_idle(x, b.clone())).is_some());
+    match s.state(0) {
+        SlotState::Closing { restart_for, .. } => assert_eq!(restart_for.as_ref(), Some(&b)),
+        other => panic!("not closing: {other:?}"),
+    }
+    s.apply(0, exit_seen);
+    // The job of B takes a place as any job does.
+    assert!(matches!(
+        s.state(0),
+        SlotState::Empty {
+            restart_for: None,
+            ..
+        }
+    ));
+}
