@@ -36,8 +36,8 @@ struct Refusal {
 }
 
 impl Refusals {
-    /// The most keys remembered; past it, the one refused the shortest
-    /// goes.
+    /// The most keys remembered; past it, the one whose refusal ends
+    /// first goes.
     const MAX: usize = 1024;
 
     /// The key failed `now` in `slot` with `message`.
