@@ -110,6 +110,10 @@ fn a_notification_job_opens_an_unsaved_buffer_and_a_hover_reads_it_with_the_pool
         imported.contains("kennel_imported") && imported.contains("(y: bytes) -> float"),
         "extraPaths came from the pool's settings: {imported:?}"
     );
+    // Stopped, the server ends the language server with LSP's shutdown
+    // and exit (dropped, it would be killed, and leave its files behind).
+    let log = server.log();
+    assert!(server.stop(), "{log}");
 }
 
 #[test]
