@@ -10,8 +10,8 @@ mod holder;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use holder::{Holder, LOAD, builder, job, key, loads, new_log, settle};
-use kennel::{Error, Event, KeyBinding, Pool, Reconfig, RetireReason};
+use holder::{Holder, LOAD, builder, job, key, loads, moved, new_log, settle};
+use kennel::{Error, Event, KeyBinding, Pool, Reconfig};
 use tokio::time::Instant;
 
 /// A pool of 2 whose worker 0 holds A and worker 1 holds B, each used once.
@@ -279,17 +279,7 @@ async fn a_spawn_bound_worker_is_retired_and_one_started_for_the_new_key() {
         [None, Some(key("A")), Some(key("B"))]
     );
     assert!(loads(&log).is_empty(), "a spawn-bound worker loads nothing");
-    let mut moved = 0;
-    while let Ok(e) = events.try_recv() {
-        if let Event::Retired {
-            reason: RetireReason::KeyMoved,
-            ..
-        } = e
-        {
-            moved += 1;
-        }
-    }
-    assert_eq!(moved, 2, "the keyless worker, then A's");
+    assert_eq!(moved(&mut events), 2, "the keyless worker, then A's");
     assert_eq!(pool.workers()[0].keys, [key("B")]);
 }
 

@@ -11,7 +11,7 @@ mod holder;
 
 use std::time::Duration;
 
-use holder::{Signals, builder_with, job, new_log, settle};
+use holder::{Signals, builder_with, job, moved, new_log, settle, spawn_a_and_b};
 use kennel::{Event, ExitStatus, Key, KeyBinding, RetireReason};
 
 /// The keys the workers were started for, in order (`None`: for none).
@@ -126,16 +126,7 @@ async fn a_load_of_half_of_max_lifetime_or_more_is_said_once() {
 #[tokio::test(start_paused = true)]
 async fn with_spawn_jobs_of_a_new_key_that_come_together_move_one_worker() {
     let (log, started) = new_log();
-    let pool = builder_with(2, &log, &started, &Signals::default())
-        .with_options(|o| o.key_binding = KeyBinding::Spawn)
-        .build()
-        .unwrap();
-    settle().await;
-    job(&pool, "A", Duration::ZERO).await.unwrap();
-    job(&pool, "B", Duration::ZERO).await.unwrap();
-    tokio::time::advance(Duration::from_secs(5)).await;
-    let mut events = pool.events();
-    while events.try_recv().is_ok() {}
+    let (pool, mut events) = spawn_a_and_b(&log, &started).await;
     let jobs: Vec<_> = (0..3)
         .map(|_| {
             let p = pool.clone();
@@ -145,18 +136,9 @@ async fn with_spawn_jobs_of_a_new_key_that_come_together_move_one_worker() {
     for j in jobs {
         j.await.unwrap().unwrap();
     }
-    let mut moved = 0;
-    while let Ok(e) = events.try_recv() {
-        if let Event::Retired {
-            reason: RetireReason::KeyMoved,
-            ..
-        } = e
-        {
-            moved += 1;
-        }
-    }
     assert_eq!(
-        moved, 1,
+        moved(&mut events),
+        1,
         "the second job of C waited for the worker moving to C"
     );
     assert_eq!(born(&started)[4..], [some("C")]);

@@ -11,8 +11,8 @@ mod holder;
 
 use std::time::Duration;
 
-use holder::{Holder, LOAD, builder, job, key, loads, new_log, settle};
-use kennel::{Error, Event, KeyBinding, Pool, RetireReason};
+use holder::{Holder, LOAD, builder, job, key, loads, moved, new_log, settle, spawn_a_and_b};
+use kennel::{Error, Event, KeyBinding, Pool};
 use tokio::time::Instant;
 
 /// `n` jobs of `"bad"` at once: what each got, and when.
@@ -100,16 +100,7 @@ async fn a_key_whose_load_failed_is_tried_again_after_one_second_then_two() {
 #[tokio::test(start_paused = true)]
 async fn with_spawn_the_jobs_of_a_key_whose_worker_failed_to_start_move_one_worker() {
     let (log, born) = new_log();
-    let pool = builder(2, &log, &born)
-        .with_options(|o| o.key_binding = KeyBinding::Spawn)
-        .build()
-        .unwrap();
-    settle().await;
-    job(&pool, "A", Duration::ZERO).await.unwrap();
-    job(&pool, "B", Duration::ZERO).await.unwrap();
-    tokio::time::advance(Duration::from_secs(5)).await;
-    let mut events = pool.events();
-    while events.try_recv().is_ok() {}
+    let (pool, mut events) = spawn_a_and_b(&log, &born).await;
     let failed = |result: &Result<usize, Error>| match result {
         Err(e @ Error::WarmupFailed { message, .. }) => {
             assert_eq!(e.kind(), "warmup-failed");
@@ -127,17 +118,11 @@ async fn with_spawn_the_jobs_of_a_key_whose_worker_failed_to_start_move_one_work
         failed(&refused).contains("it is tried again in"),
         "{refused:?}"
     );
-    let mut moved = 0;
-    while let Ok(e) = events.try_recv() {
-        if let Event::Retired {
-            reason: RetireReason::KeyMoved,
-            ..
-        } = e
-        {
-            moved += 1;
-        }
-    }
-    assert_eq!(moved, 1, "one worker moved for the key that failed");
+    assert_eq!(
+        moved(&mut events),
+        1,
+        "one worker moved for the key that failed"
+    );
     let held: Vec<_> = pool.workers().into_iter().flat_map(|w| w.keys).collect();
     assert_eq!(held.len(), 1, "{held:?}");
     assert_eq!(

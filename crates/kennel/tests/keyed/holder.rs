@@ -185,3 +185,40 @@ pub async fn settle() {
         tokio::task::yield_now().await;
     }
 }
+
+/// A `spawn` pool of 2 whose workers were moved to A and B, then left idle
+/// 5 s; and its events from then on.
+pub async fn spawn_a_and_b(
+    log: &Log,
+    born: &Arc<Mutex<Vec<Option<Key>>>>,
+) -> (
+    Pool<Holder>,
+    tokio::sync::broadcast::Receiver<kennel::Event>,
+) {
+    let pool = builder(2, log, born)
+        .with_options(|o| o.key_binding = kennel::KeyBinding::Spawn)
+        .build()
+        .unwrap();
+    settle().await;
+    job(&pool, "A", Duration::ZERO).await.unwrap();
+    job(&pool, "B", Duration::ZERO).await.unwrap();
+    tokio::time::advance(Duration::from_secs(5)).await;
+    let mut events = pool.events();
+    while events.try_recv().is_ok() {}
+    (pool, events)
+}
+
+/// How many workers `events` says were moved to another key (`key-moved`).
+pub fn moved(events: &mut tokio::sync::broadcast::Receiver<kennel::Event>) -> usize {
+    std::iter::from_fn(|| events.try_recv().ok())
+        .filter(|e| {
+            matches!(
+                e,
+                kennel::Event::Retired {
+                    reason: kennel::RetireReason::KeyMoved,
+                    ..
+                }
+            )
+        })
+        .count()
+}
