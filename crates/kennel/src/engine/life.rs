@@ -227,14 +227,14 @@ impl<W: Worker> State<W> {
         if self.slots.generation(i) != generation {
             return;
         }
-        let (pid, key) = (self.pid_of(i), self.start_key(i));
+        let pid = self.pid_of(i);
         let Some(aborted) = self
             .slots
             .apply(i, |s| t::abort_start(s, EndReason::WarmupFailed))
         else {
             return;
         };
-        let awaited_by = self.key_start_failed(fx, i, key, &message, aborted.awaited_by);
+        let awaited_by = self.key_start_failed(fx, i, aborted.key, &message, aborted.awaited_by);
         self.failed_start(fx, i, pid, message, awaited_by, source);
         match aborted.killer {
             // The slot is closing: the back-off starts when the exit is seen.
@@ -273,12 +273,11 @@ impl<W: Worker> State<W> {
             }
             return;
         }
-        let key = self.start_key(i);
         let Some(ended) = self.end_worker(i, t::exit_seen) else {
             return;
         };
         match ended {
-            t::Ended::Starting { awaited_by } => {
+            t::Ended::Starting { awaited_by, key } => {
                 fx.emit(Event::Exited {
                     slot: i,
                     pid: cell.pid,

@@ -112,15 +112,6 @@ impl<W: Worker> State<W> {
         }
     }
 
-    /// The key slot `i` is starting a worker for (`spawn`), read before the
-    /// start is ended.
-    pub(super) fn start_key(&self, i: usize) -> Option<Key> {
-        match self.slots.state(i) {
-            SlotState::Starting { key, .. } => key.clone(),
-            _ => None,
-        }
-    }
-
     /// The load of `key` in slot `i` failed with `message`.
     pub(crate) fn key_load_failed(&mut self, i: usize, key: &Key, message: &str) {
         self.refusals.failed(key, self.now, i, message, false);

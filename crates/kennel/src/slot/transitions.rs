@@ -124,6 +124,8 @@ pub(crate) struct Aborted {
     pub(crate) awaited_by: Option<u64>,
     /// The worker's kill switch, when the factory had made it.
     pub(crate) killer: Option<Killer>,
+    /// The key it was started for (`spawn`).
+    pub(crate) key: Option<crate::Key>,
 }
 
 /// Starting → Closing (the worker was made: it must be seen to end) or
@@ -131,7 +133,10 @@ pub(crate) struct Aborted {
 pub(crate) fn abort_start<W>(s: SlotState<W>, reason: EndReason) -> Step<W, Aborted> {
     match s {
         SlotState::Starting {
-            awaited_by, live, ..
+            awaited_by,
+            live,
+            key,
+            ..
         } => {
             let killer = live.as_ref().map(|l| l.cell.killer.clone());
             let next = match live {
@@ -142,7 +147,14 @@ pub(crate) fn abort_start<W>(s: SlotState<W>, reason: EndReason) -> Step<W, Abor
                 },
                 None => SlotState::new(),
             };
-            Step::To(next, Aborted { awaited_by, killer })
+            Step::To(
+                next,
+                Aborted {
+                    awaited_by,
+                    killer,
+                    key,
+                },
+            )
         }
         other => Step::Same(other),
     }
@@ -317,8 +329,11 @@ pub(crate) fn return_gone<W>(s: SlotState<W>) -> Step<W, ()> {
 /// What was in a slot whose worker's exit was seen.
 #[derive(Debug)]
 pub(crate) enum Ended<W> {
-    /// It was warming up, for this job.
-    Starting { awaited_by: Option<u64> },
+    /// It was warming up, for this job (and for this key, `spawn`).
+    Starting {
+        awaited_by: Option<u64>,
+        key: Option<crate::Key>,
+    },
     /// It was idle.
     Idle(W),
     /// The pool was ending it.
@@ -330,9 +345,14 @@ pub(crate) enum Ended<W> {
 /// is replaced by the next (a retired one's `restart_for` carried over).
 pub(crate) fn exit_seen<W>(s: SlotState<W>) -> Step<W, Ended<W>> {
     let (rest, respawn, restart_for, ended) = match s {
-        SlotState::Starting { awaited_by, .. } => {
-            (Rest::Wanted, false, None, Ended::Starting { awaited_by })
-        }
+        SlotState::Starting {
+            awaited_by, key, ..
+        } => (
+            Rest::Wanted,
+            false,
+            None,
+            Ended::Starting { awaited_by, key },
+        ),
         SlotState::Ready {
             held: Held::Idle { worker, .. },
             ..
