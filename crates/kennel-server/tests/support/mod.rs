@@ -13,6 +13,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,13 +25,30 @@ use serde_json::Value;
 /// The bound of every wait of these tests.
 pub const LIMIT: Duration = Duration::from_secs(60);
 
-/// A free loopback port (bound, read, released).
+/// A loopback port nothing listens on, for a server a test starts and may
+/// start again on the same port. It is taken below the kernel's ephemeral
+/// range, so that no `bind(0)` and no outgoing connection (another test's
+/// server, a reconnecting client) takes it while that server is down; one
+/// process never hands it out twice, and the process id spreads test
+/// processes apart in the range.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 10_000;
+    let high = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .filter(|&h| h > LOW + 1_000)
+        .unwrap_or(32_768);
+    let span = high - LOW;
+    let start = std::process::id().wrapping_mul(97) % span;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(n < span, "no loopback port left below {high}");
+        let port = u16::try_from(LOW + (start + n) % span).unwrap();
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// A fresh directory under the system's temporary one, removed on drop.
@@ -38,10 +56,11 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "kennel-{tag}-{}-{}",
             std::process::id(),
-            free_port()
+            NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).unwrap();
         Self(dir)
@@ -97,9 +116,22 @@ impl Nats {
         })
     }
 
+    /// Starts `nats-server` on `port` and waits until it is the one that
+    /// answers there (its greeting names it), so that a test never talks
+    /// to another test's server.
     fn spawn(port: u16, store: &TempDir) -> Child {
-        let child = Command::new("nats-server")
-            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        let name = format!("kennel-test-{}-{port}", std::process::id());
+        let mut child = Command::new("nats-server")
+            .args([
+                "-js",
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-n",
+                &name,
+                "-sd",
+            ])
             .arg(&store.0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -108,11 +140,24 @@ impl Nats {
         let deadline = Instant::now() + LIMIT;
         // Each refused connection is answered at once: the attempts pace
         // themselves.
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        loop {
+            if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
+                stream.set_read_timeout(Some(LIMIT)).unwrap();
+                let mut greeting = String::new();
+                let _ = BufReader::new(stream).read_line(&mut greeting);
+                if greeting.contains(&format!("\"server_name\":\"{name}\"")) {
+                    return child;
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("port {port} is answered by another server: {greeting}");
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("nats-server could not start on port {port}: {status}");
+            }
             assert!(Instant::now() < deadline, "nats-server did not listen");
             std::thread::yield_now();
         }
-        child
     }
 
     /// Stops the server (SIGKILL); its store stays on disk.
