@@ -3,6 +3,7 @@
 //! state per key and fails a job whose key it does not hold): the
 //! `Kennel-Key` header and the pool's `key` pointer route every job to a
 //! worker holding its key; a key that breaks a rule is a 400 `bad-key`;
+//! a key whose load failed is refused for a while, with its failure;
 //! the workers' keys are listed; `/metrics` grows no series per key; a
 //! config that would put an unchecked key into a worker's argv is refused.
 //! (A JSON-RPC pool's `load_method` and a spawn-bound pool's argv:
@@ -186,6 +187,43 @@ fn a_key_the_worker_cannot_load_is_a_502_load_failed_with_its_message() {
     );
     assert!(message.contains("no model named 'missing-x'"), "{message}");
     // The worker keeps serving.
+    let a = server.http("POST", "/pools/models/jobs", &[], r#"{"key":"b"}"#);
+    assert_eq!(a.status, 200, "{}", a.body);
+}
+
+#[test]
+fn a_key_whose_load_failed_is_answered_its_failure_at_once_until_it_is_tried_again() {
+    let server = start_keyed("keyed-refused");
+    // The key is refused for 1 s after its failure, then 2, 4 … after each
+    // failure in a row: whatever this machine's pace, a job comes within
+    // a refusal before the windows outgrow it.
+    let mut tries = Vec::new();
+    let refused = loop {
+        let a = server.http("POST", "/pools/models/jobs", &[], r#"{"key":"missing-y"}"#);
+        assert_eq!(a.status, 502, "{}", a.body);
+        assert_eq!(a.json()["error"], "load-failed", "{}", a.body);
+        let message = a.json()["message"].as_str().unwrap().to_owned();
+        assert!(
+            message.starts_with(
+                "the worker could not load key \"missing-y\": no model named 'missing-y'"
+            ),
+            "{message}"
+        );
+        if message.contains("tried again in") {
+            break message;
+        }
+        tries.push(message);
+        assert!(tries.len() < 6, "never refused: {tries:#?}");
+    };
+    let n = tries.len();
+    let last = if n == 1 {
+        "(the key's last try failed: it is tried again in ".to_owned()
+    } else {
+        format!("(the key's last {n} tries failed: it is tried again in ")
+    };
+    assert!(refused.contains(&last), "{refused}");
+    assert!(refused.ends_with(" s)"), "{refused}");
+    // Other keys are served meanwhile.
     let a = server.http("POST", "/pools/models/jobs", &[], r#"{"key":"b"}"#);
     assert_eq!(a.status, 200, "{}", a.body);
 }
