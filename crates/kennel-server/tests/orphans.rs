@@ -6,6 +6,10 @@
 
 #![cfg(target_os = "linux")]
 
+#[allow(unreachable_pub)]
+#[path = "support/ports.rs"]
+mod ports;
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -224,8 +228,9 @@ fn after_kill_9_no_worker_or_grandchild_outlives_the_server_nor_the_next_start_a
     let run_dir = dir.join("run");
 
     // kill -9 of the server: its workers die with it, its reaper kills
-    // their children.
-    let mut first = Server::start(&dir, 0);
+    // their children. (Its port is one no other socket takes while no
+    // server holds it: the next servers listen there again.)
+    let mut first = Server::start(&dir, ports::free_port());
     let port = first.port;
     let (procs, reaper) = first.wait_for_workers();
     assert!(poll(LIMIT, || groups_recorded(&run_dir) == 3));
