@@ -4,10 +4,13 @@
 
 #![cfg(target_os = "linux")]
 
+#[allow(unreachable_pub)]
+#[path = "support/ports.rs"]
+mod ports;
 mod served;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -40,11 +43,8 @@ fn livez(addr: SocketAddr) -> Option<u16> {
 #[test]
 fn an_unread_stdout_never_stalls_serving_or_the_stop() {
     let dir = TempDir::new("unread-stdout");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Its stdout is never read, so its port is chosen here.
+    let port = ports::free_port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     // 3,000 pools that start no worker before a job: each one a line of
     // the summary, 180 KiB in all, beyond a pipe's 64 KiB.
