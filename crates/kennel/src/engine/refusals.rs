@@ -75,27 +75,33 @@ impl Refusals {
         self.0.remove(key);
     }
 
-    /// What a job of `key` fails with `now`, while the key is refused.
-    fn error(&self, key: &Key, now: Instant) -> Option<Error> {
-        let r = self.0.get(key).filter(|r| now < r.until)?;
-        let left = r.until.saturating_duration_since(now).as_secs_f64();
-        let tries = match r.failures {
+    /// The refusal of `key` if it lasts past `now`.
+    fn active(&self, key: &Key, now: Instant) -> Option<&Refusal> {
+        self.0.get(key).filter(|r| now < r.until)
+    }
+}
+
+impl Refusal {
+    /// What a job of `key` fails with `now`.
+    fn error(&self, key: &Key, now: Instant) -> Error {
+        let left = self.until.saturating_duration_since(now).as_secs_f64();
+        let tries = match self.failures {
             1 => "last try".to_owned(),
             n => format!("last {n} tries"),
         };
         let message = format!(
             "{} (the key's {tries} failed: it is tried again in {left:.1} s)",
-            r.message
+            self.message
         );
-        Some(if r.start {
-            Error::warmup(r.slot, message, None)
+        if self.start {
+            Error::warmup(self.slot, message, None)
         } else {
             Error::LoadFailed {
-                slot: r.slot,
+                slot: self.slot,
                 key: key.clone(),
                 message,
             }
-        })
+        }
     }
 }
 
@@ -105,11 +111,13 @@ impl<W: Worker> State<W> {
     /// holds it; `Ok(false)` while it is refused but held (the job waits
     /// for a holder); else `Ok(true)`.
     pub(super) fn may_place(&self, key: &Key) -> Result<bool, Error> {
-        match self.refusals.error(key, self.now) {
-            None => Ok(true),
-            Some(_) if self.holders(key) > 0 => Ok(false),
-            Some(err) => Err(err),
+        let Some(refusal) = self.refusals.active(key, self.now) else {
+            return Ok(true);
+        };
+        if self.holders(key) > 0 {
+            return Ok(false);
         }
+        Err(refusal.error(key, self.now))
     }
 
     /// The load of `key` in slot `i` failed with `message`.
