@@ -118,7 +118,11 @@ impl Server {
             .stderr(match stderr {
                 Stderr::Inherited => Stdio::inherit(),
                 Stderr::Collected | Stderr::NeverRead => Stdio::piped(),
-            });
+            })
+            // A run directory the config does not name goes in the test's
+            // directory and is removed with it (by default it would stay
+            // behind in /run/kennel/<port>, one for each port a test took).
+            .env("XDG_RUNTIME_DIR", &dir.0);
         for (k, v) in env {
             command.env(k, v);
         }
