@@ -2,6 +2,9 @@
 //! real `kennel serve` (with and without its token), `kennel completions`
 //! and `kennel --version`.
 
+#[allow(unreachable_pub)]
+#[path = "support/ports.rs"]
+mod ports;
 mod served;
 
 use std::process::{Command, Output, Stdio};
@@ -156,12 +159,9 @@ fn status_reads_the_address_and_token_from_the_config_and_says_when_it_is_refuse
 
 #[test]
 fn status_of_a_server_that_is_not_there_says_so() {
-    // A port nothing listens on: bound, then closed.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port nothing listens on, below the range from which the servers
+    // of the other tests take theirs.
+    let port = ports::free_port();
     let out = kennel(&["status", "--url", &format!("127.0.0.1:{port}")], &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
