@@ -269,6 +269,7 @@ fn a_tenant_without_its_token_stops_the_start_naming_it() {
         .arg(&path)
         .env("KENNEL_TEST_OPERATOR", OPERATOR)
         .env("KENNEL_TEST_TENANT_A", TOKEN_A)
+        .env("XDG_RUNTIME_DIR", &dir.0) // its run directory, made before the tokens are read
         .output()
         .unwrap();
     assert!(!out.status.success());
