@@ -2,9 +2,6 @@
 //! real `kennel serve` (with and without its token), `kennel completions`
 //! and `kennel --version`.
 
-#[allow(unreachable_pub)]
-#[path = "support/ports.rs"]
-mod ports;
 mod served;
 
 use std::process::{Command, Output, Stdio};
@@ -161,7 +158,7 @@ fn status_reads_the_address_and_token_from_the_config_and_says_when_it_is_refuse
 fn status_of_a_server_that_is_not_there_says_so() {
     // A port nothing listens on, below the range from which the servers
     // of the other tests take theirs.
-    let port = ports::free_port();
+    let port = served::free_port();
     let out = kennel(&["status", "--url", &format!("127.0.0.1:{port}")], &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);

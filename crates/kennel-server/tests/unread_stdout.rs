@@ -4,9 +4,6 @@
 
 #![cfg(target_os = "linux")]
 
-#[allow(unreachable_pub)]
-#[path = "support/ports.rs"]
-mod ports;
 mod served;
 
 use std::io::{Read, Write};
@@ -44,7 +41,7 @@ fn livez(addr: SocketAddr) -> Option<u16> {
 fn an_unread_stdout_never_stalls_serving_or_the_stop() {
     let dir = TempDir::new("unread-stdout");
     // Its stdout is never read, so its port is chosen here.
-    let port = ports::free_port();
+    let port = served::free_port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     // 3,000 pools that start no worker before a job: each one a line of
     // the summary, 180 KiB in all, beyond a pipe's 64 KiB.

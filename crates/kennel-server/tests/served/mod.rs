@@ -8,7 +8,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,6 +17,19 @@ use nix::unistd::Pid;
 use serde_json::Value;
 
 pub mod mcp;
+// The same files as `support`'s: a test binary with both has each twice.
+#[allow(clippy::duplicate_mod)]
+#[path = "../support/ports.rs"]
+mod ports;
+#[allow(clippy::duplicate_mod)]
+#[path = "../support/temp_dir.rs"]
+mod temp_dir;
+
+// Not every test binary takes a port or a directory.
+#[allow(unused_imports)]
+pub use ports::free_port;
+#[allow(unused_imports)]
+pub use temp_dir::TempDir;
 
 pub const LIMIT: Duration = Duration::from_secs(30);
 
@@ -43,30 +55,6 @@ pub fn check(dir: &TempDir, toml: &str) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// A temporary directory of its own (the process id and a count in its
-/// name), removed when dropped.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(name: &str) -> Self {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "kennel-{name}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// How the server's stderr is treated.

@@ -8,15 +8,19 @@
 pub mod counted;
 pub mod outside;
 pub mod ports;
+pub mod temp_dir;
 
+// Not every test binary takes a port or a directory.
+#[allow(unused_imports)]
 pub use ports::free_port;
+#[allow(unused_imports)]
+pub use temp_dir::TempDir;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,28 +31,6 @@ use serde_json::Value;
 
 /// The bound of every wait of these tests.
 pub const LIMIT: Duration = Duration::from_secs(60);
-
-/// A fresh directory under the system's temporary one, removed on drop.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(tag: &str) -> Self {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "kennel-{tag}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// `nats-server -js` on a free loopback port, killed on drop.
 pub struct Nats {
