@@ -65,8 +65,22 @@ impl Nats {
             installed.then_some(()),
         )?;
         let store = TempDir::new("nats");
-        let port = free_port();
-        let child = Self::spawn(port, &store);
+        // The picked port may still be taken before the server listens
+        // (by a program outside this test run, or by the kernel where its
+        // ephemeral range leaves no room outside it): the first start moves
+        // on to another port then; a restart must keep its port.
+        let mut tries = 0;
+        let (port, child) = loop {
+            let port = free_port();
+            match Self::spawn(port, &store) {
+                Ok(child) => break (port, child),
+                Err(why) if tries < 5 => {
+                    tries += 1;
+                    eprintln!("{why}; trying another port");
+                }
+                Err(why) => panic!("{why}"),
+            }
+        };
         Some(Self {
             child,
             port,
@@ -78,7 +92,12 @@ impl Nats {
     /// Starts `nats-server` on `port` and waits until it is the one that
     /// answers there (its greeting names it), so that a test never talks
     /// to another test's server.
-    fn spawn(port: u16, store: &TempDir) -> Child {
+    ///
+    /// # Errors
+    ///
+    /// Another program answers on `port`, or the server ended before it
+    /// listened (the port was taken).
+    fn spawn(port: u16, store: &TempDir) -> Result<Child, String> {
         let name = format!("kennel-test-{}-{port}", std::process::id());
         let mut child = Command::new("nats-server")
             .args([
@@ -105,14 +124,18 @@ impl Nats {
                 let mut greeting = String::new();
                 let _ = BufReader::new(stream).read_line(&mut greeting);
                 if greeting.contains(&format!("\"server_name\":\"{name}\"")) {
-                    return child;
+                    return Ok(child);
                 }
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("port {port} is answered by another server: {greeting}");
+                return Err(format!(
+                    "port {port} is answered by another server: {greeting:?}"
+                ));
             }
             if let Ok(Some(status)) = child.try_wait() {
-                panic!("nats-server could not start on port {port}: {status}");
+                return Err(format!(
+                    "nats-server could not start on port {port}: {status}"
+                ));
             }
             assert!(Instant::now() < deadline, "nats-server did not listen");
             std::thread::yield_now();
@@ -135,7 +158,7 @@ impl Nats {
 
     /// Starts it again on the same port with the same store.
     pub fn restart(&mut self) {
-        self.child = Self::spawn(self.port, &self.store);
+        self.child = Self::spawn(self.port, &self.store).unwrap_or_else(|why| panic!("{why}"));
     }
 }
 
