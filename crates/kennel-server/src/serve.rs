@@ -39,6 +39,10 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
     let _log = crate::logs::init(format, SERVE_FILTER);
     let addr = args.listen.unwrap_or_else(|| config.listen());
     let token = config.server.token().map_err(anyhow::Error::msg)?;
+    // The tenants' tokens too: a token that cannot be read stops the start
+    // before the port or the run directory is taken.
+    let callers =
+        crate::tenants::Callers::of(&config, token.as_deref()).map_err(anyhow::Error::msg)?;
     if token.is_none() && !addr.ip().is_loopback() {
         tracing::warn!(target: "kennel_server", %addr, "listening beyond loopback with no bearer token (set server.token_env)");
     }
@@ -99,6 +103,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
         .access_log(args.access_log || s.access_log)
         .run_dir(run_dir.clone())
         .metrics_public(s.metrics_public)
+        .callers(callers)
         .state_dir(
             s.state_dir
                 .clone()
@@ -109,7 +114,6 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> anyhow::Result<Exi
         builder = builder.token(token);
     }
     let state = builder.build();
-    state.set_tenants(&config).map_err(anyhow::Error::msg)?;
     let source = args.config.as_ref().map_or_else(
         || "<built-in demo config>".to_owned(),
         |p| p.display().to_string(),

@@ -269,12 +269,14 @@ fn a_tenant_without_its_token_stops_the_start_naming_it() {
         .arg(&path)
         .env("KENNEL_TEST_OPERATOR", OPERATOR)
         .env("KENNEL_TEST_TENANT_A", TOKEN_A)
-        .env("XDG_RUNTIME_DIR", &dir.0) // its run directory, made before the tokens are read
+        .env("XDG_RUNTIME_DIR", &dir.0) // where its run directory would be
         .output()
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("tenant b: cannot read `token_file`"), "{err}");
+    // Refused before it took its port and made its run directory.
+    assert!(!dir.0.join("kennel").exists(), "a run directory was made");
 }
 
 #[test]

@@ -29,6 +29,7 @@ pub struct AppStateBuilder {
     run_dir: Option<Arc<RunDir>>,
     state_dir: Option<(std::path::PathBuf, Duration)>,
     metrics_public: bool,
+    callers: crate::tenants::Callers,
 }
 
 impl AppStateBuilder {
@@ -51,6 +52,14 @@ impl AppStateBuilder {
     /// this one dies without closing them.
     pub(crate) fn run_dir(mut self, dir: Arc<RunDir>) -> Self {
         self.run_dir = Some(dir);
+        self
+    }
+
+    /// The tenants' callers, read from a config with
+    /// [`Callers::of`](crate::tenants::Callers::of); without them, the
+    /// operator's token alone.
+    pub(crate) fn callers(mut self, callers: crate::tenants::Callers) -> Self {
+        self.callers = callers;
         self
     }
 
@@ -128,7 +137,7 @@ impl AppStateBuilder {
                 },
                 mcp: crate::mcp::Sessions::default(),
                 metrics_public: self.metrics_public,
-                callers: std::sync::RwLock::default(),
+                callers: std::sync::RwLock::new(Arc::new(self.callers)),
                 flights: Arc::default(),
             }),
         }
