@@ -156,7 +156,7 @@ fn status_reads_the_address_and_token_from_the_config_and_says_when_it_is_refuse
 
 #[test]
 fn status_of_a_server_that_is_not_there_says_so() {
-    // A port nothing listens on, below the range from which the servers
+    // A port nothing listens on, outside the range from which the servers
     // of the other tests take theirs.
     let port = served::free_port();
     let out = kennel(&["status", "--url", &format!("127.0.0.1:{port}")], &[]);
