@@ -135,8 +135,7 @@ fn a_queued_jobs_progress_reaches_a_watcher_on_any_instance_then_its_end() {
     let id = submit(a.addr, "count", r#"{"n": 1, "steps": 3, "ms": 300}"#, &[]);
     let (status, _, stream) = http(b.addr, "GET", &format!("/jobs/{id}/events"), None);
     assert_eq!(status, 200, "{stream}");
-    // The data of each event, by its name (the body is chunked: the sizes
-    // stand on lines of their own).
+    // The data of each event, by its name.
     let lines: Vec<&str> = stream.lines().map(str::trim_end).collect();
     let data = |name: &str| -> Vec<Value> {
         lines

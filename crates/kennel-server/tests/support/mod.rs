@@ -6,6 +6,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod counted;
+pub mod http_client;
 pub mod outside;
 pub mod ports;
 pub mod temp_dir;
@@ -17,7 +18,7 @@ pub use ports::free_port;
 pub use temp_dir::TempDir;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -277,25 +278,8 @@ pub fn http_with(
     headers: &[(&str, &str)],
     body: Option<&str>,
 ) -> (u16, String, String) {
-    let mut stream = TcpStream::connect_timeout(&addr, LIMIT).unwrap();
-    stream.set_read_timeout(Some(LIMIT)).unwrap();
-    let body = body.unwrap_or_default();
-    let extra: String = headers
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}\r\n"))
-        .collect();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("no end of headers");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, head.to_owned(), body.to_owned())
+    let a = http_client::http(addr, method, path, headers, body.unwrap_or_default());
+    (a.status, a.head, a.body)
 }
 
 /// A queued pool of `workers` demo workers (no warm-up) on `nats`.
