@@ -160,8 +160,10 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
         Disposition::Ack => {
             let ended = record.ended(None, status, retry_after.clone(), &body);
             source.store(id, &ended, revision).await;
-            publish(&source, &delivery, status, retry_after, body).await;
+            // Counted before its answer goes out: whoever has the answer
+            // finds it counted.
             source.metrics.acked.increment(1);
+            publish(&source, &delivery, status, retry_after, body).await;
             AckKind::Ack
         }
         Disposition::Term { reason } => {
@@ -179,9 +181,10 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
             };
             let ended = record.ended(None, status, retry_after.clone(), &body);
             source.store(id, &ended, revision).await;
-            publish(&source, &delivery, status, retry_after, body).await;
+            // Its dead letter stored and counted before its answer goes out.
             source.bury(letter).await;
             source.metrics.terminated(reason);
+            publish(&source, &delivery, status, retry_after, body).await;
             AckKind::Term
         }
         Disposition::Nak { delay, reason } => {
