@@ -176,11 +176,20 @@ fn a_queued_job_cancelled_never_runs_and_a_running_one_is_cancelled_on_its_worke
         &[],
         Stderr::Collected,
     );
-    let long = accepted(&submit(&server, "demo", &json!({"sleep_ms": 60_000}), &[]));
-    server.eventually("the first job running", || {
-        state_of(&server, &long) == "running"
-    });
-    let queued = accepted(&submit(&server, "demo", &json!({}), &[]));
+    // The counting worker writes a job's `n` before it works: once 1 is
+    // written, the first job is on the worker (the store's `running` says
+    // only that it left the store; it may still wait for the worker).
+    let count = server.dir.0.join("count.txt");
+    let counted = || std::fs::read_to_string(&count).unwrap_or_default();
+    let long = accepted(&submit(
+        &server,
+        "count",
+        &json!({"n": 1, "ms": 60_000}),
+        &[],
+    ));
+    server.eventually("the first job on its worker", || counted() == "1\n");
+    assert_eq!(state_of(&server, &long), "running");
+    let queued = accepted(&submit(&server, "count", &json!({"n": 2}), &[]));
     assert_eq!(state_of(&server, &queued), "queued", "one worker, busy");
     let a = server.http("DELETE", &format!("/jobs/{queued}"), &[], "");
     assert_eq!(a.status, 200, "{}", a.body);
@@ -190,14 +199,15 @@ fn a_queued_job_cancelled_never_runs_and_a_running_one_is_cancelled_on_its_worke
     assert_eq!(cancelled["error"]["error"], "cancelled");
     // The running one: cancelled, and its worker (which cannot stop a job)
     // replaced.
-    let before = server.get_json("/pools/demo/workers")["workers"][0]["pid"].clone();
+    let before = server.get_json("/pools/count/workers")["workers"][0]["pid"].clone();
     let a = server.http("DELETE", &format!("/jobs/{long}"), &[], "");
     assert_eq!(a.status, 200);
     assert_eq!(state_of(&server, &long), "cancelled");
     server.eventually("the worker replaced", || {
-        let now = server.get_json("/pools/demo/workers")["workers"][0]["pid"].clone();
+        let now = server.get_json("/pools/count/workers")["workers"][0]["pid"].clone();
         now.is_u64() && now != before
     });
+    assert_eq!(counted(), "1\n", "the cancelled queued job never ran");
     // A cancelled job stays cancelled.
     let a = server.http("DELETE", &format!("/jobs/{long}"), &[], "");
     assert!(a.body.contains("\"cancelled\""), "{}", a.body);
