@@ -237,6 +237,24 @@ impl Instance {
         metric_in(&body, name, pool)
     }
 
+    /// Polls a metric (as [`metric`](Self::metric)) until it is `value`:
+    /// for a count a message's task takes apart from the answer the test
+    /// waited for.
+    pub fn wait_metric(&self, name: &str, pool: &str, value: f64) {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let now = self.metric(name, pool);
+            if now == value {
+                return;
+            }
+            // Each request paces the next one.
+            assert!(
+                Instant::now() < deadline,
+                "{name} stayed {now}, not {value}"
+            );
+        }
+    }
+
     /// Polls the pool's stats until `lent` is `n`.
     pub fn wait_lent(&self, pool: &str, n: u64) {
         let deadline = Instant::now() + LIMIT;
