@@ -37,7 +37,8 @@ pub(crate) struct QueueMetrics {
     pub fetched: Counter,
     /// Of those, messages delivered before (to any instance).
     pub redelivered: Counter,
-    /// Messages acked after their answer was published.
+    /// Messages acked after their answer was published (counted before it
+    /// goes out).
     pub acked: Counter,
     /// Messages whose job was over already (answered, cancelled, or failed
     /// `interrupted`): acked without running it again.
