@@ -110,8 +110,9 @@ fn a_watcher_gets_the_progress_of_an_async_job_then_its_end() {
         &[],
         Stderr::Collected,
     );
-    // Queued behind a first job, so that the watch begins before it runs.
-    let first = accepted(&submit(&server, "count", &json!({"n": 1, "ms": 300}), &[]));
+    // Queued behind a first job of a second, so that the watch begins
+    // before it runs.
+    let first = accepted(&submit(&server, "count", &json!({"n": 1, "ms": 1000}), &[]));
     server.eventually("the first running", || {
         state_of(&server, &first) == "running"
     });
