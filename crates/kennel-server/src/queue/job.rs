@@ -158,11 +158,12 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
     let id = delivery.id.as_str();
     let ack = match disposition {
         Disposition::Ack => {
+            // Counted before its end is stored (what `GET /jobs/{id}` and a
+            // waiting `POST` read) and its answer published: whoever has
+            // the answer finds it counted.
+            source.metrics.acked.increment(1);
             let ended = record.ended(None, status, retry_after.clone(), &body);
             source.store(id, &ended, revision).await;
-            // Counted before its answer goes out: whoever has the answer
-            // finds it counted.
-            source.metrics.acked.increment(1);
             publish(&source, &delivery, status, retry_after, body).await;
             AckKind::Ack
         }
@@ -179,11 +180,13 @@ pub(super) async fn handle(source: Arc<Source>, message: jetstream::Message) {
                 at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
                 instance: source.instance.to_string(),
             };
+            // Counted as the acked one is; its dead letter kept after its
+            // end is stored (a letter never names a job that could run
+            // again) and before its answer is published.
+            source.metrics.terminated(reason);
             let ended = record.ended(None, status, retry_after.clone(), &body);
             source.store(id, &ended, revision).await;
-            // Its dead letter stored and counted before its answer goes out.
             source.bury(letter).await;
-            source.metrics.terminated(reason);
             publish(&source, &delivery, status, retry_after, body).await;
             AckKind::Term
         }

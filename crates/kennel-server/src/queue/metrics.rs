@@ -38,7 +38,7 @@ pub(crate) struct QueueMetrics {
     /// Of those, messages delivered before (to any instance).
     pub redelivered: Counter,
     /// Messages acked after their answer was published (counted before it
-    /// goes out).
+    /// is stored or published).
     pub acked: Counter,
     /// Messages whose job was over already (answered, cancelled, or failed
     /// `interrupted`): acked without running it again.
