@@ -9,7 +9,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{Client, Instance, Nats, TempDir, http, queued_pool};
+use support::{Answer, Client, Instance, Nats, TempDir, http, queued_pool};
 
 /// One instance with a queued pool `q` and the same pool without a queue,
 /// `direct`.
@@ -64,7 +64,11 @@ fn queued_answers_are_the_http_bodies_and_kinds() {
     for (id, body) in jobs {
         let got = &answers[id];
         assert_eq!(got.len(), 1, "{id} answered {} times", got.len());
-        let (status, _, direct) = http(a.addr, "POST", "/pools/direct/jobs", Some(body));
+        let Answer {
+            status,
+            body: direct,
+            ..
+        } = http(a.addr, "POST", "/pools/direct/jobs", &[], body);
         let direct: Value = serde_json::from_str(&direct).unwrap();
         assert_eq!(got[0].status, status, "{id}: {:?} vs {direct}", got[0]);
         assert_eq!(got[0].body["error"], direct["error"], "{id}");
@@ -95,11 +99,12 @@ fn http_into_a_queued_pool_goes_through_the_stream_and_answers_as_http() {
     ) else {
         return;
     };
-    let (status, head, body) = http(
+    let Answer { status, head, body } = http(
         a.addr,
         "POST",
         "/pools/q/jobs",
-        Some(r#"{"iterations": 10}"#),
+        &[],
+        r#"{"iterations": 10}"#,
     );
     assert_eq!(status, 200, "{body}");
     assert!(
@@ -107,7 +112,8 @@ fn http_into_a_queued_pool_goes_through_the_stream_and_answers_as_http() {
         "{head}"
     );
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["done"], true);
-    let (status, _, body) = http(a.addr, "POST", "/pools/q/jobs", Some(r#"{"fail": "no"}"#));
+    let Answer { status, body, .. } =
+        http(a.addr, "POST", "/pools/q/jobs", &[], r#"{"fail": "no"}"#);
     assert_eq!(status, 500);
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap(),
@@ -115,7 +121,7 @@ fn http_into_a_queued_pool_goes_through_the_stream_and_answers_as_http() {
     );
     assert_eq!(a.metric("kennel_jetstream_fetched_total", "q"), 2.0);
     // Bad JSON never reaches the stream: the route refuses it first.
-    let (status, _, _) = http(a.addr, "POST", "/pools/q/jobs", Some("{"));
+    let Answer { status, .. } = http(a.addr, "POST", "/pools/q/jobs", &[], "{");
     assert_eq!(status, 400);
     assert_eq!(a.metric("kennel_jetstream_fetched_total", "q"), 2.0);
 }
@@ -170,12 +176,8 @@ fn a_queued_http_job_whose_answer_is_late_is_answered_504_queue_timeout() {
     // The one worker is held; the HTTP job waits in the stream.
     client.publish("jobs.q", "hold", r#"{"sleep_ms": 2000}"#);
     a.wait_lent("q", 1);
-    let (status, head, body) = http(
-        a.addr,
-        "POST",
-        "/pools/q/jobs",
-        Some(r#"{"iterations": 1}"#),
-    );
+    let Answer { status, head, body } =
+        http(a.addr, "POST", "/pools/q/jobs", &[], r#"{"iterations": 1}"#);
     assert_eq!(status, 504, "{body}");
     // The answer names the job, whose result GET /jobs/{id} gives later.
     let id = head
@@ -213,7 +215,7 @@ fn an_instance_whose_nats_is_gone_is_not_ready() {
     // Ready once the pool's first worker is.
     let deadline = std::time::Instant::now() + support::LIMIT;
     loop {
-        let (status, _, body) = http(a.addr, "GET", "/readyz", None);
+        let Answer { status, body, .. } = http(a.addr, "GET", "/readyz", &[], "");
         if status == 200 {
             break;
         }
@@ -227,7 +229,7 @@ fn an_instance_whose_nats_is_gone_is_not_ready() {
     drop(nats);
     let deadline = std::time::Instant::now() + support::LIMIT;
     loop {
-        let (status, _, body) = http(a.addr, "GET", "/readyz", None);
+        let Answer { status, body, .. } = http(a.addr, "GET", "/readyz", &[], "");
         if status == 503 {
             assert_eq!(
                 serde_json::from_str::<Value>(&body).unwrap(),
@@ -250,7 +252,7 @@ fn a_job_answered_503_while_nats_is_down_never_runs_once_it_is_back() {
     let ready = |want: u16| {
         let deadline = std::time::Instant::now() + support::LIMIT;
         loop {
-            let (status, _, body) = http(a.addr, "GET", "/readyz", None);
+            let Answer { status, body, .. } = http(a.addr, "GET", "/readyz", &[], "");
             if status == want {
                 return;
             }
@@ -264,7 +266,7 @@ fn a_job_answered_503_while_nats_is_down_never_runs_once_it_is_back() {
     ready(200);
     nats.stop();
     ready(503);
-    let (status, _, body) = http(a.addr, "POST", "/pools/q/jobs", Some(r#"{"n": 1}"#));
+    let Answer { status, body, .. } = http(a.addr, "POST", "/pools/q/jobs", &[], r#"{"n": 1}"#);
     assert_eq!(status, 503, "{body}");
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["error"], "queue-unavailable");
@@ -279,7 +281,7 @@ fn a_job_answered_503_while_nats_is_down_never_runs_once_it_is_back() {
     // one the queue ever delivered (the refused job was kept nowhere).
     nats.restart();
     ready(200);
-    let (status, _, body) = http(a.addr, "POST", "/pools/q/jobs", Some(r#"{"n": 2}"#));
+    let Answer { status, body, .. } = http(a.addr, "POST", "/pools/q/jobs", &[], r#"{"n": 2}"#);
     assert_eq!(status, 200, "{body}");
     assert_eq!(a.metric("kennel_jetstream_fetched_total", "q"), 1.0);
     let client = Client::connect(&nats.url);

@@ -9,7 +9,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{Client, Instance, Nats, TempDir, http, queued_pool};
+use support::{Answer, Client, Instance, Nats, TempDir, http, queued_pool};
 
 #[test]
 fn a_poison_job_ends_in_the_dead_letters_after_max_deliver_with_its_last_error() {
@@ -30,7 +30,7 @@ sizing = {{ kind = "fixed", workers = 1 }}
     let a = Instance::start(&dir.0, "a", &config);
     let client = Client::connect(&nats.url);
     let dead = || -> Vec<Value> {
-        let (status, _, body) = http(a.addr, "GET", "/pools/q/dead", None);
+        let Answer { status, body, .. } = http(a.addr, "GET", "/pools/q/dead", &[], "");
         assert_eq!(status, 200, "{body}");
         let body: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(body["pool"], "q");
@@ -55,18 +55,18 @@ sizing = {{ kind = "fixed", workers = 1 }}
     assert_eq!(garbled["reason"], "bad-json");
     // Counted by reason; the job that ran is no dead letter.
     assert_eq!(a.metric("kennel_jetstream_terminated_total", "q"), 2.0);
-    let (status, _, body) = http(a.addr, "GET", "/pools/q/dead?limit=1", None);
+    let Answer { status, body, .. } = http(a.addr, "GET", "/pools/q/dead?limit=1", &[], "");
     assert_eq!(status, 200);
     let one: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(one["dead"].as_array().unwrap().len(), 1, "the newest only");
-    let (status, _, body) = http(a.addr, "GET", "/pools/q/dead?limit=many", None);
+    let Answer { status, body, .. } = http(a.addr, "GET", "/pools/q/dead?limit=many", &[], "");
     assert_eq!(status, 400, "{body}");
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap()["error"],
         "bad-request"
     );
     // A pool without a queue gives up on none.
-    let (status, _, body) = http(a.addr, "GET", "/pools/direct/dead", None);
+    let Answer { status, body, .. } = http(a.addr, "GET", "/pools/direct/dead", &[], "");
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap()["dead"],

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 use support::counted::{counted_pool, runs};
-use support::{Client, Instance, LIMIT, Nats, TempDir, http, http_with, queued_pool};
+use support::{Answer, Client, Instance, LIMIT, Nats, TempDir, http, queued_pool};
 
 /// A real NATS, a directory, and the config of a queued pool `count` of
 /// one counting worker on it.
@@ -45,7 +45,11 @@ fn submit(addr: SocketAddr, pool: &str, body: &str, extra: &[(&str, &str)]) -> S
     let mut headers = vec![("Prefer", "respond-async")];
     headers.extend_from_slice(extra);
     let path = format!("/pools/{pool}/jobs");
-    let (status, head, text) = http_with(addr, "POST", &path, &headers, Some(body));
+    let Answer {
+        status,
+        head,
+        body: text,
+    } = http(addr, "POST", &path, &headers, body);
     assert_eq!(status, 202, "{text}");
     let id = serde_json::from_str::<Value>(&text).unwrap()["id"]
         .as_str()
@@ -63,7 +67,7 @@ fn submit(addr: SocketAddr, pool: &str, body: &str, extra: &[(&str, &str)]) -> S
 fn wait_state(addr: SocketAddr, id: &str, state: &str) -> Value {
     let deadline = Instant::now() + LIMIT;
     loop {
-        let (status, _, body) = http(addr, "GET", &format!("/jobs/{id}"), None);
+        let Answer { status, body, .. } = http(addr, "GET", &format!("/jobs/{id}"), &[], "");
         if status == 200 {
             let job: Value = serde_json::from_str(&body).unwrap();
             if job["state"] == state {
@@ -97,11 +101,11 @@ fn an_asynchronous_job_of_a_queued_pool_is_answered_by_any_instance_and_an_idemp
     assert_eq!(first, second);
     wait_state(a.addr, &first, "done");
     // A later job runs after it (one worker each, a FIFO stream).
-    let (status, _, body) = http(a.addr, "POST", "/pools/count/jobs", Some(r#"{"n": 3}"#));
+    let Answer { status, body, .. } = http(a.addr, "POST", "/pools/count/jobs", &[], r#"{"n": 3}"#);
     assert_eq!(status, 200, "{body}");
     assert_eq!(runs(&dir.0), BTreeMap::from([(1, 1), (2, 1), (3, 1)]));
     // An id no job has.
-    let (status, _, body) = http(b.addr, "GET", "/jobs/job-unknown", None);
+    let Answer { status, body, .. } = http(b.addr, "GET", "/jobs/job-unknown", &[], "");
     assert_eq!(status, 404, "{body}");
     // Jobs published straight to the stream: one with no Nats-Msg-Id (its
     // id is `<stream>:<sequence>`), one whose id a key could not be.
@@ -113,7 +117,7 @@ fn an_asynchronous_job_of_a_queued_pool_is_answered_by_any_instance_and_an_idemp
     assert!(ids.iter().any(|id| id.starts_with("COUNT:")), "{ids:?}");
     for id in ids {
         let path = format!("/jobs/{}", id.replace(' ', "%20"));
-        let (status, _, body) = http(b.addr, "GET", &path, None);
+        let Answer { status, body, .. } = http(b.addr, "GET", &path, &[], "");
         assert_eq!(status, 200, "{id}: {body}");
         assert_eq!(
             serde_json::from_str::<Value>(&body).unwrap()["state"],
@@ -133,7 +137,11 @@ fn a_queued_jobs_progress_reaches_a_watcher_on_any_instance_then_its_end() {
     let b = Instance::start(&dir.0, "b", &config);
     // Three progress items 300 ms apart; b watches whichever runs it.
     let id = submit(a.addr, "count", r#"{"n": 1, "steps": 3, "ms": 300}"#, &[]);
-    let (status, _, stream) = http(b.addr, "GET", &format!("/jobs/{id}/events"), None);
+    let Answer {
+        status,
+        body: stream,
+        ..
+    } = http(b.addr, "GET", &format!("/jobs/{id}/events"), &[], "");
     assert_eq!(status, 200, "{stream}");
     // The data of each event, by its name.
     let lines: Vec<&str> = stream.lines().map(str::trim_end).collect();
@@ -170,7 +178,7 @@ fn a_cancelled_queued_job_never_runs_and_a_running_one_is_cancelled_on_its_worke
     let queued = submit(a.addr, "count", r#"{"n": 2}"#, &[]);
     assert_eq!(wait_state(a.addr, &queued, "queued")["attempts"], 0);
     for id in [&queued, &running] {
-        let (status, _, body) = http(a.addr, "DELETE", &format!("/jobs/{id}"), None);
+        let Answer { status, body, .. } = http(a.addr, "DELETE", &format!("/jobs/{id}"), &[], "");
         assert_eq!(status, 200, "{body}");
         let job: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(job["state"], "cancelled", "{job}");
@@ -178,7 +186,7 @@ fn a_cancelled_queued_job_never_runs_and_a_running_one_is_cancelled_on_its_worke
     }
     // The worker is free again (the long job was cancelled on it), and the
     // cancelled queued job, delivered first, was passed over.
-    let (status, _, body) = http(a.addr, "POST", "/pools/count/jobs", Some(r#"{"n": 3}"#));
+    let Answer { status, body, .. } = http(a.addr, "POST", "/pools/count/jobs", &[], r#"{"n": 3}"#);
     assert_eq!(status, 200, "{body}");
     assert_eq!(runs(&dir.0), BTreeMap::from([(1, 1), (3, 1)]));
     // Counted by the passed-over message's own task.

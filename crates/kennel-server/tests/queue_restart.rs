@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 use support::counted::{counted_pool, runs};
-use support::{Instance, LIMIT, Nats, TempDir, http};
+use support::{Answer, Instance, LIMIT, Nats, TempDir, http};
 
 /// How a restart of NATS goes.
 #[derive(Clone, Copy)]
@@ -82,8 +82,11 @@ fn restart_scene(test: &str, restart: Restart) -> Option<Scene> {
                     let body = format!(r#"{{"n": {n}, "ms": 20}}"#);
                     let deadline = Instant::now() + LIMIT;
                     let outcome = loop {
-                        let (status, head, text) =
-                            http(addr, "POST", "/pools/count/jobs", Some(&body));
+                        let Answer {
+                            status,
+                            head,
+                            body: text,
+                        } = http(addr, "POST", "/pools/count/jobs", &[], &body);
                         let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
                         if status == 503 && answer["error"] == "queue-unavailable" {
                             refused.fetch_add(1, Ordering::SeqCst);

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use support::{Answer, Client, Instance, LIMIT, Nats, TempDir, http, queued_pool};
+use support::{Answer, Client, Instance, LIMIT, Nats, NatsAnswer, TempDir, http, queued_pool};
 
 /// A job of about 100 ms on a demo worker.
 const JOB: &str = r#"{"sleep_ms": 100}"#;
@@ -28,7 +28,7 @@ fn publish(client: &Client, n: usize) {
 /// How many answers each instance gave, by its name; `?` for an instance
 /// not among `instances`.
 fn shares(
-    answers: &BTreeMap<String, Vec<Answer>>,
+    answers: &BTreeMap<String, Vec<NatsAnswer>>,
     instances: &[&Instance],
 ) -> BTreeMap<String, usize> {
     let mut by = BTreeMap::new();
@@ -55,7 +55,7 @@ fn wait_empty(client: &Client, limit: Duration) -> (u64, u64, usize) {
 }
 
 /// Every job answered once, each answer a success.
-fn assert_once(answers: &BTreeMap<String, Vec<Answer>>, n: usize) {
+fn assert_once(answers: &BTreeMap<String, Vec<NatsAnswer>>, n: usize) {
     assert_eq!(answers.len(), n, "jobs answered");
     for (id, a) in answers {
         assert_eq!(a.len(), 1, "{id} answered {} times: {a:?}", a.len());
@@ -125,7 +125,8 @@ fn shares_follow_free_workers_and_a_stuck_instance_gets_none() {
     assert!((20..=80).contains(&na), "a answered {na}: {by:?}");
     assert!((120..=180).contains(&nb), "b answered {nb}: {by:?}");
     // The stuck instance still answers over HTTP: another one runs the job.
-    let (status, head, body) = http(c.addr, "POST", "/pools/q/jobs", Some(r#"{"sleep_ms": 1}"#));
+    let Answer { status, head, body } =
+        http(c.addr, "POST", "/pools/q/jobs", &[], r#"{"sleep_ms": 1}"#);
     assert_eq!(status, 200, "{body}");
     let head = head.to_ascii_lowercase();
     assert!(

@@ -1,6 +1,6 @@
 //! What the queue tests share: a real `nats-server -js` on a free loopback
 //! port with a store of its own, real `kennel serve` processes, a tiny
-//! HTTP/1.1 client, and a NATS client that publishes jobs and gathers
+//! HTTP/1.1 client (the one the served helper has too), and a NATS client that publishes jobs and gathers
 //! their answers.
 
 #![allow(dead_code, unreachable_pub)]
@@ -11,6 +11,7 @@ pub mod outside;
 pub mod ports;
 pub mod temp_dir;
 
+pub use http_client::{Answer, http};
 // Not every test binary takes a port or a directory.
 #[allow(unused_imports)]
 pub use ports::free_port;
@@ -227,13 +228,13 @@ impl Instance {
 
     /// GET `path` as JSON.
     pub fn get(&self, path: &str) -> Value {
-        let (_, _, body) = http(self.addr, "GET", path, None);
+        let Answer { body, .. } = http(self.addr, "GET", path, &[], "");
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
     }
 
     /// The value of a metric line `name{pool="POOL"...}` (0 when absent).
     pub fn metric(&self, name: &str, pool: &str) -> f64 {
-        let (_, _, body) = http(self.addr, "GET", "/metrics", None);
+        let Answer { body, .. } = http(self.addr, "GET", "/metrics", &[], "");
         metric_in(&body, name, pool)
     }
 
@@ -278,28 +279,6 @@ pub fn metric_in(text: &str, name: &str, pool: &str) -> f64 {
         .sum()
 }
 
-/// One HTTP/1.1 exchange with `Connection: close`: status, head, body.
-pub fn http(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    body: Option<&str>,
-) -> (u16, String, String) {
-    http_with(addr, method, path, &[], body)
-}
-
-/// [`http`] with request headers.
-pub fn http_with(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<&str>,
-) -> (u16, String, String) {
-    let a = http_client::http(addr, method, path, headers, body.unwrap_or_default());
-    (a.status, a.head, a.body)
-}
-
 /// A queued pool of `workers` demo workers (no warm-up) on `nats`.
 pub fn queued_pool(nats: &str, workers: usize, queue_extra: &str) -> String {
     format!(
@@ -319,9 +298,9 @@ subject = "jobs.q"
     )
 }
 
-/// One answer, as it came back.
+/// One answer over NATS, as it came back.
 #[derive(Debug, Clone)]
-pub struct Answer {
+pub struct NatsAnswer {
     pub status: u16,
     pub instance: String,
     pub delivery: u64,
@@ -329,7 +308,7 @@ pub struct Answer {
 }
 
 /// The answers by job id, and a signal for each new one.
-type Gathered = (Mutex<BTreeMap<String, Vec<Answer>>>, Condvar);
+type Gathered = (Mutex<BTreeMap<String, Vec<NatsAnswer>>>, Condvar);
 
 /// A NATS client in a runtime of its own: publishes jobs with a reply
 /// subject and gathers the answers by job id.
@@ -361,7 +340,7 @@ impl Client {
                         .map(|v| v.as_str().to_owned())
                         .unwrap_or_default()
                 };
-                let answer = Answer {
+                let answer = NatsAnswer {
                     status: h("Kennel-Status").parse().unwrap_or(0),
                     instance: h("Kennel-Instance"),
                     delivery: h("Kennel-Delivery").parse().unwrap_or(0),
@@ -400,12 +379,12 @@ impl Client {
     }
 
     /// The answers so far, by job id.
-    pub fn answers(&self) -> BTreeMap<String, Vec<Answer>> {
+    pub fn answers(&self) -> BTreeMap<String, Vec<NatsAnswer>> {
         self.answers.0.lock().unwrap().clone()
     }
 
     /// Waits until `n` distinct jobs have an answer (or [`LIMIT`]).
-    pub fn wait_answered(&self, n: usize) -> BTreeMap<String, Vec<Answer>> {
+    pub fn wait_answered(&self, n: usize) -> BTreeMap<String, Vec<NatsAnswer>> {
         let (lock, answered) = &*self.answers;
         let (answers, _) = answered
             .wait_timeout_while(lock.lock().unwrap(), LIMIT, |a| a.len() < n)
